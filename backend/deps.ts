@@ -1,0 +1,20 @@
+import type { Config } from './config.js';
+import type { SecretBox } from './crypto/secret-box.js';
+import type { Pool } from './db/pool.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+
+/**
+ * What the service's parts are built from. Domain services take `Pick<Deps, …>` of what they use,
+ * so a test builds exactly the parts it needs, all real.
+ */
+export interface Deps {
+  config: Config;
+  pool: Pool;
+  log: Logger;
+  metrics: Metrics;
+  box: SecretBox;
+  adminToken: string;
+  /** The clock; tests move it instead of waiting. */
+  now: () => Date;
+}

@@ -1,0 +1,56 @@
+import { serve } from '@hono/node-server';
+import type { Runner } from 'graphile-worker';
+import { ConfigError } from './config.js';
+import { createApp } from './http/app.js';
+import { openRuntime } from './runtime.js';
+import { startWorker } from './worker/runner.js';
+
+/** `npm start`: the web tier and (unless WORKER=off) the job worker, in one process. */
+async function main(): Promise<void> {
+  const rt = await openRuntime();
+  const { deps } = rt;
+  const app = createApp(deps);
+  let worker: Runner | null = null;
+  if (deps.config.WORKER === 'inline') worker = await startWorker(deps);
+
+  const server = serve({ fetch: app.fetch, hostname: deps.config.HOST, port: deps.config.PORT }, (info) => {
+    const listening = `http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port}`;
+    deps.log.info({ listening, publicUrl: deps.config.PUBLIC_URL, worker: deps.config.WORKER }, 'Capigram is up');
+    process.stdout.write(
+      [
+        `Capigram listening on ${listening}`,
+        `  public URL:     ${deps.config.PUBLIC_URL}`,
+        `  business API:   ${deps.config.PUBLIC_URL}/api/v1`,
+        `  tracker:        ${deps.config.PUBLIC_URL}/backend/track/init, ${deps.config.PUBLIC_URL}/backend/tracker.js`,
+        `  health:         ${deps.config.PUBLIC_URL}/healthz, /readyz, /metrics`,
+        `  job worker:     ${deps.config.WORKER}`,
+        rt.generatedAdminToken ? `  admin token:    ${deps.adminToken} (generated into ${deps.config.DATA_DIR}/admin-token)` : '',
+        '',
+      ]
+        .filter((l) => l !== '')
+        .join('\n') + '\n',
+    );
+  });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    // Stop accepting requests, let in-flight ones finish, then the worker, then the database.
+    await new Promise<void>((ok) => server.close(() => ok()));
+    await worker?.stop();
+    await rt.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+  else process.stderr.write(`Capigram failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

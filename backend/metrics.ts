@@ -1,0 +1,45 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Prometheus metrics of one process. A registry per process (not prom-client's global one) so that
+ * tests can run several apps side by side without metrics colliding.
+ */
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const httpRequests = new Counter({
+    name: 'capigram_http_requests_total',
+    help: 'HTTP requests by route pattern, method and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'capigram_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const jobs = new Counter({
+    name: 'capigram_jobs_total',
+    help: 'Job executions by task and outcome',
+    labelNames: ['task', 'outcome'] as const,
+    registers: [registry],
+  });
+  const sends = new Counter({
+    name: 'capigram_sends_total',
+    help: 'Send outcomes by platform (delivered, retry, failed, skipped)',
+    labelNames: ['platform', 'outcome'] as const,
+    registers: [registry],
+  });
+  const deliveryLatency = new Histogram({
+    name: 'capigram_delivery_latency_seconds',
+    help: 'Time from a send being created to the platform accepting it',
+    labelNames: ['platform'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120, 600],
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,37 @@
+import type { DeliveryEvent, PrecheckResult } from './types.js';
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const OK: PrecheckResult = { ok: true };
+
+export function skip(skipReason: string): PrecheckResult {
+  return { ok: false, skipReason };
+}
+
+export function present(v: string | null | undefined): v is string {
+  return typeof v === 'string' && v.trim() !== '';
+}
+
+/** The first failing check wins; checks run in the order given. */
+export function firstFailure(...checks: Array<() => string | undefined>): PrecheckResult {
+  for (const check of checks) {
+    const reason = check();
+    if (reason !== undefined) return skip(reason);
+  }
+  return OK;
+}
+
+export function tooOld(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformName: string): string | undefined {
+  if (!Number.isFinite(e.eventTimeMs)) return 'event time is not a number';
+  return nowMs - e.eventTimeMs > maxEventAgeMs
+    ? `event is older than ${platformName}'s ${Math.round(maxEventAgeMs / DAY_MS)}-day window`
+    : undefined;
+}
+
+export function missingUserAgent(e: DeliveryEvent): string | undefined {
+  return present(e.userAgent) ? undefined : 'missing user agent (required for website events)';
+}
+
+export function missingSourceUrl(e: DeliveryEvent): string | undefined {
+  return present(e.eventSourceUrl) ? undefined : 'missing event source URL (required for website events)';
+}

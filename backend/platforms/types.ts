@@ -1,0 +1,140 @@
+import { z } from 'zod';
+
+export const PLATFORMS = ['meta', 'tiktok', 'snapchat', 'google'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+export const EVENT_TYPES = [
+  'PageView',
+  'Contact',
+  'Lead',
+  'Purchase',
+  'CompleteRegistration',
+  'Subscribe',
+  'Custom',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * SHA-256 digests (lowercase hex) of normalised PII, produced by `domain/pii.ts` on receipt.
+ * `ph` hashes the digits with country code and no `+` (Meta, Snapchat); `phE164` hashes the
+ * E.164 form with the `+` (TikTok). Adapters send these as they are and never hash again.
+ */
+export interface HashedPii {
+  em?: string;
+  ph?: string;
+  phE164?: string;
+  fn?: string;
+  ln?: string;
+  externalId?: string;
+}
+
+/** One event as the delivery pipeline hands it to an adapter (from a conversion or a visit). */
+export interface DeliveryEvent {
+  /** Stable per conversion (per visit for PageView) and reused on every retry: the platforms dedup on it. */
+  eventId: string;
+  eventType: EventType;
+  customEventName?: string | null;
+  /** Unix milliseconds; adapters send seconds. */
+  eventTimeMs: number;
+  eventSourceUrl?: string | null;
+  referrer?: string | null;
+  clientIp?: string | null;
+  userAgent?: string | null;
+  fbc?: string | null;
+  fbp?: string | null;
+  gclid?: string | null;
+  ttclid?: string | null;
+  sccid?: string | null;
+  ttp?: string | null;
+  hashed: HashedPii;
+  value?: number | null;
+  currency?: string | null;
+  contentName?: string | null;
+  /** Google's `orderId`: the conversion id. Falls back to `eventId` when absent. */
+  orderId?: string | null;
+}
+
+const nonEmpty = z.string().trim().min(1);
+
+/** Decrypted credentials of one pixel; parse what comes out of the database with this. */
+export const pixelConfigSchema = z.discriminatedUnion('platform', [
+  z.object({
+    platform: z.literal('meta'),
+    pixelId: nonEmpty,
+    accessToken: nonEmpty,
+    testEventCode: z.string().nullish(),
+  }),
+  z.object({
+    platform: z.literal('tiktok'),
+    pixelCode: nonEmpty,
+    accessToken: nonEmpty,
+    testEventCode: z.string().nullish(),
+  }),
+  z.object({
+    platform: z.literal('snapchat'),
+    pixelId: nonEmpty,
+    accessToken: nonEmpty,
+  }),
+  z.object({
+    platform: z.literal('google'),
+    customerId: nonEmpty,
+    /** A conversion action id, or its full resource name `customers/{cid}/conversionActions/{id}`. */
+    conversionAction: nonEmpty,
+    developerToken: nonEmpty,
+    oauthToken: nonEmpty,
+    loginCustomerId: z.string().nullish(),
+  }),
+]);
+export type PixelConfig = z.infer<typeof pixelConfigSchema>;
+export type PixelConfigOf<P extends Platform> = Extract<PixelConfig, { platform: P }>;
+
+export interface HttpRequestSpec {
+  method: 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What came back from the platform: a response, or the reason there was none (timeout, refused, …). */
+export type PlatformResponse =
+  | { status: number; headers: Record<string, string>; bodyText: string }
+  | { networkError: string };
+
+export type EventOutcome =
+  | { eventId: string; outcome: 'delivered' }
+  | { eventId: string; outcome: 'retry'; delayMs?: number; error: string }
+  | {
+      eventId: string;
+      outcome: 'failed';
+      error: string;
+      /**
+       * Set when the platform rejected the whole request, most likely because of one event in
+       * it, and the batch held more than one event: the other events may be fine. Resend the
+       * batch split by `decideIsolation` instead of failing every event.
+       */
+      isolate?: true;
+    };
+
+export type PrecheckResult = { ok: true } | { ok: false; skipReason: string };
+
+export interface BuildOptions {
+  /** Meta `vNN.0` (default `v21.0`), TikTok `v1.3`, Google `vNN` (default `v21`). */
+  apiVersion?: string;
+}
+
+export interface PlatformAdapter {
+  platform: Platform;
+  /** Most events one request may carry. */
+  maxBatch: number;
+  /** Oldest event the platform accepts, measured from `nowMs` at send time. */
+  maxEventAgeMs: number;
+  /** Whether the event can be valid at all for this platform; a failed check means "skip the send". */
+  precheck(e: DeliveryEvent, nowMs: number): PrecheckResult;
+  /** Builds the request for 1..maxBatch prechecked events; throws on a programming error (wrong pixel, empty batch). */
+  buildRequest(events: DeliveryEvent[], pixel: PixelConfig, baseUrl: string, opts?: BuildOptions): HttpRequestSpec;
+  /**
+   * One outcome per event, in the order of `events`. `nowMs` is needed to turn a `Retry-After`
+   * HTTP date into a delay.
+   */
+  classify(res: PlatformResponse, events: DeliveryEvent[], nowMs: number): EventOutcome[];
+}

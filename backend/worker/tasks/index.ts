@@ -1,0 +1,23 @@
+import type { Task, TaskList } from 'graphile-worker';
+import type { Deps } from '../../deps.js';
+import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
+
+/** Task names are part of the queue's data: keep them stable. */
+export const TASKS = {
+  purgeIdempotency: 'purge_idempotency',
+} as const;
+
+/** Cron schedule in graphile-worker's crontab format. */
+export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace`;
+
+/**
+ * Task functions stay thin: they parse the payload and call a domain module, so every rule is
+ * reachable from a test without the queue.
+ */
+export function createTaskList(deps: Deps): TaskList {
+  const purge: Task = async () => {
+    const n = await purgeIdempotencyKeys(deps.pool, deps.now());
+    if (n > 0) deps.log.info({ purged: n }, 'purged idempotency keys');
+  };
+  return { [TASKS.purgeIdempotency]: purge };
+}

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { startTestApp, type TestApp } from '../harness/app.js';
+
+let db: TestDatabase;
+let t: TestApp;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  t = await startTestApp(db.pool);
+});
+afterAll(async () => {
+  await t.stop();
+  await db.drop();
+});
+
+async function problem(res: Response) {
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  return (await res.json()) as { code: string; status: number; title: string; type: string; detail?: string };
+}
+
+describe('health', () => {
+  it('healthz and readyz answer 200 on a migrated database', async () => {
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    const r = await fetch(`${t.url}/readyz`);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: 'ready' });
+  });
+
+  it('metrics count requests by route pattern', async () => {
+    await fetch(`${t.url}/healthz`);
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    expect(text).toMatch(/capigram_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(text).toContain('capigram_http_request_duration_seconds_bucket');
+  });
+
+  it('every response carries a request id, and a caller-supplied one is echoed', async () => {
+    const r = await fetch(`${t.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(r.headers.get('x-request-id')).toBe('abc-123');
+    const r2 = await fetch(`${t.url}/healthz`);
+    expect(r2.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('error model', () => {
+  it('unknown route → 404 problem+json', async () => {
+    const res = await fetch(`${t.url}/no/such/route`);
+    expect(res.status).toBe(404);
+    const p = await problem(res);
+    expect(p).toMatchObject({ status: 404, code: 'NOT_FOUND', type: 'https://capigram.dev/errors/not-found' });
+  });
+
+  it('oversized body → 413 PAYLOAD_TOO_LARGE, never 500', async () => {
+    const res = await fetch(`${t.url}/api/v1/events/conversion`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pad: 'x'.repeat(200_000) }),
+    });
+    expect(res.status).toBe(413);
+    expect((await problem(res)).code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('readyz answers 503 UNAVAILABLE when the database is gone', async () => {
+    const other = await createTestDatabase();
+    const t2 = await startTestApp(other.pool);
+    await other.drop();
+    const res = await fetch(`${t2.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect((await problem(res)).code).toBe('UNAVAILABLE');
+    await t2.stop();
+  });
+});
