@@ -1,0 +1,130 @@
+/**
+ * Wire shapes of the keyless tracker surface (`{site_url}/backend/track/*`), shared by the backend
+ * routes that parse them and by the clients that build them (the reverse proxy, tests).
+ *
+ * These schemas check types and sizes only. Semantics stay with the backend: domain validation of
+ * `href`, the `visitRequestId`/`gatewayRequestId` agreement (a 400 with its own code, see
+ * `resolveVisitRequestId`), and whether an unknown `websiteId` exists. A malformed `_fbc` cookie,
+ * for instance, is still a string that fits, so the visit is recorded instead of refused.
+ *
+ * Unknown keys are stripped (zod's default), so older and newer clients keep working.
+ */
+import { z } from 'zod';
+
+/** Maximum lengths, in UTF-16 code units, of the string fields. */
+export const WIRE_LIMITS = {
+  websiteId: 128,
+  channelId: 128,
+  url: 2048,
+  userAgent: 1024,
+  clickId: 512,
+  utm: 256,
+} as const;
+
+const websiteId = z.string().min(1).max(WIRE_LIMITS.websiteId);
+const uuid = z.uuid();
+const url = z.string().max(WIRE_LIMITS.url);
+const clickId = z.string().max(WIRE_LIMITS.clickId);
+const utm = z.string().max(WIRE_LIMITS.utm);
+
+/** Optional attribution fields common to `track/init` and `track/direct-invite`. */
+export const attributionFieldsSchema = z.object({
+  /** Full page URL the visitor saw, on the site's own host. */
+  href: url.optional(),
+  /** Path plus query of the landing page. */
+  landingPage: url.optional(),
+  referrer: url.optional(),
+  userAgent: z.string().max(WIRE_LIMITS.userAgent).optional(),
+  fbc: clickId.optional(),
+  fbp: clickId.optional(),
+  gclid: clickId.optional(),
+  ttclid: clickId.optional(),
+  sccid: clickId.optional(),
+  utmSource: utm.optional(),
+  utmMedium: utm.optional(),
+  utmCampaign: utm.optional(),
+  utmContent: utm.optional(),
+  utmTerm: utm.optional(),
+});
+export type AttributionFields = z.infer<typeof attributionFieldsSchema>;
+
+/** The attribution field names, for code that copies or fills them one by one. */
+export const ATTRIBUTION_FIELDS = attributionFieldsSchema.keyof().options;
+
+/** `POST /backend/track/init`. `visitRequestId` makes it retry-safe; `gatewayRequestId` is its legacy alias. */
+export const trackInitBodySchema = z.object({
+  websiteId,
+  tempId: uuid,
+  sessionId: uuid,
+  visitRequestId: uuid.optional(),
+  gatewayRequestId: uuid.optional(),
+  ...attributionFieldsSchema.shape,
+});
+export type TrackInitBody = z.infer<typeof trackInitBodySchema>;
+
+/** `POST /backend/track/update-fbp`: adds `fbp` to the browser's latest visit. */
+export const trackUpdateFbpBodySchema = z.object({
+  websiteId,
+  tempId: uuid,
+  fbp: clickId.min(1),
+});
+export type TrackUpdateFbpBody = z.infer<typeof trackUpdateFbpBodySchema>;
+
+/**
+ * `POST /backend/track/direct-invite`: one visit, one PageView and one invitation per
+ * `visitRequestId`. `channelId` picks the channel (omitted: the site's default channel).
+ */
+export const trackDirectInviteBodySchema = z.object({
+  websiteId,
+  tempId: uuid,
+  sessionId: uuid,
+  visitRequestId: uuid,
+  gatewayRequestId: uuid.optional(),
+  channelId: z.string().min(1).max(WIRE_LIMITS.channelId).optional(),
+  ...attributionFieldsSchema.shape,
+});
+export type TrackDirectInviteBody = z.infer<typeof trackDirectInviteBodySchema>;
+
+/** `GET /backend/track/invite` query: `channel` omitted means the site's default channel. */
+export const trackInviteQuerySchema = z.object({
+  website: websiteId,
+  tid: uuid,
+  sid: uuid,
+  channel: z.string().min(1).max(WIRE_LIMITS.channelId).optional(),
+});
+export type TrackInviteQuery = z.infer<typeof trackInviteQuerySchema>;
+
+/** 200 from `track/init`; a retry with the same `visitRequestId` returns the same `visitId`. */
+export const trackInitResponseSchema = z.object({ visitId: z.string().min(1) });
+export type TrackInitResponse = z.infer<typeof trackInitResponseSchema>;
+
+/** 200 from `track/update-fbp`; `updated` is false when there was nothing to patch. */
+export const trackUpdateFbpResponseSchema = z.object({ updated: z.boolean() });
+export type TrackUpdateFbpResponse = z.infer<typeof trackUpdateFbpResponseSchema>;
+
+/** 200 from `track/direct-invite`. */
+export const trackDirectInviteResponseSchema = z.object({
+  visitId: z.string().min(1),
+  inviteUrl: z.string().min(1),
+});
+export type TrackDirectInviteResponse = z.infer<typeof trackDirectInviteResponseSchema>;
+
+export type VisitRequestIdResolution =
+  | { ok: true; visitRequestId: string | undefined }
+  | { ok: false; visitRequestId: string; gatewayRequestId: string };
+
+/**
+ * Merges `visitRequestId` and its alias. Both present and different (UUIDs compare
+ * case-insensitively) is the spec's HTTP 400 (`REQUEST_ID_MISMATCH`). The result is lower-case.
+ */
+export function resolveVisitRequestId(body: {
+  visitRequestId?: string | undefined;
+  gatewayRequestId?: string | undefined;
+}): VisitRequestIdResolution {
+  const visit = body.visitRequestId?.toLowerCase();
+  const gateway = body.gatewayRequestId?.toLowerCase();
+  if (visit !== undefined && gateway !== undefined && visit !== gateway) {
+    return { ok: false, visitRequestId: visit, gatewayRequestId: gateway };
+  }
+  return { ok: true, visitRequestId: visit ?? gateway };
+}
