@@ -1,5 +1,5 @@
 import { platformEventName } from './event-names.js';
-import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, tooOld } from './precheck.js';
+import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
 import {
   assertBatch,
   nonEmptyObject,
@@ -14,6 +14,7 @@ import {
   allFailed,
   allRetry,
   bodySnippet,
+  headerValue,
   httpError,
   isNetworkError,
   isRecord,
@@ -65,6 +66,25 @@ function metaEvent(e: DeliveryEvent) {
   };
 }
 
+/**
+ * Meta answers throttling without `Retry-After`; its `x-business-use-case-usage` header gives,
+ * per business and call type, `estimated_time_to_regain_access` in minutes. The longest wait wins.
+ */
+export function metaUsageDelayMs(headers: Record<string, string>): number | undefined {
+  const raw = headerValue(headers, 'x-business-use-case-usage');
+  const usage = raw === undefined ? undefined : parseJsonObject(raw);
+  if (usage === undefined) return undefined;
+  let minutes = 0;
+  for (const entries of Object.values(usage)) {
+    if (!Array.isArray(entries)) continue;
+    for (const entry of entries) {
+      const m = isRecord(entry) ? numberField(entry, 'estimated_time_to_regain_access') : undefined;
+      if (m !== undefined && m > minutes) minutes = m;
+    }
+  }
+  return minutes > 0 ? minutes * 60_000 : undefined;
+}
+
 function metaErrorText(error: Record<string, unknown> | undefined, status: number, bodyText: string): string {
   const message = stringField(error, 'message');
   if (message === undefined) return httpError(status, bodySnippet(bodyText));
@@ -82,7 +102,7 @@ export const metaAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => tooOld(e, nowMs, MAX_EVENT_AGE_MS, 'Meta'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'Meta'),
       () => (platformEventName('meta', e) === undefined ? 'Custom event without customEventName' : undefined),
       () =>
         e.eventType === 'Purchase' && valueAndCurrency(e) === undefined
@@ -108,7 +128,7 @@ export const metaAdapter: PlatformAdapter = {
     if (isNetworkError(res)) return allRetry(events, `network error: ${res.networkError}`);
     if (res.status >= 200 && res.status < 300) return allDelivered(events);
 
-    const delay = retryAfterMs(res, nowMs);
+    const delay = retryAfterMs(res, nowMs) ?? metaUsageDelayMs(res.headers);
     const errorObj = parseJsonObject(res.bodyText)?.['error'];
     const error = isRecord(errorObj) ? errorObj : undefined;
     const text = metaErrorText(error, res.status, res.bodyText);

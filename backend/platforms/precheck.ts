@@ -2,6 +2,9 @@ import type { DeliveryEvent, PrecheckResult } from './types.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** Clock skew the platforms tolerate on an event time ahead of theirs. */
+export const FUTURE_TOLERANCE_MS = 5 * 60 * 1000;
+
 export const OK: PrecheckResult = { ok: true };
 
 export function skip(skipReason: string): PrecheckResult {
@@ -26,6 +29,15 @@ export function tooOld(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, p
   return nowMs - e.eventTimeMs > maxEventAgeMs
     ? `event is older than ${platformName}'s ${Math.round(maxEventAgeMs / DAY_MS)}-day window`
     : undefined;
+}
+
+export function inFuture(e: DeliveryEvent, nowMs: number): string | undefined {
+  return e.eventTimeMs - nowMs > FUTURE_TOLERANCE_MS ? 'event time is more than 5 minutes in the future' : undefined;
+}
+
+/** Checks every platform makes: the event time is a number inside the platform's window. */
+export function timeWindow(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformName: string): string | undefined {
+  return tooOld(e, nowMs, maxEventAgeMs, platformName) ?? inFuture(e, nowMs);
 }
 
 export function missingUserAgent(e: DeliveryEvent): string | undefined {

@@ -1,5 +1,5 @@
 import { platformEventName } from './event-names.js';
-import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, tooOld } from './precheck.js';
+import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
 import { assertBatch, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
 import {
   allDelivered,
@@ -55,7 +55,7 @@ export const snapchatAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => tooOld(e, nowMs, MAX_EVENT_AGE_MS, 'Snapchat'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'Snapchat'),
       () => missingUserAgent(e),
       () => missingSourceUrl(e),
     );

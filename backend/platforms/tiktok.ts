@@ -1,5 +1,5 @@
 import { platformEventName } from './event-names.js';
-import { DAY_MS, firstFailure, missingUserAgent, tooOld } from './precheck.js';
+import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
 import { assertBatch, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
 import {
   allDelivered,
@@ -59,9 +59,10 @@ export const tiktokAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => tooOld(e, nowMs, MAX_EVENT_AGE_MS, 'TikTok'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'TikTok'),
       () => (platformEventName('tiktok', e) === undefined ? 'Custom event without customEventName' : undefined),
       () => missingUserAgent(e),
+      () => missingSourceUrl(e),
     );
   },
 

@@ -1,0 +1,89 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { hashApiKey } from '../../crypto/api-keys.js';
+import type { SecretBox } from '../../crypto/secret-box.js';
+import type { Queryable } from '../../db/pool.js';
+import { ApiError, validationError } from '../../errors.js';
+import { ALLOWED_UPDATES, TelegramError, createTelegramClient } from '../../telegram/client.js';
+import { requireAccount } from './accounts.js';
+import { BotToken, Uuid } from './schemas.js';
+
+export const AddBotInput = z.object({
+  accountId: Uuid,
+  token: BotToken,
+  webhook: z.boolean().default(true),
+});
+
+export interface BotDeps {
+  db: Queryable;
+  box: SecretBox;
+  telegramApiUrl: string;
+  publicUrl: string;
+}
+
+export function webhookUrlFor(publicUrl: string, botId: string): string {
+  return `${publicUrl}/backend/telegram/${botId}`;
+}
+
+/**
+ * Registers a bot: the token is checked with getMe, the webhook set with a fresh secret token
+ * (unless disabled), then the bot is stored with its token encrypted and only the secret's hash.
+ * Nothing is stored when Telegram refuses.
+ */
+export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>): Promise<{ botId: string; webhookUrl: string }> {
+  const parsed = AddBotInput.safeParse(input);
+  if (!parsed.success) throw validationError(parsed.error, 'bot');
+  const b = parsed.data;
+  await requireAccount(deps.db, b.accountId);
+  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: b.token });
+  const me = await tg.getMe().catch((err: unknown) => {
+    throw refusal(err, 'the token was refused by Telegram (getMe)');
+  });
+  if (me.is_bot === false) throw new ApiError('VALIDATION_FAILED', 'the token does not belong to a bot');
+
+  const botId = randomUUID();
+  const secret = randomBytes(32).toString('base64url');
+  const webhookUrl = webhookUrlFor(deps.publicUrl, botId);
+  if (b.webhook) {
+    await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
+      throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL; use --no-webhook to skip)`);
+    });
+  }
+  try {
+    await deps.db.query(
+      `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null],
+    );
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') throw new ApiError('VALIDATION_FAILED', `bot @${me.username ?? me.id} is already registered for this account`);
+    throw err;
+  }
+  return { botId, webhookUrl };
+}
+
+function refusal(err: unknown, what: string): ApiError {
+  if (err instanceof TelegramError) {
+    const why = err.kind === 'unauthorized' ? 'invalid token' : err.kind === 'network' ? 'Telegram unreachable' : err.message;
+    return new ApiError('VALIDATION_FAILED', `${what}: ${why}`);
+  }
+  return new ApiError('VALIDATION_FAILED', `${what}: ${String(err)}`);
+}
+
+export interface BotRow {
+  id: string;
+  account_id: string;
+  telegram_bot_id: number;
+  username: string | null;
+  token_enc: string;
+  webhook_secret_hash: Buffer;
+}
+
+export async function findBot(db: Queryable, botId: string): Promise<BotRow | null> {
+  if (!Uuid.safeParse(botId).success) return null;
+  const { rows } = await db.query<BotRow>(
+    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash FROM bots WHERE id = $1',
+    [botId],
+  );
+  return rows[0] ?? null;
+}

@@ -1,0 +1,44 @@
+import { domainToASCII } from 'node:url';
+import { z } from 'zod';
+
+/** Shared field rules for the operator's inputs (CLI today, an admin API later). */
+export const Uuid = z.string().uuid('must be a UUID');
+export const Name = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+export const Currency = z
+  .string()
+  .trim()
+  .transform((s) => s.toUpperCase())
+  .pipe(z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code'));
+export const EventType = z.enum(['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom']);
+export type EventType = z.infer<typeof EventType>;
+
+/** A site domain: a bare hostname (scheme, port, path and a leading `*.` are stripped), IDN → punycode. */
+export const Domain = z
+  .string()
+  .trim()
+  .min(1)
+  .max(253)
+  .transform((raw, ctx) => {
+    let host = raw.toLowerCase().replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/^\*\./, '');
+    host = host.split(/[/?#]/)[0] ?? '';
+    host = host.replace(/:\d+$/, '').replace(/\.$/, '');
+    const ascii = domainToASCII(host);
+    if (!ascii || !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(ascii)) {
+      ctx.addIssue({ code: 'custom', message: `"${raw}" is not a valid domain name` });
+      return z.NEVER;
+    }
+    return ascii;
+  });
+
+/** Telegram supergroup/channel ids are negative: -100… for channels. */
+export const TelegramChatId = z
+  .string()
+  .trim()
+  .regex(/^-\d{5,20}$/, 'must be a negative Telegram chat id like -1001234567890')
+  .transform(Number)
+  .refine((n) => Number.isSafeInteger(n), 'is out of range');
+
+export const BotToken = z
+  .string()
+  .trim()
+  .regex(/^\d{3,20}:[A-Za-z0-9_-]{20,100}$/, 'does not look like a Telegram bot token (123456:ABC…)');

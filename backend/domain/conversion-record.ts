@@ -1,0 +1,97 @@
+import type { Queryable } from '../db/pool.js';
+import type { HashedPiiRecord } from './hashed-pii.js';
+import { createSends, refreshCapiStatus, type CreatedSend } from './sends.js';
+import type { CapiStatus } from './capi-status.js';
+
+/**
+ * The one place a conversion row is written, by the webhook (attributed joins) and the business
+ * API alike. Rules about *whether* and *what* to record live in the callers; this keeps the row,
+ * the lead and the sends consistent inside the caller's transaction.
+ */
+export type EventTypeName = 'Contact' | 'Lead' | 'Purchase' | 'CompleteRegistration' | 'Subscribe' | 'Custom';
+
+export interface ApiVisitOverride {
+  fbc?: string | null;
+  fbp?: string | null;
+  clientIp?: string | null;
+  userAgent?: string | null;
+  gclid?: string | null;
+  ttclid?: string | null;
+  sccid?: string | null;
+}
+
+export interface NewConversion {
+  siteId: string;
+  channelId: string | null;
+  telegramUserId: number;
+  visitId: string | null;
+  eventType: EventTypeName;
+  customEventName?: string | null;
+  value?: number | null;
+  currency?: string | null;
+  contentName?: string | null;
+  piiHashed?: HashedPiiRecord;
+  externalUserId?: string | null;
+  eventSourceUrl?: string | null;
+  clientIp?: string | null;
+  userAgent?: string | null;
+  apiVisitOverride?: ApiVisitOverride | null;
+  coldLead?: boolean;
+  eventTime: Date;
+  attributedAt: Date;
+  receivedAt: Date;
+  source: 'tracker' | 'webhook' | 'api';
+  awaitingManualInput?: boolean;
+}
+
+export interface RecordedConversion {
+  conversionId: string;
+  leadId: string;
+  sends: CreatedSend[];
+  capiStatus: CapiStatus;
+}
+
+/** Creates or touches the lead of (site, Telegram user); returns its id. */
+export async function upsertLead(
+  tx: Queryable,
+  siteId: string,
+  telegramUserId: number,
+  seenAt: Date,
+  externalUserId?: string | null,
+): Promise<string> {
+  const { rows } = await tx.query<{ id: string }>(
+    `INSERT INTO leads (site_id, telegram_user_id, external_user_id, first_seen_at, last_seen_at)
+     VALUES ($1, $2, $3, $4, $4)
+     ON CONFLICT (site_id, telegram_user_id) DO UPDATE
+       SET last_seen_at = GREATEST(leads.last_seen_at, EXCLUDED.last_seen_at),
+           first_seen_at = LEAST(leads.first_seen_at, EXCLUDED.first_seen_at),
+           external_user_id = COALESCE(EXCLUDED.external_user_id, leads.external_user_id)
+     RETURNING id`,
+    [siteId, telegramUserId, externalUserId ?? null, seenAt],
+  );
+  return rows[0]!.id;
+}
+
+/**
+ * Inserts the conversion and, when `dispatch` is true, its sends and their jobs. A conversion
+ * awaiting a manual value is never dispatched here: the value endpoint dispatches it later.
+ */
+export async function recordConversion(tx: Queryable, c: NewConversion, dispatch: boolean): Promise<RecordedConversion> {
+  const leadId = await upsertLead(tx, c.siteId, c.telegramUserId, c.receivedAt, c.externalUserId);
+  const { rows } = await tx.query<{ id: string }>(
+    `INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
+       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
+       event_time, attributed_at, received_at, source, awaiting_manual_input, capi_status)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23) RETURNING id`,
+    [
+      c.siteId, c.channelId, leadId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
+      c.currency ?? null, c.contentName ?? null, c.piiHashed ?? {}, c.externalUserId ?? null, c.eventSourceUrl ?? null,
+      c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
+      c.receivedAt, c.source, c.awaitingManualInput ?? false, 'pending',
+    ],
+  );
+  const conversionId = rows[0]!.id;
+  const sends = dispatch && !c.awaitingManualInput ? await createSends(tx, { kind: 'conversion', id: conversionId, siteId: c.siteId }) : [];
+  const capiStatus = await refreshCapiStatus(tx, conversionId);
+  return { conversionId, leadId, sends, capiStatus };
+}

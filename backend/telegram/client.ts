@@ -1,0 +1,111 @@
+import { z } from 'zod';
+
+/**
+ * A small Telegram Bot API client: `{TELEGRAM_API_URL}/bot{token}/{method}`, JSON in, `{ok, result}`
+ * out. Failures are classified so callers can honour flood control (429 `retry_after`) and tell a
+ * bad token from a network problem. The token never appears in errors.
+ */
+export class TelegramError extends Error {
+  override name = 'TelegramError';
+  constructor(
+    readonly method: string,
+    readonly kind: 'api' | 'rate_limited' | 'unauthorized' | 'network',
+    message: string,
+    readonly errorCode?: number,
+    readonly retryAfterSec?: number,
+  ) {
+    super(`Telegram ${method}: ${message}`);
+  }
+}
+
+export const TelegramUser = z.object({
+  id: z.number().int(),
+  is_bot: z.boolean().optional(),
+  first_name: z.string().optional(),
+  username: z.string().optional(),
+});
+export type TelegramUser = z.infer<typeof TelegramUser>;
+
+export const ChatInviteLink = z.object({
+  invite_link: z.string(),
+  name: z.string().optional(),
+  creates_join_request: z.boolean().optional(),
+  member_limit: z.number().int().optional(),
+  expire_date: z.number().int().optional(),
+  is_revoked: z.boolean().optional(),
+  is_primary: z.boolean().optional(),
+});
+export type ChatInviteLink = z.infer<typeof ChatInviteLink>;
+
+const Envelope = z.object({
+  ok: z.boolean(),
+  result: z.unknown().optional(),
+  error_code: z.number().int().optional(),
+  description: z.string().optional(),
+  parameters: z.object({ retry_after: z.number().optional() }).partial().optional(),
+});
+
+export interface TelegramClientOptions {
+  baseUrl: string;
+  token: string;
+  timeoutMs?: number;
+}
+
+export function createTelegramClient(opts: TelegramClientOptions) {
+  const timeoutMs = opts.timeoutMs ?? 5000;
+
+  async function call<T>(method: string, params: Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(`${opts.baseUrl}/bot${opts.token}/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(params),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      throw new TelegramError(method, 'network', (err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+    }
+    const text = await res.text().catch(() => '');
+    let env: z.infer<typeof Envelope>;
+    try {
+      env = Envelope.parse(JSON.parse(text));
+    } catch {
+      throw new TelegramError(method, 'network', `unexpected answer (HTTP ${res.status})`);
+    }
+    if (!env.ok) {
+      const code = env.error_code ?? res.status;
+      const description = env.description ?? `HTTP ${res.status}`;
+      if (code === 429) throw new TelegramError(method, 'rate_limited', description, code, env.parameters?.retry_after ?? 1);
+      if (code === 401 || code === 404) throw new TelegramError(method, 'unauthorized', description, code);
+      if (code >= 500) throw new TelegramError(method, 'network', description, code);
+      throw new TelegramError(method, 'api', description, code);
+    }
+    const parsed = schema.safeParse(env.result);
+    if (!parsed.success) throw new TelegramError(method, 'api', 'unexpected result shape');
+    return parsed.data;
+  }
+
+  return {
+    getMe: () => call('getMe', {}, TelegramUser),
+    setWebhook: (p: { url: string; secret_token: string; allowed_updates: string[]; max_connections?: number; drop_pending_updates?: boolean }) =>
+      call('setWebhook', p, z.literal(true)),
+    deleteWebhook: () => call('deleteWebhook', {}, z.literal(true)),
+    createChatInviteLink: (p: {
+      chat_id: number | string;
+      name?: string;
+      expire_date?: number;
+      member_limit?: number;
+      creates_join_request?: boolean;
+    }) => call('createChatInviteLink', p, ChatInviteLink),
+    revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) => call('revokeChatInviteLink', p, ChatInviteLink),
+    approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('approveChatJoinRequest', p, z.literal(true)),
+    getChatMember: (p: { chat_id: number | string; user_id: number }) =>
+      call('getChatMember', p, z.object({ status: z.string(), can_invite_users: z.boolean().optional() }).passthrough()),
+  };
+}
+
+export type TelegramClient = ReturnType<typeof createTelegramClient>;
+
+/** Updates Capigram asks Telegram for. chat_member is only delivered when listed explicitly. */
+export const ALLOWED_UPDATES = ['chat_member', 'chat_join_request', 'my_chat_member'];
