@@ -1,0 +1,233 @@
+/**
+ * The first-party reverse proxy as a mountable Node request handler.
+ *
+ * Every request passes through untouched (http-proxy-3, or `next()` when mounted in front of the
+ * site's own app) except two kinds:
+ * - HTML navigations: the browser's ids are read or created and written back as first-party
+ *   cookies, and once the page's response head is known to be a page, `track/init` is posted
+ *   beside the response (never before it: the page does not wait for Capigram);
+ * - `GET <invitePath>`: answered with a 302 to the invite link `track/invite` hands out, or to the
+ *   fallback URL, or with a plain page; never with an error.
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
+import { pino, type Logger } from 'pino';
+import type { CookieScope } from '../shared/cookies.js';
+import { WIRE_LIMITS, type TrackInitBody } from '../shared/tracker-wire.js';
+import { resolveProxySettings, type ProxySettingsInput } from './options.js';
+import { sendInviteLater, sendNotFound, sendRedirect, sendUpstreamUnavailable } from './pages.js';
+import { isHtmlNavigation, isPageResponse, setForwardedHeaders, viewRequest, type RequestView } from './request-view.js';
+import { createTrackerClient, type TrackerCallContext } from './tracker-client.js';
+import { attributionOf, initBody, readVisitor, visitorCookies, type Visitor } from './visitor.js';
+
+export interface CapigramProxyOptions extends ProxySettingsInput {
+  /** Where warnings about the tracker and the upstream go; default: pino at `LOG_LEVEL`. */
+  logger?: Logger;
+  /** Milliseconds since the epoch; injectable so tests can move time (cookie expiry, fbc). */
+  now?: () => number;
+  /** The fetch used to call the tracker. */
+  fetch?: typeof fetch;
+  /** Agent for upstream connections; default: a keep-alive agent owned (and closed) by the proxy. */
+  agent?: http.Agent;
+}
+
+export type NextFunction = (error?: unknown) => void;
+
+export interface CapigramProxy {
+  (req: IncomingMessage, res: ServerResponse, next?: NextFunction): void;
+  /** For the server's `upgrade` event: WebSockets go to the upstream untouched. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Tracker calls still running. */
+  pendingTrackerCalls(): number;
+  /** Waits (at most `drainMs`, default 5 s) for running tracker calls, then frees upstream sockets. */
+  close(options?: { drainMs?: number }): Promise<void>;
+}
+
+/**
+ * Appends `cookies` to the response's `Set-Cookie` at the moment its head is written, whoever
+ * writes it (http-proxy-3 copying the upstream's headers, the site's app, our own pages), and
+ * tells `onHead` the status and content type. Upstream cookies are kept: ours are added after.
+ */
+function onResponseHead(
+  res: ServerResponse,
+  cookies: string[],
+  onHead: ((status: number, contentType: string | undefined) => void) | undefined,
+): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function patchedWriteHead(this: ServerResponse, ...args: unknown[]) {
+    res.writeHead = writeHead;
+    const status = typeof args[0] === 'number' ? args[0] : res.statusCode;
+    const headersArg = [args[1], args[2]].find((arg) => typeof arg === 'object' && arg !== null) as
+      | OutgoingHttpHeaders
+      | OutgoingHttpHeader[]
+      | undefined;
+    let contentType = res.getHeader('content-type');
+    if (Array.isArray(headersArg)) {
+      for (let i = 0; i + 1 < headersArg.length; i += 2) {
+        if (String(headersArg[i]).toLowerCase() === 'content-type') contentType = headersArg[i + 1] as string;
+      }
+      for (const cookie of cookies) headersArg.push('set-cookie', cookie);
+    } else {
+      const key =
+        headersArg === undefined ? undefined : Object.keys(headersArg).find((name) => name.toLowerCase() === 'set-cookie');
+      const typeKey =
+        headersArg === undefined ? undefined : Object.keys(headersArg).find((name) => name.toLowerCase() === 'content-type');
+      if (headersArg !== undefined && typeKey !== undefined) contentType = headersArg[typeKey];
+      if (headersArg !== undefined && key !== undefined) {
+        const theirs = headersArg[key];
+        headersArg[key] = [...(Array.isArray(theirs) ? theirs : theirs === undefined ? [] : [String(theirs)]), ...cookies];
+      } else if (cookies.length > 0) {
+        res.appendHeader('set-cookie', cookies);
+      }
+    }
+    onHead?.(status, contentType === undefined ? undefined : String(contentType));
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as ServerResponse['writeHead'];
+}
+
+export function createCapigramProxy(options: CapigramProxyOptions): CapigramProxy {
+  const settings = resolveProxySettings(options);
+  const log = options.logger ?? pino({ name: 'capigram-proxy', level: process.env.LOG_LEVEL ?? 'info' });
+  const now = options.now ?? Date.now;
+  const tracker = createTrackerClient({
+    trackerUrl: settings.tracker,
+    logger: log,
+    timeoutMs: settings.trackerTimeoutMs,
+    attempts: settings.trackerAttempts,
+    inviteTimeoutMs: settings.inviteTimeoutMs,
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+
+  const upstream = settings.upstream === undefined ? undefined : new URL(settings.upstream);
+  const ownAgent =
+    upstream === undefined || options.agent !== undefined
+      ? undefined
+      : upstream.protocol === 'https:'
+        ? new https.Agent({ keepAlive: true })
+        : new http.Agent({ keepAlive: true });
+  const proxy =
+    upstream === undefined
+      ? undefined
+      : createProxyServer({
+          target: upstream.href,
+          xfwd: false,
+          changeOrigin: settings.changeOrigin,
+          agent: options.agent ?? ownAgent,
+        });
+  proxy?.on('error', (error, req, res) => {
+    log.warn({ err: error.message, method: req.method, url: req.url }, 'upstream failed');
+    if (!('writeHead' in res)) {
+      (res as Socket).destroy();
+    } else if (res.headersSent) {
+      res.destroy();
+    } else {
+      sendUpstreamUnavailable(res);
+    }
+  });
+
+  const scopeOf = (view: RequestView): CookieScope => ({ secure: view.proto === 'https', domain: settings.cookieDomain });
+  const contextOf = (view: RequestView): TrackerCallContext => ({
+    client: { ip: view.clientIp, userAgent: view.userAgent },
+    origin: view.origin,
+  });
+  const referrerOf = (req: IncomingMessage): string | undefined => req.headers.referer;
+
+  function passThrough(req: IncomingMessage, res: ServerResponse, view: RequestView, next: NextFunction | undefined): void {
+    if (proxy !== undefined) {
+      setForwardedHeaders(req.headers, view);
+      proxy.web(req, res);
+    } else if (next !== undefined) {
+      next();
+    } else {
+      sendNotFound(res);
+    }
+  }
+
+  function patchFbp(visitor: Visitor, view: RequestView): Promise<unknown> {
+    if (!visitor.needsFbpPatch || visitor.fbp === undefined) return Promise.resolve();
+    return tracker.updateFbp({ websiteId: settings.websiteId, tempId: visitor.tempId, fbp: visitor.fbp }, contextOf(view));
+  }
+
+  function preparePageview(req: IncomingMessage, res: ServerResponse, view: RequestView): void {
+    const nowMs = now();
+    const visitor = readVisitor(req.headers.cookie, view.search, nowMs);
+    // Older visits of this browser get their fbp before the new visit is created, so the
+    // tracker's "latest visit" is still the one that lacked it.
+    const patched = patchFbp(visitor, view);
+    const body = initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor));
+    onResponseHead(res, visitorCookies(visitor, nowMs, scopeOf(view)), (status, contentType) => {
+      if (!isPageResponse(status, contentType)) return;
+      void patched.then(() => tracker.init(body, contextOf(view)));
+    });
+  }
+
+  async function handleInvite(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
+    const nowMs = now();
+    const visitor = readVisitor(req.headers.cookie, view.search, nowMs);
+    const context = contextOf(view);
+    onResponseHead(res, visitorCookies(visitor, nowMs, scopeOf(view)), undefined);
+    if (visitor.tempIdIsNew || visitor.sessionIdIsNew) {
+      // No visit for this session yet (a shared link, or 30 idle minutes on the page): record one
+      // first, so the invitation has a visit to belong to. The only tracker call a visitor waits for.
+      const attribution = attributionOf(view, referrerOf(req), visitor);
+      const body: TrackInitBody = initBody(settings.websiteId, visitor, attribution);
+      await tracker.init(body, context);
+    } else {
+      void patchFbp(visitor, view);
+    }
+    const requested = new URLSearchParams(view.search).get('channel');
+    const channel =
+      requested !== null && requested !== '' && requested.length <= WIRE_LIMITS.channelId ? requested : settings.channel;
+    const location = await tracker.invite(
+      { website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(channel === undefined ? {} : { channel }) },
+      context,
+    );
+    if (res.destroyed) return;
+    if (location !== undefined) sendRedirect(res, location);
+    else if (settings.fallbackUrl !== undefined) sendRedirect(res, settings.fallbackUrl);
+    else sendInviteLater(res);
+  }
+
+  const handler = function capigramProxy(req: IncomingMessage, res: ServerResponse, next?: NextFunction): void {
+    const view = viewRequest(req, settings.trust);
+    try {
+      if (req.method === 'GET' && view.pathname === settings.invitePath) {
+        handleInvite(req, res, view).catch((error: unknown) => {
+          log.error({ err: describe(error) }, 'invite handling failed');
+          if (res.headersSent) return;
+          if (settings.fallbackUrl !== undefined) sendRedirect(res, settings.fallbackUrl);
+          else sendInviteLater(res);
+        });
+        return;
+      }
+      if (isHtmlNavigation(req, view.pathname)) preparePageview(req, res, view);
+    } catch (error) {
+      // Tracking must never cost the page: whatever went wrong, the request still passes.
+      log.error({ err: describe(error) }, 'tracking failed before pass-through');
+    }
+    passThrough(req, res, view, next);
+  } as CapigramProxy;
+
+  handler.upgrade = (req, socket, head) => {
+    if (proxy === undefined) {
+      socket.destroy();
+      return;
+    }
+    setForwardedHeaders(req.headers, viewRequest(req, settings.trust));
+    proxy.ws(req, socket, head);
+  };
+  handler.pendingTrackerCalls = () => tracker.pending();
+  handler.close = async ({ drainMs = 5_000 } = {}) => {
+    await tracker.drain(drainMs);
+    ownAgent?.destroy();
+  };
+  return handler;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

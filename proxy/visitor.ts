@@ -1,0 +1,137 @@
+/**
+ * The browser behind a request, as its cookies and URL describe it, and what the proxy sends to
+ * the tracker and writes back into the browser for it. Pure functions of their inputs.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  FBC_COOKIE,
+  FBC_MAX_AGE_SECONDS,
+  FBP_COOKIE,
+  FBP_PATCHED_COOKIE,
+  isCookieSafe,
+  isUuid,
+  readCookies,
+  serializeTrackingCookie,
+  SESSION_ID_COOKIE,
+  SESSION_ID_MAX_AGE_SECONDS,
+  TEMP_ID_COOKIE,
+  TEMP_ID_MAX_AGE_SECONDS,
+  type CookieScope,
+} from '../shared/cookies.js';
+import { decideFbc, rawQueryParam } from '../shared/fbc.js';
+import { WIRE_LIMITS, type AttributionFields, type TrackInitBody } from '../shared/tracker-wire.js';
+import type { RequestView } from './request-view.js';
+
+export interface Visitor {
+  tempId: string;
+  tempIdIsNew: boolean;
+  sessionId: string;
+  sessionIdIsNew: boolean;
+  fbp: string | undefined;
+  fbc: string | undefined;
+  /** The `fbc` was built now from the URL's fbclid and is stored as `_fbc`. */
+  fbcBuilt: boolean;
+  /** The tracker may hold visits of this browser without `fbp`: send `track/update-fbp`. */
+  needsFbpPatch: boolean;
+  /** The tracker has (or is being sent) this browser's `fbp`: remember it in the marker cookie. */
+  markFbpKnown: boolean;
+}
+
+function usable(value: string | undefined, max: number): string | undefined {
+  return value === undefined || value === '' || value.length > max ? undefined : value;
+}
+
+/** Reads (or creates) the browser's ids and Meta cookies; `search` is the URL's query string. */
+export function readVisitor(cookieHeader: string | undefined, search: string, nowMs: number): Visitor {
+  const cookies = readCookies(cookieHeader);
+  const existingTempId = cookies[TEMP_ID_COOKIE];
+  const existingSessionId = cookies[SESSION_ID_COOKIE];
+  const tempIdIsNew = !isUuid(existingTempId);
+  const sessionIdIsNew = !isUuid(existingSessionId);
+  const tempId = tempIdIsNew ? randomUUID() : existingTempId.toLowerCase();
+  const sessionId = sessionIdIsNew ? randomUUID() : existingSessionId.toLowerCase();
+  const fbp = usable(cookies[FBP_COOKIE], WIRE_LIMITS.clickId);
+  const { fbc, built } = decideFbc(cookies[FBC_COOKIE], rawQueryParam(search, 'fbclid'), nowMs);
+  const fbpAlreadyKnown = cookies[FBP_PATCHED_COOKIE]?.toLowerCase() === tempId;
+  return {
+    tempId,
+    tempIdIsNew,
+    sessionId,
+    sessionIdIsNew,
+    fbp,
+    fbc,
+    fbcBuilt: built,
+    needsFbpPatch: fbp !== undefined && !tempIdIsNew && !fbpAlreadyKnown,
+    markFbpKnown: fbp !== undefined && !fbpAlreadyKnown,
+  };
+}
+
+/**
+ * `Set-Cookie` values for a page or invite response: the browser id when created, the session id
+ * always (that is what makes the 30 minutes sliding), a proxy-built `_fbc`, and the fbp marker.
+ */
+export function visitorCookies(visitor: Visitor, nowMs: number, scope: CookieScope): string[] {
+  const cookies: string[] = [];
+  if (visitor.tempIdIsNew) {
+    cookies.push(serializeTrackingCookie(TEMP_ID_COOKIE, visitor.tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope));
+  }
+  cookies.push(serializeTrackingCookie(SESSION_ID_COOKIE, visitor.sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope));
+  if (visitor.fbcBuilt && visitor.fbc !== undefined && isCookieSafe(visitor.fbc)) {
+    cookies.push(serializeTrackingCookie(FBC_COOKIE, visitor.fbc, FBC_MAX_AGE_SECONDS, nowMs, scope));
+  }
+  if (visitor.markFbpKnown) {
+    cookies.push(serializeTrackingCookie(FBP_PATCHED_COOKIE, visitor.tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope));
+  }
+  return cookies;
+}
+
+function clip(value: string | null | undefined, max: number): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  return value.length > max ? value.slice(0, max) : value;
+}
+
+/** A click id is useless cut short: too long means absent. */
+function clickId(value: string | null | undefined): string | undefined {
+  return usable(value ?? undefined, WIRE_LIMITS.clickId);
+}
+
+function paramIgnoringCase(query: URLSearchParams, name: string): string | null {
+  const wanted = name.toLowerCase();
+  for (const [key, value] of query) {
+    if (key.toLowerCase() === wanted && value !== '') return value;
+  }
+  return null;
+}
+
+/** The attribution a page URL, its referrer and the browser carry, fitted to the wire limits. */
+export function attributionOf(view: RequestView, referrer: string | undefined, visitor: Visitor): AttributionFields {
+  const query = new URLSearchParams(view.search);
+  const fields: AttributionFields = {
+    href: view.origin === undefined ? undefined : clip(`${view.origin}${view.target}`, WIRE_LIMITS.url),
+    landingPage: clip(view.target, WIRE_LIMITS.url),
+    referrer: clip(referrer, WIRE_LIMITS.url),
+    userAgent: clip(view.userAgent, WIRE_LIMITS.userAgent),
+    fbc: visitor.fbc,
+    fbp: visitor.fbp,
+    gclid: clickId(query.get('gclid')),
+    ttclid: clickId(query.get('ttclid')),
+    sccid: clickId(paramIgnoringCase(query, 'sccid')),
+    utmSource: clip(query.get('utm_source'), WIRE_LIMITS.utm),
+    utmMedium: clip(query.get('utm_medium'), WIRE_LIMITS.utm),
+    utmCampaign: clip(query.get('utm_campaign'), WIRE_LIMITS.utm),
+    utmContent: clip(query.get('utm_content'), WIRE_LIMITS.utm),
+    utmTerm: clip(query.get('utm_term'), WIRE_LIMITS.utm),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+/** A `track/init` body with a fresh `visitRequestId` (kept for every retry of this visit). */
+export function initBody(websiteId: string, visitor: Visitor, attribution: AttributionFields): TrackInitBody {
+  return {
+    websiteId,
+    tempId: visitor.tempId,
+    sessionId: visitor.sessionId,
+    visitRequestId: randomUUID(),
+    ...attribution,
+  };
+}
