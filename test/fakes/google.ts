@@ -1,0 +1,234 @@
+// Fake of the Google Ads API's `customers/{cid}:uploadClickConversions` (REST). Rows fail
+// individually: the answer is 200 with an empty result `{}` at each failed index and the reasons
+// in `partialFailureError`, which is why `partialFailure: true` is mandatory.
+import {
+  FakeServer, isRecord, randomId,
+  type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure,
+} from './base.js';
+
+export interface GoogleFakeOptions extends FakeOptions {
+  /** Accepted `Authorization: Bearer …` tokens. Default `['google-oauth-token']`. */
+  oauthTokens?: string[];
+  /** Accepted `developer-token` header values. Default `['google-dev-token']`. */
+  developerTokens?: string[];
+  /** When set, rows naming another conversion action fail with NO_CONVERSION_ACTION_FOUND. */
+  conversionActions?: string[];
+}
+
+export interface ClickConversion {
+  gclid: string;
+  conversionAction: string;
+  conversionDateTime: string;
+  conversionValue?: number;
+  currencyCode?: string;
+  orderId?: string;
+  [field: string]: unknown;
+}
+
+export interface GoogleAcceptedConversion {
+  customerId: string;
+  version: string;
+  receivedAt: number;
+  conversion: ClickConversion;
+}
+
+export interface GoogleRowError {
+  index: number;
+  /** e.g. `{ conversionUploadError: 'UNPARSEABLE_GCLID' }` */
+  errorCode: Record<string, string>;
+  message: string;
+}
+
+/** Row outcomes a test can force with `setGclidOutcome`. Any other conversionUploadError name works too. */
+export type GoogleRowErrorName =
+  | 'UNPARSEABLE_GCLID' | 'CLICK_CONVERSION_ALREADY_EXISTS' | 'TOO_RECENT_CONVERSION_ACTION' | 'TOO_RECENT_EVENT'
+  | 'EXPIRED_EVENT' | 'CONVERSION_PRECEDES_EVENT' | 'RESOURCE_EXHAUSTED' | (string & {});
+
+const MESSAGES: Record<string, string> = {
+  UNPARSEABLE_GCLID: 'The click identifier could not be decoded.',
+  CLICK_CONVERSION_ALREADY_EXISTS: 'This conversion has already been uploaded for this click.',
+  TOO_RECENT_CONVERSION_ACTION: 'The conversion action was created too recently. Try the upload again after 4-6 hours.',
+  TOO_RECENT_EVENT: 'The click associated with this conversion happened too recently. Try the upload again after 4-6 hours.',
+  EXPIRED_EVENT: 'The click associated with this conversion is too old for the conversion action\'s lookback window.',
+  CONVERSION_PRECEDES_EVENT: 'The conversion happened before the click.',
+  NO_CONVERSION_ACTION_FOUND: 'The conversion action specified in the upload request cannot be found.',
+  RESOURCE_EXHAUSTED: 'Too many requests. Retry later.',
+};
+
+type RowFailure = { errorCode: Record<string, string>; message: string; field?: string };
+
+const PATH = /^\/(v\d+)\/customers\/(\d+):uploadClickConversions$/;
+const ACTION = /^customers\/(\d+)\/conversionActions\/(\d+)$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$/;
+
+export class GoogleFake extends FakeServer {
+  readonly oauthTokens: Set<string>;
+  readonly developerTokens: Set<string>;
+  private readonly conversionActions: Set<string> | undefined;
+  private accepted: GoogleAcceptedConversion[] = [];
+  private rowErrors: GoogleRowError[][] = [];
+  private outcomes = new Map<string, { code: string; remaining: number }>();
+
+  constructor(options: GoogleFakeOptions = {}) {
+    super('google', options);
+    this.oauthTokens = new Set(options.oauthTokens ?? ['google-oauth-token']);
+    this.developerTokens = new Set(options.developerTokens ?? ['google-dev-token']);
+    this.conversionActions = options.conversionActions && new Set(options.conversionActions);
+  }
+
+  /** Rows with this gclid fail with `code` for the next `times` uploads (default: always), so
+   *  retryable outcomes such as TOO_RECENT_CONVERSION_ACTION can clear up on a later attempt. */
+  setGclidOutcome(gclid: string, code: GoogleRowErrorName, times = Infinity): this {
+    this.outcomes.set(gclid, { code, remaining: times });
+    return this;
+  }
+
+  /** Rows accepted so far (failed rows are not included). */
+  conversions(customerId?: string): GoogleAcceptedConversion[] {
+    return customerId === undefined ? [...this.accepted] : this.accepted.filter((c) => c.customerId === customerId);
+  }
+
+  /** Row errors of each request that reached row validation, in order. */
+  partialFailures(): GoogleRowError[][] {
+    return this.rowErrors.map((r) => [...r]);
+  }
+
+  protected resetState(): void {
+    this.accepted = [];
+    this.rowErrors = [];
+    this.outcomes.clear();
+  }
+
+  protected route(req: ReceivedRequest): Reply {
+    const match = PATH.exec(req.path);
+    if (!match || req.method !== 'POST') {
+      return { status: 404, body: { error: { code: 404, message: `Method not found: ${req.method} ${req.path}`, status: 'NOT_FOUND' } } };
+    }
+    const [, version = 'v17', customerId = ''] = match;
+    const auth = req.headers.authorization;
+    const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
+    if (!bearer || !this.oauthTokens.has(bearer)) return unauthenticated(version, bearer === undefined);
+    const devToken = req.headers['developer-token'];
+    if (typeof devToken !== 'string' || !this.developerTokens.has(devToken)) {
+      return adsError(403, 'PERMISSION_DENIED', 'The caller does not have permission', version, [{ errorCode: { authenticationError: 'DEVELOPER_TOKEN_INVALID' }, message: 'The developer token is not valid.' }]);
+    }
+    if (!isRecord(req.body)) return { status: 400, body: { error: { code: 400, message: `Invalid JSON payload received. ${req.bodyError ?? 'Expected an object.'}`, status: 'INVALID_ARGUMENT' } } };
+    const { conversions, partialFailure } = req.body;
+    if (!Array.isArray(conversions) || conversions.length === 0) {
+      return invalidArgument(version, { requestError: 'REQUIRED_FIELD_MISSING' }, 'The conversions field is required and must not be empty.');
+    }
+    if (conversions.length > 2000) {
+      return invalidArgument(version, { conversionUploadError: 'TOO_MANY_CONVERSIONS_IN_REQUEST' }, 'The request contains more than 2000 conversions.');
+    }
+    if (partialFailure !== true) {
+      return invalidArgument(version, { partialFailureError: 'PARTIAL_FAILURE_MODE_REQUIRED' }, 'The partial failure field must be set to true.');
+    }
+    return this.upload(customerId, version, conversions, req.receivedAt);
+  }
+
+  private upload(customerId: string, version: string, rows: unknown[], receivedAt: number): Reply {
+    const errors: (RowFailure & { index: number })[] = [];
+    const results: Record<string, unknown>[] = [];
+    rows.forEach((row, index) => {
+      const failure = this.checkRow(customerId, row);
+      if (failure) {
+        errors.push({ index, ...failure });
+        results.push({});
+        return;
+      }
+      const c = row as ClickConversion;
+      this.accepted.push({ customerId, version, receivedAt, conversion: c });
+      results.push({ gclid: c.gclid, conversionAction: c.conversionAction, conversionDateTime: c.conversionDateTime });
+    });
+    this.rowErrors.push(errors.map(({ index, errorCode, message }) => ({ index, errorCode, message })));
+    if (errors.length === 0) return { status: 200, body: { results } };
+    const partialFailureError = {
+      code: 3,
+      message: errors.map((e) => `${e.message}, at conversions[${e.index}]${e.field ? `.${e.field}` : ''}`).join('\n'),
+      details: [{
+        '@type': `type.googleapis.com/google.ads.googleads.${version}.errors.GoogleAdsFailure`,
+        errors: errors.map((e) => ({
+          errorCode: e.errorCode,
+          message: e.message,
+          location: { fieldPathElements: [{ fieldName: 'conversions', index: e.index }, ...(e.field ? [{ fieldName: e.field }] : [])] },
+        })),
+        requestId: randomId(22),
+      }],
+    };
+    return { status: 200, body: { results, partialFailureError } };
+  }
+
+  /** Why a row fails, or undefined when it is accepted (accepting records its dedup keys). */
+  private checkRow(customerId: string, row: unknown): RowFailure | undefined {
+    const upload = (code: string, field?: string): RowFailure => ({
+      errorCode: code === 'RESOURCE_EXHAUSTED' ? { quotaError: code } : { conversionUploadError: code },
+      message: MESSAGES[code] ?? code,
+      ...(field ? { field } : {}),
+    });
+    if (!isRecord(row)) return { errorCode: { requestError: 'INVALID_INPUT' }, message: 'Each conversion must be an object.' };
+    if (typeof row.gclid !== 'string' || row.gclid === '') return { errorCode: { fieldError: 'REQUIRED' }, message: 'The required field was not present.', field: 'gclid' };
+    if (!/^[A-Za-z0-9_-]+$/.test(row.gclid)) return upload('UNPARSEABLE_GCLID', 'gclid');
+    const action = typeof row.conversionAction === 'string' ? ACTION.exec(row.conversionAction) : null;
+    if (!action) return { errorCode: { requestError: 'RESOURCE_NAME_MALFORMED' }, message: 'The resource name is malformed.', field: 'conversion_action' };
+    if (action[1] !== customerId || (this.conversionActions && !this.conversionActions.has(row.conversionAction as string))) {
+      return upload('NO_CONVERSION_ACTION_FOUND', 'conversion_action');
+    }
+    if (typeof row.conversionDateTime !== 'string' || !DATE_TIME.test(row.conversionDateTime) || Number.isNaN(Date.parse(row.conversionDateTime.replace(' ', 'T')))) {
+      return { errorCode: { dateError: 'INVALID_FIELD_VALUES_IN_DATE_TIME' }, message: 'The field values in the date time are invalid (expected yyyy-mm-dd hh:mm:ss+|-hh:mm).', field: 'conversion_date_time' };
+    }
+    if (row.conversionValue !== undefined && typeof row.conversionValue !== 'number') return { errorCode: { fieldError: 'INVALID_VALUE' }, message: 'conversionValue must be a number.', field: 'conversion_value' };
+    if (row.currencyCode !== undefined && !(typeof row.currencyCode === 'string' && /^[A-Z]{3}$/.test(row.currencyCode))) {
+      return { errorCode: { fieldError: 'INVALID_VALUE' }, message: 'currencyCode must be a 3-letter ISO 4217 code.', field: 'currency_code' };
+    }
+    const forced = this.outcomes.get(row.gclid);
+    if (forced && forced.remaining > 0) {
+      forced.remaining--;
+      return upload(forced.code, 'gclid');
+    }
+    // Google refuses the same click (gclid + action + time) twice, and an order id reused within an action.
+    const duplicate = this.accepted.some(({ conversion: c }) =>
+      c.conversionAction === row.conversionAction &&
+      ((c.gclid === row.gclid && c.conversionDateTime === row.conversionDateTime) || (row.orderId !== undefined && c.orderId === row.orderId)));
+    if (duplicate) return upload('CLICK_CONVERSION_ALREADY_EXISTS');
+    return undefined;
+  }
+
+  protected failureReply(kind: ReplyFailure, req: ReceivedRequest): Reply {
+    const version = PATH.exec(req.path)?.[1] ?? 'v17';
+    switch (kind.type) {
+      case 'invalidToken':
+        return unauthenticated(version, false);
+      case 'rateLimit':
+        return adsError(429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).', version, [{
+          errorCode: { quotaError: 'RESOURCE_EXHAUSTED' },
+          message: `Too many requests. Retry in ${kind.retryAfterSec} seconds.`,
+          details: { quotaErrorDetails: { rateScope: 'ACCOUNT', rateName: 'Number of operations for basic access', retryDelay: `${kind.retryAfterSec}s` } },
+        }]);
+      case 'status':
+        return kind.status === 500
+          ? { status: 500, body: { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } } }
+          : { status: kind.status, body: { error: { code: kind.status, message: 'The service is currently unavailable.', status: 'UNAVAILABLE' } } };
+    }
+  }
+}
+
+export async function startGoogle(options: GoogleFakeOptions = {}): Promise<GoogleFake> {
+  return new GoogleFake(options).listen();
+}
+
+function adsError(code: number, status: string, message: string, version: string, errors: Record<string, unknown>[]): Reply {
+  return {
+    status: code,
+    body: { error: { code, message, status, details: [{ '@type': `type.googleapis.com/google.ads.googleads.${version}.errors.GoogleAdsFailure`, errors, requestId: randomId(22) }] } },
+  };
+}
+
+function invalidArgument(version: string, errorCode: Record<string, string>, message: string): Reply {
+  return adsError(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', version, [{ errorCode, message }]);
+}
+
+function unauthenticated(version: string, missing: boolean): Reply {
+  return missing
+    ? adsError(401, 'UNAUTHENTICATED', 'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.', version, [{ errorCode: { authenticationError: 'OAUTH_TOKEN_HEADER_INVALID' }, message: 'Oauth token HTTP header is malformed.' }])
+    : adsError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', version, [{ errorCode: { authenticationError: 'OAUTH_TOKEN_INVALID' }, message: 'Oauth token is invalid.' }]);
+}

@@ -1,0 +1,66 @@
+// One call to start every fake the service talks to, and the environment that points it at them.
+import { startGoogle, type GoogleFake, type GoogleFakeOptions } from './google.js';
+import { startMeta, type MetaFake, type MetaFakeOptions } from './meta.js';
+import { startSnapchat, type SnapchatFake, type SnapchatFakeOptions } from './snapchat.js';
+import { startTelegram, type TelegramFake, type TelegramFakeOptions } from './telegram.js';
+import { startTikTok, type TikTokFake, type TikTokFakeOptions } from './tiktok.js';
+
+export * from './base.js';
+export * from './google.js';
+export * from './meta.js';
+export * from './snapchat.js';
+export * from './telegram.js';
+export * from './tiktok.js';
+
+export interface FakesOptions {
+  meta?: MetaFakeOptions;
+  tiktok?: TikTokFakeOptions;
+  snapchat?: SnapchatFakeOptions;
+  google?: GoogleFakeOptions;
+  telegram?: TelegramFakeOptions;
+}
+
+export interface FakeEnv {
+  META_GRAPH_URL: string;
+  TIKTOK_API_URL: string;
+  SNAPCHAT_API_URL: string;
+  GOOGLE_ADS_API_URL: string;
+  TELEGRAM_API_URL: string;
+}
+
+export interface Fakes {
+  meta: MetaFake;
+  tiktok: TikTokFake;
+  snapchat: SnapchatFake;
+  google: GoogleFake;
+  telegram: TelegramFake;
+  env: FakeEnv;
+  /** `reset()` on every fake: logs, injected failures and platform state. */
+  resetAll(): void;
+  closeAll(): Promise<void>;
+}
+
+export async function startFakes(options: FakesOptions = {}): Promise<Fakes> {
+  const [meta, tiktok, snapchat, google, telegram] = await Promise.all([
+    startMeta(options.meta),
+    startTikTok(options.tiktok),
+    startSnapchat(options.snapchat),
+    startGoogle(options.google),
+    startTelegram(options.telegram),
+  ]);
+  const all = [meta, tiktok, snapchat, google, telegram];
+  return {
+    meta, tiktok, snapchat, google, telegram,
+    env: {
+      META_GRAPH_URL: meta.url,
+      TIKTOK_API_URL: tiktok.url,
+      SNAPCHAT_API_URL: snapchat.url,
+      GOOGLE_ADS_API_URL: google.url,
+      TELEGRAM_API_URL: telegram.url,
+    },
+    resetAll: () => all.forEach((f) => f.reset()),
+    closeAll: async () => {
+      await Promise.all(all.map((f) => f.close()));
+    },
+  };
+}

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { call, nowSec, sha256 } from './client.js';
+import { startMeta, type MetaFake } from './meta.js';
+
+const TOKEN = 'meta-test-token';
+let meta: MetaFake;
+const endpoint = (pixel = '1234567890', token: string | null = TOKEN) =>
+  `${meta.url}/v21.0/${pixel}/events${token === null ? '' : `?access_token=${token}`}`;
+
+function event(overrides: Record<string, unknown> = {}, userData: Record<string, unknown> = {}) {
+  return {
+    event_name: 'Subscribe',
+    event_time: nowSec() - 60,
+    event_id: 'cnv_01',
+    action_source: 'website',
+    event_source_url: 'https://shop.example.com/landing?fbclid=IwAR2F4',
+    user_data: {
+      fbc: 'fb.1.1763776512345.IwAR2F4',
+      fbp: 'fb.1.1763776500000.1116446470',
+      client_ip_address: '203.0.113.7',
+      client_user_agent: 'Mozilla/5.0 (iPhone)',
+      external_id: [sha256('tg-777000111')],
+      ...userData,
+    },
+    custom_data: { content_name: 'Main channel' },
+    ...overrides,
+  };
+}
+
+beforeAll(async () => {
+  meta = await startMeta({ pixelIds: ['1234567890'] });
+});
+afterAll(() => meta.close());
+beforeEach(() => meta.reset());
+
+describe('Meta CAPI fake: accepted requests', () => {
+  it('accepts a valid event, answers like Meta and records it with its pixel and test code', async () => {
+    const res = await call(endpoint(), { json: { data: [event()], test_event_code: 'TEST123' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ events_received: 1, messages: [] });
+    expect(res.body.fbtrace_id).toMatch(/^[\w-]{10,}$/);
+    const [accepted] = meta.events();
+    expect(accepted).toMatchObject({ pixelId: '1234567890', version: 'v21.0', testEventCode: 'TEST123' });
+    expect(accepted?.event.user_data.fbc).toBe('fb.1.1763776512345.IwAR2F4');
+    expect(meta.received[0]).toMatchObject({ method: 'POST', path: '/v21.0/1234567890/events', query: { access_token: TOKEN }, status: 200 });
+  });
+
+  it('accepts hashes carrying the SDK suffix and a Purchase with value and currency', async () => {
+    const purchase = event({ event_name: 'Purchase', custom_data: { value: 19.9, currency: 'EUR' } }, { em: `${sha256('ann@example.com')}.AQYBAQIA` });
+    const res = await call(endpoint(), { json: { data: [purchase] } });
+    expect(res.status).toBe(200);
+    expect(meta.events()).toHaveLength(1);
+  });
+
+  it('counts duplicates on event_name + event_id as Meta would deduplicate them', async () => {
+    await call(endpoint(), { json: { data: [event(), event({ event_id: 'cnv_02' })] } });
+    await call(endpoint(), { json: { data: [event()] } });
+    expect(meta.dedupStats()).toEqual({ total: 3, distinct: 2, duplicates: 1 });
+  });
+});
+
+describe('Meta CAPI fake: rejected requests', () => {
+  async function rejects(body: unknown, url = endpoint()) {
+    const res = await call(url, { json: body });
+    expect(meta.events()).toEqual([]); // one bad event rejects the whole request
+    return res;
+  }
+
+  it('rejects an event_time in milliseconds with code 100, even beside a valid event', async () => {
+    const res = await rejects({ data: [event(), event({ event_time: Date.now() })] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 100, type: 'OAuthException', is_transient: false });
+    expect(res.body.error.message).toContain('data[1].event_time');
+  });
+
+  it('rejects an event older than 7 days with subcode 2804003', async () => {
+    const res = await rejects({ data: [event({ event_time: nowSec() - 8 * 86400 })] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 100, error_subcode: 2804003, error_user_title: 'Event Timestamp Too Old' });
+  });
+
+  it('rejects an event in the future', async () => {
+    const res = await rejects({ data: [event({ event_time: nowSec() + 3600 })] });
+    expect(res.body.error.code).toBe(100);
+  });
+
+  it('rejects an unhashed email naming the field', async () => {
+    const res = await rejects({ data: [event({}, { em: 'ann@example.com' })] });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe(100);
+    expect(res.body.error.message).toContain('user_data.em');
+  });
+
+  it('rejects an uppercase hash in an array of phone hashes', async () => {
+    const res = await rejects({ data: [event({}, { ph: [sha256('4915112345678'), sha256('x').toUpperCase()] })] });
+    expect(res.body.error.message).toContain('user_data.ph');
+  });
+
+  it('rejects a website event without client_user_agent or event_source_url', async () => {
+    const noUa = await rejects({ data: [event({}, { client_user_agent: undefined })] });
+    expect(noUa.body.error.message).toContain('client_user_agent');
+    const noUrl = await rejects({ data: [event({ event_source_url: undefined })] });
+    expect(noUrl.body.error.message).toContain('event_source_url');
+  });
+
+  it('rejects a malformed fbc, a fbc in seconds, and a malformed fbp', async () => {
+    for (const userData of [{ fbc: 'IwAR2F4' }, { fbc: 'fb.1.1763776512.IwAR2F4' }, { fbp: 'fb.1.1763776500000.abc' }]) {
+      const res = await rejects({ data: [event({}, userData)] });
+      expect(res.body.error.message).toMatch(/user_data\.fb[cp]/);
+    }
+  });
+
+  it('rejects a Purchase without currency, and a currency that is not ISO 4217', async () => {
+    const noCurrency = await rejects({ data: [event({ event_name: 'Purchase', custom_data: { value: 10 } })] });
+    expect(noCurrency.body.error.message).toContain('Purchase');
+    const badCurrency = await rejects({ data: [event({ custom_data: { value: 10, currency: 'EURO' } })] });
+    expect(badCurrency.body.error.message).toContain('currency');
+  });
+
+  it('rejects an empty batch and one over 1000 events', async () => {
+    expect((await rejects({ data: [] })).body.error.code).toBe(100);
+    const big = Array.from({ length: 1001 }, (_, i) => event({ event_id: `e${i}` }));
+    const res = await rejects({ data: big });
+    expect(res.body.error.message).toContain('1000');
+  });
+
+  it('rejects a missing or unknown access token with code 190', async () => {
+    const missing = await rejects({ data: [event()] }, endpoint('1234567890', null));
+    expect(missing.status).toBe(401);
+    expect(missing.body.error.code).toBe(190);
+    const wrong = await rejects({ data: [event()] }, endpoint('1234567890', 'nope'));
+    expect(wrong.body.error).toMatchObject({ code: 190, type: 'OAuthException' });
+  });
+
+  it('rejects an unknown pixel and a missing action_source', async () => {
+    expect((await rejects({ data: [event()] }, endpoint('42'))).body.error).toMatchObject({ code: 100, error_subcode: 33 });
+    expect((await rejects({ data: [event({ action_source: undefined })] })).body.error.message).toContain('action_source');
+  });
+});
+
+describe('Meta CAPI fake: injected failures in Meta\'s shape', () => {
+  it('throttling is a transient code 17 with the wait in the usage header', async () => {
+    meta.failNext(1, { type: 'rateLimit', retryAfterSec: 120 });
+    const res = await call(endpoint(), { json: { data: [event()] } });
+    expect(res.status).toBe(429);
+    expect(res.body.error).toMatchObject({ code: 17, is_transient: true });
+    expect(JSON.parse(res.headers.get('x-business-use-case-usage') ?? '{}')['1234567890'][0].estimated_time_to_regain_access).toBe(2);
+    expect(meta.received[0]?.injected).toBe('rateLimit');
+    expect(meta.events()).toEqual([]);
+  });
+
+  it('a 5xx is code 2, transient; an invalidToken is code 190', async () => {
+    meta.failNext(1, { type: 'status', status: 503 }).failNext(1, { type: 'invalidToken' });
+    const server = await call(endpoint(), { json: { data: [event()] } });
+    expect(server.status).toBe(503);
+    expect(server.body.error).toMatchObject({ code: 2, is_transient: true });
+    const token = await call(endpoint(), { json: { data: [event()] } });
+    expect(token.body.error.code).toBe(190);
+    expect((await call(endpoint(), { json: { data: [event()] } })).status).toBe(200);
+  });
+});

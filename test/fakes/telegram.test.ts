@@ -1,0 +1,202 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { call } from './client.js';
+import { DEFAULT_BOT, DEFAULT_CHAT, startTelegram, type TelegramFake } from './telegram.js';
+
+const TOKEN = DEFAULT_BOT.token;
+const CHAT = DEFAULT_CHAT.id;
+const NO_RIGHTS_CHAT = -1002000000002;
+let tg: TelegramFake;
+const api = (method: string, token = TOKEN) => `${tg.url}/bot${token}/${method}`;
+
+// A stand-in for the service's webhook endpoint, to see what Telegram would POST.
+let hook: Server;
+let hookUrl: string;
+const delivered: { headers: IncomingHttpHeaders; body: any }[] = [];
+
+beforeAll(async () => {
+  tg = await startTelegram({
+    chats: [DEFAULT_CHAT, { id: NO_RIGHTS_CHAT, title: 'Other', type: 'supergroup', admins: { [DEFAULT_BOT.id]: { can_invite_users: false } } }],
+  });
+  hook = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      delivered.push({ headers: req.headers, body: JSON.parse(raw) });
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+  hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/backend/telegram/bot-1`;
+});
+afterAll(async () => {
+  await tg.close();
+  hook.closeAllConnections();
+  await new Promise((r) => hook.close(r));
+});
+beforeEach(() => {
+  tg.reset();
+  delivered.length = 0;
+});
+
+describe('Telegram fake: bots and webhooks', () => {
+  it('answers getMe by GET and POST, 401 for an unknown token, 404 for an unknown method', async () => {
+    const get = await call(api('getMe'));
+    expect(get.body).toEqual({ ok: true, result: expect.objectContaining({ id: 999000, is_bot: true, first_name: 'Capigram', username: 'capigram_test_bot' }) });
+    expect((await call(api('getme'), { json: {} })).body.ok).toBe(true);
+    const unknown = await call(api('getMe', '1:nope'));
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toEqual({ ok: false, error_code: 401, description: 'Unauthorized' });
+    expect((await call(api('sendTelepathy'))).status).toBe(404);
+  });
+
+  it('records setWebhook (JSON) and reports it in getWebhookInfo; deleteWebhook removes it', async () => {
+    const set = await call(api('setWebhook'), { json: { url: hookUrl, secret_token: 's3cr3t_-X', allowed_updates: ['chat_member', 'chat_join_request', 'my_chat_member'], max_connections: 10 } });
+    expect(set.body).toEqual({ ok: true, result: true, description: 'Webhook was set' });
+    expect(tg.webhook(TOKEN)).toEqual({ url: hookUrl, secret_token: 's3cr3t_-X', allowed_updates: ['chat_member', 'chat_join_request', 'my_chat_member'], max_connections: 10 });
+    const info = await call(api('getWebhookInfo'));
+    expect(info.body.result).toMatchObject({ url: hookUrl, pending_update_count: 0, max_connections: 10, allowed_updates: ['chat_member', 'chat_join_request', 'my_chat_member'] });
+    await call(api('deleteWebhook'), { json: {} });
+    expect((await call(api('getWebhookInfo'))).body.result.url).toBe('');
+  });
+
+  it('accepts form-encoded setWebhook with allowed_updates as a JSON string, and refuses bad values', async () => {
+    await call(api('setWebhook'), { form: { url: hookUrl, allowed_updates: '["chat_member"]', max_connections: '5' } });
+    expect(tg.webhook(TOKEN)).toMatchObject({ allowed_updates: ['chat_member'], max_connections: 5 });
+    expect((await call(api('setWebhook'), { json: { url: 'ftp://x.example' } })).status).toBe(400);
+    const badSecret = await call(api('setWebhook'), { json: { url: hookUrl, secret_token: 'has space' } });
+    expect(badSecret.body.description).toBe('Bad Request: secret token contains unallowed characters');
+    expect(tg.calls('setWebhook')).toHaveLength(3);
+  });
+});
+
+describe('Telegram fake: invite links and join requests', () => {
+  it('creates unique t.me/+ links with the requested options and lists them per chat', async () => {
+    const res = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'cg-7f3a9c', member_limit: 1, expire_date: 1900000000 } });
+    expect(res.body.ok).toBe(true);
+    expect(res.body.result).toMatchObject({ name: 'cg-7f3a9c', member_limit: 1, expire_date: 1900000000, creates_join_request: false, is_revoked: false, is_primary: false, creator: { id: 999000, is_bot: true } });
+    expect(res.body.result.invite_link).toMatch(/^https:\/\/t\.me\/\+[A-Za-z0-9_-]{16}$/);
+    for (let i = 0; i < 30; i++) await call(api('createChatInviteLink'), { form: { chat_id: String(CHAT), creates_join_request: 'true' } });
+    const links = tg.links(CHAT);
+    expect(links).toHaveLength(31);
+    expect(new Set(links.map((l) => l.invite_link)).size).toBe(31);
+    expect(links[1]?.creates_join_request).toBe(true);
+  });
+
+  it('refuses member_limit with creates_join_request, a name over 32 characters and a limit out of range', async () => {
+    const both = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, member_limit: 1, creates_join_request: true } });
+    expect(both.status).toBe(400);
+    expect(both.body).toEqual({ ok: false, error_code: 400, description: "Bad Request: member limit can't be specified for link requiring approval" });
+    const longName = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'x'.repeat(33) } });
+    expect(longName.status).toBe(400);
+    expect((await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'x'.repeat(32) } })).status).toBe(200);
+    for (const member_limit of [0, 100000]) {
+      expect((await call(api('createChatInviteLink'), { json: { chat_id: CHAT, member_limit } })).status).toBe(400);
+    }
+    expect(tg.links(CHAT)).toHaveLength(1);
+  });
+
+  it('refuses an unknown chat and a chat where the bot may not invite', async () => {
+    const unknown = await call(api('createChatInviteLink'), { json: { chat_id: -100123 } });
+    expect(unknown.body.description).toBe('Bad Request: chat not found');
+    const noRights = await call(api('createChatInviteLink'), { json: { chat_id: NO_RIGHTS_CHAT } });
+    expect(noRights.body.description).toBe('Bad Request: not enough rights to manage chat invite links');
+  });
+
+  it('revokes a link and lists it as revoked', async () => {
+    const link = (await call(api('createChatInviteLink'), { json: { chat_id: CHAT } })).body.result.invite_link;
+    const res = await call(api('revokeChatInviteLink'), { json: { chat_id: CHAT, invite_link: link } });
+    expect(res.body.result).toMatchObject({ invite_link: link, is_revoked: true });
+    expect(tg.revoked.map((l) => l.invite_link)).toEqual([link]);
+    expect(tg.links(CHAT)[0]?.is_revoked).toBe(true);
+  });
+
+  it('approves a pending join request once; refuses one that is not pending', async () => {
+    tg.chatJoinRequest({ chatId: CHAT, user: { id: 777000222, first_name: 'Bo' } });
+    const ok = await call(api('approveChatJoinRequest'), { json: { chat_id: CHAT, user_id: 777000222 } });
+    expect(ok.body).toEqual({ ok: true, result: true });
+    expect(tg.approvals).toEqual([expect.objectContaining({ chatId: CHAT, userId: 777000222, botToken: TOKEN })]);
+    const again = await call(api('approveChatJoinRequest'), { json: { chat_id: CHAT, user_id: 777000222 } });
+    expect(again.body.description).toBe('Bad Request: USER_ALREADY_PARTICIPANT');
+    const never = await call(api('declineChatJoinRequest'), { json: { chat_id: CHAT, user_id: 1 } });
+    expect(never.body.description).toBe('Bad Request: HIDE_REQUESTER_MISSING');
+    const member = await call(api('getChatMember'), { json: { chat_id: CHAT, user_id: 777000222 } });
+    expect(member.body.result).toEqual({ status: 'member', user: { id: 777000222, is_bot: false, first_name: 'Bo' } });
+  });
+
+  it('reports the bot as an administrator and the chat via getChat', async () => {
+    const bot = await call(api('getChatMember'), { json: { chat_id: CHAT, user_id: DEFAULT_BOT.id } });
+    expect(bot.body.result).toMatchObject({ status: 'administrator', can_invite_users: true, user: { id: DEFAULT_BOT.id } });
+    const chat = await call(api('getChat'), { json: { chat_id: String(CHAT) } });
+    expect(chat.body.result).toMatchObject({ id: CHAT, title: 'Main', type: 'channel' });
+  });
+});
+
+describe('Telegram fake: flood control and outages', () => {
+  it('answers 429 with parameters.retry_after for the flooded requests only', async () => {
+    tg.floodNext(2, 3);
+    const first = await call(api('createChatInviteLink'), { json: { chat_id: CHAT } });
+    expect(first.status).toBe(429);
+    expect(first.body).toEqual({ ok: false, error_code: 429, description: 'Too Many Requests: retry after 3', parameters: { retry_after: 3 } });
+    expect((await call(api('createChatInviteLink'), { json: { chat_id: CHAT } })).status).toBe(429);
+    expect((await call(api('createChatInviteLink'), { json: { chat_id: CHAT } })).status).toBe(200);
+    expect(tg.links(CHAT)).toHaveLength(1);
+  });
+
+  it('answers 502 to everything while down', async () => {
+    tg.down = true;
+    const res = await call(api('getMe'));
+    expect(res.status).toBe(502);
+    expect(res.body).toContain('502 Bad Gateway');
+    tg.down = false;
+    expect((await call(api('getMe'))).status).toBe(200);
+  });
+});
+
+describe('Telegram fake: updates', () => {
+  it('builds chat_member, chat_join_request and my_chat_member updates like the samples, with increasing update_id', async () => {
+    const link = (await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'cg-7f3a9c', member_limit: 1 } })).body.result;
+    const join = tg.chatMemberJoined({ chatId: CHAT, user: { id: 777000111, first_name: 'Ann' }, inviteLink: link.invite_link, date: 1763776800 });
+    expect(join).toEqual({
+      update_id: 815000001,
+      chat_member: {
+        chat: { id: CHAT, title: 'Main', type: 'channel' },
+        from: { id: 777000111, is_bot: false, first_name: 'Ann' },
+        date: 1763776800,
+        old_chat_member: { status: 'left', user: { id: 777000111, is_bot: false, first_name: 'Ann' } },
+        new_chat_member: { status: 'member', user: { id: 777000111, is_bot: false, first_name: 'Ann' } },
+        invite_link: link,
+      },
+    });
+    const request = tg.chatJoinRequest({ chatId: CHAT, user: { id: 777000222, first_name: 'Bo' } });
+    expect(request).toMatchObject({ update_id: 815000002, chat_join_request: { user_chat_id: 777000222, from: { first_name: 'Bo' } } });
+    const left = tg.chatMemberLeft({ chatId: CHAT, user: { id: 777000111 }, kicked: true });
+    expect(left).toMatchObject({ update_id: 815000003, chat_member: { old_chat_member: { status: 'member' }, new_chat_member: { status: 'kicked' } } });
+    const demoted = tg.myChatMember({ chatId: CHAT, from: { id: 5000, first_name: 'Owner' }, oldStatus: 'administrator', newStatus: 'member' });
+    expect(demoted).toMatchObject({ update_id: 815000004, my_chat_member: { old_chat_member: { status: 'administrator', can_invite_users: true }, new_chat_member: { status: 'member', user: { id: DEFAULT_BOT.id, is_bot: true } } } });
+    // the demotion is real for the fake: the bot may no longer create links
+    const refused = await call(api('createChatInviteLink'), { json: { chat_id: CHAT } });
+    expect(refused.body.description).toBe('Bad Request: not enough rights to manage chat invite links');
+  });
+
+  it('sendUpdate POSTs JSON with the secret header', async () => {
+    const update = tg.chatJoinRequest({ chatId: CHAT, user: { id: 1 } });
+    const res = await tg.sendUpdate(hookUrl, 'sekret', update);
+    expect(res).toEqual({ status: 200, body: 'ok' });
+    expect(delivered[0]?.headers['x-telegram-bot-api-secret-token']).toBe('sekret');
+    expect(delivered[0]?.headers['content-type']).toBe('application/json');
+    expect(delivered[0]?.body).toEqual(update);
+  });
+
+  it('deliverUpdate uses the registered webhook and refuses chat_member unless it was asked for', async () => {
+    await call(api('setWebhook'), { json: { url: hookUrl, secret_token: 'abc' } });
+    const join = tg.chatMemberJoined({ chatId: CHAT, user: { id: 2 } });
+    await expect(tg.deliverUpdate(TOKEN, join)).rejects.toThrow(/allowed_updates/);
+    await tg.deliverUpdate(TOKEN, tg.chatJoinRequest({ chatId: CHAT, user: { id: 3 } }));
+    await call(api('setWebhook'), { json: { url: hookUrl, secret_token: 'abc', allowed_updates: ['chat_member'] } });
+    await tg.deliverUpdate(TOKEN, join);
+    expect(delivered.map((d) => Object.keys(d.body)[1])).toEqual(['chat_join_request', 'chat_member']);
+    expect(delivered.every((d) => d.headers['x-telegram-bot-api-secret-token'] === 'abc')).toBe(true);
+  });
+});

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { call, nowSec, sha256 } from './client.js';
+import { TIKTOK_TRACK_PATH, startTikTok, type TikTokFake } from './tiktok.js';
+
+const TOKEN = 'tiktok-test-token';
+let tiktok: TikTokFake;
+
+function event(overrides: Record<string, unknown> = {}) {
+  return {
+    event: 'Subscribe',
+    event_time: nowSec() - 30,
+    event_id: 'cnv_01',
+    user: { external_id: sha256('tg-1'), phone: sha256('+4915112345678'), ttclid: 'E.C.P.abc', ip: '203.0.113.7', user_agent: 'Mozilla/5.0' },
+    page: { url: 'https://shop.example.com/landing?ttclid=E.C.P.abc' },
+    ...overrides,
+  };
+}
+
+function track(body: unknown, token: string | null = TOKEN) {
+  return call(`${tiktok.url}${TIKTOK_TRACK_PATH}`, { json: body, headers: token === null ? {} : { 'Access-Token': token } });
+}
+
+const batch = (data: unknown[], extra: Record<string, unknown> = {}) => ({ event_source: 'web', event_source_id: 'CPIXEL123', data, ...extra });
+
+beforeAll(async () => {
+  tiktok = await startTikTok({ pixelCodes: ['CPIXEL123'] });
+});
+afterAll(() => tiktok.close());
+beforeEach(() => tiktok.reset());
+
+describe('TikTok Events API fake', () => {
+  it('accepts a valid event with code 0 and records it', async () => {
+    const res = await track(batch([event()], { test_event_code: 'TEST42' }));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ code: 0, message: 'OK' });
+    expect(res.body.request_id).toMatch(/^\d{14}[0-9A-F]{18}$/);
+    expect(tiktok.events()).toEqual([expect.objectContaining({ pixelCode: 'CPIXEL123', testEventCode: 'TEST42' })]);
+    expect(tiktok.events()[0]?.event.event_id).toBe('cnv_01');
+  });
+
+  it('counts duplicates on event + event_id', async () => {
+    await track(batch([event(), event({ event: 'CompletePayment' })]));
+    await track(batch([event()]));
+    expect(tiktok.dedupStats()).toEqual({ total: 3, distinct: 2, duplicates: 1 });
+  });
+
+  it('answers HTTP 200 with code 40002 for an event_time in milliseconds and records nothing', async () => {
+    const res = await track(batch([event(), event({ event_time: Date.now() })]));
+    expect(res.status).toBe(200);
+    expect(res.body.code).toBe(40002);
+    expect(res.body.message).toContain('data[1].event_time');
+    expect(tiktok.events()).toEqual([]);
+  });
+
+  it('answers 40002 for an unhashed email, a missing page.url, a numeric event_id, a wrong event_source', async () => {
+    const cases: [unknown, string][] = [
+      [batch([event({ user: { email: 'ann@example.com' } })]), 'user.email'],
+      [batch([event({ page: {} })]), 'page.url'],
+      [batch([event({ event_id: 42 })]), 'event_id'],
+      [{ ...batch([event()]), event_source: 'app' }, 'event_source'],
+      [batch([]), 'data'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await track(body);
+      expect(res.status).toBe(200);
+      expect(res.body.code).toBe(40002);
+      expect(res.body.message).toContain(field);
+    }
+    expect(tiktok.events()).toEqual([]);
+  });
+
+  it('answers 40105 for a bad token, 40104 for none, 40001 for a foreign pixel', async () => {
+    expect((await track(batch([event()]), 'wrong')).body.code).toBe(40105);
+    expect((await track(batch([event()]), null)).body.code).toBe(40104);
+    expect((await track({ ...batch([event()]), event_source_id: 'OTHER' })).body.code).toBe(40001);
+  });
+
+  it('keeps HTTP 200 for injected throttling (40100), server errors (40700) and bad tokens', async () => {
+    tiktok.failNext(1, { type: 'rateLimit', retryAfterSec: 5 }).failNext(1, { type: 'status', status: 500 }).failNext(1, { type: 'invalidToken' });
+    const codes = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await track(batch([event()]));
+      expect(res.status).toBe(200);
+      codes.push(res.body.code);
+    }
+    expect(codes).toEqual([40100, 40700, 40105, 0]);
+    expect(tiktok.received.map((r) => r.injected)).toEqual(['rateLimit', 'status', 'invalidToken', undefined]);
+  });
+
+  it('answers a real 5xx only for a gateway failure', async () => {
+    tiktok.failNext(1, { type: 'status', status: 502, gateway: true });
+    const res = await track(batch([event()]));
+    expect(res.status).toBe(502);
+    expect(res.body).toContain('502 Bad Gateway');
+  });
+});
