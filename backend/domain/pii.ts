@@ -76,7 +76,7 @@ export function normalizePhone(raw: string | null | undefined, defaultCountry?: 
 export function normalizeName(raw: string | null | undefined): string | undefined {
   const text = blankToUndefined(raw);
   if (text === undefined) return undefined;
-  const name = text.normalize('NFC').toLowerCase().normalize('NFC').replace(/[^\p{L}\p{M}]/gu, '');
+  const name = text.toLowerCase().normalize('NFC').replace(/[^\p{L}\p{M}]/gu, '');
   return name === '' ? undefined : name;
 }
 

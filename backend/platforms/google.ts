@@ -168,7 +168,7 @@ export const googleAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'Google Ads'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Google Ads'"),
       // One conversion action per pixel: counting every landing-page view as that conversion would corrupt it.
       () => (e.eventType === 'PageView' ? 'page views are not uploaded to Google Ads' : undefined),
       () => (present(e.gclid) ? undefined : 'no gclid (Google Ads accepts click conversions only)'),

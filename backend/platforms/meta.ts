@@ -102,7 +102,7 @@ export const metaAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'Meta'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Meta's"),
       () => (platformEventName('meta', e) === undefined ? 'Custom event without customEventName' : undefined),
       () =>
         e.eventType === 'Purchase' && valueAndCurrency(e) === undefined

@@ -24,10 +24,11 @@ export function firstFailure(...checks: Array<() => string | undefined>): Preche
   return OK;
 }
 
-export function tooOld(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformName: string): string | undefined {
+/** `platformPossessive` reads like "Meta's". */
+export function tooOld(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformPossessive: string): string | undefined {
   if (!Number.isFinite(e.eventTimeMs)) return 'event time is not a number';
   return nowMs - e.eventTimeMs > maxEventAgeMs
-    ? `event is older than ${platformName}'s ${Math.round(maxEventAgeMs / DAY_MS)}-day window`
+    ? `event is older than ${platformPossessive} ${Math.round(maxEventAgeMs / DAY_MS)}-day window`
     : undefined;
 }
 
@@ -36,8 +37,8 @@ export function inFuture(e: DeliveryEvent, nowMs: number): string | undefined {
 }
 
 /** Checks every platform makes: the event time is a number inside the platform's window. */
-export function timeWindow(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformName: string): string | undefined {
-  return tooOld(e, nowMs, maxEventAgeMs, platformName) ?? inFuture(e, nowMs);
+export function timeWindow(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformPossessive: string): string | undefined {
+  return tooOld(e, nowMs, maxEventAgeMs, platformPossessive) ?? inFuture(e, nowMs);
 }
 
 export function missingUserAgent(e: DeliveryEvent): string | undefined {

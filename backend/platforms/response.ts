@@ -26,9 +26,12 @@ export function parseRetryAfterMs(value: string | null | undefined, nowMs: numbe
   const text = value.trim();
   if (text === '') return undefined;
   if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // Date.parse also accepts bare numbers and ISO strings; an HTTP date always names a weekday.
-  if (!/^[A-Za-z]{3},? /.test(text)) return undefined;
-  const at = Date.parse(text);
+  // Date.parse also accepts bare numbers and ISO strings; an HTTP date always starts with a
+  // weekday. IMF-fixdate and RFC 850 name their zone; asctime does not and means UTC.
+  let at: number;
+  if (/^[A-Za-z]{3,9}, /.test(text)) at = Date.parse(text);
+  else if (/^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d \d{4}$/.test(text)) at = Date.parse(`${text} GMT`);
+  else return undefined;
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - nowMs);
 }

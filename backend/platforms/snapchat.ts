@@ -55,7 +55,7 @@ export const snapchatAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'Snapchat'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Snapchat's"),
       () => missingUserAgent(e),
       () => missingSourceUrl(e),
     );

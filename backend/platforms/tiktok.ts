@@ -59,7 +59,7 @@ export const tiktokAdapter: PlatformAdapter = {
 
   precheck(e, nowMs) {
     return firstFailure(
-      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, 'TikTok'),
+      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "TikTok's"),
       () => (platformEventName('tiktok', e) === undefined ? 'Custom event without customEventName' : undefined),
       () => missingUserAgent(e),
       () => missingSourceUrl(e),
