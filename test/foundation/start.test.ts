@@ -11,7 +11,8 @@ import { spawnService, type ServiceProcess } from '../harness/process.js';
  * PostgreSQL is adopted by the next start.
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'capigram-start-'));
-const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', WORKER: 'inline' };
+// DATABASE_URL is cleared: this file is about the embedded database, even when the suite runs on an external one.
+const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', WORKER: 'inline', DATABASE_URL: '' };
 const running: ServiceProcess[] = [];
 
 afterAll(async () => {
