@@ -1,8 +1,10 @@
 import type { Deps } from '../../deps.js';
 import type { App } from '../app.js';
 import { registerHealthRoutes } from './health.js';
+import { registerTelegramRoutes } from './telegram.js';
 
 /** Every route group of the service, in one list. */
 export function registerRoutes(app: App, deps: Deps): void {
   registerHealthRoutes(app, deps);
+  registerTelegramRoutes(app, deps);
 }

@@ -1,6 +1,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
+import { telegramActionTasks } from './telegram-actions.js';
 
 /** Task names are part of the queue's data: keep them stable. */
 export const TASKS = {
@@ -19,5 +20,5 @@ export function createTaskList(deps: Deps): TaskList {
     const n = await purgeIdempotencyKeys(deps.pool, deps.now());
     if (n > 0) deps.log.info({ purged: n }, 'purged idempotency keys');
   };
-  return { [TASKS.purgeIdempotency]: purge };
+  return { [TASKS.purgeIdempotency]: purge, ...telegramActionTasks(deps) };
 }

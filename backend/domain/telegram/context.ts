@@ -1,0 +1,28 @@
+import type { Queryable } from '../../db/pool.js';
+import type { Logger } from '../../log.js';
+
+/** What every update handler gets: the webhook's transaction, the bot, the clock reading, a logger. */
+export interface UpdateContext {
+  tx: Queryable;
+  bot: { id: string; telegramBotId: number };
+  /** When the update was received (the service's clock, read once). */
+  now: Date;
+  log: Logger;
+}
+
+/** What a handler did with an update, for the log and for tests. */
+export type UpdateOutcome =
+  | 'duplicate'
+  | 'ignored'
+  | 'unknown_chat'
+  | 'attributed_join'
+  | 'repeat_join'
+  | 'organic_join'
+  | 'leave'
+  | 'join_request_approved'
+  | 'join_request_recorded'
+  | 'bot_status';
+
+export function secondsToDate(unixSeconds: number): Date {
+  return new Date(unixSeconds * 1000);
+}

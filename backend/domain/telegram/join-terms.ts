@@ -1,0 +1,29 @@
+import type { EventTypeName } from '../conversion-record.js';
+import type { ChannelRow } from './queries.js';
+
+export interface JoinConversionTerms {
+  eventType: EventTypeName;
+  customEventName: string | null;
+  value: number | null;
+  currency: string | null;
+  awaitingManualInput: boolean;
+}
+
+/**
+ * What an attributed join of a channel converts into: the channel's event type (its custom name for
+ * `Custom`) and its fixed value and currency. A Purchase needs a value, so a Purchase channel
+ * without a fixed one waits for the value to be submitted instead of being sent without it.
+ */
+export function joinConversionTerms(
+  c: Pick<ChannelRow, 'event_type' | 'custom_event_name' | 'fixed_value' | 'fixed_currency' | 'manual_value'>,
+): JoinConversionTerms {
+  const hasFixed = c.fixed_value !== null && c.fixed_currency !== null;
+  const awaitingManualInput = c.manual_value || (c.event_type === 'Purchase' && !hasFixed);
+  return {
+    eventType: c.event_type,
+    customEventName: c.event_type === 'Custom' ? c.custom_event_name : null,
+    value: !awaitingManualInput && hasFixed ? c.fixed_value : null,
+    currency: !awaitingManualInput && hasFixed ? c.fixed_currency : null,
+    awaitingManualInput,
+  };
+}

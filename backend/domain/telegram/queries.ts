@@ -1,0 +1,161 @@
+import type { Queryable } from '../../db/pool.js';
+import type { EventTypeName } from '../conversion-record.js';
+
+/** SQL of the webhook's domain: channels, invitations, memberships and seen updates. */
+
+/** Claims (bot, update_id); false when the update was already handled (Telegram resends on any doubt). */
+export async function claimUpdate(tx: Queryable, botId: string, updateId: number, kind: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `INSERT INTO telegram_updates (bot_id, update_id, kind) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+    [botId, updateId, kind],
+  );
+  return rowCount === 1;
+}
+
+export interface ChannelRow {
+  id: string;
+  site_id: string;
+  title: string;
+  event_type: EventTypeName;
+  custom_event_name: string | null;
+  fixed_value: number | null;
+  fixed_currency: string | null;
+  manual_value: boolean;
+}
+
+/** The active channel a bot serves in a chat (unique by migration 030), or null. */
+export async function findChannel(tx: Queryable, botId: string, chatId: number): Promise<ChannelRow | null> {
+  const { rows } = await tx.query<ChannelRow>(
+    `SELECT id, site_id, title, event_type, custom_event_name, fixed_value, fixed_currency::text AS fixed_currency, manual_value
+     FROM channels WHERE bot_id = $1 AND telegram_chat_id = $2 AND active`,
+    [botId, chatId],
+  );
+  return rows[0] ?? null;
+}
+
+export interface InvitationRow {
+  id: string;
+  invite_link: string;
+  visit_id: string | null;
+  used_at: Date | null;
+  revoked_at: Date | null;
+  /** The channel's public link handed out when Telegram was down: ours to record, not to attribute or revoke. */
+  unattributed: boolean;
+}
+
+const INVITATION_COLUMNS = 'id, invite_link, visit_id, used_at, revoked_at, unattributed';
+
+/**
+ * One of our invitations of this channel by its link, locked until the transaction ends, so that
+ * two joins through one link are decided one after the other. The link is UNIQUE (indexed).
+ */
+export async function lockInvitationByLink(tx: Queryable, channelId: string, inviteLink: string): Promise<InvitationRow | null> {
+  const { rows } = await tx.query<InvitationRow>(
+    `SELECT ${INVITATION_COLUMNS} FROM invitations WHERE invite_link = $1 AND channel_id = $2 FOR UPDATE`,
+    [inviteLink, channelId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The invitation of the user's latest join request through one of our links in this channel, locked. */
+export async function lockJoinRequestInvitation(tx: Queryable, channelId: string, telegramUserId: number): Promise<InvitationRow | null> {
+  const { rows } = await tx.query<InvitationRow>(
+    `SELECT ${INVITATION_COLUMNS} FROM invitations WHERE id = (
+       SELECT invitation_id FROM memberships
+       WHERE channel_id = $1 AND telegram_user_id = $2 AND kind = 'join_request' AND invitation_id IS NOT NULL
+       ORDER BY occurred_at DESC, created_at DESC LIMIT 1)
+     FOR UPDATE`,
+    [channelId, telegramUserId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function markInvitationUsed(tx: Queryable, invitationId: string, telegramUserId: number, at: Date): Promise<void> {
+  // The first user stays recorded; a rejoin does not rewrite history.
+  await tx.query(
+    `UPDATE invitations SET used_at = COALESCE(used_at, $3), used_by = COALESCE(used_by, $2) WHERE id = $1`,
+    [invitationId, telegramUserId, at],
+  );
+}
+
+export async function markInvitationRevoked(db: Queryable, invitationId: string, at: Date): Promise<void> {
+  await db.query(`UPDATE invitations SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, [invitationId, at]);
+}
+
+/** Whether this (channel, user, invitation) already produced its one conversion. */
+export async function joinAlreadyConverted(tx: Queryable, channelId: string, telegramUserId: number, invitationId: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `SELECT 1 FROM memberships WHERE channel_id = $1 AND telegram_user_id = $2 AND invitation_id = $3 AND conversion_id IS NOT NULL`,
+    [channelId, telegramUserId, invitationId],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export interface VisitContext {
+  href: string | null;
+  client_ip: string | null;
+  user_agent: string | null;
+}
+
+export async function visitContext(tx: Queryable, visitId: string): Promise<VisitContext | null> {
+  const { rows } = await tx.query<VisitContext>('SELECT href, client_ip, user_agent FROM visits WHERE id = $1', [visitId]);
+  return rows[0] ?? null;
+}
+
+export async function findLeadId(tx: Queryable, siteId: string, telegramUserId: number): Promise<string | null> {
+  const { rows } = await tx.query<{ id: string }>('SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2', [siteId, telegramUserId]);
+  return rows[0]?.id ?? null;
+}
+
+export interface NewMembership {
+  channelId: string;
+  telegramUserId: number;
+  leadId: string | null;
+  kind: 'join' | 'leave' | 'join_request';
+  invitationId?: string | null;
+  visitId?: string | null;
+  attributed?: boolean;
+  viaJoinRequest?: boolean;
+  conversionId?: string | null;
+  occurredAt: Date;
+}
+
+export async function insertMembership(tx: Queryable, m: NewMembership): Promise<string> {
+  const { rows } = await tx.query<{ id: string }>(
+    `INSERT INTO memberships (channel_id, telegram_user_id, lead_id, kind, invitation_id, visit_id, attributed, via_join_request,
+       conversion_id, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+    [
+      m.channelId, m.telegramUserId, m.leadId, m.kind, m.invitationId ?? null, m.visitId ?? null, m.attributed ?? false,
+      m.viaJoinRequest ?? false, m.conversionId ?? null, m.occurredAt,
+    ],
+  );
+  return rows[0]!.id;
+}
+
+export interface BotStatusChange {
+  channelId: string;
+  siteId: string;
+  couldInvite: boolean | null;
+}
+
+/**
+ * Stores the bot's status in every channel it serves in this chat. An update that happened in a
+ * second strictly before the stored status was taken is older news and is not applied (dates are
+ * whole seconds, so same-second updates still apply, in arrival order).
+ */
+export async function storeBotStatus(
+  tx: Queryable,
+  botId: string,
+  chatId: number,
+  s: { status: string; isAdmin: boolean; canInvite: boolean; at: Date },
+): Promise<BotStatusChange[]> {
+  const { rows } = await tx.query<{ id: string; site_id: string; could_invite: boolean | null }>(
+    `UPDATE channels c SET bot_status = $3, bot_is_admin = $4, bot_can_invite = $5, bot_status_at = $6
+     FROM (SELECT id, bot_can_invite FROM channels WHERE bot_id = $1 AND telegram_chat_id = $2 FOR UPDATE) old
+     WHERE c.id = old.id AND (c.bot_status_at IS NULL OR c.bot_status_at < $6::timestamptz + interval '1 second')
+     RETURNING c.id, c.site_id, old.bot_can_invite AS could_invite`,
+    [botId, chatId, s.status, s.isAdmin, s.canInvite, s.at],
+  );
+  return rows.map((r) => ({ channelId: r.id, siteId: r.site_id, couldInvite: r.could_invite }));
+}

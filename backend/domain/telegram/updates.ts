@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+/**
+ * The Telegram updates Capigram acts on, as zod schemas of only the fields it reads. Unknown
+ * fields are dropped, never rejected: Telegram adds fields to its objects without notice, and a
+ * webhook that refused them would make Telegram retry the same update for a day.
+ */
+
+const TelegramId = z.number().int().refine(Number.isSafeInteger, 'is out of range');
+/** Unix seconds; bounded so that it is a valid timestamp everywhere (year 9999 at most). */
+const UnixSeconds = z.number().int().min(0).max(253_402_300_799);
+
+const User = z.object({ id: TelegramId, is_bot: z.boolean().optional() });
+const Chat = z.object({ id: TelegramId });
+
+export const ChatMember = z.object({
+  status: z.string().max(32),
+  user: User,
+  /** Only on `restricted` members: whether they are still in the chat. */
+  is_member: z.boolean().optional(),
+  can_invite_users: z.boolean().optional(),
+});
+export type ChatMember = z.infer<typeof ChatMember>;
+
+const InviteLink = z.object({ invite_link: z.string().min(1).max(2048) });
+
+export const ChatMemberUpdated = z.object({
+  chat: Chat,
+  from: User,
+  date: UnixSeconds,
+  old_chat_member: ChatMember,
+  new_chat_member: ChatMember,
+  invite_link: InviteLink.optional(),
+  via_join_request: z.boolean().optional(),
+});
+export type ChatMemberUpdated = z.infer<typeof ChatMemberUpdated>;
+
+export const ChatJoinRequest = z.object({
+  chat: Chat,
+  from: User,
+  date: UnixSeconds,
+  invite_link: InviteLink.optional(),
+});
+export type ChatJoinRequest = z.infer<typeof ChatJoinRequest>;
+
+export type ParsedUpdate =
+  | { kind: 'chat_member'; updateId: number; body: ChatMemberUpdated }
+  | { kind: 'my_chat_member'; updateId: number; body: ChatMemberUpdated }
+  | { kind: 'chat_join_request'; updateId: number; body: ChatJoinRequest }
+  /** Not acted on; `reason` is for the log and never holds user data. */
+  | { kind: 'ignored'; updateId: number | null; reason: string };
+
+const UpdateId = z.number().int().min(0).refine(Number.isSafeInteger);
+
+const KNOWN = {
+  chat_member: ChatMemberUpdated,
+  my_chat_member: ChatMemberUpdated,
+  chat_join_request: ChatJoinRequest,
+} as const;
+
+/** Classifies a webhook body (already JSON-parsed, or anything at all) without ever throwing. */
+export function parseUpdate(raw: unknown): ParsedUpdate {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { kind: 'ignored', updateId: null, reason: 'not a JSON object' };
+  const obj = raw as Record<string, unknown>;
+  const id = UpdateId.safeParse(obj.update_id);
+  if (!id.success) return { kind: 'ignored', updateId: null, reason: 'missing or invalid update_id' };
+  const updateId = id.data;
+  // An update carries exactly one payload field; the first known one decides.
+  for (const kind of Object.keys(KNOWN) as (keyof typeof KNOWN)[]) {
+    if (!(kind in obj)) continue;
+    const parsed = KNOWN[kind].safeParse(obj[kind]);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return { kind: 'ignored', updateId, reason: `malformed ${kind}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}` };
+    }
+    if (kind === 'chat_join_request') return { kind, updateId, body: parsed.data as ChatJoinRequest };
+    return { kind, updateId, body: parsed.data as ChatMemberUpdated };
+  }
+  const payload = Object.keys(obj).find((k) => k !== 'update_id');
+  return { kind: 'ignored', updateId, reason: payload ? `unhandled update type ${payload.slice(0, 40)}` : 'update without payload' };
+}

@@ -1,0 +1,68 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { secretMatchesHash } from '../../crypto/api-keys.js';
+import { withTx } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
+import { ApiError } from '../../errors.js';
+import { findBot } from '../admin/bots.js';
+import { handleMyChatMember } from './bot-status.js';
+import type { UpdateContext, UpdateOutcome } from './context.js';
+import { handleJoinRequest } from './join-requests.js';
+import { handleChatMember } from './joins.js';
+import { claimUpdate } from './queries.js';
+import { parseUpdate } from './updates.js';
+
+/**
+ * The Telegram webhook's domain: who may post, and what an update does. Everything an update
+ * causes happens in one transaction together with its de-duplication record, so a resent update
+ * (Telegram resends on any error or timeout, for up to a day) is handled exactly once.
+ */
+
+export interface WebhookBot {
+  id: string;
+  telegramBotId: number;
+}
+
+/** Telegram's secret tokens are 1–256 characters of A–Z, a–z, 0–9, _ and -. */
+const SECRET_RE = /^[A-Za-z0-9_-]{1,256}$/;
+// Compared against when the bot does not exist, so an unknown bot costs the same as a wrong secret.
+const DECOY_HASH = createHash('sha256').update(randomBytes(32)).digest();
+
+/** The bot a webhook call is for, if the secret token matches; 401 alike for unknown bots and bad secrets. */
+export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: string, secret: string | undefined): Promise<WebhookBot> {
+  const bot = await findBot(deps.pool, botId);
+  const presented = secret !== undefined && SECRET_RE.test(secret) ? secret : '';
+  const matches = secretMatchesHash(presented, bot?.webhook_secret_hash ?? DECOY_HASH);
+  if (!bot || !matches || presented === '') throw new ApiError('UNAUTHORIZED', 'missing or invalid X-Telegram-Bot-Api-Secret-Token');
+  return { id: bot.id, telegramBotId: bot.telegram_bot_id };
+}
+
+/** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body);
+  } catch {
+    raw = undefined;
+  }
+  const update = raw === undefined ? ({ kind: 'ignored', updateId: null, reason: 'body is not JSON' } as const) : parseUpdate(raw);
+  const log = deps.log.child({ botId: bot.id, updateId: update.updateId });
+  if (update.kind === 'ignored') {
+    // Answered 200 all the same: an error would only make Telegram resend it for a day.
+    log.warn({ reason: update.reason }, 'telegram update ignored');
+    return 'ignored';
+  }
+  const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
+    if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return 'duplicate';
+    const ctx: UpdateContext = { tx, bot, now: deps.now(), log };
+    switch (update.kind) {
+      case 'chat_member':
+        return handleChatMember(ctx, update.body);
+      case 'chat_join_request':
+        return handleJoinRequest(ctx, update.body);
+      case 'my_chat_member':
+        return handleMyChatMember(ctx, update.body);
+    }
+  });
+  log.debug({ kind: update.kind, outcome }, 'telegram update handled');
+  return outcome;
+}

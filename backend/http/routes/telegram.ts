@@ -1,0 +1,16 @@
+import type { Deps } from '../../deps.js';
+import { authenticateWebhook, handleWebhookUpdate } from '../../domain/telegram/webhook.js';
+import type { App } from '../app.js';
+
+/**
+ * `POST /backend/telegram/{botId}`: Telegram's webhook. The secret token is checked before the
+ * body is read. Any authenticated body gets 200 (bad ones are logged and dropped), since Telegram
+ * resends whatever is not answered 2xx; Bot API calls the update causes run later as jobs.
+ */
+export function registerTelegramRoutes(app: App, deps: Pick<Deps, 'pool' | 'log' | 'now'>): void {
+  app.post('/backend/telegram/:botId', async (c) => {
+    const bot = await authenticateWebhook(deps, c.req.param('botId'), c.req.header('x-telegram-bot-api-secret-token'));
+    await handleWebhookUpdate(deps, bot, await c.req.text());
+    return c.json({ ok: true });
+  });
+}

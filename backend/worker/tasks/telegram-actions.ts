@@ -1,0 +1,30 @@
+import type { JobHelpers, Task, TaskList } from 'graphile-worker';
+import type { Deps } from '../../deps.js';
+import { TELEGRAM_TASKS, approveJoinRequest, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+
+/**
+ * Jobs for the webhook's Bot API calls. A flood-control answer schedules the same action again
+ * after Telegram's `retry_after` (graphile-worker's own backoff cannot be told a delay; run_at is
+ * compared with the database's clock, hence the wall clock here); network failures are thrown and
+ * retried with backoff.
+ */
+export function telegramActionTasks(deps: ActionDeps): TaskList {
+  const task =
+    (name: string, run: (d: ActionDeps, payload: unknown) => Promise<ActionOutcome>): Task =>
+    async (payload, helpers) => {
+      const result = await run(deps, payload);
+      await settle(deps, name, result, helpers);
+    };
+  return {
+    [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveJoinRequest),
+    [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
+  };
+}
+
+async function settle(deps: ActionDeps, name: string, r: ActionOutcome, helpers: JobHelpers): Promise<void> {
+  if (r.outcome === 'retry_after') {
+    await helpers.addJob(name, r.payload, { runAt: new Date(Date.now() + r.seconds * 1000), maxAttempts: helpers.job.max_attempts });
+  } else if (r.outcome === 'gave_up') {
+    deps.log.warn({ task: name, jobId: helpers.job.id, reason: r.reason }, 'telegram action given up');
+  }
+}
