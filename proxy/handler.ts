@@ -118,6 +118,15 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
           changeOrigin: settings.changeOrigin,
           agent: options.agent ?? ownAgent,
         });
+  // http-proxy-3 turns a DELETE or OPTIONS without Content-Length into `Content-Length: 0` even
+  // when the body is chunked; the body would then reach the upstream as the start of another
+  // request (request smuggling on a kept-alive connection). Put the framing back before sending.
+  const chunked = new WeakSet<IncomingMessage>();
+  proxy?.before('web', 'stream', (req) => {
+    if (!chunked.has(req)) return;
+    delete req.headers['content-length'];
+    req.headers['transfer-encoding'] = 'chunked';
+  });
   proxy?.on('error', (error, req, res) => {
     log.warn({ err: error.message, method: req.method, url: req.url }, 'upstream failed');
     if (!('writeHead' in res)) {
@@ -139,6 +148,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   function passThrough(req: IncomingMessage, res: ServerResponse, view: RequestView, next: NextFunction | undefined): void {
     if (proxy !== undefined) {
       setForwardedHeaders(req.headers, view);
+      if (req.headers['transfer-encoding'] !== undefined) chunked.add(req);
       proxy.web(req, res);
     } else if (next !== undefined) {
       next();

@@ -1,9 +1,11 @@
 /**
  * The standalone proxy: the handler on its own HTTP server, with WebSocket upgrades and a
- * graceful stop (stop accepting, let tracker calls finish, then close idle and open connections).
+ * graceful stop (stop accepting, let tracker calls finish, then close what is still open,
+ * WebSockets included).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createCapigramProxy, type CapigramProxy, type CapigramProxyOptions } from './handler.js';
 
 export interface RunningProxy {
@@ -21,7 +23,13 @@ export async function startProxyServer(
 ): Promise<RunningProxy> {
   const handler = createCapigramProxy(options);
   const server = createServer(handler);
-  server.on('upgrade', handler.upgrade);
+  // Upgraded sockets leave the HTTP server's books: track them so a stop can close them.
+  const upgraded = new Set<Duplex>();
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    handler.upgrade(req, socket, head);
+  });
   server.on('clientError', (_error, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
@@ -46,6 +54,7 @@ export async function startProxyServer(
         server.closeIdleConnections();
         await handler.close(stopOptions);
         server.closeAllConnections();
+        for (const socket of upgraded) socket.destroy();
         await closed;
       })();
       return stopping;

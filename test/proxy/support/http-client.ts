@@ -19,7 +19,10 @@ export function send(
 ): Promise<SimpleResponse> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
+    const headers = { ...options.headers };
+    const framed = Object.keys(headers).some((name) => /^(content-length|transfer-encoding)$/i.test(name));
+    if (options.body !== undefined && !framed) headers['content-length'] = String(Buffer.byteLength(options.body));
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: false }, (res) => {
       const headMs = performance.now() - started;
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 
 export interface UpstreamRequest {
@@ -31,6 +32,7 @@ export interface SampleUpstream {
 export async function startSampleUpstream(): Promise<SampleUpstream> {
   const requests: UpstreamRequest[] = [];
   let release: (() => void) | undefined;
+  const sockets = new Set<Duplex>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -99,7 +101,10 @@ export async function startSampleUpstream(): Promise<SampleUpstream> {
     socket.write(
       `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
     );
+    sockets.add(socket);
     socket.on('data', (data: Buffer) => socket.write(data));
+    socket.on('end', () => socket.end());
+    socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -112,6 +117,7 @@ export async function startSampleUpstream(): Promise<SampleUpstream> {
     releaseStream: () => release?.(),
     async close() {
       server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
