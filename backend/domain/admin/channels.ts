@@ -84,7 +84,10 @@ export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddCha
     );
     channelId = rows[0]!.id;
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new ApiError('VALIDATION_FAILED', `channel ${c.telegramChannelId} is already on this site`);
+    const e = err as { code?: string; constraint?: string };
+    if (e.code === '23505' && e.constraint === 'channels_bot_chat_active')
+      throw new ApiError('VALIDATION_FAILED', `channel ${c.telegramChannelId} is already added with this bot (on another site); a bot's chat leads to one channel`);
+    if (e.code === '23505') throw new ApiError('VALIDATION_FAILED', `channel ${c.telegramChannelId} is already on this site`);
     throw err;
   }
   // The first channel of a site becomes its default; --default moves the default.

@@ -1,0 +1,103 @@
+import { addChannel, listChannels } from '../domain/admin/channels.js';
+import { defineCommand } from './command.js';
+import { table } from './table.js';
+
+// Free text goes to the domain, whose schema refuses what is not one of the allowed values.
+type Input = Parameters<typeof addChannel>[1];
+
+const EVENT_TYPES = 'Contact, Lead, Purchase, CompleteRegistration, Subscribe or Custom';
+
+export const channelCommands = [
+  defineCommand({
+    group: 'channel',
+    name: 'add',
+    summary: "Adds a Telegram channel to a site. The bot must belong to the site's account and be an admin of the channel that may invite users.",
+    flags: {
+      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot that manages the channel' },
+      'telegram-channel-id': { type: 'string', required: true, placeholder: '-100…', help: "the channel's Telegram id (negative)" },
+      title: { type: 'string', required: true, placeholder: 'TITLE', help: 'a title for the channel' },
+      username: { type: 'string', placeholder: 'USERNAME', help: "the channel's public @username" },
+      'funnel-order': { type: 'string', kind: 'int', placeholder: 'N', help: 'position in the funnel (default 0)' },
+      'event-type': { type: 'string', placeholder: 'TYPE', help: `the event a join sends: ${EVENT_TYPES} (default Subscribe)` },
+      'custom-event-name': { type: 'string', placeholder: 'NAME', help: 'the event name when --event-type is Custom' },
+      value: { type: 'string', kind: 'number', placeholder: 'V', help: 'a fixed value sent with each join (with --currency)' },
+      currency: { type: 'string', placeholder: 'CUR', help: 'ISO 4217 currency of --value' },
+      'manual-value': { type: 'boolean', help: 'joins on a Purchase channel wait in awaitingManualInput until a value is submitted' },
+      default: { type: 'boolean', field: 'isDefault', help: "make this the site's default channel (the first channel is the default anyway)" },
+      'invite-mode': {
+        type: 'string',
+        placeholder: 'MODE',
+        help: 'member_limit (one-use links, default) or join_request (the bot approves requests; keeps attribution on public channels)',
+      },
+      'public-invite-url': { type: 'string', placeholder: 'URL', help: "the channel's public link, handed out when Telegram is unreachable" },
+    },
+    async run({ deps }, v) {
+      const out = await addChannel(
+        { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL },
+        {
+          siteId: v.site,
+          botId: v.bot,
+          telegramChannelId: v['telegram-channel-id'],
+          title: v.title,
+          username: v.username,
+          funnelOrder: v['funnel-order'],
+          eventType: v['event-type'] as Input['eventType'],
+          customEventName: v['custom-event-name'],
+          value: v.value,
+          currency: v.currency,
+          manualValue: v['manual-value'],
+          isDefault: v.default,
+          inviteMode: v['invite-mode'] as Input['inviteMode'],
+          publicInviteUrl: v['public-invite-url'],
+        },
+      );
+      return { json: out, human: `Channel added: ${out.channelId}` };
+    },
+  }),
+
+  defineCommand({
+    group: 'channel',
+    name: 'list',
+    summary: "Lists a site's active channels, with the bot's admin status and the number of ready invite links.",
+    flags: {
+      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+    },
+    async run({ deps }, v) {
+      const { channels } = await listChannels(deps.pool, v.site);
+      // The contract's fields first; the rest help an operator read the list.
+      const json = {
+        channels: channels.map((c) => ({
+          channelId: c.channelId,
+          telegramChannelId: c.telegramChannelId,
+          title: c.title,
+          eventType: c.eventType,
+          botIsAdmin: c.botIsAdmin,
+          poolSize: c.poolSize,
+          username: c.username,
+          funnelOrder: c.funnelOrder,
+          isDefault: c.isDefault,
+          botCanInvite: c.botCanInvite,
+          botStatus: c.botStatus,
+        })),
+      };
+      const human =
+        channels.length === 0
+          ? 'No channels.'
+          : table(
+              ['channelId', 'telegram id', 'title', 'event', 'order', 'bot admin', 'links', ''],
+              channels.map((c) => [
+                c.channelId,
+                c.telegramChannelId,
+                c.title,
+                c.eventType,
+                String(c.funnelOrder),
+                c.botIsAdmin === null ? 'unknown' : c.botIsAdmin ? (c.botCanInvite ? 'yes' : 'yes, cannot invite') : 'NO',
+                String(c.poolSize),
+                c.isDefault ? 'default' : '',
+              ]),
+            );
+      return { json, human };
+    },
+  }),
+];

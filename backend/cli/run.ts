@@ -1,0 +1,114 @@
+import { ConfigError } from '../config.js';
+import { ApiError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { openRuntime, type Runtime } from '../runtime.js';
+import { accountCommands } from './accounts.js';
+import { botCommands } from './bots.js';
+import { channelCommands } from './channels.js';
+import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command } from './command.js';
+import { keyCommands } from './keys.js';
+import { pixelCommands } from './pixels.js';
+import { siteCommands } from './sites.js';
+
+/**
+ * The operator CLI (`npm run admin -- <group> <command> [flags]`): one command per run, on the same
+ * database as the server (DATABASE_URL, or the embedded PostgreSQL in $DATA_DIR, attached to when
+ * the server runs). stdout carries only the result, so `--json` output can be piped; warnings,
+ * refusals and logs go to stderr.
+ */
+export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...pixelCommands, ...keyCommands];
+
+const PROGRAM = 'npm run admin --';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface CliIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/** Runs one command and returns the process exit code: 0 done, 1 refused (the reason on stderr). */
+export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const [group, name, ...rest] = argv;
+  if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
+    (group === undefined ? io.stderr : io.stdout).write(overview());
+    return group === undefined ? 1 : 0;
+  }
+  const inGroup = COMMANDS.filter((c) => c.group === group);
+  if (inGroup.length === 0) {
+    io.stderr.write(`error: unknown command "${group}"\n\n${overview()}`);
+    return 1;
+  }
+  if (name === undefined || name === '--help' || name === '-h') {
+    (name === undefined ? io.stderr : io.stdout).write(groupHelp(group, inGroup));
+    return name === undefined ? 1 : 0;
+  }
+  const cmd = inGroup.find((c) => c.name === name);
+  if (!cmd) {
+    io.stderr.write(`error: unknown command "${group} ${name}"\n\n${groupHelp(group, inGroup)}`);
+    return 1;
+  }
+
+  let runtime: Runtime | null = null;
+  try {
+    const parsed = parseCommandArgs(cmd, rest);
+    if (parsed.help) {
+      io.stdout.write(commandHelp(cmd, PROGRAM));
+      return 0;
+    }
+    cmd.check?.(parsed.values);
+    const level = env.LOG_LEVEL && LOG_LEVELS.includes(env.LOG_LEVEL) ? env.LOG_LEVEL : 'warn';
+    const log = createLogger(level, { write: (line: string) => void io.stderr.write(line) });
+    runtime = await openRuntime({ env, log, poolSize: 3 });
+    const warn = (message: string) => void io.stderr.write(message + '\n');
+    const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
+    io.stdout.write(parsed.json ? JSON.stringify(result.json) + '\n' : result.human + '\n');
+    return 0;
+  } catch (err) {
+    io.stderr.write(`error: ${describeError(cmd, err)}\n`);
+    return 1;
+  } finally {
+    await runtime?.close();
+  }
+}
+
+/** The reason for a refusal, in the operator's terms: validation messages name the flag. */
+export function describeError(cmd: Command, err: unknown): string {
+  if (err instanceof UsageError) return `${err.message} (see ${PROGRAM} ${cmd.group} ${cmd.name} --help)`;
+  if (err instanceof ConfigError) return err.message;
+  if (err instanceof ApiError) {
+    const errors = err.extra.errors ?? [];
+    if (errors.length === 0) return err.detail ?? err.message;
+    const lines = errors.map((e) => {
+      // Messages written for the operator already name their flags.
+      if (e.message.includes('--')) return e.message;
+      const flag = flagForField(cmd, e.path.split('.')[0] ?? '');
+      return flag ? `${flag}: ${e.message}` : e.path === '(root)' ? e.message : `${e.path}: ${e.message}`;
+    });
+    return [...new Set(lines)].join('; ');
+  }
+  return `unexpected failure: ${(err as Error)?.message ?? String(err)}`;
+}
+
+function overview(): string {
+  const groups = [...new Set(COMMANDS.map((c) => c.group))];
+  const width = Math.max(...COMMANDS.map((c) => `${c.group} ${c.name}`.length));
+  return [
+    `Usage: ${PROGRAM} <command> [flags] [--json]`,
+    '',
+    'Commands:',
+    ...groups.flatMap((g) =>
+      COMMANDS.filter((c) => c.group === g).map((c) => `  ${`${c.group} ${c.name}`.padEnd(width)}  ${firstSentence(c.summary)}`),
+    ),
+    '',
+    `${PROGRAM} <command> --help shows a command's flags. --json prints one JSON object on stdout and nothing else.`,
+    '',
+  ].join('\n');
+}
+
+function groupHelp(group: string, cmds: Command[]): string {
+  return [`Usage: ${PROGRAM} ${group} <${cmds.map((c) => c.name).join('|')}> [flags] [--json]`, '', ...cmds.map((c) => `  ${group} ${c.name}  ${firstSentence(c.summary)}`), ''].join('\n');
+}
+
+function firstSentence(s: string): string {
+  return /^[^.:]*[.:]?/.exec(s)?.[0]?.replace(/[.:]$/, '') ?? s;
+}

@@ -1,0 +1,120 @@
+// bot add: getMe, setWebhook with a secret and the updates Capigram needs, the token encrypted.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_BOT, cliWorld, runWith, type CliWorld } from './harness.js';
+
+const OTHER_BOT = { token: '777111:Other-bot-token-abcdefghijk', id: 777111, first_name: 'Other', username: 'other_test_bot' };
+
+let w: CliWorld;
+let accountId: string;
+beforeAll(async () => {
+  w = await cliWorld({ bots: [DEFAULT_BOT, OTHER_BOT] });
+  ({ accountId } = await w.ok('account', 'create', '--name', 'Bots'));
+});
+afterAll(async () => {
+  await w.close();
+});
+beforeEach(() => {
+  w.telegram.reset();
+});
+
+const botRow = async (botId: string) =>
+  (await w.db.pool.query('SELECT telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at FROM bots WHERE id = $1', [botId])).rows[0];
+
+describe('bot add', () => {
+  it('checks the token, sets the webhook with a secret and chat_member, chat_join_request, my_chat_member; prints {"botId","webhookUrl"}', async () => {
+    const out = await w.ok('bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token);
+    expect(Object.keys(out)).toEqual(['botId', 'webhookUrl']);
+    expect(out.webhookUrl).toBe(`https://capigram.example.com/backend/telegram/${out.botId}`);
+
+    expect(w.telegram.received.map((r) => r.path)).toEqual([`/bot${DEFAULT_BOT.token}/getMe`, `/bot${DEFAULT_BOT.token}/setWebhook`]);
+    const hook = w.telegram.webhook(DEFAULT_BOT.token)!;
+    expect(hook.url).toBe(out.webhookUrl);
+    expect(hook.secret_token).toMatch(/^[A-Za-z0-9_-]{32,256}$/);
+    expect(hook.allowed_updates).toEqual(expect.arrayContaining(['chat_member', 'chat_join_request', 'my_chat_member']));
+
+    const row = await botRow(out.botId);
+    expect(row.telegram_bot_id).toBe(DEFAULT_BOT.id);
+    expect(row.username).toBe(DEFAULT_BOT.username);
+    expect(row.webhook_url).toBe(out.webhookUrl);
+    expect(row.webhook_set_at).toBeInstanceOf(Date);
+    // Only the secret's hash is kept: enough to check Telegram's header, useless to forge it.
+    expect(row.webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(true);
+    expect(row.token_enc).not.toContain(DEFAULT_BOT.token);
+    expect(row.token_enc).not.toContain(DEFAULT_BOT.token.split(':')[1]);
+  });
+
+  it('--no-webhook checks the token but leaves the webhook alone', async () => {
+    const out = await w.ok('bot', 'add', '--account', accountId, '--token', OTHER_BOT.token, '--no-webhook');
+    expect(out.webhookUrl).toBe(`https://capigram.example.com/backend/telegram/${out.botId}`);
+    expect(w.telegram.calls('getMe')).toHaveLength(1);
+    expect(w.telegram.calls('setWebhook')).toHaveLength(0);
+    expect(w.telegram.webhook(OTHER_BOT.token)).toBeUndefined();
+    expect((await botRow(out.botId)).webhook_set_at).toBeNull();
+  });
+
+  it('the human summary says whether the webhook was set', async () => {
+    const { accountId: other } = await w.ok('account', 'create', '--name', 'Human');
+    const r = await w.run('bot', 'add', '--account', other, '--token', DEFAULT_BOT.token, '--no-webhook');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Bot added: [0-9a-f-]{36}\n  webhook: https:\/\/capigram\.example\.com\/backend\/telegram\/\S+ \(not set: --no-webhook\)\n$/);
+  });
+
+  it('warns on stderr when PUBLIC_URL is not https, keeping stdout to the one JSON object', async () => {
+    const { accountId: other } = await w.ok('account', 'create', '--name', 'Local');
+    const env = { ...w.env, PUBLIC_URL: 'http://localhost:3000' };
+    const r = await runWith(env, ['bot', 'add', '--account', other, '--token', DEFAULT_BOT.token, '--json']);
+    expect(r.code).toBe(0);
+    expect(r.json().webhookUrl).toMatch(/^http:\/\/localhost:3000\/backend\/telegram\//);
+    expect(r.stderr).toContain('warning: PUBLIC_URL (http://localhost:3000) is not https');
+    expect(r.stderr).toContain('--no-webhook');
+
+    const { accountId: third } = await w.ok('account', 'create', '--name', 'Local2');
+    const quiet = await runWith(env, ['bot', 'add', '--account', third, '--token', DEFAULT_BOT.token, '--no-webhook', '--json']);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe('');
+  });
+
+  it('refuses a malformed token without calling Telegram', async () => {
+    expect(await w.refused('bot', 'add', '--account', accountId, '--token', 'not-a-token')).toBe(
+      'error: --token: does not look like a Telegram bot token (123456:ABC…)\n',
+    );
+    expect(w.telegram.received).toHaveLength(0);
+  });
+
+  it('refuses a token Telegram does not know, and stores nothing', async () => {
+    const before = (await w.db.pool.query('SELECT count(*)::int AS n FROM bots')).rows[0].n;
+    const reason = await w.refused('bot', 'add', '--account', accountId, '--token', '123456:Unknown-token-abcdefghijklmn');
+    expect(reason).toBe('error: the token was refused by Telegram (getMe): invalid token\n');
+    expect(reason).not.toContain('Unknown-token');
+    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM bots')).rows[0].n).toBe(before);
+  });
+
+  it('refuses when Telegram refuses the webhook, and stores nothing', async () => {
+    const { accountId: other } = await w.ok('account', 'create', '--name', 'Ftp');
+    const r = await runWith({ ...w.env, PUBLIC_URL: 'ftp://capigram.example.com' }, ['bot', 'add', '--account', other, '--token', DEFAULT_BOT.token]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('error: Telegram refused the webhook ftp://capigram.example.com/backend/telegram/');
+    expect(r.stderr).toContain('An HTTPS URL must be provided for webhook');
+    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM bots WHERE account_id = $1', [other])).rows[0].n).toBe(0);
+  });
+
+  it('refuses when Telegram is unreachable', async () => {
+    const r = await runWith({ ...w.env, TELEGRAM_API_URL: 'http://127.0.0.1:1' }, ['bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: the token was refused by Telegram (getMe): Telegram unreachable\n');
+  });
+
+  it('refuses an unknown account before calling Telegram, and a bot registered twice', async () => {
+    expect(await w.refused('bot', 'add', '--account', '00000000-0000-4000-8000-000000000001', '--token', DEFAULT_BOT.token)).toBe(
+      'error: account 00000000-0000-4000-8000-000000000001 does not exist\n',
+    );
+    expect(w.telegram.received).toHaveLength(0);
+    const { accountId: other } = await w.ok('account', 'create', '--name', 'Twice');
+    await w.ok('bot', 'add', '--account', other, '--token', DEFAULT_BOT.token, '--no-webhook');
+    expect(await w.refused('bot', 'add', '--account', other, '--token', DEFAULT_BOT.token, '--no-webhook')).toBe(
+      `error: bot @${DEFAULT_BOT.username} is already registered for this account\n`,
+    );
+  });
+});
