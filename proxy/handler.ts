@@ -99,6 +99,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     timeoutMs: settings.trackerTimeoutMs,
     attempts: settings.trackerAttempts,
     inviteTimeoutMs: settings.inviteTimeoutMs,
+    maxPending: settings.trackerMaxPending,
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
 

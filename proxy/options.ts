@@ -72,6 +72,8 @@ export const proxySettingsSchema = z.object({
   trackerAttempts: z.number().int().min(1).max(5).default(3),
   /** How long a visitor clicking an invite link may wait before going to the fallback. */
   inviteTimeoutMs: positiveMs('inviteTimeoutMs').default(3_000),
+  /** Background tracker calls in flight at once; more are dropped (and logged) while the tracker lags. */
+  trackerMaxPending: z.number().int().min(1).max(100_000).default(1_000),
 });
 
 export type ProxySettingsInput = z.input<typeof proxySettingsSchema>;

@@ -33,6 +33,11 @@ export interface TrackerClientOptions {
   timeoutMs: number;
   attempts: number;
   inviteTimeoutMs: number;
+  /**
+   * Background calls allowed in flight at once. A stalled tracker would otherwise collect one
+   * pending call (and socket) per pageview; past the bound, new pageviews go unreported.
+   */
+  maxPending?: number;
   fetch?: typeof fetch;
 }
 
@@ -53,16 +58,37 @@ function isTransient(status: number): boolean {
 }
 
 const RETRY_BASE_DELAY_MS = 100;
+export const DEFAULT_MAX_PENDING = 1_000;
+/** At most one "calls dropped" line per interval, however many are dropped. */
+const DROP_LOG_INTERVAL_MS = 10_000;
 
 export function createTrackerClient(options: TrackerClientOptions): TrackerClient {
   const doFetch = options.fetch ?? fetch;
   const running = new Set<Promise<unknown>>();
   const log = options.logger;
+  const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
+  let background = 0;
+  let dropped = 0;
+  let lastDropLog = Number.NEGATIVE_INFINITY;
 
   function track<T>(promise: Promise<T>): Promise<T> {
     running.add(promise);
     void promise.finally(() => running.delete(promise));
     return promise;
+  }
+
+  function bounded<T>(op: string, call: () => Promise<T | undefined>): Promise<T | undefined> {
+    if (background >= maxPending) {
+      dropped += 1;
+      const now = performance.now();
+      if (now - lastDropLog >= DROP_LOG_INTERVAL_MS) {
+        lastDropLog = now;
+        log.error({ op, dropped, maxPending }, 'tracker too slow: calls dropped');
+      }
+      return Promise.resolve(undefined);
+    }
+    background += 1;
+    return track(call().finally(() => (background -= 1)));
   }
 
   function headers(context: TrackerCallContext, json: boolean): Record<string, string> {
@@ -141,9 +167,10 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   }
 
   return {
-    init: (body, context) => track(postJson('init', '/backend/track/init', body, context, trackInitResponseSchema)),
+    init: (body, context) =>
+      bounded('init', () => postJson('init', '/backend/track/init', body, context, trackInitResponseSchema)),
     updateFbp: (body, context) =>
-      track(postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema)),
+      bounded('update-fbp', () => postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema)),
     invite: (query, context) => track(invite(query, context)),
     pending: () => running.size,
     async drain(maxWaitMs) {

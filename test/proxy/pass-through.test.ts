@@ -242,6 +242,24 @@ describe('when the tracker is in trouble', () => {
     rig.tracker.failNext(0, 500);
   });
 
+  it('bounds the calls waiting on a stalled tracker, dropping (and logging) the rest', async () => {
+    const bounded = await startRig({ trackerMaxPending: 2, trackerTimeoutMs: 400, trackerAttempts: 1 });
+    bounded.tracker.mode = 'stalled';
+    try {
+      const pages = await Promise.all([1, 2, 3, 4, 5].map(() => bounded.navigate('/page')));
+      expect(pages.map((page) => page.status)).toEqual([200, 200, 200, 200, 200]);
+      await bounded.tracker.waitFor('/backend/track/init', 2);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(bounded.tracker.of('/backend/track/init')).toHaveLength(2);
+      expect(bounded.proxy.handler.pendingTrackerCalls()).toBe(2);
+      const drops = bounded.logs.filter((line) => line.msg === 'tracker too slow: calls dropped');
+      expect(drops).toHaveLength(1);
+      expect(drops[0]).toMatchObject({ maxPending: 2, dropped: 1 });
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('serves the same page, as fast, whether the tracker is up, stalled or gone', async () => {
     const up = await rig.navigate('/landing?fbclid=abc');
     rig.tracker.mode = 'stalled';
