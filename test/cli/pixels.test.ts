@@ -1,0 +1,85 @@
+// pixel add for each platform: public ids in clear, credentials sealed with SECRET_KEY.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSecretBox, parseSecretKey } from '../../backend/crypto/secret-box.js';
+import { SECRET_KEY_HEX, cliWorld, type CliWorld } from './harness.js';
+
+let w: CliWorld;
+let siteId: string;
+let websiteId: string;
+const box = createSecretBox(parseSecretKey(SECRET_KEY_HEX));
+
+beforeAll(async () => {
+  w = await cliWorld();
+  const { accountId } = await w.ok('account', 'create', '--name', 'Pixels');
+  ({ siteId, websiteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'Shop', '--domain', 'shop.example.com'));
+});
+afterAll(async () => {
+  await w.close();
+});
+
+async function pixelRow(id: string) {
+  const { rows } = await w.db.pool.query('SELECT site_id, platform, public_config, secrets_enc, test_event_code, active FROM pixels WHERE id = $1', [id]);
+  return rows[0];
+}
+
+describe('pixel add', () => {
+  it('meta: {"pixelId"}; pixel id and test code in clear, the access token sealed', async () => {
+    const token = 'EAAGmetaAccessToken1234567890';
+    const out = await w.ok('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '123456789012345', '--access-token', token, '--test-event-code', 'TEST123');
+    expect(Object.keys(out)).toEqual(['pixelId']);
+    const row = await pixelRow(out.pixelId);
+    expect(row).toMatchObject({ site_id: siteId, platform: 'meta', public_config: { pixelId: '123456789012345' }, test_event_code: 'TEST123', active: true });
+    expect(row.secrets_enc).not.toContain(token);
+    expect(JSON.parse(box.open(row.secrets_enc))).toEqual({ accessToken: token });
+  });
+
+  it('tiktok (by websiteId): pixel code and test code', async () => {
+    const token = 'tiktok-access-token-abcdef';
+    const out = await w.ok('pixel', 'add', '--site', websiteId, '--platform', 'tiktok', '--pixel-code', 'C4ABCDEF123', '--access-token', token, '--test-event-code', 'TEST9');
+    const row = await pixelRow(out.pixelId);
+    expect(row).toMatchObject({ site_id: siteId, platform: 'tiktok', public_config: { pixelCode: 'C4ABCDEF123' }, test_event_code: 'TEST9' });
+    expect(JSON.parse(box.open(row.secrets_enc))).toEqual({ accessToken: token });
+  });
+
+  it('snapchat: pixel id', async () => {
+    const token = 'snap-conversions-token-xyz';
+    const out = await w.ok('pixel', 'add', '--site', siteId, '--platform', 'snapchat', '--pixel-id', 'a1b2c3d4-e5f6', '--access-token', token);
+    const row = await pixelRow(out.pixelId);
+    expect(row).toMatchObject({ platform: 'snapchat', public_config: { pixelId: 'a1b2c3d4-e5f6' }, test_event_code: null });
+    expect(JSON.parse(box.open(row.secrets_enc))).toEqual({ accessToken: token });
+  });
+
+  it('google: customer id without dashes, conversion action from a resource name, two sealed tokens', async () => {
+    const out = await w.ok(
+      'pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '123-456-7890',
+      '--conversion-action', 'customers/1234567890/conversionActions/987654', '--developer-token', 'dev-token-google-1',
+      '--oauth-token', 'ya29.oauth-token-google', '--login-customer-id', '111-222-3333',
+    );
+    const row = await pixelRow(out.pixelId);
+    expect(row).toMatchObject({ platform: 'google', public_config: { customerId: '1234567890', conversionAction: '987654', loginCustomerId: '1112223333' } });
+    expect(JSON.parse(box.open(row.secrets_enc))).toEqual({ developerToken: 'dev-token-google-1', oauthToken: 'ya29.oauth-token-google' });
+  });
+
+  it('the human summary names the platform and never the token', async () => {
+    const r = await w.run('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '99999', '--access-token', 'human-token-secret');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Pixel added: [0-9a-f-]{36} \(meta\)\n$/);
+    expect(r.stdout + r.stderr).not.toContain('human-token-secret');
+  });
+
+  it('refuses malformed ids and tokens naming the flag, and an unknown site; nothing is written', async () => {
+    const before = (await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n;
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', 'px-1', '--access-token', 'tokentoken'))
+      .toBe('error: --pixel-id: Meta pixel id must be digits\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'short'))
+      .toBe('error: --access-token: looks too short\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'tiktok', '--pixel-code', 'a b', '--access-token', 'tokentoken'))
+      .toBe('error: --pixel-code: TikTok pixel code must be 3–64 letters, digits, _ or -\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '123', '--conversion-action', 'x',
+      '--developer-token', 'devtokentoken', '--oauth-token', 'oauthtokentoken'))
+      .toBe('error: --customer-id: Google customer id must be 10 digits; --conversion-action: conversion action must be an id or a resource name\n');
+    expect(await w.refused('pixel', 'add', '--site', 'ws_unknown', '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'tokentoken'))
+      .toBe('error: site ws_unknown does not exist\n');
+    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n).toBe(before);
+  });
+});
