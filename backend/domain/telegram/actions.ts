@@ -39,16 +39,25 @@ export const RevokePayload = z.object({
 });
 export type RevokePayload = z.input<typeof RevokePayload>;
 
-async function enqueue(tx: Queryable, task: TelegramTask, payload: object): Promise<void> {
-  await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3)`, [task, JSON.stringify(payload), MAX_ATTEMPTS]);
+/** The job key names the action's subject: a second identical action still waiting merges with the first. */
+async function enqueue(tx: Queryable, task: TelegramTask, payload: object, key: string): Promise<void> {
+  await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3, job_key := $4)`, [task, JSON.stringify(payload), MAX_ATTEMPTS, key]);
+}
+
+export function approveJobKey(p: Pick<ApprovePayload, 'botId' | 'chatId' | 'userId'>): string {
+  return `${TELEGRAM_TASKS.approveJoinRequest}:${p.botId}:${p.chatId}:${p.userId}`;
+}
+
+export function revokeJobKey(invitationId: string): string {
+  return `${TELEGRAM_TASKS.revokeInviteLink}:${invitationId}`;
 }
 
 export function enqueueApproveJoinRequest(tx: Queryable, p: ApprovePayload): Promise<void> {
-  return enqueue(tx, TELEGRAM_TASKS.approveJoinRequest, p);
+  return enqueue(tx, TELEGRAM_TASKS.approveJoinRequest, p, approveJobKey(p));
 }
 
 export function enqueueRevokeInviteLink(tx: Queryable, p: RevokePayload): Promise<void> {
-  return enqueue(tx, TELEGRAM_TASKS.revokeInviteLink, p);
+  return enqueue(tx, TELEGRAM_TASKS.revokeInviteLink, p, revokeJobKey(p.invitationId));
 }
 
 /**
