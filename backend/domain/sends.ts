@@ -4,7 +4,7 @@ import { capiStatusOf, type SendStatus } from './capi-status.js';
 /**
  * The outbox: one send row per (subject, active pixel), created in the caller's transaction
  * together with its delivery job, so a committed conversion or visit always has its sends queued
- * and a rolled-back one has none.
+ * and a rolled-back one has none. `backend/delivery/` takes it from there.
  */
 export type SendSubject = { kind: 'conversion'; id: string; siteId: string } | { kind: 'visit'; id: string; siteId: string };
 
@@ -15,6 +15,9 @@ export interface CreatedSend {
 }
 
 export const DELIVER_TASK = 'deliver_send';
+
+/** Jobs only fail when the database does (platform failures are handled by the task itself). */
+const JOB_MAX_ATTEMPTS = 25;
 
 /** The platform-facing event id: stable for a subject, so every retry is deduplicated downstream. */
 export function eventIdFor(subject: SendSubject): string {
@@ -31,19 +34,20 @@ export async function createSends(tx: Queryable, subject: SendSubject): Promise<
      RETURNING id, platform, pixel_id`,
     [subject.id, subject.siteId, eventIdFor(subject)],
   );
-  if (rows.length > 0) await enqueueDelivery(tx, rows.map((r) => ({ sendId: r.id, pixelId: r.pixel_id })));
+  if (rows.length > 0) await enqueueDelivery(tx, rows.map((r) => ({ sendId: r.id })));
   return rows.map((r) => ({ sendId: r.id, platform: r.platform, pixelId: r.pixel_id }));
 }
 
 /**
- * Queues delivery jobs in the caller's transaction (graphile-worker's add_job is plain SQL).
- * One job per send; the delivery task batches pending sends of the same pixel together.
+ * Queues delivery jobs in the caller's transaction (graphile-worker's add_job is plain SQL, and
+ * its NOTIFY wakes a worker at commit). One job per send; whichever job of a pixel runs first
+ * delivers every send of that pixel that is due, so the others finish as no-ops.
  */
-export async function enqueueDelivery(tx: Queryable, sends: { sendId: string; pixelId: string }[], runAt?: Date): Promise<void> {
+export async function enqueueDelivery(tx: Queryable, sends: readonly { sendId: string }[], runAt?: Date): Promise<void> {
   await tx.query(
-    `SELECT graphile_worker.add_job($1, json_build_object('sendId', s.id), run_at := $3::timestamptz, max_attempts := 25)
+    `SELECT graphile_worker.add_job($1, json_build_object('sendId', s.id), run_at := $3::timestamptz, max_attempts := $4)
      FROM unnest($2::uuid[]) AS s(id)`,
-    [DELIVER_TASK, sends.map((s) => s.sendId), runAt ?? null],
+    [DELIVER_TASK, sends.map((s) => s.sendId), runAt ?? null, JOB_MAX_ATTEMPTS],
   );
 }
 
@@ -53,4 +57,30 @@ export async function refreshCapiStatus(tx: Queryable, conversionId: string): Pr
   const status = capiStatusOf(rows.map((r) => r.status));
   await tx.query('UPDATE conversions SET capi_status = $2, updated_at = now() WHERE id = $1 AND capi_status <> $2', [conversionId, status]);
   return status;
+}
+
+/**
+ * `refreshCapiStatus` for many conversions in two statements (a delivered batch touches up to
+ * 2,000). The caller must hold the conversions' row locks (`lockConversions`): without them two
+ * transactions finishing sends of the same conversion on different platforms could each miss
+ * the other's uncommitted status and leave a stale capiStatus behind.
+ */
+export async function refreshCapiStatuses(tx: Queryable, conversionIds: readonly string[]): Promise<void> {
+  if (conversionIds.length === 0) return;
+  const { rows } = await tx.query<{ conversion_id: string; statuses: SendStatus[] }>(
+    `SELECT conversion_id, array_agg(status) AS statuses FROM sends WHERE conversion_id = ANY($1::uuid[]) GROUP BY conversion_id`,
+    [conversionIds],
+  );
+  await tx.query(
+    `UPDATE conversions c SET capi_status = u.status, updated_at = now()
+     FROM unnest($1::uuid[], $2::text[]) AS u(id, status)
+     WHERE c.id = u.id AND c.capi_status <> u.status`,
+    [rows.map((r) => r.conversion_id), rows.map((r) => capiStatusOf(r.statuses))],
+  );
+}
+
+/** Row locks on conversions, in id order so that concurrent lockers never deadlock. */
+export async function lockConversions(tx: Queryable, conversionIds: readonly string[]): Promise<void> {
+  if (conversionIds.length === 0) return;
+  await tx.query('SELECT 1 FROM conversions WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [conversionIds]);
 }

@@ -2,6 +2,8 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
 import { telegramActionTasks } from './telegram-actions.js';
+import { DELIVERY_CRONTAB, deliveryTasks } from './deliver.js';
+import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 
 /** Task names are part of the queue's data: keep them stable. */
 export const TASKS = {
@@ -9,7 +11,9 @@ export const TASKS = {
 } as const;
 
 /** Cron schedule in graphile-worker's crontab format. */
-export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace`;
+export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace
+${DELIVERY_CRONTAB}
+${REFILL_INVITES_CRONTAB}`;
 
 /**
  * Task functions stay thin: they parse the payload and call a domain module, so every rule is
@@ -20,5 +24,5 @@ export function createTaskList(deps: Deps): TaskList {
     const n = await purgeIdempotencyKeys(deps.pool, deps.now());
     if (n > 0) deps.log.info({ purged: n }, 'purged idempotency keys');
   };
-  return { [TASKS.purgeIdempotency]: purge, ...telegramActionTasks(deps) };
+  return { [TASKS.purgeIdempotency]: purge, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
 }

@@ -1,0 +1,170 @@
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { Queryable } from '../db/pool.js';
+import { isSha256Hex } from '../domain/pii.js';
+import { isRecord } from '../platforms/response.js';
+import { pixelConfigSchema, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
+
+/**
+ * From a send's subject (a conversion, or a visit for the PageView) to the `DeliveryEvent` the
+ * adapters map to each platform's wire format, and from a pixel row to its decrypted config.
+ */
+
+/** A send joined to its subject and to the visit that gives it attribution. */
+export interface SendSubjectRow {
+  send_id: string;
+  event_id: string;
+  created_at: Date;
+  conversion_id: string | null;
+  event_type: string | null;
+  custom_event_name: string | null;
+  value: number | null;
+  currency: string | null;
+  content_name: string | null;
+  pii_hashed: unknown;
+  event_time: Date | null;
+  event_source_url: string | null;
+  c_client_ip: string | null;
+  c_user_agent: string | null;
+  api_visit_override: unknown;
+  /** The visit: the send's own (PageView) or the conversion's acquisition visit (warm lead). */
+  visit_id: string | null;
+  href: string | null;
+  referrer: string | null;
+  v_client_ip: string | null;
+  v_user_agent: string | null;
+  fbc: string | null;
+  fbp: string | null;
+  gclid: string | null;
+  ttclid: string | null;
+  sccid: string | null;
+  v_created_at: Date | null;
+}
+
+export const SEND_SUBJECT_SQL = `
+  SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
+         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.event_time,
+         c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
+         v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
+         v.fbc, v.fbp, v.gclid, v.ttclid, v.sccid, v.created_at AS v_created_at
+  FROM sends s
+  LEFT JOIN conversions c ON c.id = s.conversion_id
+  LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
+  WHERE s.id = ANY($1::uuid[])`;
+
+export async function loadSubjects(db: Queryable, sendIds: readonly string[]): Promise<SendSubjectRow[]> {
+  if (sendIds.length === 0) return [];
+  return (await db.query<SendSubjectRow>(SEND_SUBJECT_SQL, [sendIds])).rows;
+}
+
+const CONVERSION_TYPES: ReadonlySet<string> = new Set<EventType>(['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom']);
+
+/** The first non-blank string among the candidates. */
+function first(...candidates: unknown[]): string | null {
+  for (const c of candidates) if (typeof c === 'string' && c.trim() !== '') return c;
+  return null;
+}
+
+function field(o: unknown, key: string): unknown {
+  return isRecord(o) ? o[key] : undefined;
+}
+
+/** Only digests leave the building: anything in `pii_hashed` that is not a SHA-256 hex is dropped. */
+export function hashedPiiOf(stored: unknown): HashedPii {
+  const out: HashedPii = {};
+  for (const key of ['em', 'ph', 'phE164', 'fn', 'ln', 'externalId'] as const) {
+    const v = field(stored, key);
+    if (typeof v === 'string' && isSha256Hex(v)) out[key] = v.toLowerCase();
+  }
+  return out;
+}
+
+/**
+ * A conversion takes its attribution (click ids, fbc/fbp, IP, User-Agent, landing URL) from its
+ * acquisition visit (warm lead) or from the `apiVisitOverride` its caller supplied (cold lead);
+ * the visit wins field by field, and the conversion's own IP and User-Agent (forwarded with the
+ * business request) win over both. A visit is its own PageView, timed at its arrival.
+ */
+export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
+  if (row.conversion_id === null) {
+    if (row.visit_id === null || row.v_created_at === null) throw new Error(`send ${row.send_id} has no subject`);
+    return {
+      eventId: row.event_id,
+      eventType: 'PageView',
+      eventTimeMs: row.v_created_at.getTime(),
+      eventSourceUrl: row.href,
+      referrer: row.referrer,
+      clientIp: row.v_client_ip,
+      userAgent: row.v_user_agent,
+      fbc: row.fbc,
+      fbp: row.fbp,
+      gclid: row.gclid,
+      ttclid: row.ttclid,
+      sccid: row.sccid,
+      hashed: {},
+    };
+  }
+  if (row.event_type === null || !CONVERSION_TYPES.has(row.event_type) || row.event_time === null) {
+    throw new Error(`send ${row.send_id}: conversion ${row.conversion_id} has no usable event type or time`);
+  }
+  const o = row.api_visit_override;
+  return {
+    eventId: row.event_id,
+    eventType: row.event_type as EventType,
+    customEventName: row.custom_event_name,
+    eventTimeMs: row.event_time.getTime(),
+    eventSourceUrl: first(row.event_source_url, row.href),
+    referrer: row.referrer,
+    clientIp: first(row.c_client_ip, row.v_client_ip, field(o, 'clientIp')),
+    userAgent: first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent')),
+    fbc: first(row.fbc, field(o, 'fbc')),
+    fbp: first(row.fbp, field(o, 'fbp')),
+    gclid: first(row.gclid, field(o, 'gclid')),
+    ttclid: first(row.ttclid, field(o, 'ttclid')),
+    sccid: first(row.sccid, field(o, 'sccid')),
+    hashed: hashedPiiOf(row.pii_hashed),
+    value: row.value,
+    currency: row.currency === null ? null : row.currency.trim(),
+    contentName: row.content_name,
+    orderId: row.conversion_id,
+  };
+}
+
+export interface PixelRow {
+  id: string;
+  platform: Platform;
+  public_config: unknown;
+  secrets_enc: string;
+  test_event_code: string | null;
+  active: boolean;
+}
+
+export type LoadedPixel =
+  | { id: string; platform: Platform; active: boolean; config: PixelConfig }
+  | { id: string; platform: Platform; active: boolean; error: string };
+
+/** The pixel's public config, its decrypted secrets and its test event code as one config. */
+export function pixelConfigOf(row: PixelRow, box: Pick<SecretBox, 'open'>): LoadedPixel {
+  const base = { id: row.id, platform: row.platform, active: row.active };
+  let secrets: unknown;
+  try {
+    secrets = JSON.parse(box.open(row.secrets_enc));
+  } catch {
+    return { ...base, error: 'pixel credentials cannot be decrypted (was SECRET_KEY changed?)' };
+  }
+  const parsed = pixelConfigSchema.safeParse({
+    ...(isRecord(row.public_config) ? row.public_config : {}),
+    ...(isRecord(secrets) ? secrets : {}),
+    platform: row.platform,
+    testEventCode: row.test_event_code,
+  });
+  if (!parsed.success) return { ...base, error: `pixel configuration is incomplete: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}` };
+  return { ...base, config: parsed.data };
+}
+
+export async function loadPixel(db: Queryable, box: Pick<SecretBox, 'open'>, pixelId: string): Promise<LoadedPixel | null> {
+  const { rows } = await db.query<PixelRow>(
+    'SELECT id, platform, public_config, secrets_enc, test_event_code, active FROM pixels WHERE id = $1',
+    [pixelId],
+  );
+  return rows[0] ? pixelConfigOf(rows[0], box) : null;
+}

@@ -1,0 +1,42 @@
+/**
+ * Knobs of the delivery pipeline. The defaults are the production values; tests and benchmarks
+ * pass a few overrides (shorter timeouts, `backoffScale`) to the task list.
+ */
+export interface DeliveryOptions {
+  /** Per platform request, answer included. Meta advises 1.5 s. */
+  requestTimeoutMs: number;
+  /**
+   * How long a claimed send stays reserved for the worker delivering it. A worker killed
+   * mid-request leaves its sends pending; they are due again when the lease ends, and a job
+   * scheduled for that instant picks them up. Extended while a long isolation is still going.
+   */
+  leaseMs: number;
+  /** First retry delay; doubles with every attempt, up to `maxDelayMs`, with jitter. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** A send that failed transiently this many times is marked failed with its last error. */
+  maxAttempts: number;
+  /** …and so is one whose next attempt would come later than this after the send was created. */
+  maxAgeMs: number;
+  /** Multiplies every delay, platform-requested ones included. 1 in production; tests use less. */
+  backoffScale: number;
+  /** Caps the batch below the platform's own limit (the benchmark's one-event-per-request run). */
+  maxBatch?: number;
+  /** Pending sends overdue by this much are re-queued by the recovery sweep. */
+  recoverAfterMs: number;
+}
+
+export const DEFAULT_DELIVERY_OPTIONS: Readonly<DeliveryOptions> = {
+  requestTimeoutMs: 1500,
+  leaseMs: 5000,
+  baseDelayMs: 1000,
+  maxDelayMs: 30 * 60_000,
+  maxAttempts: 20,
+  maxAgeMs: 24 * 3600_000,
+  backoffScale: 1,
+  recoverAfterMs: 60_000,
+};
+
+export function deliveryOptions(overrides: Partial<DeliveryOptions> = {}): DeliveryOptions {
+  return { ...DEFAULT_DELIVERY_OPTIONS, ...overrides };
+}

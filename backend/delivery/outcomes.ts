@@ -1,0 +1,96 @@
+import { withTx, type Pool, type Queryable } from '../db/pool.js';
+import type { Deps } from '../deps.js';
+import { DELIVER_TASK, lockConversions, refreshCapiStatuses } from '../domain/sends.js';
+import type { Platform } from '../platforms/types.js';
+import { removeJob, type Claim } from './claim.js';
+
+/** What happened to one send in this attempt. */
+export type SendOutcome =
+  | { sendId: string; kind: 'sent' }
+  | { sendId: string; kind: 'retry'; error: string; delayMs: number }
+  | { sendId: string; kind: 'failed'; error: string }
+  | { sendId: string; kind: 'skipped'; reason: string };
+
+/** The metric label of each outcome (`capigram_sends_total{outcome}`). */
+const METRIC_OUTCOME = { sent: 'delivered', retry: 'retry', failed: 'failed', skipped: 'skipped' } as const;
+
+export interface OutcomeBatch {
+  claim: Pick<Claim, 'leaseUntil' | 'leaseJobKey'>;
+  platform: Platform;
+  outcomes: SendOutcome[];
+  /** Conversion of each send (absent for PageViews), for capiStatus. */
+  conversionOf: ReadonlyMap<string, string | null>;
+  /** What the platform answered (sent outcomes only). */
+  responseSummary?: unknown;
+  /** The claim's last write: its lease job is removed too. */
+  final: boolean;
+}
+
+/**
+ * Writes outcomes in one transaction: the sends, the capiStatus of their conversions, a job for
+ * each retry time, and (on the claim's last write) the removal of the lease job. Only sends whose
+ * lease is still this claim's are touched; the ids written are returned.
+ */
+export async function writeOutcomes(
+  deps: Pick<Deps, 'metrics'> & { pool: Pool },
+  b: OutcomeBatch,
+): Promise<string[]> {
+  const conversionIds = [...new Set(b.outcomes.map((o) => b.conversionOf.get(o.sendId)).filter((c): c is string => typeof c === 'string'))];
+  const written = await withTx(deps.pool, async (tx) => {
+    // Conversions first, then sends: the order every writer of both follows, so none deadlock.
+    await lockConversions(tx, conversionIds);
+    let rows: { id: string; created_at: Date }[] = [];
+    if (b.outcomes.length > 0) {
+      const res = await tx.query<{ id: string; created_at: Date }>(
+        `UPDATE sends s SET
+           status = CASE o.kind WHEN 'retry' THEN 'pending' ELSE o.kind END,
+           sent_at = CASE WHEN o.kind = 'sent' THEN now() ELSE s.sent_at END,
+           response_summary = CASE WHEN o.kind = 'sent' THEN $5::jsonb ELSE s.response_summary END,
+           last_error = CASE WHEN o.kind IN ('retry', 'failed') THEN o.error WHEN o.kind = 'sent' THEN NULL ELSE s.last_error END,
+           skip_reason = CASE WHEN o.kind = 'skipped' THEN o.error END,
+           -- a skipped send was never put to the platform: its claim was no attempt
+           attempts = CASE WHEN o.kind = 'skipped' THEN s.attempts - 1 ELSE s.attempts END,
+           next_attempt_at = CASE WHEN o.kind = 'retry' THEN now() + o.delay_ms * interval '1 millisecond' ELSE s.next_attempt_at END,
+           updated_at = now()
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS o(id, kind, error, delay_ms)
+         WHERE s.id = o.id AND s.status = 'pending' AND s.next_attempt_at = $6
+         RETURNING s.id, s.created_at`,
+        [
+          b.outcomes.map((o) => o.sendId),
+          b.outcomes.map((o) => o.kind),
+          b.outcomes.map((o) => (o.kind === 'skipped' ? o.reason : o.kind === 'sent' ? null : o.error)),
+          b.outcomes.map((o) => (o.kind === 'retry' ? o.delayMs : 0)),
+          b.responseSummary === undefined ? null : JSON.stringify(b.responseSummary),
+          b.claim.leaseUntil,
+        ],
+      );
+      rows = res.rows;
+    }
+    const ours = new Set(rows.map((r) => r.id));
+    await scheduleRetries(tx, b.outcomes.filter((o): o is Extract<SendOutcome, { kind: 'retry' }> => o.kind === 'retry' && ours.has(o.sendId)));
+    await refreshCapiStatuses(tx, conversionIds);
+    if (b.final) await removeJob(tx, b.claim.leaseJobKey);
+    return rows;
+  });
+
+  const byId = new Map(b.outcomes.map((o) => [o.sendId, o]));
+  const nowMs = Date.now();
+  for (const r of written) {
+    const o = byId.get(r.id)!;
+    deps.metrics.sends.inc({ platform: b.platform, outcome: METRIC_OUTCOME[o.kind] });
+    if (o.kind === 'sent') deps.metrics.deliveryLatency.observe({ platform: b.platform }, (nowMs - r.created_at.getTime()) / 1000);
+  }
+  return written.map((r) => r.id);
+}
+
+/** One job per distinct retry time: it claims every send of the pixel that is due by then. */
+async function scheduleRetries(tx: Queryable, retries: Extract<SendOutcome, { kind: 'retry' }>[]): Promise<void> {
+  const byDelay = new Map<number, string>();
+  for (const r of retries) if (!byDelay.has(r.delayMs)) byDelay.set(r.delayMs, r.sendId);
+  if (byDelay.size === 0) return;
+  await tx.query(
+    `SELECT graphile_worker.add_job($1, json_build_object('sendId', g.id), run_at := now() + g.delay_ms * interval '1 millisecond', max_attempts := 25)
+     FROM unnest($2::uuid[], $3::int[]) AS g(id, delay_ms)`,
+    [DELIVER_TASK, [...byDelay.values()], [...byDelay.keys()]],
+  );
+}

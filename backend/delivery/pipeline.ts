@@ -1,0 +1,197 @@
+import { performance } from 'node:perf_hooks';
+import type { Config } from '../config.js';
+import type { Deps } from '../deps.js';
+import { adapters, decideIsolation } from '../platforms/index.js';
+import { parseJsonObject, truncateError } from '../platforms/response.js';
+import type { BuildOptions, DeliveryEvent, EventOutcome, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
+import { retryDecision } from './backoff.js';
+import { claimBatch, extendLease, sendState, type Claim } from './claim.js';
+import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
+import { performRequest } from './http.js';
+import type { DeliveryOptions } from './options.js';
+import { writeOutcomes, type SendOutcome } from './outcomes.js';
+
+/**
+ * The `deliver_send` job's work: claim the send and every other due send of its pixel (up to the
+ * platform's batch limit), check each, send them in one request, isolate the bad ones when the
+ * platform rejects a whole batch, and write what happened. No fixed wait anywhere: whatever is
+ * due when the job runs goes out at once, so a lone event is not delayed and a burst shares
+ * requests. A job whose send a neighbour's batch already took finishes after one read.
+ */
+export type DeliveryDeps = Pick<Deps, 'pool' | 'config' | 'box' | 'log' | 'metrics' | 'now'>;
+
+export interface DeliveryReport {
+  /** Sends this job claimed (0: nothing was due, the job was a no-op). */
+  claimed: number;
+  requests: number;
+}
+
+/** Room left before the lease ends for a request that times out, and for writing its outcome. */
+const LEASE_MARGIN_MS = 500;
+
+export async function deliverSend(deps: DeliveryDeps, sendId: string, o: DeliveryOptions): Promise<DeliveryReport> {
+  const state = await sendState(deps.pool, sendId);
+  if (!state || state.status !== 'pending' || !state.due) return { claimed: 0, requests: 0 };
+  const adapter = adapters[state.platform];
+  const started = performance.now();
+  const claim = await claimBatch(deps.pool, sendId, Math.min(adapter.maxBatch, o.maxBatch ?? Infinity), o.leaseMs);
+  if (!claim) return { claimed: 0, requests: 0 };
+  const requests = await new ClaimRun(deps, o, adapter, claim, started + o.leaseMs).run();
+  return { claimed: claim.sends.length, requests };
+}
+
+function endpoint(config: Config, platform: Platform): { baseUrl: string; build: BuildOptions } {
+  switch (platform) {
+    case 'meta':
+      return { baseUrl: config.META_GRAPH_URL, build: { apiVersion: config.META_API_VERSION } };
+    case 'tiktok':
+      return { baseUrl: config.TIKTOK_API_URL, build: {} };
+    case 'snapchat':
+      return { baseUrl: config.SNAPCHAT_API_URL, build: {} };
+    case 'google':
+      return { baseUrl: config.GOOGLE_ADS_API_URL, build: { apiVersion: config.GOOGLE_ADS_API_VERSION } };
+  }
+}
+
+/** What is kept of a successful answer: its status and (small) body, for operators. */
+function responseSummary(res: PlatformResponse, events: number): unknown {
+  if ('networkError' in res) return undefined;
+  const body = res.bodyText.length <= 4096 ? (parseJsonObject(res.bodyText) ?? truncateError(res.bodyText)) : truncateError(res.bodyText);
+  return { httpStatus: res.status, events, body };
+}
+
+class ClaimRun {
+  private readonly claimed: Map<string, Claim['sends'][number]>;
+  private readonly conversionOf = new Map<string, string | null>();
+  private readonly sendOfEvent = new Map<string, string>();
+  private lease: Pick<Claim, 'leaseUntil' | 'leaseJobKey'>;
+  private requests = 0;
+
+  constructor(
+    private readonly deps: DeliveryDeps,
+    private readonly o: DeliveryOptions,
+    private readonly adapter: PlatformAdapter,
+    private readonly claim: Claim,
+    /** `performance.now()` by which the lease ends (measured from before the claim: conservative). */
+    private leaseDeadline: number,
+  ) {
+    this.claimed = new Map(claim.sends.map((s) => [s.id, s]));
+    this.lease = { leaseUntil: claim.leaseUntil, leaseJobKey: claim.leaseJobKey };
+  }
+
+  async run(): Promise<number> {
+    const ids = [...this.claimed.keys()];
+    const [pixel, rows] = await Promise.all([loadPixel(this.deps.pool, this.deps.box, this.claim.pixelId), loadSubjects(this.deps.pool, ids)]);
+    for (const r of rows) this.conversionOf.set(r.send_id, r.conversion_id);
+
+    if (!pixel || !pixel.active) {
+      await this.write(ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })), true);
+      return 0;
+    }
+    if ('error' in pixel) {
+      await this.write(ids.map((sendId) => ({ sendId, kind: 'failed', error: pixel.error })), true);
+      return 0;
+    }
+
+    const early: SendOutcome[] = [];
+    const ready: DeliveryEvent[] = [];
+    const nowMs = this.deps.now().getTime();
+    for (const row of rows) {
+      let event: DeliveryEvent;
+      try {
+        event = eventFromRow(row);
+      } catch (err) {
+        early.push({ sendId: row.send_id, kind: 'failed', error: (err as Error).message });
+        continue;
+      }
+      const check = this.adapter.precheck(event, nowMs);
+      if (!check.ok) {
+        early.push({ sendId: row.send_id, kind: 'skipped', reason: check.skipReason });
+        continue;
+      }
+      this.sendOfEvent.set(event.eventId, row.send_id);
+      ready.push(event);
+    }
+    if (early.length > 0 || ready.length === 0) await this.write(early, ready.length === 0);
+    if (ready.length > 0) await this.sendAll(ready, pixel.config);
+    return this.requests;
+  }
+
+  /**
+   * Sends batch after batch; a whole-batch rejection caused by some event in it splits the batch
+   * in two and both halves go again, until the bad events fail alone and the rest are delivered.
+   */
+  private async sendAll(ready: DeliveryEvent[], pixel: PixelConfig): Promise<void> {
+    const { baseUrl, build } = endpoint(this.deps.config, this.adapter.platform);
+    let queue: DeliveryEvent[][] = [ready];
+    while (queue.length > 0) {
+      if (performance.now() + this.o.requestTimeoutMs + LEASE_MARGIN_MS > this.leaseDeadline) {
+        queue = await this.extendLease(queue);
+        if (queue.length === 0) return;
+      }
+      const batch = queue.shift()!;
+      let outcomes: EventOutcome[];
+      let res: PlatformResponse | undefined;
+      try {
+        const spec = this.adapter.buildRequest(batch, pixel, baseUrl, build);
+        this.requests++;
+        res = await performRequest(spec, this.o.requestTimeoutMs);
+        outcomes = this.adapter.classify(res, batch, this.deps.now().getTime());
+      } catch (err) {
+        outcomes = batch.map((e) => ({ eventId: e.eventId, outcome: 'failed', error: `cannot build the request: ${(err as Error).message}` }));
+      }
+      const decision = decideIsolation(batch, outcomes);
+      if (decision.action === 'split') {
+        queue.unshift(...decision.batches);
+        continue;
+      }
+      const summary = res === undefined ? undefined : responseSummary(res, batch.length);
+      await this.write(this.toSendOutcomes(outcomes), queue.length === 0, summary);
+    }
+  }
+
+  private toSendOutcomes(outcomes: EventOutcome[]): SendOutcome[] {
+    const nowMs = this.deps.now().getTime();
+    // One draw per request: sends that failed together retry together, in one job.
+    const random = Math.random();
+    return outcomes.map((oc): SendOutcome => {
+      const sendId = this.sendOfEvent.get(oc.eventId)!;
+      if (oc.outcome === 'delivered') return { sendId, kind: 'sent' };
+      if (oc.outcome === 'failed') return { sendId, kind: 'failed', error: oc.error };
+      const send = this.claimed.get(sendId)!;
+      const decision = retryDecision(
+        { attempts: send.attempts, createdAtMs: send.createdAt.getTime(), nowMs, platformDelayMs: oc.delayMs, random },
+        this.o,
+      );
+      return decision.retry
+        ? { sendId, kind: 'retry', error: oc.error, delayMs: decision.delayMs }
+        : { sendId, kind: 'failed', error: truncateError(`${decision.reason}; last error: ${oc.error}`) };
+    });
+  }
+
+  /** Keeps the unfinished sends reserved for another lease; drops any that are not ours any more. */
+  private async extendLease(queue: DeliveryEvent[][]): Promise<DeliveryEvent[][]> {
+    const before = performance.now();
+    const ids = queue.flat().map((e) => this.sendOfEvent.get(e.eventId)!);
+    const ext = await extendLease(this.deps.pool, { ...this.claim, ...this.lease }, ids, this.o.leaseMs);
+    this.lease = { ...this.lease, leaseUntil: ext.leaseUntil };
+    this.leaseDeadline = before + this.o.leaseMs;
+    const kept = new Set(ext.sendIds);
+    if (kept.size < ids.length) this.deps.log.warn({ pixelId: this.claim.pixelId, lost: ids.length - kept.size }, 'delivery lease ran out; another worker took over');
+    return queue.map((b) => b.filter((e) => kept.has(this.sendOfEvent.get(e.eventId)!))).filter((b) => b.length > 0);
+  }
+
+  private async write(outcomes: SendOutcome[], final: boolean, responseSummary?: unknown): Promise<void> {
+    await writeOutcomes(this.deps, {
+      claim: this.lease,
+      platform: this.adapter.platform,
+      outcomes,
+      conversionOf: this.conversionOf,
+      responseSummary,
+      final,
+    });
+    for (const oc of outcomes) {
+      if (oc.kind === 'failed') this.deps.log.warn({ sendId: oc.sendId, platform: this.adapter.platform, error: oc.error }, 'send failed');
+    }
+  }
+}
