@@ -1,0 +1,79 @@
+import { withTx, type Queryable } from '../../db/pool.js';
+import { ApiError } from '../../errors.js';
+import type { InviteChannel } from './channels.js';
+import { fallbackUrl, handoutCutoff } from './links.js';
+import { claimPooledLink, heldLink, insertCreatedLink, insertFallback, queueRefill, type AssignedLink } from './pool.js';
+import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } from './telegram.js';
+
+/**
+ * Handing a visit an invite link of a channel, in order of preference:
+ * 1. the link the visit already holds for the channel (a second click gets the same link);
+ * 2. a link from the channel's pool (one UPDATE, no Telegram round trip);
+ * 3. a link created on the spot, when the pool ran dry;
+ * 4. the channel's public address, recorded as an unattributed invitation, when Telegram cannot
+ *    give a link (down, flood control, no rights): the visitor still reaches the channel.
+ * Each step that used the pool or Telegram queues a refill of the pool.
+ */
+export type HandoutSource = 'held' | 'pool' | 'created' | 'fallback';
+
+export interface HandedOut extends AssignedLink {
+  source: HandoutSource;
+}
+
+/** How long a click waits for Telegram before settling for the public link. */
+export const CLICK_TELEGRAM_TIMEOUT_MS = 2500;
+
+export async function inviteForVisit(
+  deps: InviteDeps,
+  q: { visitId: string; channel: InviteChannel; mode: 'usable' | 'any' },
+): Promise<HandedOut> {
+  const { channel, visitId, mode } = q;
+  const now = deps.now();
+  const fromPool = await withTx(deps.pool, async (tx): Promise<HandedOut | null> => {
+    await lockVisit(tx, visitId);
+    const held = await heldLink(tx, { visitId, channelId: channel.id, now, mode });
+    if (held !== null) return { ...held, source: 'held' };
+    const claimed = await claimPooledLink(tx, { channelId: channel.id, visitId, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds) });
+    if (claimed === null) return null;
+    await queueRefill(tx, channel.id);
+    return { ...claimed, source: 'pool' };
+  });
+  if (fromPool !== null) return fromPool;
+
+  // The Telegram call happens outside any transaction: no row lock or connection is held while
+  // Telegram takes its time.
+  let created: CreatedLink | null = null;
+  if (!channel.botCannotInvite && !inFloodWait(channel, now)) {
+    try {
+      created = await createLinkAtTelegram(deps, channel, CLICK_TELEGRAM_TIMEOUT_MS);
+    } catch (err) {
+      deps.log.warn({ channelId: channel.id, err: (err as Error).message }, 'no invite link could be created for a click');
+    }
+  }
+
+  return withTx(deps.pool, async (tx): Promise<HandedOut> => {
+    await lockVisit(tx, visitId);
+    // A concurrent click of the same visit may have been served meanwhile: it keeps its link, and
+    // the one just created goes to the pool rather than being wasted.
+    const held = await heldLink(tx, { visitId, channelId: channel.id, now, mode });
+    if (held !== null) {
+      if (created !== null) await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId: null, now });
+      return { ...held, source: 'held' };
+    }
+    await queueRefill(tx, channel.id);
+    if (created !== null) {
+      return { ...(await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId, now })), source: 'created' };
+    }
+    const url = fallbackUrl(channel);
+    if (url === null) {
+      throw new ApiError('UNAVAILABLE', 'no invite link can be had from Telegram right now and the channel has no public link', {
+        headers: { 'Retry-After': '5' },
+      });
+    }
+    return { ...(await insertFallback(tx, { channelId: channel.id, visitId, url, now })), source: 'fallback' };
+  });
+}
+
+async function lockVisit(tx: Queryable, visitId: string): Promise<void> {
+  await tx.query('SELECT 1 FROM visits WHERE id = $1 FOR UPDATE', [visitId]);
+}

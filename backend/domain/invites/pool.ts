@@ -1,0 +1,104 @@
+import type { Queryable } from '../../db/pool.js';
+import type { CreatedLink } from './telegram.js';
+
+/** Invitation rows: the per-channel pool of unassigned links, and links assigned to visits. */
+
+export const REFILL_INVITES_TASK = 'refill_invites';
+
+export interface AssignedLink {
+  invitationId: string;
+  inviteLink: string;
+}
+
+/**
+ * The link this visit already holds for the channel. `usable` (an invite click) wants one that can
+ * still admit the visitor; `any` (a direct-invite retry, one invitation per visitRequestId) wants
+ * whatever the first call handed out.
+ */
+export async function heldLink(
+  tx: Queryable,
+  q: { visitId: string; channelId: string; now: Date; mode: 'usable' | 'any' },
+): Promise<AssignedLink | null> {
+  const { rows } = await tx.query<{ id: string; invite_link: string }>(
+    q.mode === 'usable'
+      ? `SELECT id, invite_link FROM invitations
+         WHERE visit_id = $1 AND channel_id = $2 AND NOT unattributed AND used_at IS NULL AND revoked_at IS NULL
+           AND (expires_at IS NULL OR expires_at > $3)
+         ORDER BY assigned_at DESC, id LIMIT 1`
+      : `SELECT id, invite_link FROM invitations WHERE visit_id = $1 AND channel_id = $2 ORDER BY assigned_at, id LIMIT 1`,
+    q.mode === 'usable' ? [q.visitId, q.channelId, q.now] : [q.visitId, q.channelId],
+  );
+  const row = rows[0];
+  return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
+}
+
+/**
+ * Takes one unassigned link from the channel's pool for the visit. SKIP LOCKED lets concurrent
+ * clicks each take a different link without waiting on each other; none is ever handed out twice.
+ */
+export async function claimPooledLink(
+  tx: Queryable,
+  q: { channelId: string; visitId: string; now: Date; cutoff: Date },
+): Promise<AssignedLink | null> {
+  const { rows } = await tx.query<{ id: string; invite_link: string }>(
+    `UPDATE invitations SET visit_id = $2, assigned_at = $3
+     WHERE id = (
+       SELECT id FROM invitations
+       WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at > $4
+       ORDER BY expires_at, id
+       LIMIT 1 FOR UPDATE SKIP LOCKED)
+     RETURNING id, invite_link`,
+    [q.channelId, q.visitId, q.now, q.cutoff],
+  );
+  const row = rows[0];
+  return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
+}
+
+/** Stores a link Capigram created: assigned to a visit, or (visitId null) into the pool. */
+export async function insertCreatedLink(
+  tx: Queryable,
+  q: { channelId: string; link: CreatedLink; visitId: string | null; now: Date },
+): Promise<AssignedLink> {
+  await tx.query(
+    `INSERT INTO invitations (id, channel_id, invite_link, name, creates_join_request, expires_at, created_at, visit_id, assigned_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::uuid IS NULL THEN NULL ELSE $7::timestamptz END)`,
+    [q.link.invitationId, q.channelId, q.link.inviteLink, q.link.name, q.link.createsJoinRequest, q.link.expiresAt, q.now, q.visitId],
+  );
+  return { invitationId: q.link.invitationId, inviteLink: q.link.inviteLink };
+}
+
+/** Records that the visit was sent to the channel's public address: a click no join can be traced to. */
+export async function insertFallback(
+  tx: Queryable,
+  q: { channelId: string; visitId: string; url: string; now: Date },
+): Promise<AssignedLink> {
+  const { rows } = await tx.query<{ id: string }>(
+    `INSERT INTO invitations (channel_id, invite_link, created_at, visit_id, assigned_at, unattributed)
+     VALUES ($1, $2, $3, $4, $3, true) RETURNING id`,
+    [q.channelId, q.url, q.now, q.visitId],
+  );
+  return { invitationId: rows[0]!.id, inviteLink: q.url };
+}
+
+/**
+ * Queues a refill of the channel's pool in the caller's transaction. The job key keeps one job
+ * per channel, and `preserve_run_at` keeps a refill that waits out Telegram's flood control
+ * waiting instead of being pulled forward by every click.
+ */
+export async function queueRefill(tx: Queryable, channelId: string, runAt?: Date): Promise<void> {
+  await tx.query(
+    `SELECT graphile_worker.add_job($1, json_build_object('channelId', $2::text), job_key := $3, run_at := $4::timestamptz,
+       job_key_mode := $5, max_attempts := 5)`,
+    [REFILL_INVITES_TASK, channelId, `${REFILL_INVITES_TASK}:${channelId}`, runAt ?? null, runAt === undefined ? 'preserve_run_at' : 'replace'],
+  );
+}
+
+/** Unassigned, unexpired links the channel's pool holds that may still be handed out. */
+export async function poolSize(db: Queryable, channelId: string, cutoff: Date): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM invitations
+     WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at > $2`,
+    [channelId, cutoff],
+  );
+  return rows[0]?.n ?? 0;
+}

@@ -1,0 +1,71 @@
+import { ApiError } from '../../errors.js';
+import { findChannel, findSiteChannel, type InviteChannel } from '../invites/channels.js';
+import { inviteForVisit, type HandedOut } from '../invites/handout.js';
+import type { InviteDeps } from '../invites/telegram.js';
+import type { Queryable } from '../../db/pool.js';
+import { findClickVisit, recordVisit, type VisitAttribution, type VisitKind } from './visits.js';
+
+/**
+ * The tracker's two ways into a channel: an invite click from a tracked page, and a direct invite
+ * (an ad pointing at Telegram with no landing page, through `track/direct-invite` or `/r/…`).
+ */
+export interface InviteOutcome extends HandedOut {
+  visitId: string;
+}
+
+async function requireChannel(db: Queryable, siteId: string, channelId: string | undefined): Promise<InviteChannel> {
+  const channel = await findSiteChannel(db, siteId, channelId);
+  if (channel !== null) return channel;
+  throw new ApiError(
+    'NOT_FOUND',
+    channelId === undefined ? 'the site has no default channel; name one with channel' : `channel ${channelId} is not an active channel of this site`,
+  );
+}
+
+/**
+ * An invite click belongs to the session's latest visit, else the browser's latest. A browser
+ * never seen before (its init was lost, or blocked) gets a minimal visit from the click itself,
+ * so the join is still traced to it.
+ */
+export async function inviteClick(
+  deps: InviteDeps,
+  q: { siteId: string; tempId: string; sessionId: string; channelId?: string | undefined; click: VisitAttribution },
+): Promise<InviteOutcome> {
+  const channel = await requireChannel(deps.pool, q.siteId, q.channelId);
+  const found = await findClickVisit(deps.pool, q);
+  const visitId =
+    found ??
+    (await recordVisit(deps.pool, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click }))
+      .visitId;
+  return { visitId, ...(await inviteForVisit(deps, { visitId, channel, mode: 'usable' })) };
+}
+
+/**
+ * One visit, one PageView and one invitation per visitRequestId: a retry gets the same link back
+ * and only fills attribution the first call lacked. The channel is routing, fixed by the first call.
+ */
+export async function directInvite(
+  deps: InviteDeps,
+  q: {
+    siteId: string;
+    tempId: string;
+    sessionId: string;
+    visitRequestId: string;
+    channelId?: string | undefined;
+    kind: Extract<VisitKind, 'direct_invite' | 'redirect'>;
+    attribution: VisitAttribution;
+  },
+): Promise<InviteOutcome> {
+  const asked = await requireChannel(deps.pool, q.siteId, q.channelId);
+  const visit = await recordVisit(deps.pool, {
+    siteId: q.siteId,
+    tempId: q.tempId,
+    sessionId: q.sessionId,
+    visitRequestId: q.visitRequestId,
+    kind: q.kind,
+    channelId: asked.id,
+    attribution: q.attribution,
+  });
+  const routed = visit.channelId === null || visit.channelId === asked.id ? asked : ((await findChannel(deps.pool, visit.channelId)) ?? asked);
+  return { visitId: visit.visitId, ...(await inviteForVisit(deps, { visitId: visit.visitId, channel: routed, mode: 'any' })) };
+}

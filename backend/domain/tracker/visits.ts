@@ -1,0 +1,141 @@
+import type { Pool, Queryable } from '../../db/pool.js';
+import { withTx } from '../../db/pool.js';
+import { ApiError } from '../../errors.js';
+import { createSends } from '../sends.js';
+
+/**
+ * Visits: one row per pageview (or direct invite, or ad redirect), each with its PageView sends.
+ *
+ * A `visitRequestId` makes recording retry-safe: the row is keyed by (site, visitRequestId), a
+ * retry fills only attribution that is still missing, and routing (kind, channel, and with the
+ * sends the pixels) stays as the first call fixed it. A retry claiming another browser, session or
+ * site is refused, so one visit can never be rewritten into someone else's.
+ */
+export type VisitKind = 'pageview' | 'direct_invite' | 'redirect';
+
+/** Attribution a visit carries; every one of them may be filled in by a later retry. */
+export interface VisitAttribution {
+  href?: string | undefined;
+  landingPage?: string | undefined;
+  referrer?: string | undefined;
+  clientIp?: string | undefined;
+  userAgent?: string | undefined;
+  fbc?: string | undefined;
+  fbp?: string | undefined;
+  gclid?: string | undefined;
+  ttclid?: string | undefined;
+  sccid?: string | undefined;
+  utmSource?: string | undefined;
+  utmMedium?: string | undefined;
+  utmCampaign?: string | undefined;
+  utmContent?: string | undefined;
+  utmTerm?: string | undefined;
+}
+
+const ATTRIBUTION_COLUMNS: readonly (readonly [keyof VisitAttribution, string])[] = [
+  ['href', 'href'],
+  ['landingPage', 'landing_page'],
+  ['referrer', 'referrer'],
+  ['clientIp', 'client_ip'],
+  ['userAgent', 'user_agent'],
+  ['fbc', 'fbc'],
+  ['fbp', 'fbp'],
+  ['gclid', 'gclid'],
+  ['ttclid', 'ttclid'],
+  ['sccid', 'sccid'],
+  ['utmSource', 'utm_source'],
+  ['utmMedium', 'utm_medium'],
+  ['utmCampaign', 'utm_campaign'],
+  ['utmContent', 'utm_content'],
+  ['utmTerm', 'utm_term'],
+];
+
+export interface NewVisit {
+  siteId: string;
+  tempId: string;
+  sessionId: string;
+  /** Lower-case UUID; absent: every call is a new visit. */
+  visitRequestId?: string | undefined;
+  kind: VisitKind;
+  /** Channel routing; only a new visit takes it. */
+  channelId?: string | null | undefined;
+  attribution: VisitAttribution;
+}
+
+export interface RecordedVisit {
+  visitId: string;
+  /** False when a retry found the visit of the same visitRequestId. */
+  created: boolean;
+  /** The visit's routing, as its first call fixed it. */
+  channelId: string | null;
+}
+
+const FIXED_COLUMNS = ['site_id', 'temp_id', 'session_id', 'visit_request_id', 'kind', 'channel_id'] as const;
+const FIXED_CASTS = ['uuid', 'uuid', 'uuid', 'uuid', 'text', 'uuid'] as const;
+const COLUMNS = [...FIXED_COLUMNS, ...ATTRIBUTION_COLUMNS.map(([, column]) => column)];
+const VALUES = COLUMNS.map((_, i) => `$${i + 1}::${FIXED_CASTS[i] ?? 'text'}`).join(', ');
+const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.${c}, EXCLUDED.${c})`).join(', ');
+
+// The CTE refuses a visitRequestId another site already used (a changed websiteId); the
+// conflict's WHERE refuses a changed browser or session. Either way no row comes back.
+const UPSERT_SQL = `
+  WITH elsewhere AS (SELECT 1 FROM visits WHERE visit_request_id = $4::uuid AND site_id <> $1::uuid LIMIT 1)
+  INSERT INTO visits (${COLUMNS.join(', ')})
+  SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere)
+  ON CONFLICT (site_id, visit_request_id) DO UPDATE SET ${FILL_MISSING}, updated_at = now()
+    WHERE visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
+  RETURNING id, channel_id, (xmax = 0) AS created`;
+
+const INSERT_SQL = `INSERT INTO visits (${COLUMNS.join(', ')}) VALUES (${VALUES}) RETURNING id, channel_id, true AS created`;
+
+function parameters(v: NewVisit): unknown[] {
+  const empty = (s: string | undefined) => (s === undefined || s === '' ? null : s);
+  return [
+    v.siteId,
+    v.tempId,
+    v.sessionId,
+    v.visitRequestId ?? null,
+    v.kind,
+    v.channelId ?? null,
+    ...ATTRIBUTION_COLUMNS.map(([field]) => empty(v.attribution[field])),
+  ];
+}
+
+/** Records a visit in the caller's transaction; a new visit gets its PageView sends in it too. */
+export async function recordVisitIn(tx: Queryable, v: NewVisit): Promise<RecordedVisit> {
+  const { rows } = await tx.query<{ id: string; channel_id: string | null; created: boolean }>(
+    v.visitRequestId === undefined ? INSERT_SQL : UPSERT_SQL,
+    parameters(v),
+  );
+  const row = rows[0];
+  if (row === undefined) {
+    throw new ApiError(
+      'VISIT_IDENTITY_MISMATCH',
+      'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
+    );
+  }
+  if (row.created) await createSends(tx, { kind: 'visit', id: row.id, siteId: v.siteId });
+  return { visitId: row.id, created: row.created, channelId: row.channel_id };
+}
+
+export function recordVisit(pool: Pool, v: NewVisit): Promise<RecordedVisit> {
+  return withTx(pool, (tx) => recordVisitIn(tx, v));
+}
+
+/**
+ * The visit an invite click belongs to: the session's latest, else the browser's latest.
+ * Null when the browser was never seen on the site.
+ */
+export async function findClickVisit(
+  db: Queryable,
+  q: { siteId: string; tempId: string; sessionId: string },
+): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(
+    `(SELECT id, 1 AS rank FROM visits WHERE site_id = $1 AND session_id = $3 AND temp_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1)
+     UNION ALL
+     (SELECT id, 2 AS rank FROM visits WHERE site_id = $1 AND temp_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1)
+     ORDER BY rank LIMIT 1`,
+    [q.siteId, q.tempId, q.sessionId],
+  );
+  return rows[0]?.id ?? null;
+}

@@ -1,0 +1,62 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, MiddlewareHandler } from 'hono';
+import { normalizeIp, resolveForwardedChain, type TrustedProxies } from '../../../shared/client-ip.js';
+import { CLIENT_IP_HEADER, CLIENT_USER_AGENT_HEADER } from '../../../shared/headers.js';
+import { WIRE_LIMITS } from '../../../shared/tracker-wire.js';
+import type { KeylessEnv } from './env.js';
+
+/**
+ * Who is behind a keyless request. The IP is the one the trusted hops vouch for
+ * (`TRUSTED_PROXIES`): `X-Capigram-Client-IP` when the request came from a trusted proxy (such as
+ * Capigram's own reverse proxy), else what trusted hops wrote in `X-Forwarded-For`, else the socket's
+ * peer. A browser cannot pick its own IP, so it cannot dodge the rate limits.
+ */
+export interface BrowserContext {
+  ip: string;
+  /** `X-Capigram-Client-User-Agent`: a proxy forwarding the visitor's User-Agent. */
+  forwardedUserAgent: string | undefined;
+  /** The request's own User-Agent: the browser's, when it calls directly. */
+  requestUserAgent: string | undefined;
+}
+
+function socketAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    // No Node socket behind the request (app.request in a script): nothing to go on.
+    return undefined;
+  }
+}
+
+function clip(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  return trimmed === '' ? undefined : trimmed.slice(0, WIRE_LIMITS.userAgent);
+}
+
+export function resolveBrowser(c: Context, trust: TrustedProxies): BrowserContext {
+  const chain = resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust);
+  let ip = chain.clientIp;
+  // The sender itself is a trusted proxy only when every hop, down to the first, is trusted.
+  if (trust.trusts(chain.clientIp)) {
+    const forwarded = normalizeIp((c.req.header(CLIENT_IP_HEADER) ?? '').slice(0, 64));
+    if (forwarded !== undefined) ip = forwarded;
+  }
+  return {
+    ip,
+    forwardedUserAgent: clip(c.req.header(CLIENT_USER_AGENT_HEADER)),
+    requestUserAgent: clip(c.req.header('user-agent')),
+  };
+}
+
+export function clientContext(trust: TrustedProxies): MiddlewareHandler<KeylessEnv> {
+  return async (c, next) => {
+    c.set('browser', resolveBrowser(c, trust));
+    await next();
+  };
+}
+
+/** The visitor's User-Agent: a proxy's forwarding header, else the body's field, else the request's. */
+export function userAgentOf(browser: BrowserContext, bodyUserAgent: string | undefined): string | undefined {
+  return browser.forwardedUserAgent ?? (bodyUserAgent === undefined || bodyUserAgent === '' ? undefined : bodyUserAgent) ?? browser.requestUserAgent;
+}

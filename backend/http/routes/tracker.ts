@@ -1,0 +1,206 @@
+import { Hono, type Context } from 'hono';
+import { parseTrustedProxies } from '../../../shared/client-ip.js';
+import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS, serializeTrackingCookie, TEMP_ID_COOKIE, TEMP_ID_MAX_AGE_SECONDS, isUuid } from '../../../shared/cookies.js';
+import {
+  resolveVisitRequestId,
+  trackDirectInviteBodySchema,
+  trackInitBodySchema,
+  trackInviteQuerySchema,
+  trackUpdateFbpBodySchema,
+  WIRE_LIMITS,
+  type AttributionFields,
+} from '../../../shared/tracker-wire.js';
+import type { Deps } from '../../deps.js';
+import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
+import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
+import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
+import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.js';
+import { ApiError } from '../../errors.js';
+import type { App } from '../app.js';
+import { readJson, readQuery } from '../json.js';
+import { clientContext, userAgentOf } from '../keyless/client-context.js';
+import { corsResponses, preflight } from '../keyless/cors.js';
+import { checkDomains } from '../keyless/domains.js';
+import type { KeylessEnv } from '../keyless/env.js';
+import { createRateLimiter, rateLimitSettings } from '../keyless/rate-limit.js';
+import { clickRequestId, redirectClick } from '../keyless/redirect-click.js';
+import { registerTrackerScriptRoute } from './tracker-script.js';
+
+/**
+ * The keyless tracker surface (spec: keyless tracker endpoints; CONTRACT.md: URLs, domain
+ * validation, responses): `track/init`, `track/update-fbp`, `track/invite`, `track/direct-invite`,
+ * `/r/{siteId}/{channelId}` and the browser script. No API key: the public websiteId names the
+ * site, and every request is domain-validated (except `/r/`, opened straight from an ad) and
+ * rate-limited per (site, browser IP).
+ */
+export function registerTrackerRoutes(app: App, deps: Deps): void {
+  const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
+  const sites = createSiteDirectory(deps.pool);
+  const limiter = createRateLimiter(deps.pool, rateLimitSettings(deps.config));
+  const secureCookies = deps.config.PUBLIC_URL.startsWith('https:');
+  const keyless = new Hono<KeylessEnv>();
+
+  keyless.use('/backend/track/*', corsResponses(), clientContext(trust), async (c, next) => {
+    await next();
+    // Answers are per visitor: never cached by the browser or anything in between.
+    c.res.headers.set('cache-control', 'no-store');
+  });
+  keyless.use('/r/*', clientContext(trust));
+  keyless.options('/backend/track/*', preflight(deps.pool));
+
+  async function siteFor(websiteId: string): Promise<TrackerSite> {
+    const site = await sites.byWebsiteId(websiteId);
+    if (site === null) throw new ApiError('UNKNOWN_WEBSITE', `websiteId ${websiteId} is not known`);
+    return site;
+  }
+
+  /** Domain validation; on success the Origin (if any) is answered by CORS, errors included. */
+  function admit(c: Context<KeylessEnv>, site: TrackerSite, href?: string): void {
+    const verdict = checkDomains({ origin: c.req.header('origin'), referer: c.req.header('referer'), href }, site.domains);
+    if (!verdict.ok) throw new ApiError(verdict.code, verdict.detail);
+    c.set('corsOrigin', verdict.corsOrigin);
+  }
+
+  function requestIdOf(body: { visitRequestId?: string | undefined; gatewayRequestId?: string | undefined }): string | undefined {
+    const resolved = resolveVisitRequestId(body);
+    if (!resolved.ok) {
+      throw new ApiError('REQUEST_ID_MISMATCH', 'visitRequestId and gatewayRequestId must hold the same UUID when both are sent');
+    }
+    return resolved.visitRequestId;
+  }
+
+  function attributionOf(c: Context<KeylessEnv>, body: AttributionFields): VisitAttribution {
+    const browser = c.get('browser');
+    return {
+      href: body.href,
+      landingPage: body.landingPage,
+      referrer: body.referrer,
+      clientIp: browser.ip,
+      userAgent: userAgentOf(browser, body.userAgent),
+      fbc: body.fbc,
+      fbp: body.fbp,
+      gclid: body.gclid,
+      ttclid: body.ttclid,
+      sccid: body.sccid,
+      utmSource: body.utmSource,
+      utmMedium: body.utmMedium,
+      utmCampaign: body.utmCampaign,
+      utmContent: body.utmContent,
+      utmTerm: body.utmTerm,
+    };
+  }
+
+  keyless.post('/backend/track/init', async (c) => {
+    const body = await readJson(c, trackInitBodySchema);
+    const visitRequestId = requestIdOf(body);
+    const site = await siteFor(body.websiteId);
+    admit(c, site, body.href);
+    await limiter.consume('init', site.id, c.get('browser').ip);
+    const visit = await recordVisit(deps.pool, {
+      siteId: site.id,
+      tempId: body.tempId,
+      sessionId: body.sessionId,
+      visitRequestId,
+      kind: 'pageview',
+      attribution: attributionOf(c, body),
+    });
+    return c.json({ visitId: visit.visitId });
+  });
+
+  keyless.post('/backend/track/update-fbp', async (c) => {
+    const body = await readJson(c, trackUpdateFbpBodySchema);
+    const site = await siteFor(body.websiteId);
+    admit(c, site);
+    await limiter.consume('fbp', site.id, c.get('browser').ip);
+    return c.json({ updated: await patchLatestVisitFbp(deps.pool, { siteId: site.id, tempId: body.tempId, fbp: body.fbp }) });
+  });
+
+  keyless.get('/backend/track/invite', async (c) => {
+    const query = readQuery(c, trackInviteQuerySchema);
+    const site = await siteFor(query.website);
+    admit(c, site);
+    const browser = c.get('browser');
+    await limiter.consume('invite', site.id, browser.ip);
+    const referer = c.req.header('referer');
+    const outcome = await inviteClick(deps, {
+      siteId: site.id,
+      tempId: query.tid,
+      sessionId: query.sid,
+      channelId: query.channel,
+      click: {
+        href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+        clientIp: browser.ip,
+        userAgent: userAgentOf(browser, undefined),
+      },
+    });
+    return redirect(c, outcome.inviteLink);
+  });
+
+  keyless.post('/backend/track/direct-invite', async (c) => {
+    const body = await readJson(c, trackDirectInviteBodySchema);
+    const visitRequestId = requestIdOf(body) ?? body.visitRequestId;
+    const site = await siteFor(body.websiteId);
+    admit(c, site);
+    await limiter.consume('invite', site.id, c.get('browser').ip);
+    const outcome = await directInvite(deps, {
+      siteId: site.id,
+      tempId: body.tempId,
+      sessionId: body.sessionId,
+      visitRequestId,
+      channelId: body.channelId,
+      kind: 'direct_invite',
+      attribution: attributionOf(c, body),
+    });
+    return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
+  });
+
+  keyless.get('/r/:siteId/:channelId', async (c) => {
+    const siteParam = c.req.param('siteId');
+    const channelParam = c.req.param('channelId');
+    const site = siteParam.length <= WIRE_LIMITS.websiteId ? await sites.byIdOrWebsiteId(siteParam) : null;
+    if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
+    const browser = c.get('browser');
+    await limiter.consume('invite', site.id, browser.ip);
+
+    const url = new URL(c.req.url);
+    const cookies = readCookies(c.req.header('cookie'));
+    const knownTempId = isUuid(cookies[TEMP_ID_COOKIE]) ? cookies[TEMP_ID_COOKIE] : undefined;
+    const knownSessionId = isUuid(cookies[SESSION_ID_COOKIE]) ? cookies[SESSION_ID_COOKIE] : undefined;
+    const tempId = knownTempId ?? crypto.randomUUID();
+    const sessionId = knownSessionId ?? crypto.randomUUID();
+    const nowMs = deps.now().getTime();
+    const click = redirectClick(url.search, (name) => c.req.query(name), cookies[FBC_COOKIE], nowMs);
+    const referer = c.req.header('referer');
+    const href = `${deps.config.PUBLIC_URL}${url.pathname}${url.search}`;
+
+    const outcome = await directInvite(deps, {
+      siteId: site.id,
+      tempId,
+      sessionId,
+      visitRequestId: clickRequestId({ siteId: site.id, channelId: channelParam.toLowerCase(), knownTempId, knownSessionId, clickId: click.clickId }),
+      channelId: channelParam,
+      kind: 'redirect',
+      attribution: {
+        ...click.attribution,
+        href: href.length <= WIRE_LIMITS.url ? href : undefined,
+        landingPage: `${url.pathname}${url.search}`.slice(0, WIRE_LIMITS.url),
+        referrer: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+        clientIp: browser.ip,
+        userAgent: userAgentOf(browser, undefined),
+      },
+    });
+    const scope = { secure: secureCookies };
+    c.header('set-cookie', serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+    c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+    c.header('cache-control', 'no-store');
+    return redirect(c, outcome.inviteLink);
+  });
+
+  app.route('/', keyless);
+  registerTrackerScriptRoute(app);
+}
+
+function redirect(c: Context<KeylessEnv>, location: string): Response {
+  c.header('referrer-policy', 'no-referrer');
+  return c.redirect(location, 302);
+}

@@ -1,0 +1,192 @@
+/*
+ * Capigram browser tracker. Load it on every page of the site:
+ *   <script async src="https://TRACKER/backend/tracker.js" data-website-id="ws_..."></script>
+ * and mark join links:
+ *   <a href="https://t.me/yourchannel" data-capigram-join>Join</a>
+ * See docs/tracker-script.md. Plain ES2017, no dependencies; tracking never breaks the page.
+ */
+(function () {
+  'use strict';
+  if (window.__capigramTracker) return;
+  window.__capigramTracker = true;
+
+  var script = document.currentScript || document.querySelector('script[data-website-id][src*="/backend/tracker.js"]');
+  if (!script || !script.src) return;
+  var websiteId = script.getAttribute('data-website-id');
+  if (!websiteId) return;
+  var defaultChannel = script.getAttribute('data-channel') || '';
+  var base = script.src.replace(/\/backend\/tracker\.js(?:[?#].*)?$/, '');
+
+  var TID = 'capigram_tid';
+  var SID = 'capigram_sid';
+  var YEAR = 365 * 24 * 60 * 60;
+  var HALF_HOUR = 30 * 60;
+  var FBC_MAX_AGE = 90 * 24 * 60 * 60;
+  var MAX_URL = 2048;
+  var MAX_UA = 1024;
+  var MAX_CLICK_ID = 512;
+  var MAX_UTM = 256;
+  var RETRY_DELAYS_MS = [1000, 3000, 9000];
+  var FBP_POLL_MS = 500;
+  var FBP_WAIT_MS = 10000;
+  var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+  var secure = location.protocol === 'https:';
+  var startedAt = Date.now();
+
+  function readCookie(name) {
+    var parts = document.cookie ? document.cookie.split(/;\s*/) : [];
+    for (var i = 0; i < parts.length; i++) {
+      var eq = parts[i].indexOf('=');
+      if (eq > 0 && parts[i].slice(0, eq) === name) return parts[i].slice(eq + 1);
+    }
+    return '';
+  }
+
+  function writeCookie(name, value, maxAgeSeconds) {
+    document.cookie = name + '=' + value + '; Max-Age=' + maxAgeSeconds + '; Path=/; SameSite=Lax' + (secure ? '; Secure' : '');
+  }
+
+  function uuid() {
+    var c = window.crypto;
+    if (c && typeof c.randomUUID === 'function') return c.randomUUID();
+    // randomUUID needs a secure context; getRandomValues does not.
+    var b = new Uint8Array(16);
+    if (c && typeof c.getRandomValues === 'function') c.getRandomValues(b);
+    else for (var i = 0; i < 16; i++) b[i] = Math.floor(Math.random() * 256);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    var h = '';
+    for (var j = 0; j < 16; j++) h += (b[j] + 0x100).toString(16).slice(1);
+    return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
+  }
+
+  /** The browser id (a year) and the session id (30 minutes, renewed on every use). */
+  function identity() {
+    var tid = readCookie(TID);
+    var sid = readCookie(SID);
+    if (!UUID.test(tid)) tid = uuid();
+    if (!UUID.test(sid)) sid = uuid();
+    writeCookie(TID, tid, YEAR);
+    writeCookie(SID, sid, HALF_HOUR);
+    return { tid: tid, sid: sid };
+  }
+
+  /** A query parameter as written in the URL: fbclid must reach Meta byte for byte. */
+  function rawParam(name) {
+    var pairs = location.search.slice(1).split('&');
+    for (var i = 0; i < pairs.length; i++) {
+      var eq = pairs[i].indexOf('=');
+      if (eq > 0 && pairs[i].slice(0, eq) === name && eq < pairs[i].length - 1) return pairs[i].slice(eq + 1);
+    }
+    return '';
+  }
+
+  function param(name) {
+    try {
+      return new URLSearchParams(location.search).get(name) || '';
+    } catch (e) {
+      return '';
+    }
+  }
+
+  /** Keeps `_fbc` when it records this fbclid; otherwise builds fb.1.<ms>.<fbclid> and stores it. */
+  function fbc() {
+    var existing = readCookie('_fbc');
+    var fbclid = rawParam('fbclid');
+    if (!fbclid || fbclid.length > MAX_CLICK_ID) return existing;
+    var match = /^fb\.\d\.\d+\.(.+)$/.exec(existing);
+    if (match && match[1] === fbclid) return existing;
+    var built = 'fb.1.' + Date.now() + '.' + fbclid;
+    writeCookie('_fbc', built, FBC_MAX_AGE);
+    return built;
+  }
+
+  function put(body, key, value, max) {
+    if (value && value.length <= max) body[key] = value;
+  }
+
+  function post(path, body, attempt, onSuccess) {
+    function retry(delayMs) {
+      if (attempt < RETRY_DELAYS_MS.length) {
+        setTimeout(function () {
+          post(path, body, attempt + 1, onSuccess);
+        }, delayMs);
+      }
+    }
+    // A text/plain body keeps the request "simple": no CORS preflight round trip.
+    fetch(base + path, { method: 'POST', body: JSON.stringify(body), keepalive: true, credentials: 'omit' })
+      .then(function (res) {
+        if (res.ok) return res.json().then(onSuccess);
+        if (res.status === 429 || res.status >= 500) {
+          var after = Number(res.headers.get('Retry-After'));
+          retry(after > 0 ? Math.min(after, 30) * 1000 : RETRY_DELAYS_MS[attempt]);
+        }
+        return undefined;
+      })
+      .catch(function () {
+        retry(RETRY_DELAYS_MS[attempt]);
+      });
+  }
+
+  function watchFbp(ids) {
+    var fbp = readCookie('_fbp');
+    if (fbp) {
+      if (fbp.length <= MAX_CLICK_ID) post('/backend/track/update-fbp', { websiteId: websiteId, tempId: ids.tid, fbp: fbp }, 0, function () {});
+      return;
+    }
+    if (Date.now() - startedAt < FBP_WAIT_MS) {
+      setTimeout(function () {
+        watchFbp(ids);
+      }, FBP_POLL_MS);
+    }
+  }
+
+  function init() {
+    var ids = identity();
+    // One id for this pageview: every retry sends it again, so the visit is recorded once.
+    var body = { websiteId: websiteId, tempId: ids.tid, sessionId: ids.sid, visitRequestId: uuid() };
+    put(body, 'href', location.href.slice(0, MAX_URL), MAX_URL);
+    put(body, 'landingPage', (location.pathname + location.search).slice(0, MAX_URL), MAX_URL);
+    put(body, 'referrer', document.referrer.slice(0, MAX_URL), MAX_URL);
+    put(body, 'userAgent', navigator.userAgent.slice(0, MAX_UA), MAX_UA);
+    put(body, 'fbc', fbc(), MAX_CLICK_ID);
+    put(body, 'fbp', readCookie('_fbp'), MAX_CLICK_ID);
+    put(body, 'gclid', param('gclid'), MAX_CLICK_ID);
+    put(body, 'ttclid', param('ttclid'), MAX_CLICK_ID);
+    put(body, 'sccid', param('ScCid') || param('sccid'), MAX_CLICK_ID);
+    put(body, 'utmSource', param('utm_source'), MAX_UTM);
+    put(body, 'utmMedium', param('utm_medium'), MAX_UTM);
+    put(body, 'utmCampaign', param('utm_campaign'), MAX_UTM);
+    put(body, 'utmContent', param('utm_content'), MAX_UTM);
+    put(body, 'utmTerm', param('utm_term'), MAX_UTM);
+    post('/backend/track/init', body, 0, function () {
+      // Meta's pixel often writes _fbp after this script ran: tell the tracker once it appears.
+      if (!body.fbp) watchFbp(ids);
+    });
+  }
+
+  function inviteUrl(link) {
+    var ids = identity();
+    var channel = link.getAttribute('data-channel') || defaultChannel;
+    return (
+      base + '/backend/track/invite?website=' + encodeURIComponent(websiteId) + '&tid=' + ids.tid + '&sid=' + ids.sid +
+      (channel ? '&channel=' + encodeURIComponent(channel) : '')
+    );
+  }
+
+  /** Join links go through the tracker, which hands out an invite link of this very visit. */
+  function route(event) {
+    var target = event.target;
+    var link = target && target.closest ? target.closest('a[data-capigram-join]') : null;
+    if (link) link.href = inviteUrl(link);
+  }
+
+  try {
+    init();
+  } catch (e) {
+    // Tracking is best-effort: a broken browser API must not break the page.
+  }
+  document.addEventListener('click', route, true);
+  document.addEventListener('auxclick', route, true);
+  document.addEventListener('contextmenu', route, true);
+})();
