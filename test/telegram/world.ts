@@ -49,7 +49,7 @@ export interface World {
   /** Delivers an update as Telegram would (registered webhook, its secret). */
   deliver(update: TgUpdate): Promise<WebhookResponse>;
   /** A visit and one of our links handed to it; `visit: false` leaves the link in the pool. */
-  invitation(channel: ChannelKey, opts?: { joinRequest?: boolean; visit?: boolean; unattributed?: boolean }): Promise<Invitation>;
+  invitation(channel: ChannelKey, opts?: { joinRequest?: boolean; visit?: boolean }): Promise<Invitation>;
   count(sql: string, params?: unknown[]): Promise<number>;
   close(): Promise<void>;
 }
@@ -81,7 +81,7 @@ export async function startWorld(opts: { worker?: boolean } = {}): Promise<World
     custom: await channel('custom', { eventType: 'Custom', customEventName: 'JoinedVip' }),
     secondSite: await channel('secondSite', { siteId: secondSiteId }),
   };
-  await addPixel(deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'EAAB-test-access-token' });
+  await addPixel(deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
 
   const secret = fakes.telegram.webhook(DEFAULT_BOT.token)?.secret_token;
   const otherSecret = fakes.telegram.webhook(OTHER_BOT.token)?.secret_token;
@@ -109,9 +109,9 @@ export async function startWorld(opts: { worker?: boolean } = {}): Promise<World
         visitId = rows[0]!.id;
       }
       const { rows } = await db.pool.query<{ id: string }>(
-        `INSERT INTO invitations (channel_id, invite_link, name, creates_join_request, expires_at, visit_id, assigned_at, unattributed)
-         VALUES ($1, $2, $3, $4, now() + interval '1 day', $5, CASE WHEN $5::uuid IS NULL THEN NULL ELSE now() END, $6) RETURNING id`,
-        [channels[key], link.invite_link, link.name, o.joinRequest === true, visitId, o.unattributed === true],
+        `INSERT INTO invitations (channel_id, invite_link, name, creates_join_request, expires_at, visit_id, assigned_at)
+         VALUES ($1, $2, $3, $4, now() + interval '1 day', $5, CASE WHEN $5::uuid IS NULL THEN NULL ELSE now() END) RETURNING id`,
+        [channels[key], link.invite_link, link.name, o.joinRequest === true, visitId],
       );
       return { invitationId: rows[0]!.id, visitId, inviteLink: link.invite_link };
     },

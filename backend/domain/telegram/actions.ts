@@ -98,10 +98,12 @@ export async function approveJoinRequest(deps: ActionDeps, raw: unknown): Promis
   if (!tg) return { outcome: 'gave_up', reason: 'bot no longer exists' };
   try {
     await tg.approveChatJoinRequest({ chat_id: p.chatId, user_id: p.userId });
-    return { outcome: 'done' };
   } catch (err) {
+    // Already in the channel (approved by a person, or by an earlier attempt whose answer was lost).
+    if (err instanceof TelegramError && err.kind === 'api' && /USER_ALREADY_PARTICIPANT/i.test(err.message)) return { outcome: 'done' };
     return onFailure(err, p);
   }
+  return { outcome: 'done' };
 }
 
 export async function revokeInviteLink(deps: ActionDeps, raw: unknown): Promise<ActionOutcome> {
@@ -113,7 +115,9 @@ export async function revokeInviteLink(deps: ActionDeps, raw: unknown): Promise<
   try {
     await tg.revokeChatInviteLink({ chat_id: p.chatId, invite_link: p.inviteLink });
   } catch (err) {
-    return onFailure(err, p);
+    // A link Telegram no longer knows (expired, revoked elsewhere) is as good as revoked.
+    const gone = err instanceof TelegramError && err.kind === 'api' && /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message);
+    if (!gone) return onFailure(err, p);
   }
   await markInvitationRevoked(deps.pool, p.invitationId, deps.now());
   return { outcome: 'done' };

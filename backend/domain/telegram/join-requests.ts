@@ -16,7 +16,6 @@ export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest):
   const userId = r.from.id;
   const occurredAt = secondsToDate(r.date);
   const invitation = r.invite_link ? await lockInvitationByLink(ctx.tx, channel.id, r.invite_link.invite_link) : null;
-  const ours = invitation !== null && !invitation.unattributed;
   const leadId = await upsertLead(ctx.tx, channel.site_id, userId, occurredAt);
   await insertMembership(ctx.tx, {
     channelId: channel.id,
@@ -27,7 +26,7 @@ export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest):
     visitId: invitation?.visit_id ?? null,
     occurredAt,
   });
-  if (!ours) return 'join_request_recorded';
+  if (!invitation) return 'join_request_recorded';
   await enqueueApproveJoinRequest(ctx.tx, { botId: ctx.bot.id, chatId: r.chat.id, userId });
   return 'join_request_approved';
 }

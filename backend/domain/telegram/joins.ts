@@ -45,8 +45,8 @@ async function recordJoin(ctx: UpdateContext, channel: ChannelRow, u: ChatMember
   const leadId = await upsertLead(tx, channel.site_id, userId, occurredAt);
   const base = { channelId: channel.id, telegramUserId: userId, leadId, kind: 'join' as const, viaJoinRequest, occurredAt };
 
-  if (!invitation || invitation.unattributed) {
-    await insertMembership(tx, { ...base, invitationId: invitation?.id ?? null });
+  if (!invitation) {
+    await insertMembership(tx, base);
     return 'organic_join';
   }
 

@@ -39,19 +39,19 @@ export interface InvitationRow {
   visit_id: string | null;
   used_at: Date | null;
   revoked_at: Date | null;
-  /** The channel's public link handed out when Telegram was down: ours to record, not to attribute or revoke. */
-  unattributed: boolean;
 }
 
-const INVITATION_COLUMNS = 'id, invite_link, visit_id, used_at, revoked_at, unattributed';
+const INVITATION_COLUMNS = 'id, invite_link, visit_id, used_at, revoked_at';
 
 /**
- * One of our invitations of this channel by its link, locked until the transaction ends, so that
- * two joins through one link are decided one after the other. The link is UNIQUE (indexed).
+ * One of the links Capigram created for this channel, locked until the transaction ends, so that
+ * two joins through one link are decided one after the other. Found through the UNIQUE index on
+ * the links Capigram created; the channel's public address, recorded as `unattributed` whenever it
+ * was handed out as a fallback, identifies no visit and is never "ours".
  */
 export async function lockInvitationByLink(tx: Queryable, channelId: string, inviteLink: string): Promise<InvitationRow | null> {
   const { rows } = await tx.query<InvitationRow>(
-    `SELECT ${INVITATION_COLUMNS} FROM invitations WHERE invite_link = $1 AND channel_id = $2 FOR UPDATE`,
+    `SELECT ${INVITATION_COLUMNS} FROM invitations WHERE invite_link = $1 AND NOT unattributed AND channel_id = $2 FOR UPDATE`,
     [inviteLink, channelId],
   );
   return rows[0] ?? null;
