@@ -29,8 +29,6 @@ export interface CapigramProxyOptions extends ProxySettingsInput {
   logger?: Logger;
   /** Milliseconds since the epoch; injectable so tests can move time (cookie expiry, fbc). */
   now?: () => number;
-  /** The fetch used to call the tracker. */
-  fetch?: typeof fetch;
   /** Agent for upstream connections; default: a keep-alive agent owned (and closed) by the proxy. */
   agent?: http.Agent;
 }
@@ -100,7 +98,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     attempts: settings.trackerAttempts,
     inviteTimeoutMs: settings.inviteTimeoutMs,
     maxPending: settings.trackerMaxPending,
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    breakerCooldownMs: settings.trackerCooldownMs,
   });
 
   const upstream = settings.upstream === undefined ? undefined : new URL(settings.upstream);

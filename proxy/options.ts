@@ -74,6 +74,8 @@ export const proxySettingsSchema = z.object({
   inviteTimeoutMs: positiveMs('inviteTimeoutMs').default(3_000),
   /** Background tracker calls in flight at once; more are dropped (and logged) while the tracker lags. */
   trackerMaxPending: z.number().int().min(1).max(100_000).default(1_000),
+  /** After 5 failed attempts in a row, background calls pause this long, then one probe goes. */
+  trackerCooldownMs: positiveMs('trackerCooldownMs').default(5_000),
 });
 
 export type ProxySettingsInput = z.input<typeof proxySettingsSchema>;

@@ -252,11 +252,39 @@ describe('when the tracker is in trouble', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(bounded.tracker.of('/backend/track/init')).toHaveLength(2);
       expect(bounded.proxy.handler.pendingTrackerCalls()).toBe(2);
-      const drops = bounded.logs.filter((line) => line.msg === 'tracker too slow: calls dropped');
+      const drops = bounded.logs.filter((line) => line.msg === 'tracker calls dropped');
       expect(drops).toHaveLength(1);
-      expect(drops[0]).toMatchObject({ maxPending: 2, dropped: 1 });
+      expect(drops[0]).toMatchObject({ dropped: 1, reason: 'more than 2 calls in flight' });
     } finally {
       await bounded.close();
+    }
+  });
+
+  it('stops calling a tracker that keeps failing, then probes it and resumes once it answers', async () => {
+    const breaker = await startRig({ trackerTimeoutMs: 100, trackerAttempts: 1, trackerCooldownMs: 400 });
+    breaker.tracker.mode = 'stalled';
+    try {
+      for (let i = 0; i < 5; i += 1) await breaker.navigate('/page');
+      await breaker.tracker.waitFor('/backend/track/init', 5);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(breaker.logs.some((line) => line.msg === 'tracker keeps failing: circuit open')).toBe(true);
+
+      // Open: pages are served, the tracker is left alone.
+      for (let i = 0; i < 5; i += 1) expect((await breaker.navigate('/page')).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(breaker.tracker.of('/backend/track/init')).toHaveLength(5);
+
+      // After the cool-down one probe goes; it is answered, so the following pageviews flow again.
+      breaker.tracker.mode = 'up';
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await breaker.navigate('/page');
+      await breaker.tracker.waitFor('/backend/track/init', 6);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await Promise.all([breaker.navigate('/page'), breaker.navigate('/page')]);
+      await breaker.tracker.waitFor('/backend/track/init', 8);
+      expect(breaker.logs.some((line) => line.msg === 'tracker answers again: circuit closed')).toBe(true);
+    } finally {
+      await breaker.close();
     }
   });
 
