@@ -44,8 +44,8 @@ export function clientIp(): string {
   return `198.51.${randomInt(0, 256)}.${randomInt(1, 255)}`;
 }
 
-export function initBody(world: Pick<World, 'websiteId'>, extra: Record<string, unknown> = {}) {
-  return { websiteId: world.websiteId, tempId: randomUUID(), sessionId: randomUUID(), href: `${ORIGIN}/landing`, ...extra };
+export function initBody<T extends Record<string, unknown> = Record<never, never>>(world: Pick<World, 'websiteId'>, extra?: T) {
+  return { websiteId: world.websiteId, tempId: randomUUID() as string, sessionId: randomUUID() as string, href: `${ORIGIN}/landing`, ...(extra as T) };
 }
 
 export async function startWorld(opts: { env?: Record<string, string>; poolTarget?: number } = {}): Promise<World> {
@@ -66,7 +66,7 @@ export async function startWorld(opts: { env?: Record<string, string>; poolTarge
     other: await channel('other', other.siteId),
   };
   if (opts.poolTarget !== undefined) await db.pool.query('UPDATE channels SET pool_target = $1', [opts.poolTarget]);
-  await addPixel(deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'EAAB-test-access-token' });
+  await addPixel(deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
 
   const world: World = {
     db, fakes, app, accountId, siteId, websiteId, otherWebsiteId: other.websiteId, botId, channels,

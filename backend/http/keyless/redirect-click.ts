@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { isUuid } from '../../../shared/cookies.js';
 import { decideFbc, rawQueryParam } from '../../../shared/fbc.js';
 import { WIRE_LIMITS } from '../../../shared/tracker-wire.js';
 import type { VisitAttribution } from '../../domain/tracker/visits.js';
@@ -41,18 +40,12 @@ export function redirectClick(
 
 /**
  * The visitRequestId of a redirect click. The same ad click (its click id) opened again in the
- * same browser session is the same visit, so a reload or a double tap neither counts twice nor
+ * same browser session (the cookies this redirect set) is the same visit, so a reload or a double tap neither counts twice nor
  * spends a second link; anything else is a new click with a fresh id.
  */
-export function clickRequestId(q: {
-  siteId: string;
-  channelId: string;
-  knownTempId: string | undefined;
-  knownSessionId: string | undefined;
-  clickId: string | undefined;
-}): string {
-  if (!isUuid(q.knownTempId) || !isUuid(q.knownSessionId) || q.clickId === undefined) return randomUUID();
-  const identity = [q.siteId, q.channelId, q.knownTempId.toLowerCase(), q.knownSessionId.toLowerCase(), q.clickId].join('\n');
+export function clickRequestId(q: { siteId: string; channelId: string; tempId: string; sessionId: string; clickId: string | undefined }): string {
+  if (q.clickId === undefined) return randomUUID();
+  const identity = [q.siteId, q.channelId.toLowerCase(), q.tempId.toLowerCase(), q.sessionId.toLowerCase(), q.clickId].join('\n');
   const hex = createHash('sha256').update(identity).digest('hex');
   // An RFC 9562 version 8 (custom) UUID built from the hash.
   const variant = ((parseInt(hex[16] ?? '0', 16) & 0x3) | 0x8).toString(16);

@@ -164,10 +164,10 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
 
     const url = new URL(c.req.url);
     const cookies = readCookies(c.req.header('cookie'));
-    const knownTempId = isUuid(cookies[TEMP_ID_COOKIE]) ? cookies[TEMP_ID_COOKIE] : undefined;
-    const knownSessionId = isUuid(cookies[SESSION_ID_COOKIE]) ? cookies[SESSION_ID_COOKIE] : undefined;
-    const tempId = knownTempId ?? crypto.randomUUID();
-    const sessionId = knownSessionId ?? crypto.randomUUID();
+    const knownTempId = cookies[TEMP_ID_COOKIE];
+    const knownSessionId = cookies[SESSION_ID_COOKIE];
+    const tempId = isUuid(knownTempId) ? knownTempId : crypto.randomUUID();
+    const sessionId = isUuid(knownSessionId) ? knownSessionId : crypto.randomUUID();
     const nowMs = deps.now().getTime();
     const click = redirectClick(url.search, (name) => c.req.query(name), cookies[FBC_COOKIE], nowMs);
     const referer = c.req.header('referer');
@@ -177,7 +177,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       siteId: site.id,
       tempId,
       sessionId,
-      visitRequestId: clickRequestId({ siteId: site.id, channelId: channelParam.toLowerCase(), knownTempId, knownSessionId, clickId: click.clickId }),
+      visitRequestId: clickRequestId({ siteId: site.id, channelId: channelParam, tempId, sessionId, clickId: click.clickId }),
       channelId: channelParam,
       kind: 'redirect',
       attribution: {
