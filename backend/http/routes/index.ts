@@ -1,5 +1,6 @@
 import type { Deps } from '../../deps.js';
 import type { App } from '../app.js';
+import { registerApiRoutes } from './api/index.js';
 import { registerHealthRoutes } from './health.js';
 import { registerTelegramRoutes } from './telegram.js';
 import { registerTrackerRoutes } from './tracker.js';
@@ -9,4 +10,5 @@ export function registerRoutes(app: App, deps: Deps): void {
   registerHealthRoutes(app, deps);
   registerTelegramRoutes(app, deps);
   registerTrackerRoutes(app, deps);
+  registerApiRoutes(app, deps);
 }

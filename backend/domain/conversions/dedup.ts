@@ -1,0 +1,120 @@
+import type { Queryable } from '../../db/pool.js';
+import type { CapiStatus } from '../capi-status.js';
+import type { ApiVisitOverride, EventTypeName } from '../conversion-record.js';
+import type { HashedPiiRecord } from '../hashed-pii.js';
+import type { SignalSources } from './signals.js';
+
+/**
+ * The second layer of duplicate protection: a business event that matches a recent conversion
+ * (same site, Telegram user, channel, event type, and for Custom events the same name) within the
+ * site's `dedup_window_seconds` reuses it instead of creating another.
+ */
+
+// Advisory lock namespace (the two-int form never collides with single-bigint locks elsewhere).
+const LEAD_LOCK_CLASS = 4_040_001;
+
+/**
+ * Serialises business events for one (site, user) until the transaction ends, so that concurrent
+ * duplicates see each other: the second waits, then finds the first's conversion and reuses it.
+ */
+export async function lockLead(tx: Queryable, siteId: string, telegramUserId: number): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [LEAD_LOCK_CLASS, `${siteId}:${telegramUserId}`]);
+}
+
+export interface MatchKey {
+  siteId: string;
+  telegramUserId: number;
+  channelId: string;
+  eventType: EventTypeName;
+  customEventName: string | null;
+}
+
+export interface RecentMatch {
+  conversionId: string;
+  capiStatus: CapiStatus;
+  coldLead: boolean;
+  visitId: string | null;
+  receivedAt: Date;
+}
+
+export async function findRecentMatch(tx: Queryable, k: MatchKey, since: Date): Promise<RecentMatch | null> {
+  const { rows } = await tx.query<{ id: string; capi_status: CapiStatus; cold_lead: boolean; visit_id: string | null; received_at: Date }>(
+    `SELECT id, capi_status, cold_lead, visit_id, received_at FROM conversions
+     WHERE site_id = $1 AND telegram_user_id = $2 AND channel_id = $3 AND event_type = $4
+       AND custom_event_name IS NOT DISTINCT FROM $5 AND received_at >= $6
+     ORDER BY received_at DESC, id DESC LIMIT 1`,
+    [k.siteId, k.telegramUserId, k.channelId, k.eventType, k.customEventName, since],
+  );
+  const r = rows[0];
+  return r
+    ? { conversionId: r.id, capiStatus: r.capi_status, coldLead: r.cold_lead, visitId: r.visit_id, receivedAt: r.received_at }
+    : null;
+}
+
+/** What a matching event brings to the conversion it reuses. */
+export interface ConversionPatch {
+  value: number | null;
+  currency: string | null;
+  contentName: string | null;
+  piiHashed: HashedPiiRecord;
+  externalUserId: string | null;
+  eventSourceUrl: string | null;
+  clientIp: string | null;
+  userAgent: string | null;
+  /** Cold-lead attribution from the request: fills only fields the stored override lacks. */
+  apiVisitOverride: ApiVisitOverride | null;
+  /** An acquisition visit found for a conversion that had none. */
+  recoveredVisitId: string | null;
+}
+
+export interface PatchedConversion extends SignalSources {
+  awaitingManualInput: boolean;
+}
+
+/**
+ * Applies the new value and PII (new values win; fields the request leaves out keep theirs), fills
+ * missing attribution, and clears `awaiting_manual_input` once a value is there.
+ */
+export async function patchConversion(tx: Queryable, conversionId: string, p: ConversionPatch, now: Date): Promise<PatchedConversion> {
+  const { rows } = await tx.query<{
+    visit_id: string | null;
+    api_visit_override: ApiVisitOverride | null;
+    client_ip: string | null;
+    user_agent: string | null;
+    pii_hashed: HashedPiiRecord;
+    external_user_id: string | null;
+    awaiting_manual_input: boolean;
+  }>(
+    `UPDATE conversions SET
+       value = COALESCE($2, value),
+       currency = COALESCE($3, currency),
+       content_name = COALESCE($4, content_name),
+       pii_hashed = pii_hashed || $5::jsonb,
+       external_user_id = COALESCE($6, external_user_id),
+       event_source_url = COALESCE($7, event_source_url),
+       client_ip = COALESCE($8, client_ip),
+       user_agent = COALESCE($9, user_agent),
+       visit_id = COALESCE(visit_id, $10),
+       api_visit_override = CASE
+         WHEN COALESCE(visit_id, $10) IS NOT NULL OR $11::jsonb IS NULL THEN api_visit_override
+         ELSE $11::jsonb || COALESCE(api_visit_override, '{}'::jsonb) END,
+       awaiting_manual_input = awaiting_manual_input AND COALESCE($2, value) IS NULL,
+       updated_at = $12
+     WHERE id = $1
+     RETURNING visit_id, api_visit_override, client_ip, user_agent, pii_hashed, external_user_id, awaiting_manual_input`,
+    [
+      conversionId, p.value, p.currency, p.contentName, JSON.stringify(p.piiHashed), p.externalUserId, p.eventSourceUrl,
+      p.clientIp, p.userAgent, p.recoveredVisitId, p.apiVisitOverride ? JSON.stringify(p.apiVisitOverride) : null, now,
+    ],
+  );
+  const r = rows[0]!;
+  return {
+    visitId: r.visit_id,
+    apiVisitOverride: r.api_visit_override,
+    clientIp: r.client_ip,
+    userAgent: r.user_agent,
+    piiHashed: r.pii_hashed,
+    externalUserId: r.external_user_id,
+    awaitingManualInput: r.awaiting_manual_input,
+  };
+}

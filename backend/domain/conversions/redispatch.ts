@@ -1,0 +1,39 @@
+import type { Queryable } from '../../db/pool.js';
+import type { CapiStatus } from '../capi-status.js';
+import { createSends, enqueueDelivery, refreshCapiStatus } from '../sends.js';
+
+/**
+ * (Re)schedules delivery of an existing conversion, in the caller's transaction: its failed and
+ * skipped sends to still-active pixels go back to pending with a fresh job (same event id, so a
+ * platform that did get it deduplicates), pixels added since get a send, and sends already
+ * pending keep the job they have (the worker reads the conversion row when it sends, so they
+ * carry the update). Sends already sent are never sent again.
+ */
+export interface Redispatched {
+  /** The conversion's pending sends after the call: everything now scheduled. */
+  sends: { sendId: string; platform: string }[];
+  capiStatus: CapiStatus;
+}
+
+export async function redispatchConversion(tx: Queryable, conversionId: string, siteId: string): Promise<Redispatched> {
+  const { rows: reset } = await tx.query<{ id: string; pixel_id: string }>(
+    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = NULL, updated_at = now()
+     FROM pixels p
+     WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active
+     RETURNING s.id, s.pixel_id`,
+    [conversionId],
+  );
+  if (reset.length > 0) await enqueueDelivery(tx, reset.map((r) => ({ sendId: r.id, pixelId: r.pixel_id })));
+  await createSends(tx, { kind: 'conversion', id: conversionId, siteId });
+  return pendingSends(tx, conversionId);
+}
+
+/** The conversion's currently scheduled sends and its status, without changing anything but the status cache. */
+export async function pendingSends(tx: Queryable, conversionId: string): Promise<Redispatched> {
+  const { rows } = await tx.query<{ id: string; platform: string }>(
+    `SELECT id, platform FROM sends WHERE conversion_id = $1 AND status = 'pending' ORDER BY created_at, id`,
+    [conversionId],
+  );
+  const capiStatus = await refreshCapiStatus(tx, conversionId);
+  return { sends: rows.map((r) => ({ sendId: r.id, platform: r.platform })), capiStatus };
+}

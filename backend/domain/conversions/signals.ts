@@ -1,0 +1,23 @@
+import type { ApiVisitOverride } from '../conversion-record.js';
+import type { HashedPiiRecord } from '../hashed-pii.js';
+
+/**
+ * Whether a conversion carries anything a platform could match to a person: an acquisition visit,
+ * click ids or browser ids, the client's IP or User-Agent, hashed PII or an external id. Without
+ * any of these a send can only be rejected or wasted, so it is not scheduled (`dispatched: false`).
+ */
+export interface SignalSources {
+  visitId: string | null;
+  apiVisitOverride: ApiVisitOverride | null;
+  clientIp: string | null;
+  userAgent: string | null;
+  piiHashed: HashedPiiRecord;
+  externalUserId: string | null;
+}
+
+export function hasAttributionSignals(s: SignalSources): boolean {
+  if (s.visitId) return true;
+  if (s.apiVisitOverride && Object.values(s.apiVisitOverride).some((v) => typeof v === 'string' && v !== '')) return true;
+  if (s.clientIp || s.userAgent || s.externalUserId) return true;
+  return Object.values(s.piiHashed).some((v) => typeof v === 'string' && v !== '');
+}

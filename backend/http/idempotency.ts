@@ -1,0 +1,114 @@
+import type { MiddlewareHandler } from 'hono';
+import type { Deps } from '../deps.js';
+import type { ApiEnv } from './api-auth.js';
+import { ApiError } from './errors.js';
+
+/**
+ * `Idempotency-Key` on the business API (first layer of duplicate protection).
+ *
+ * The key is claimed with `INSERT … ON CONFLICT DO NOTHING` before the request runs, scoped to the
+ * API key. The request's status and exact body are stored after it; a request with the same key
+ * within 24 hours gets them back with `X-Idempotent-Replay: true` and runs nothing, whatever its
+ * own body says. 4xx answers are stored like successes (the same request would fail the same way);
+ * 5xx answers are not: the claim is released so that a retry can succeed.
+ *
+ * While the first request runs, a duplicate waits up to a second for its result, then gets 409
+ * IDEMPOTENCY_IN_PROGRESS. A claim still unfinished after a minute belongs to a request that died
+ * with its process; it is taken over. A key older than 24 hours but not yet purged (rows live two
+ * days) counts as new: the request runs again and its result replaces the old one.
+ */
+export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_WAIT_MS = 1000;
+export const IDEMPOTENCY_ABANDONED_MS = 60 * 1000;
+export const REPLAY_HEADER = 'X-Idempotent-Replay';
+
+const KEY_RE = /^[\x20-\x7e]{1,128}$/;
+const POLL_MS = 20;
+
+/** What is stored: the exact bytes and media type, since jsonb would reorder a JSON body's keys. */
+interface StoredResponse {
+  contentType: string;
+  text: string;
+}
+
+type Claim = { kind: 'claimed'; claimedAt: Date } | { kind: 'replay'; status: number; stored: StoredResponse } | { kind: 'busy' };
+
+type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
+
+export function idempotency(deps: StoreDeps): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    const key = c.req.header('idempotency-key');
+    if (key === undefined) return next();
+    if (!KEY_RE.test(key)) {
+      throw new ApiError('IDEMPOTENCY_KEY_INVALID', 'Idempotency-Key must be 1 to 128 printable ASCII characters', {
+        errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 128 printable ASCII characters' }],
+      });
+    }
+    const apiKeyId = c.get('caller').keyId;
+    const claim = await acquire(deps, apiKeyId, key);
+    if (claim.kind === 'busy') throw new ApiError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
+    if (claim.kind === 'replay') {
+      return new Response(claim.stored.text, {
+        status: claim.status,
+        headers: { 'content-type': claim.stored.contentType, [REPLAY_HEADER]: 'true' },
+      });
+    }
+    await next();
+    await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
+  };
+}
+
+async function acquire(deps: StoreDeps, apiKeyId: string, key: string): Promise<Claim> {
+  const deadline = Date.now() + IDEMPOTENCY_WAIT_MS;
+  for (;;) {
+    const now = deps.now();
+    const inserted = await deps.pool.query(
+      'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      [apiKeyId, key, now],
+    );
+    if (inserted.rowCount === 1) return { kind: 'claimed', claimedAt: now };
+
+    const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date }>(
+      'SELECT status_code, response_body, created_at FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
+      [apiKeyId, key],
+    );
+    const row = rows[0];
+    if (!row) continue; // released or purged in between: claim again
+    const age = now.getTime() - row.created_at.getTime();
+    if (row.status_code !== null && row.response_body !== null && age < IDEMPOTENCY_REPLAY_WINDOW_MS) {
+      return { kind: 'replay', status: row.status_code, stored: row.response_body };
+    }
+    if (age >= IDEMPOTENCY_REPLAY_WINDOW_MS || (row.status_code === null && age >= IDEMPOTENCY_ABANDONED_MS)) {
+      // Expired, or abandoned by a request that died: take it over (one taker wins the race).
+      const taken = await deps.pool.query(
+        `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL
+         WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
+        [apiKeyId, key, row.created_at, now],
+      );
+      if (taken.rowCount === 1) return { kind: 'claimed', claimedAt: now };
+      continue;
+    }
+    if (Date.now() >= deadline) return { kind: 'busy' };
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+/** Stores a final answer, or releases the claim after a 5xx. Only the claim's own holder may do either. */
+async function settle(deps: StoreDeps, apiKeyId: string, key: string, claimedAt: Date, res: Response): Promise<void> {
+  try {
+    if (res.status >= 500) {
+      await deps.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [apiKeyId, key, claimedAt]);
+      return;
+    }
+    const stored: StoredResponse = { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
+    await deps.pool.query(
+      `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
+       WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
+      [apiKeyId, key, claimedAt, res.status, JSON.stringify(stored), deps.now()],
+    );
+  } catch (err) {
+    // The work is done and its answer goes out; a retry then meets the unfinished claim (409, then
+    // after a minute a re-run that the recent-conversion match turns into a reuse).
+    deps.log.warn({ err: String(err) }, 'could not store the idempotent response');
+  }
+}

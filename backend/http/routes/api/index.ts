@@ -1,0 +1,26 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Deps } from '../../../deps.js';
+import type { ApiEnv } from '../../api-auth.js';
+import type { App } from '../../app.js';
+import { registerListChannels } from './channels-list.js';
+import { registerConversionEvent } from './events-conversion.js';
+import { registerConversionValue } from './lead-conversion-value.js';
+import { registerLeadEvent } from './lead-events.js';
+import { registerGetLead } from './lead-get.js';
+import { registerReference } from './reference.js';
+
+/**
+ * The business API under `/api/v1`, one file per endpoint. It is its own OpenAPIHono so that its
+ * OpenAPI document holds exactly these endpoints; mounted on the app, it inherits the app's
+ * validation hook (zod failures → 400 VALIDATION_FAILED) and error handler.
+ */
+export function registerApiRoutes(app: App, deps: Deps): void {
+  const api = new OpenAPIHono<ApiEnv>();
+  registerConversionEvent(api, deps);
+  registerLeadEvent(api, deps);
+  registerConversionValue(api, deps);
+  registerGetLead(api, deps);
+  registerListChannels(api, deps);
+  registerReference(api, deps);
+  app.route('/api/v1', api);
+}

@@ -1,0 +1,165 @@
+// What the business API tests share: tenants seeded through the admin domain functions, attributed
+// joins written as the webhook would leave them (visit, invitation, membership rows), and a small
+// HTTP client for /api/v1.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hashApiKey } from '../../backend/crypto/api-keys.js';
+import type { SecretBox } from '../../backend/crypto/secret-box.js';
+import type { Pool } from '../../backend/db/pool.js';
+import { createAccount } from '../../backend/domain/admin/accounts.js';
+import { createApiKey } from '../../backend/domain/admin/api-keys.js';
+import { addChannel } from '../../backend/domain/admin/channels.js';
+import { addPixel } from '../../backend/domain/admin/pixels.js';
+import { createSite } from '../../backend/domain/admin/sites.js';
+
+export const META_PIXEL = '1234567890';
+export const TIKTOK_PIXEL = 'CTIKTOKPIXEL01';
+// Nothing listens here: adding a channel asks Telegram for the bot's rights, best effort.
+const NO_TELEGRAM = 'http://127.0.0.1:9';
+
+export type Platform = 'meta' | 'tiktok';
+
+export interface SiteSeed {
+  siteId: string;
+  websiteId: string;
+  channels: { main: string; second: string };
+  siteKey: string;
+  siteKeyId: string;
+}
+
+export interface Tenant {
+  accountId: string;
+  accountKey: string;
+  accountKeyId: string;
+  sites: SiteSeed[];
+  /** The first site, for tests that need one. */
+  site: SiteSeed;
+}
+
+let chatSeq = 1_000_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
+
+export async function seedSite(pool: Pool, box: SecretBox, accountId: string, botId: string, platforms: Platform[], domain: string): Promise<SiteSeed> {
+  const site = await createSite(pool, { accountId, name: domain, domains: [domain] });
+  const deps = { db: pool, box, telegramApiUrl: NO_TELEGRAM };
+  const main = await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: `-100${chatSeq++}`, title: 'Main', funnelOrder: 0 });
+  const second = await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: `-100${chatSeq++}`, title: 'VIP', funnelOrder: 1, eventType: 'Purchase', manualValue: true });
+  for (const p of platforms) {
+    if (p === 'meta') await addPixel({ db: pool, box }, { platform: 'meta', siteId: site.siteId, pixelId: META_PIXEL, accessToken: 'meta-test-token' });
+    else await addPixel({ db: pool, box }, { platform: 'tiktok', siteId: site.siteId, pixelCode: TIKTOK_PIXEL, accessToken: 'tiktok-test-token' });
+  }
+  const key = await createApiKey(pool, { accountId, siteId: site.siteId, name: `${domain} backend` });
+  return { ...site, channels: { main: main.channelId, second: second.channelId }, siteKey: key.apiKey, siteKeyId: key.keyId };
+}
+
+/** An account with `sites` sites (two channels each, the given pixels), an account key and a key per site. */
+export async function seedTenant(pool: Pool, box: SecretBox, opts: { platforms?: Platform[]; sites?: number } = {}): Promise<Tenant> {
+  const tag = randomBytes(4).toString('hex');
+  const { accountId } = await createAccount(pool, { name: `Tenant ${tag}` });
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO bots (account_id, telegram_bot_id, username, token_enc, webhook_secret_hash) VALUES ($1, $2, 'shop_bot', $3, $4) RETURNING id`,
+    [accountId, 7_000_000 + Math.floor(Math.random() * 1_000_000), box.seal('123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ'), hashApiKey(tag)],
+  );
+  const botId = rows[0]!.id;
+  const sites: SiteSeed[] = [];
+  for (let i = 0; i < (opts.sites ?? 1); i++) sites.push(await seedSite(pool, box, accountId, botId, opts.platforms ?? ['meta'], `shop${i}-${tag}.example.com`));
+  const key = await createApiKey(pool, { accountId, name: 'account key' });
+  return { accountId, accountKey: key.apiKey, accountKeyId: key.keyId, sites, site: sites[0]! };
+}
+
+let userSeq = 500_000_000 + Math.floor(Math.random() * 100_000_000);
+/** A Telegram user id no other test uses. */
+export function newUser(): number {
+  return userSeq++;
+}
+
+export interface VisitSeed {
+  clientIp?: string;
+  userAgent?: string;
+  fbc?: string;
+  fbp?: string;
+  gclid?: string;
+  href?: string;
+  createdAt?: Date;
+}
+
+export const VISIT: Required<Omit<VisitSeed, 'createdAt' | 'gclid'>> = {
+  clientIp: '203.0.113.7',
+  userAgent: 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15',
+  fbc: 'fb.1.1700000000000.IwAR-acquisition-click',
+  fbp: 'fb.1.1700000000000.123456789',
+  href: 'https://shop.example.com/landing?fbclid=IwAR-acquisition-click',
+};
+
+export async function insertVisit(pool: Pool, siteId: string, v: VisitSeed = VISIT): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO visits (site_id, temp_id, session_id, href, client_ip, user_agent, fbc, fbp, gclid, created_at)
+     VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6, $7, COALESCE($8, now())) RETURNING id`,
+    [siteId, v.href ?? null, v.clientIp ?? null, v.userAgent ?? null, v.fbc ?? null, v.fbp ?? null, v.gclid ?? null, v.createdAt ?? null],
+  );
+  return rows[0]!.id;
+}
+
+/** A join attributed through an invite link to a visit, as the webhook records it. */
+export async function attributedJoin(
+  pool: Pool,
+  j: { siteId: string; channelId: string; telegramUserId: number; visit?: VisitSeed; occurredAt?: Date },
+): Promise<{ visitId: string }> {
+  const visitId = await insertVisit(pool, j.siteId, j.visit ?? VISIT);
+  const at = j.occurredAt ?? new Date();
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO invitations (channel_id, invite_link, visit_id, assigned_at, used_at, used_by) VALUES ($1, $2, $3, $4, $4, $5) RETURNING id`,
+    [j.channelId, `https://t.me/+${randomBytes(12).toString('base64url')}`, visitId, at, j.telegramUserId],
+  );
+  await pool.query(
+    `INSERT INTO memberships (channel_id, telegram_user_id, kind, invitation_id, visit_id, attributed, occurred_at) VALUES ($1, $2, 'join', $3, $4, true, $5)`,
+    [j.channelId, j.telegramUserId, rows[0]!.id, visitId, at],
+  );
+  return { visitId };
+}
+
+export interface ApiResponse<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface CallOptions {
+  key?: string | null;
+  headers?: Record<string, string>;
+  idempotencyKey?: string;
+}
+
+/** A client of `/api/v1` on one base URL. */
+export function apiClient(baseUrl: string) {
+  async function call<T>(method: string, path: string, body: unknown, o: CallOptions): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.key) headers.authorization = `Bearer ${o.key}`;
+    if (o.idempotencyKey !== undefined) headers['idempotency-key'] = o.idempotencyKey;
+    if (body !== undefined) headers['content-type'] ??= 'application/json';
+    const res = await fetch(`${baseUrl}/api/v1${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON (the reference page) */
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+  return {
+    post: <T = Record<string, any>>(path: string, body: unknown, o: CallOptions = {}) => call<T>('POST', path, body, o),
+    get: <T = Record<string, any>>(path: string, o: CallOptions = {}) => call<T>('GET', path, undefined, o),
+  };
+}
+
+export type ApiClient = ReturnType<typeof apiClient>;
+
+export async function count(pool: Pool, sql: string, params: unknown[] = []): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, params);
+  return rows[0]!.n;
+}
+
+export { randomUUID };
