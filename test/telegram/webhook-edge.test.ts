@@ -1,6 +1,9 @@
 // Who may post to the webhook, and what any body an authenticated caller sends does: 200 and
 // nothing for everything Capigram does not act on, never a 500.
+import { parseCrontab } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeTelegramUpdates } from '../../backend/domain/telegram/purge.js';
+import { TELEGRAM_CRONTAB } from '../../backend/worker/tasks/telegram-actions.js';
 import { CHATS, newUser, startWorld, type World } from './world.js';
 
 let w: World;
@@ -126,6 +129,21 @@ describe('bodies the webhook does not act on', () => {
   it('a large update under the limit is fine', async () => {
     const res = await post(w.webhookUrl, JSON.stringify({ update_id: 9301, message: { text: 'x'.repeat(500_000) } }), w.secret);
     expect(res.status).toBe(200);
+  });
+});
+
+describe('de-duplication records', () => {
+  it('are kept a week, then purged by a daily cron task', async () => {
+    const now = new Date();
+    const day = 24 * 60 * 60 * 1000;
+    await w.db.pool.query(
+      `INSERT INTO telegram_updates (bot_id, update_id, kind, received_at) VALUES ($1, 70001, 'chat_member', $2), ($1, 70002, 'chat_member', $3)`,
+      [w.botId, new Date(now.getTime() - 8 * day), new Date(now.getTime() - 6 * day)],
+    );
+    expect(await purgeTelegramUpdates(w.db.pool, now)).toBe(1);
+    expect(await w.count('telegram_updates WHERE update_id IN (70001, 70002)')).toBe(1);
+    expect(await w.count('telegram_updates WHERE update_id = 70002')).toBe(1);
+    expect(parseCrontab(TELEGRAM_CRONTAB)).toEqual([expect.objectContaining({ task: 'purge_telegram_updates' })]);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
-import { telegramActionTasks } from './telegram-actions.js';
+import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 
 /** Task names are part of the queue's data: keep them stable. */
@@ -11,6 +11,7 @@ export const TASKS = {
 
 /** Cron schedule in graphile-worker's crontab format. */
 export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace
+${TELEGRAM_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
 
 /**

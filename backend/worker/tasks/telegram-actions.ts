@@ -1,9 +1,16 @@
 import type { JobHelpers, Task, TaskList } from 'graphile-worker';
-import type { Deps } from '../../deps.js';
 import { TELEGRAM_TASKS, approveJoinRequest, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
+
+const PURGE_TASK = 'purge_telegram_updates';
+
+/** Daily purge of the webhook's old de-duplication records. */
+export const TELEGRAM_CRONTAB = `17 3 * * * ${PURGE_TASK} ?max=1&jobKey=${PURGE_TASK}&jobKeyMode=replace`;
 
 /**
- * Jobs for the webhook's Bot API calls. A flood-control answer schedules the same action again
+ * Jobs of the Telegram webhook: its Bot API calls, and the purge of old update records.
+ *
+ * Bot API calls: A flood-control answer schedules the same action again
  * after Telegram's `retry_after` (graphile-worker's own backoff cannot be told a delay; run_at is
  * compared with the database's clock, hence the wall clock here); network failures are thrown and
  * retried with backoff.
@@ -18,6 +25,10 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
   return {
     [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveJoinRequest),
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
+    [PURGE_TASK]: async () => {
+      const n = await purgeTelegramUpdates(deps.pool, deps.now());
+      if (n > 0) deps.log.info({ purged: n }, 'purged old telegram update records');
+    },
   };
 }
 
