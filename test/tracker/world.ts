@@ -16,6 +16,8 @@ export const CHATS = {
   main: { id: -1001000000101, title: 'Main', type: 'channel', username: 'main_channel', admins },
   requests: { id: -1001000000102, title: 'By request', type: 'channel', admins },
   other: { id: -1001000000103, title: 'Other site', type: 'channel', admins },
+  /** Not added by startWorld: for a test's own site. */
+  spare: { id: -1001000000104, title: 'Spare', type: 'channel', admins },
 } satisfies Record<string, FakeChat>;
 
 export const ORIGIN = 'https://shop.example.com';
