@@ -124,6 +124,22 @@ describe('approving when Telegram is not cooperating', () => {
     const attempts = w.fakes.telegram.received.filter((r) => r.path.endsWith('/approveChatJoinRequest') && Number((r.body as { user_id: unknown }).user_id) === user.id);
     expect(attempts.map((a) => a.status)).toEqual([429, 200]);
     expect(attempts[1]!.receivedAt - attempts[0]!.receivedAt).toBeGreaterThanOrEqual(950);
+    // The bot's flood wait is shared with everything else that calls Telegram for it.
+    const { rows } = await w.db.pool.query<{ flood_wait_until: Date | null }>('SELECT flood_wait_until FROM bots WHERE id = $1', [w.botId]);
+    expect(rows[0]!.flood_wait_until).not.toBeNull();
+  });
+
+  it('a bot already in flood wait is not called until the wait is over', async () => {
+    await telegramIdle();
+    await w.db.pool.query(`UPDATE bots SET flood_wait_until = now() + interval '1 second' WHERE id = $1`, [w.botId]);
+    const inv = await w.invitation('requests', { joinRequest: true });
+    const user = newUser();
+    const sentAt = performance.now();
+    await w.deliver(w.fakes.telegram.chatJoinRequest({ chatId, user, inviteLink: inv.inviteLink }));
+    await w.fakes.telegram.waitFor(() => approvalsOf(user.id).length === 1, 8000);
+    const attempts = w.fakes.telegram.received.filter((r) => r.path.endsWith('/approveChatJoinRequest') && Number((r.body as { user_id: unknown }).user_id) === user.id);
+    expect(attempts.map((a) => a.status)).toEqual([200]);
+    expect(attempts[0]!.receivedAt - sentAt).toBeGreaterThanOrEqual(800);
   });
 
   it('a Telegram outage (5xx) is retried until the approval goes through', async () => {

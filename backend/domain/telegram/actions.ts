@@ -62,7 +62,7 @@ export function enqueueRevokeInviteLink(tx: Queryable, p: RevokePayload): Promis
 
 /**
  * What became of one attempt. `retry_after`: run again in that many seconds with the payload given
- * (flood wait counted). Network failures and Telegram 5xx are thrown, for the queue's backoff.
+ * (own flood waits counted). Network failures and Telegram 5xx are thrown, for the queue's backoff.
  */
 export type ActionOutcome =
   | { outcome: 'done' }
@@ -71,54 +71,76 @@ export type ActionOutcome =
 
 export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>;
 
-async function botClient(deps: ActionDeps, botId: string) {
-  const { rows } = await deps.pool.query<{ token_enc: string }>('SELECT token_enc FROM bots WHERE id = $1', [botId]);
-  const row = rows[0];
-  return row ? createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(row.token_enc), timeoutMs: 10_000 }) : null;
-}
+type Client = ReturnType<typeof createTelegramClient>;
 
-/** Shared failure handling: what to retry, what to wait for, what is final. */
-function onFailure(err: unknown, payload: { floodWaits: number }): ActionOutcome {
-  if (!(err instanceof TelegramError)) throw err;
-  if (err.kind === 'rate_limited') {
-    if (payload.floodWaits >= MAX_FLOOD_WAITS) return { outcome: 'gave_up', reason: `still rate limited after ${MAX_FLOOD_WAITS} waits` };
-    return { outcome: 'retry_after', seconds: Math.max(1, err.retryAfterSec ?? 1), payload: { ...payload, floodWaits: payload.floodWaits + 1 } };
+/**
+ * Runs one Bot API call for a bot. Flood control is per bot and shared with the invite-link pool
+ * (`bots.flood_wait_until`): while the bot is told to wait, nothing is sent, and a 429 here makes
+ * every process hold off that bot. `settle` turns a Telegram refusal into an outcome, or null to
+ * apply the common rules.
+ */
+async function withBot(
+  deps: ActionDeps,
+  p: { botId: string; floodWaits: number },
+  call: (tg: Client) => Promise<unknown>,
+  settle: (err: TelegramError) => ActionOutcome | null = () => null,
+): Promise<ActionOutcome> {
+  const { rows } = await deps.pool.query<{ token_enc: string; flood_wait_until: Date | null }>(
+    'SELECT token_enc, flood_wait_until FROM bots WHERE id = $1',
+    [p.botId],
+  );
+  const bot = rows[0];
+  if (!bot) return { outcome: 'gave_up', reason: 'bot no longer exists' };
+  const waitMs = (bot.flood_wait_until?.getTime() ?? 0) - deps.now().getTime();
+  if (waitMs > 0) return { outcome: 'retry_after', seconds: Math.ceil(waitMs / 1000), payload: p };
+  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc), timeoutMs: 10_000 });
+  try {
+    await call(tg);
+    return { outcome: 'done' };
+  } catch (err) {
+    if (!(err instanceof TelegramError)) throw err;
+    const settled = settle(err);
+    if (settled) return settled;
+    if (err.kind === 'rate_limited') {
+      const seconds = Math.max(1, err.retryAfterSec ?? 1);
+      await deps.pool.query(
+        'UPDATE bots SET flood_wait_until = $2 WHERE id = $1 AND (flood_wait_until IS NULL OR flood_wait_until < $2)',
+        [p.botId, new Date(deps.now().getTime() + seconds * 1000)],
+      );
+      if (p.floodWaits >= MAX_FLOOD_WAITS) return { outcome: 'gave_up', reason: `still rate limited after ${MAX_FLOOD_WAITS} waits` };
+      return { outcome: 'retry_after', seconds, payload: { ...p, floodWaits: p.floodWaits + 1 } };
+    }
+    if (err.kind === 'network') throw err;
+    // 'api' (the request itself is refused: request already handled, rights missing) and
+    // 'unauthorized' (the bot's token was revoked) do not improve with retries.
+    return { outcome: 'gave_up', reason: err.message };
   }
-  if (err.kind === 'network') throw err;
-  // 'api' (the request itself is refused: request already handled, link gone, rights missing) and
-  // 'unauthorized' (the bot's token was revoked) do not improve with retries.
-  return { outcome: 'gave_up', reason: err.message };
 }
 
 export async function approveJoinRequest(deps: ActionDeps, raw: unknown): Promise<ActionOutcome> {
   const parsed = ApprovePayload.safeParse(raw);
   if (!parsed.success) return { outcome: 'gave_up', reason: 'malformed payload' };
   const p = parsed.data;
-  const tg = await botClient(deps, p.botId);
-  if (!tg) return { outcome: 'gave_up', reason: 'bot no longer exists' };
-  try {
-    await tg.approveChatJoinRequest({ chat_id: p.chatId, user_id: p.userId });
-  } catch (err) {
+  return withBot(
+    deps,
+    p,
+    (tg) => tg.approveChatJoinRequest({ chat_id: p.chatId, user_id: p.userId }),
     // Already in the channel (approved by a person, or by an earlier attempt whose answer was lost).
-    if (err instanceof TelegramError && err.kind === 'api' && /USER_ALREADY_PARTICIPANT/i.test(err.message)) return { outcome: 'done' };
-    return onFailure(err, p);
-  }
-  return { outcome: 'done' };
+    (err) => (err.kind === 'api' && /USER_ALREADY_PARTICIPANT/i.test(err.message) ? { outcome: 'done' } : null),
+  );
 }
 
 export async function revokeInviteLink(deps: ActionDeps, raw: unknown): Promise<ActionOutcome> {
   const parsed = RevokePayload.safeParse(raw);
   if (!parsed.success) return { outcome: 'gave_up', reason: 'malformed payload' };
   const p = parsed.data;
-  const tg = await botClient(deps, p.botId);
-  if (!tg) return { outcome: 'gave_up', reason: 'bot no longer exists' };
-  try {
-    await tg.revokeChatInviteLink({ chat_id: p.chatId, invite_link: p.inviteLink });
-  } catch (err) {
+  const outcome = await withBot(
+    deps,
+    p,
+    (tg) => tg.revokeChatInviteLink({ chat_id: p.chatId, invite_link: p.inviteLink }),
     // A link Telegram no longer knows (expired, revoked elsewhere) is as good as revoked.
-    const gone = err instanceof TelegramError && err.kind === 'api' && /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message);
-    if (!gone) return onFailure(err, p);
-  }
-  await markInvitationRevoked(deps.pool, p.invitationId, deps.now());
-  return { outcome: 'done' };
+    (err) => (err.kind === 'api' && /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message) ? { outcome: 'done' } : null),
+  );
+  if (outcome.outcome === 'done') await markInvitationRevoked(deps.pool, p.invitationId, deps.now());
+  return outcome;
 }
