@@ -43,6 +43,11 @@ describe('parseUpdate', () => {
     });
   });
 
+  it('a chat_member without `from` is still a chat_member (the member is in new_chat_member)', () => {
+    const { from: _from, ...rest } = memberUpdate();
+    expect(parseUpdate({ update_id: 11, chat_member: rest }).kind).toBe('chat_member');
+  });
+
   it('the reason of an ignored update never repeats the body', () => {
     const u = parseUpdate({ update_id: 10, chat_member: memberUpdate({ from: { id: 'secret-ish value' } }) });
     expect(u.kind).toBe('ignored');

@@ -26,7 +26,8 @@ const InviteLink = z.object({ invite_link: z.string().min(1).max(2048) });
 
 export const ChatMemberUpdated = z.object({
   chat: Chat,
-  from: User,
+  /** Who made the change; not needed to decide anything, so its absence is no reason to drop a join. */
+  from: User.optional(),
   date: UnixSeconds,
   old_chat_member: ChatMember,
   new_chat_member: ChatMember,
