@@ -43,7 +43,7 @@ async function startWorkerProcess(): Promise<ServiceProcess> {
 }
 
 it('SIGKILL mid-request, restart: every conversion delivered, each event id at least once, none lost', async () => {
-  const deps = testDeps(db.pool, fakes.env);
+  const deps = testDeps(db.pool, { ...fakes.env });
   const { siteId } = await createSiteWith(deps, ['meta']);
   const visitId = await createVisit(db.pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: UA });
 

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { withTx, type Pool, type Queryable } from '../db/pool.js';
+import { requireSite } from '../domain/admin/sites.js';
+import { enqueueDelivery, lockConversions, refreshCapiStatus } from '../domain/sends.js';
+import { ApiError, validationError } from '../errors.js';
+
+/** Operator views of the outbox: `npm run admin -- sends list|retry`. */
+
+export const SEND_STATUSES = ['pending', 'sent', 'failed', 'skipped'] as const;
+
+export const ListSendsInput = z.object({
+  siteId: z.string().trim().min(1, 'a site (id or websiteId) is required'),
+  status: z.enum(SEND_STATUSES).optional(),
+  limit: z.coerce.number().int('limit must be an integer').min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000').default(50),
+});
+
+export interface SendListItem {
+  sendId: string;
+  platform: string;
+  status: string;
+  attempts: number;
+  /** The last platform error, or why the send was skipped. */
+  lastError: string | null;
+  conversionId: string | null;
+  visitId: string | null;
+}
+
+/** A site's sends, newest first. */
+export async function listSends(db: Queryable, input: z.input<typeof ListSendsInput>): Promise<{ sends: SendListItem[] }> {
+  const parsed = ListSendsInput.safeParse(input);
+  if (!parsed.success) throw validationError(parsed.error, 'sends list');
+  const { siteId, status, limit } = parsed.data;
+  const site = await requireSite(db, siteId);
+  const { rows } = await db.query<{ id: string; platform: string; status: string; attempts: number; error: string | null; conversion_id: string | null; visit_id: string | null }>(
+    `SELECT s.id, s.platform, s.status, s.attempts, COALESCE(s.skip_reason, s.last_error) AS error, s.conversion_id, s.visit_id
+     FROM sends s JOIN pixels p ON p.id = s.pixel_id
+     WHERE p.site_id = $1 AND ($2::text IS NULL OR s.status = $2)
+     ORDER BY s.created_at DESC, s.id
+     LIMIT $3`,
+    [site.id, status ?? null, limit],
+  );
+  return {
+    sends: rows.map((r) => ({
+      sendId: r.id,
+      platform: r.platform,
+      status: r.status,
+      attempts: r.attempts,
+      lastError: r.error,
+      conversionId: r.conversion_id,
+      visitId: r.visit_id,
+    })),
+  };
+}
+
+const SendId = z.uuid();
+
+/**
+ * Puts a failed or skipped send back in the queue with a fresh attempt budget, and queues its
+ * job, in one transaction. A sent one is refused: delivering it again would be deduplicated by
+ * the platform at best, counted twice at worst. Unknown ids are NOT_FOUND.
+ */
+export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: string; status: 'pending' }> {
+  if (!SendId.safeParse(sendId).success) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
+  return withTx(pool, async (tx) => {
+    const found = await tx.query<{ conversion_id: string | null; status: string }>('SELECT conversion_id, status FROM sends WHERE id = $1', [sendId]);
+    const send = found.rows[0];
+    if (!send) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
+    if (send.conversion_id) await lockConversions(tx, [send.conversion_id]);
+    const { rows } = await tx.query<{ status: string; next_attempt_at: Date }>('SELECT status, next_attempt_at FROM sends WHERE id = $1 FOR UPDATE', [sendId]);
+    const { status, next_attempt_at: due } = rows[0]!;
+    if (status === 'sent') throw new ApiError('VALIDATION_FAILED', `send ${sendId} was already delivered; the platform would not count it again`);
+    if (status === 'pending') {
+      // Being delivered or waiting for its retry: its time is left alone (moving it would break a
+      // worker's lease); a job at that time makes sure it is not forgotten.
+      await enqueueDelivery(tx, [{ sendId }], due);
+      return { sendId, status: 'pending' as const };
+    }
+    await tx.query(
+      `UPDATE sends SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now() WHERE id = $1`,
+      [sendId],
+    );
+    if (send.conversion_id) await refreshCapiStatus(tx, send.conversion_id);
+    await enqueueDelivery(tx, [{ sendId }]);
+    return { sendId, status: 'pending' as const };
+  });
+}

@@ -1,0 +1,116 @@
+// The pure rules of delivery: which attribution an event carries, what of the stored PII leaves,
+// how a pixel's config is assembled, and when to retry.
+import { describe, expect, it } from 'vitest';
+import { retryDecision } from '../../backend/delivery/backoff.js';
+import { eventFromRow, hashedPiiOf, pixelConfigOf, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
+import { deliveryOptions } from '../../backend/delivery/options.js';
+import { createSecretBox } from '../../backend/crypto/secret-box.js';
+import { TEST_SECRET_KEY } from '../harness/app.js';
+
+const H = (c: string) => c.repeat(64);
+const T = new Date('2026-05-10T12:00:00.789Z');
+
+function row(over: Partial<SendSubjectRow>): SendSubjectRow {
+  return {
+    send_id: 's1', event_id: 'cnv_c1', created_at: T, conversion_id: 'c1', event_type: 'Subscribe', custom_event_name: null, value: null,
+    currency: null, content_name: null, pii_hashed: {}, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
+    api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
+    gclid: null, ttclid: null, sccid: null, v_created_at: null,
+    ...over,
+  };
+}
+
+const visit = { visit_id: 'v1', href: 'https://a.example/landing', referrer: 'https://ref.example/', v_client_ip: '203.0.113.1', v_user_agent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', ttclid: 't', sccid: 's', v_created_at: new Date('2026-05-10T11:00:00Z') };
+const override = { fbc: 'fb.1.9.o', fbp: 'fb.1.9.9', clientIp: '192.0.2.9', userAgent: 'OverrideUA', gclid: 'og', ttclid: 'ot', sccid: 'os' };
+
+describe('eventFromRow', () => {
+  it('a visit is a PageView with its own id, time, URL and attribution, and no PII', () => {
+    expect(eventFromRow(row({ conversion_id: null, event_type: null, event_time: null, event_id: 'pv_v1', ...visit }))).toEqual({
+      eventId: 'pv_v1', eventType: 'PageView', eventTimeMs: visit.v_created_at.getTime(), eventSourceUrl: visit.href, referrer: visit.referrer,
+      clientIp: '203.0.113.1', userAgent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', ttclid: 't', sccid: 's', hashed: {},
+    });
+  });
+
+  const attribution = (r: SendSubjectRow) => {
+    const e = eventFromRow(r);
+    return [e.eventSourceUrl, e.clientIp, e.userAgent, e.fbc, e.fbp, e.gclid, e.ttclid, e.sccid];
+  };
+
+  it.each([
+    ['warm: from the visit', row({ ...visit }), [visit.href, '203.0.113.1', 'VisitUA', 'fb.1.1.x', 'fb.1.1.2', 'g', 't', 's']],
+    ['cold: from the override', row({ api_visit_override: override }), [null, '192.0.2.9', 'OverrideUA', 'fb.1.9.o', 'fb.1.9.9', 'og', 'ot', 'os']],
+    ['the visit wins over the override, field by field', row({ ...visit, fbc: null, v_user_agent: null, api_visit_override: override }),
+      [visit.href, '203.0.113.1', 'OverrideUA', 'fb.1.9.o', 'fb.1.1.2', 'g', 't', 's']],
+    ["the conversion's own IP, User-Agent and URL win", row({ ...visit, c_client_ip: '198.51.100.1', c_user_agent: 'ApiUA', event_source_url: 'https://a.example/paid', api_visit_override: override }),
+      ['https://a.example/paid', '198.51.100.1', 'ApiUA', 'fb.1.1.x', 'fb.1.1.2', 'g', 't', 's']],
+    ['blank strings do not count', row({ ...visit, v_client_ip: '  ', c_user_agent: '', api_visit_override: { clientIp: '192.0.2.9' } }),
+      [visit.href, '192.0.2.9', 'VisitUA', 'fb.1.1.x', 'fb.1.1.2', 'g', 't', 's']],
+  ])('%s', (_name, r, expected) => {
+    expect(attribution(r)).toEqual(expected);
+  });
+
+  it('a conversion carries its type, name, money, content, the conversion id as order id, and its event time in ms', () => {
+    const e = eventFromRow(row({ event_type: 'Custom', custom_event_name: 'Vip', value: 10.5, currency: 'EUR', content_name: 'Main', event_id: 'cnv_c1' }));
+    expect(e).toMatchObject({ eventId: 'cnv_c1', eventType: 'Custom', customEventName: 'Vip', value: 10.5, currency: 'EUR', contentName: 'Main', orderId: 'c1', eventTimeMs: T.getTime() });
+  });
+
+  it('refuses a row without a usable subject', () => {
+    expect(() => eventFromRow(row({ conversion_id: null }))).toThrow(/has no subject/);
+    expect(() => eventFromRow(row({ event_type: 'Unknown' }))).toThrow(/no usable event type/);
+  });
+});
+
+describe('hashedPiiOf', () => {
+  it('keeps SHA-256 digests (lower-cased) and drops anything else, so raw PII can never leave', () => {
+    expect(hashedPiiOf({ em: H('A'), ph: 'john@example.com', phE164: H('b'), fn: 42, ln: H('c').slice(1), externalId: H('d'), extra: H('e') }))
+      .toEqual({ em: H('a'), phE164: H('b'), externalId: H('d') });
+    expect(hashedPiiOf(null)).toEqual({});
+    expect(hashedPiiOf('x')).toEqual({});
+  });
+});
+
+describe('pixelConfigOf', () => {
+  const box = createSecretBox(TEST_SECRET_KEY);
+  const pixel = (over: Partial<PixelRow>): PixelRow => ({
+    id: 'p1', platform: 'meta', public_config: { pixelId: '123456' }, secrets_enc: box.seal(JSON.stringify({ accessToken: 'tok-123456' })), test_event_code: 'TEST1', active: true, ...over,
+  });
+
+  it('joins the public config, the decrypted secrets and the test event code', () => {
+    expect(pixelConfigOf(pixel({}), box)).toEqual({ id: 'p1', platform: 'meta', active: true, config: { platform: 'meta', pixelId: '123456', accessToken: 'tok-123456', testEventCode: 'TEST1' } });
+  });
+
+  it('reports undecryptable or incomplete credentials instead of throwing', () => {
+    expect(pixelConfigOf(pixel({ secrets_enc: 'v1.a.b.c' }), box)).toMatchObject({ error: 'pixel credentials cannot be decrypted (was SECRET_KEY changed?)' });
+    expect(pixelConfigOf(pixel({ secrets_enc: box.seal('{}') }), box)).toMatchObject({ error: 'pixel configuration is incomplete: accessToken' });
+  });
+});
+
+describe('retryDecision', () => {
+  const o = deliveryOptions({ baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 5, maxAgeMs: 3600_000 });
+  const at = (attempts: number, random: number, platformDelayMs?: number, ageMs = 0) =>
+    retryDecision({ attempts, createdAtMs: 0, nowMs: ageMs, random, platformDelayMs }, o);
+
+  it.each([
+    [1, 0, undefined, 500], [1, 0.999, undefined, 1000], [2, 0, undefined, 1000], [3, 0.5, undefined, 3000],
+    [4, 0, undefined, 4000], [4, 0, 30_000, 30_000], [1, 0, 200, 500],
+  ])('attempt %i, random %f, platform asks %s → %i ms', (attempts, random, platformDelayMs, expected) => {
+    expect(at(attempts, random, platformDelayMs)).toEqual({ retry: true, delayMs: Math.round(expected) });
+  });
+
+  it('the backoff is capped, but a longer wait the platform asks for is honoured', () => {
+    const capped = deliveryOptions({ baseDelayMs: 1000, maxDelayMs: 5000, maxAttempts: 50 });
+    expect(retryDecision({ attempts: 20, createdAtMs: 0, nowMs: 0, random: 0.999 }, capped)).toEqual({ retry: true, delayMs: 4998 });
+    expect(retryDecision({ attempts: 20, createdAtMs: 0, nowMs: 0, random: 0, platformDelayMs: 600_000 }, capped)).toEqual({ retry: true, delayMs: 600_000 });
+  });
+
+  it('backoffScale shrinks every delay, the platform\'s included', () => {
+    const fast = deliveryOptions({ backoffScale: 0.01 });
+    expect(retryDecision({ attempts: 1, createdAtMs: 0, nowMs: 0, random: 0, platformDelayMs: 60_000 }, fast)).toEqual({ retry: true, delayMs: 600 });
+  });
+
+  it('gives up after maxAttempts, or when the next attempt would fall past maxAgeMs', () => {
+    expect(at(5, 0)).toEqual({ retry: false, reason: 'gave up after 5 attempts' });
+    expect(at(2, 0, undefined, 3600_000 - 500)).toEqual({ retry: false, reason: 'gave up after 2 attempts: the next one would come more than 1 h after the event was queued' });
+    expect(at(2, 0, undefined, 3600_000 - 1000)).toEqual({ retry: true, delayMs: 1000 });
+  });
+});
