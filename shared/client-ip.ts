@@ -74,12 +74,19 @@ export function parseTrustedProxies(spec: string): TrustedProxies {
     }
     list.addSubnet(address, prefix, family);
   }
+  // Most requests come from a handful of peers (a load balancer, a CDN's edge): remember the
+  // verdicts, within a bound, rather than consult the BlockList every time.
+  const verdicts = new Map<string, boolean>();
   return {
     description: entries.join(',') || 'none',
     trusts(candidate: string): boolean {
+      const known = verdicts.get(candidate);
+      if (known !== undefined) return known;
       const address = normalizeIp(candidate);
-      if (address === undefined) return false;
-      return list.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+      const verdict = address !== undefined && list.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+      if (verdicts.size >= 1_024) verdicts.clear();
+      verdicts.set(candidate, verdict);
+      return verdict;
     },
   };
 }

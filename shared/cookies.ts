@@ -4,7 +4,7 @@
  * They are deliberately not `HttpOnly`: the proxy and the browser script must be able to share one
  * browser id and one session, and a script cannot overwrite (or read) an `HttpOnly` cookie.
  */
-import { parseCookie, stringifySetCookie } from 'cookie';
+import { parseCookie } from 'cookie';
 
 /** Browser id (`tempId` on the wire): a UUID kept for a year. */
 export const TEMP_ID_COOKIE = 'capigram_tid';
@@ -44,19 +44,11 @@ export function serializeTrackingCookie(
   nowMs: number,
   scope: CookieScope,
 ): string {
-  return stringifySetCookie(
-    {
-      name,
-      value,
-      maxAge: maxAgeSeconds,
-      expires: new Date(nowMs + maxAgeSeconds * 1000),
-      path: '/',
-      sameSite: 'lax',
-      secure: scope.secure,
-      ...(scope.domain === undefined ? {} : { domain: scope.domain }),
-    },
-    { encode: (raw) => raw },
-  );
+  if (!isCookieSafe(value)) throw new TypeError(`cookie ${name}: value is not a valid cookie value`);
+  // Written by hand: this runs on every pageview, and the names and values are known-safe.
+  const expires = new Date(nowMs + maxAgeSeconds * 1000).toUTCString();
+  const domain = scope.domain === undefined ? '' : `; Domain=${scope.domain}`;
+  return `${name}=${value}; Max-Age=${maxAgeSeconds}${domain}; Path=/; Expires=${expires}; SameSite=Lax${scope.secure ? '; Secure' : ''}`;
 }
 
 /** True when `value` can be stored as a cookie value without encoding (RFC 6265 cookie-octets). */

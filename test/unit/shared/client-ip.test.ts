@@ -42,6 +42,16 @@ describe('parseTrustedProxies', () => {
     expect(parseTrustedProxies(spec).trusts(address)).toBe(expected);
   });
 
+  it('gives the same verdicts when asked again (they are remembered)', () => {
+    const trust = parseTrustedProxies('10.0.0.0/8');
+    for (let round = 0; round < 2; round += 1) {
+      expect(trust.trusts('10.0.0.1')).toBe(true);
+      expect(trust.trusts('::ffff:10.0.0.1')).toBe(true);
+      expect(trust.trusts('11.0.0.1')).toBe(false);
+      expect(trust.trusts('garbage')).toBe(false);
+    }
+  });
+
   it.each(['localhost', '10.0.0.0/33', '10.0.0.0/8/1', '::1/129', '10.0.0.0/x'])('refuses %s with a clear message', (spec) => {
     expect(() => parseTrustedProxies(spec)).toThrow(TrustedProxiesError);
     expect(() => parseTrustedProxies(spec)).toThrow(/TRUSTED_PROXIES/);

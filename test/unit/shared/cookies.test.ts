@@ -37,6 +37,10 @@ describe('serializeTrackingCookie', () => {
     expect(header).not.toMatch(/HttpOnly/i);
   });
 
+  it('refuses a value that would break the header', () => {
+    expect(() => serializeTrackingCookie('_fbc', 'a; Domain=evil.example', 1, now, { secure: false })).toThrow(TypeError);
+  });
+
   it('writes the value verbatim', () => {
     expect(serializeTrackingCookie('_fbc', 'fb.1.5.a%2Bb', 1, now, { secure: false })).toMatch(/^_fbc=fb\.1\.5\.a%2Bb;/);
   });
