@@ -124,7 +124,10 @@ describe('the pipelined client against node:http', () => {
   });
 
   it('treats Connection: close as the end of the connection and carries on with a new one', async () => {
-    const { url } = await serve((req) => ({ headers: req.url === '/close' ? { connection: 'close' } : { 'x-kept': 'alive' }, body: String(req.url) }));
+    const { url } = await serve((req) => {
+      const headers: Record<string, string> = req.url === '/close' ? { connection: 'close' } : {};
+      return { headers, body: String(req.url) };
+    });
     client = createPipelinedClient(url, { connections: 1 });
     const closing = await client.request('GET', '/close', {}, undefined, 1_000);
     expect(closing.body.toString()).toBe('/close');
