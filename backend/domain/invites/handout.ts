@@ -1,8 +1,8 @@
-import { withTx, type Queryable } from '../../db/pool.js';
+import { withTx } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import type { InviteChannel } from './channels.js';
 import { fallbackUrl, handoutCutoff } from './links.js';
-import { claimPooledLink, heldLink, insertCreatedLink, insertFallback, queueRefill, type AssignedLink } from './pool.js';
+import { claimPooledLink, heldLink, insertCreatedLink, insertFallback, lockVisit, queueRefill, type AssignedLink } from './pool.js';
 import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } from './telegram.js';
 
 /**
@@ -12,7 +12,7 @@ import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } 
  * 3. a link created on the spot, when the pool ran dry;
  * 4. the channel's public address, recorded as an unattributed invitation, when Telegram cannot
  *    give a link (down, flood control, no rights): the visitor still reaches the channel.
- * Each step that used the pool or Telegram queues a refill of the pool.
+ * Each step that used the pool or Telegram asks for a refill of the pool.
  */
 export type HandoutSource = 'held' | 'pool' | 'created' | 'fallback';
 
@@ -34,11 +34,12 @@ export async function inviteForVisit(
     const held = await heldLink(tx, { visitId, channelId: channel.id, now, mode });
     if (held !== null) return { ...held, source: 'held' };
     const claimed = await claimPooledLink(tx, { channelId: channel.id, visitId, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds) });
-    if (claimed === null) return null;
-    await queueRefill(tx, channel.id);
-    return { ...claimed, source: 'pool' };
+    return claimed === null ? null : { ...claimed, source: 'pool' };
   });
-  if (fromPool !== null) return fromPool;
+  if (fromPool !== null) {
+    if (fromPool.source === 'pool') await requestRefill(deps, channel.id);
+    return fromPool;
+  }
 
   // The Telegram call happens outside any transaction: no row lock or connection is held while
   // Telegram takes its time.
@@ -51,7 +52,7 @@ export async function inviteForVisit(
     }
   }
 
-  return withTx(deps.pool, async (tx): Promise<HandedOut> => {
+  const handedOut = await withTx(deps.pool, async (tx): Promise<HandedOut> => {
     await lockVisit(tx, visitId);
     // A concurrent click of the same visit may have been served meanwhile: it keeps its link, and
     // the one just created goes to the pool rather than being wasted.
@@ -60,7 +61,6 @@ export async function inviteForVisit(
       if (created !== null) await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId: null, now });
       return { ...held, source: 'held' };
     }
-    await queueRefill(tx, channel.id);
     if (created !== null) {
       return { ...(await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId, now })), source: 'created' };
     }
@@ -72,8 +72,27 @@ export async function inviteForVisit(
     }
     return { ...(await insertFallback(tx, { channelId: channel.id, visitId, url, now })), source: 'fallback' };
   });
+  if (handedOut.source !== 'held') await requestRefill(deps, channel.id);
+  return handedOut;
 }
 
-async function lockVisit(tx: Queryable, visitId: string): Promise<void> {
-  await tx.query('SELECT 1 FROM visits WHERE id = $1 FOR UPDATE', [visitId]);
+/**
+ * How often one process asks for a refill of one channel's pool. Every click queueing the job
+ * would make clicks of a channel queue up behind each other on the job's row; one request per
+ * interval is as good, since a queued refill tops the pool up to its target in one go (and the
+ * cron checks every pool each minute anyway).
+ */
+export const REFILL_REQUEST_INTERVAL_MS = 2000;
+const lastRefillRequest = new Map<string, number>();
+
+async function requestRefill(deps: InviteDeps, channelId: string): Promise<void> {
+  const now = performance.now();
+  if (now - (lastRefillRequest.get(channelId) ?? -Infinity) < REFILL_REQUEST_INTERVAL_MS) return;
+  lastRefillRequest.set(channelId, now);
+  try {
+    await queueRefill(deps.pool, channelId);
+  } catch (err) {
+    lastRefillRequest.delete(channelId);
+    deps.log.warn({ channelId, err: (err as Error).message }, 'could not queue an invite pool refill; the cron will catch up');
+  }
 }

@@ -11,9 +11,18 @@ export interface AssignedLink {
 }
 
 /**
- * The link this visit already holds for the channel. `usable` (an invite click) wants one that can
- * still admit the visitor; `any` (a direct-invite retry, one invitation per visitRequestId) wants
- * whatever the first call handed out.
+ * Locks the visit for the rest of the transaction, so concurrent clicks of one visit are served
+ * one after the other. It must be a statement of its own: a statement that waited for the lock
+ * still reads with the snapshot it started with, and would miss the link the other click took.
+ */
+export async function lockVisit(tx: Queryable, visitId: string): Promise<void> {
+  await tx.query('SELECT 1 FROM visits WHERE id = $1 FOR UPDATE', [visitId]);
+}
+
+/**
+ * The link this visit already holds for the channel. `usable` (an invite click) wants one that
+ * can still admit the visitor; `any` (a direct-invite retry: one invitation per visitRequestId)
+ * wants whatever the first call handed out.
  */
 export async function heldLink(
   tx: Queryable,

@@ -31,8 +31,7 @@ export async function inviteClick(
   deps: InviteDeps,
   q: { siteId: string; tempId: string; sessionId: string; channelId?: string | undefined; click: VisitAttribution },
 ): Promise<InviteOutcome> {
-  const channel = await requireChannel(deps.pool, q.siteId, q.channelId);
-  const found = await findClickVisit(deps.pool, q);
+  const [channel, found] = await Promise.all([requireChannel(deps.pool, q.siteId, q.channelId), findClickVisit(deps.pool, q)]);
   const visitId =
     found ??
     (await recordVisit(deps.pool, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click }))

@@ -1,0 +1,339 @@
+/**
+ * `npm run bench -- tracker`: what the keyless tracker surface costs.
+ *
+ * 1. `track/init` throughput and latency at 50 concurrent clients (keep-alive), against a bare
+ *    hono app whose handler parses the same JSON body and does one INSERT into `visits`: the
+ *    ceiling any visit endpoint on this machine and database could reach. Capigram's handler does
+ *    everything production does: validation, site look-up, domain check, the PostgreSQL rate-limit
+ *    counter, the visit upsert keyed by visitRequestId and the PageView send with its delivery job.
+ * 2. Invite-click latency from the pool: `GET track/invite` for browsers that have a visit, each
+ *    answered 302 with a pooled link claimed in one transaction (and a refill queued).
+ *
+ * Each server runs in its own process, on one PostgreSQL (DATABASE_URL, or an embedded one with
+ * default durability settings), so the load generator does not share their event loop.
+ *
+ * Options: `--requests=N` (init requests per row, default 20000), `--concurrency=N` (default 50),
+ * `--clicks=N` (default 5000), `--click-concurrency=N` (default 10).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import pg from 'pg';
+import { loadConfig } from '../backend/config.js';
+import { createSecretBox } from '../backend/crypto/secret-box.js';
+import { startEmbedded, type EmbeddedDatabase } from '../backend/db/embedded.js';
+import { migrate } from '../backend/db/migrate.js';
+import { createPool } from '../backend/db/pool.js';
+import type { Deps } from '../backend/deps.js';
+import { createApp } from '../backend/http/app.js';
+import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
+import { createLogger } from '../backend/log.js';
+import { createMetrics } from '../backend/metrics.js';
+
+const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
+const POOL_SIZE = 20;
+const ORIGIN = 'https://shop.example.com';
+const USER_AGENT = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) CapigramBench/1.0';
+
+type Role = 'bare' | 'capigram';
+
+/** The child side: one server per process on the bench database, its URL reported over IPC. */
+async function serveRole(role: Role, databaseUrl: string): Promise<void> {
+  const pool = createPool(databaseUrl, POOL_SIZE);
+  let app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> };
+  if (role === 'bare') {
+    const bare = new Hono();
+    bare.post('/backend/track/init', async (c) => {
+      const b = (await c.req.json()) as Record<string, string>;
+      const { rows } = await pool.query<{ id: string }>(
+        `INSERT INTO visits (site_id, temp_id, session_id, visit_request_id, href, landing_page, referrer, client_ip, user_agent, fbc, fbp)
+         VALUES ((SELECT id FROM sites WHERE website_id = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+        [b.websiteId, b.tempId, b.sessionId, b.visitRequestId, b.href, b.landingPage, b.referrer, c.req.header('x-capigram-client-ip'), b.userAgent, b.fbc, b.fbp],
+      );
+      return c.json({ visitId: rows[0]!.id });
+    });
+    app = bare;
+  } else {
+    const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', DATA_DIR: tmpdir() });
+    // The limiter stays in the path (its counter update is part of the cost), with a budget the
+    // benchmark's few client addresses cannot exhaust.
+    const unlimited = Object.fromEntries(Object.values(RATE_LIMIT_ENV).map((name) => [name, 1_000_000]));
+    const deps: Deps = {
+      config: { ...config, ...unlimited },
+      pool,
+      log: createLogger('silent'),
+      metrics: createMetrics(),
+      box: createSecretBox(randomBytes(32)),
+      adminToken: randomBytes(16).toString('hex'),
+      now: () => new Date(),
+    };
+    app = createApp(deps);
+  }
+  process.on('message', (message: { cpu?: boolean }) => {
+    if (message.cpu !== true) return;
+    const usage = process.cpuUsage();
+    process.send?.({ cpuMicros: usage.user + usage.system });
+  });
+  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+  await once(server, 'listening');
+  process.send?.({ ready: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+}
+
+interface Child {
+  process: ChildProcess;
+  url: string;
+}
+
+async function spawnRole(role: Role, databaseUrl: string): Promise<Child> {
+  const child = fork(fileURLToPath(import.meta.url), [databaseUrl], {
+    env: { ...process.env, [ROLE_ENV]: role },
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [message] = (await once(child, 'message')) as [{ ready: string }];
+  return { process: child, url: message.ready };
+}
+
+interface Result {
+  requests: number;
+  failures: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  /** CPU the measured server process spent per request, in microseconds. */
+  cpuMicros?: number;
+}
+
+async function cpuOf(child: Child): Promise<number> {
+  child.process.send({ cpu: true });
+  for (;;) {
+    const [message] = (await once(child.process, 'message')) as [Partial<{ cpuMicros: number }>];
+    if (message.cpuMicros !== undefined) return message.cpuMicros;
+  }
+}
+
+/** A measured row: the load, and the server's CPU spent on it. */
+async function measure(child: Child, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Result> {
+  const before = await cpuOf(child);
+  const result = await load(child.url, total, concurrency, next);
+  return { ...result, cpuMicros: ((await cpuOf(child)) - before) / total };
+}
+
+interface Call {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  expect: number;
+}
+
+/** `total` calls over `concurrency` kept-alive connections; `next(i, client)` builds call i. */
+async function load(url: string, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Result> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const latencies: number[] = [];
+  let failures = 0;
+  let issued = 0;
+  const one = (call: Call) =>
+    new Promise<void>((resolve) => {
+      const started = performance.now();
+      const req = request(`${url}${call.path}`, { agent, method: call.method, headers: call.headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (res.statusCode === call.expect) latencies.push(performance.now() - started);
+          else failures += 1;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        failures += 1;
+        resolve();
+      });
+      req.end(call.body);
+    });
+  const worker = async (client: number) => {
+    while (issued < total) {
+      const i = issued;
+      issued += 1;
+      await one(next(i, client));
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, (_, client) => worker(client)));
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  return { requests: total, failures, perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+}
+
+function option(args: string[], name: string, fallback: number): number {
+  const raw = args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
+  const value = raw === undefined ? Number.NaN : Number(raw);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+interface Seed {
+  websiteId: string;
+  channelId: string;
+}
+
+/** One site (with a Meta pixel, so every visit gets a PageView send) and one channel. */
+async function seed(pool: pg.Pool): Promise<Seed> {
+  const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const accountId = await one(`INSERT INTO accounts (name) VALUES ('bench') RETURNING id`, []);
+  const websiteId = `ws_bench_${randomBytes(6).toString('hex')}`;
+  const siteId = await one(`INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, $2, 'Bench', '{example.com}') RETURNING id`, [
+    accountId,
+    websiteId,
+  ]);
+  const botId = await one(
+    `INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999000, 'unused', '\\x00') RETURNING id`,
+    [accountId],
+  );
+  const channelId = await one(
+    `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title, public_invite_url) VALUES ($1, $2, -1001000000001, 'Main', 'https://t.me/bench') RETURNING id`,
+    [siteId, botId],
+  );
+  await pool.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [siteId, channelId]);
+  await pool.query(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`, [siteId]);
+  return { websiteId, channelId };
+}
+
+async function fillPool(pool: pg.Pool, channelId: string, links: number): Promise<void> {
+  await pool.query(
+    `INSERT INTO invitations (channel_id, invite_link, name, expires_at)
+     SELECT $1, 'https://t.me/+bench' || md5(random()::text || g), 'cg-bench-' || g, now() + interval '1 day'
+     FROM generate_series(1, $2) g`,
+    [channelId, links],
+  );
+}
+
+export async function run(args: string[] = []): Promise<void> {
+  const total = option(args, 'requests', 20_000);
+  const concurrency = option(args, 'concurrency', 50);
+  const clicks = option(args, 'clicks', 5_000);
+  const clickConcurrency = option(args, 'click-concurrency', 10);
+  const warmup = Math.min(2_000, total);
+
+  let embedded: EmbeddedDatabase | null = null;
+  let dataDir: string | null = null;
+  let adminUrl = process.env.DATABASE_URL;
+  if (adminUrl === undefined || adminUrl === '') {
+    dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'));
+    embedded = await startEmbedded({ dataDir });
+    adminUrl = embedded.url;
+  }
+  const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  const databaseUrl = url.toString();
+  const pool = createPool(databaseUrl, 4);
+  const children: Child[] = [];
+  try {
+    await migrate(pool);
+    const { websiteId, channelId } = await seed(pool);
+    const bare = await spawnRole('bare', databaseUrl);
+    const capigram = await spawnRole('capigram', databaseUrl);
+    children.push(bare, capigram);
+
+    const browsers: { tid: string; sid: string }[] = [];
+    const initCall = (): Call => {
+      const tid = randomUUID();
+      const sid = randomUUID();
+      if (browsers.length < clicks + warmup) browsers.push({ tid, sid });
+      const body = JSON.stringify({
+        websiteId,
+        tempId: tid,
+        sessionId: sid,
+        visitRequestId: randomUUID(),
+        href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
+        landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
+        referrer: 'https://l.facebook.com/',
+        userAgent: USER_AGENT,
+        fbc: `fb.1.${Date.now()}.IwAR2F4`,
+        fbp: 'fb.1.1763776500000.1116446470',
+        utmSource: 'fb',
+      });
+      return { method: 'POST', path: '/backend/track/init', body, expect: 200, headers: { 'content-type': 'application/json', origin: ORIGIN } };
+    };
+    // Each client is one browser address, as a proxy would forward it.
+    const initFrom = (_i: number, client: number): Call => {
+      const call = initCall();
+      call.headers['x-capigram-client-ip'] = `198.51.100.${client + 1}`;
+      return call;
+    };
+
+    await load(bare.url, warmup, concurrency, initFrom);
+    const ceiling = await measure(bare, total, concurrency, initFrom);
+    browsers.length = 0;
+    await load(capigram.url, warmup, concurrency, initFrom);
+    const tracker = await measure(capigram, total, concurrency, initFrom);
+
+    await fillPool(pool, channelId, clicks + warmup);
+    const clickCall = (i: number, client: number): Call => {
+      const b = browsers[i % browsers.length]!;
+      return {
+        method: 'GET',
+        path: `/backend/track/invite?website=${websiteId}&tid=${b.tid}&sid=${b.sid}`,
+        expect: 302,
+        headers: { referer: `${ORIGIN}/landing`, 'x-capigram-client-ip': `198.51.100.${client + 1}` },
+      };
+    };
+    const clickWarmup = Math.min(warmup, browsers.length);
+    await load(capigram.url, clickWarmup, clickConcurrency, clickCall);
+    const offset = clickWarmup;
+    const invite = await measure(capigram, clicks, clickConcurrency, (i, client) => clickCall(i + offset, client));
+    const { rows } = await pool.query<{ n: number; distinct: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT visit_id)::int AS distinct FROM invitations WHERE channel_id = $1 AND visit_id IS NOT NULL`,
+      [channelId],
+    );
+
+    const row = (name: string, r: Result) =>
+      `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicros?.toFixed(0) ?? '-'} | ${r.failures} |`;
+    const lines = [
+      `track/init: ${total} requests per row after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, loopback, one PostgreSQL`,
+      '',
+      '| target | req/s | p50 ms | p99 ms | server CPU µs/req | failed |',
+      '|---|---:|---:|---:|---:|---:|',
+      row('bare hono + one INSERT', ceiling),
+      row('Capigram track/init', tracker),
+      '',
+      `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} (target >= 0.5)`,
+      '',
+      `track/invite from the pool: ${clicks} clicks after ${clickWarmup} warm-up, ${clickConcurrency} concurrent clients`,
+      '',
+      '| target | clicks/s | p50 ms | p99 ms | server CPU µs/click | failed |',
+      '|---|---:|---:|---:|---:|---:|',
+      row('Capigram track/invite (302)', invite),
+      '',
+      `invite p99: ${invite.p99.toFixed(2)} ms (target <= 20 ms); links handed out: ${rows[0]!.n}, to distinct visits: ${rows[0]!.distinct}`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    for (const child of children) child.process.kill();
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+    await embedded?.stop();
+    if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const role = process.env[ROLE_ENV] as Role | undefined;
+if (role !== undefined) {
+  serveRole(role, process.argv[2] ?? '').catch((error: unknown) => {
+    process.stderr.write(`bench role ${role} failed: ${String(error)}\n`);
+    process.exit(1);
+  });
+}
