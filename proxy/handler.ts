@@ -177,7 +177,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   async function handleInvite(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
     const nowMs = now();
     const visitor = readVisitor(req.headers.cookie, view.search, nowMs);
-    const context = contextOf(view);
+    const context = { ...contextOf(view), referrer: referrerOf(req) };
     onResponseHead(res, visitorCookies(visitor, nowMs, scopeOf(view)), undefined);
     if (visitor.tempIdIsNew || visitor.sessionIdIsNew) {
       // No visit for this session yet (a shared link, or 30 idle minutes on the page): record one

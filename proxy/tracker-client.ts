@@ -22,6 +22,7 @@ import {
   type TrackInviteQuery,
   type TrackUpdateFbpBody,
   type TrackUpdateFbpResponse,
+  WIRE_LIMITS,
 } from '../shared/tracker-wire.js';
 
 export interface TrackerCallContext {
@@ -29,6 +30,8 @@ export interface TrackerCallContext {
   client: ClientContext;
   /** The site's own origin (`https://shop.example.com`), sent as `Origin` for domain validation. */
   origin: string | undefined;
+  /** The page the visitor clicked on (their `Referer`), passed on with invite clicks. */
+  referrer?: string | undefined;
 }
 
 export interface TrackerClientOptions {
@@ -228,7 +231,9 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
       if (left <= 0) return undefined;
       try {
         // Never followed: the Location is the visitor's to follow, not ours.
-        const { status, location } = await getInvite(path, headers(context, false), left);
+        const inviteHeaders = headers(context, false);
+        if (context.referrer !== undefined && context.referrer.length <= WIRE_LIMITS.url) inviteHeaders.referer = context.referrer;
+        const { status, location } = await getInvite(path, inviteHeaders, left);
         if (status >= 300 && status < 400 && location !== undefined && isNavigable(location)) return location;
         log.warn({ op: 'invite', status, location }, 'tracker gave no invite redirect');
         return undefined;

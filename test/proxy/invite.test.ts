@@ -23,7 +23,9 @@ describe('invite clicks', () => {
 
   it('call track/invite with the browser ids and client headers and redirect to the link it gave', async () => {
     rig.tracker.inviteAnswer = { status: 302, location: 'https://t.me/+AbCdEf123' };
-    const res = await send(`${rig.proxy.url}/capigram/invite`, { headers: { ...BROWSER, 'x-forwarded-for': '203.0.113.50' } });
+    const res = await send(`${rig.proxy.url}/capigram/invite`, {
+      headers: { ...BROWSER, 'x-forwarded-for': '203.0.113.50', referer: 'http://shop.example.com/landing' },
+    });
     expect(res.status).toBe(302);
     expect(res.headers.location).toBe('https://t.me/+AbCdEf123');
     expect(res.headers['cache-control']).toBe('no-store');
@@ -36,6 +38,8 @@ describe('invite clicks', () => {
     expect(Object.fromEntries(call!.query)).toEqual({ website: WEBSITE_ID, tid: TID, sid: SID, channel: 'ch_default' });
     expect(call?.headers['x-capigram-client-ip']).toBe('203.0.113.50');
     expect(call?.headers['x-capigram-client-user-agent']).toBe('InviteTester/2.0');
+    expect(call?.headers.referer).toBe('http://shop.example.com/landing');
+    expect(call?.headers.origin).toBe(`http://${new URL(rig.proxy.url).host}`);
     // The click is activity: the session slides.
     expect(cookieNamed(res.setCookies, 'capigram_sid')).toMatchObject({ value: SID, maxAge: 1_800 });
     expect(cookieNamed(res.setCookies, 'capigram_tid')).toBeUndefined();
