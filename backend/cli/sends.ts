@@ -1,0 +1,51 @@
+import { SEND_STATUSES, listSends, retrySend } from '../delivery/admin.js';
+import { defineCommand } from './command.js';
+import { table } from './table.js';
+
+type Status = (typeof SEND_STATUSES)[number];
+
+export const sendCommands = [
+  defineCommand({
+    group: 'sends',
+    name: 'list',
+    summary: "Lists a site's sends (one per platform dispatch of a conversion or a PageView), newest first.",
+    flags: {
+      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      status: { type: 'string', placeholder: 'STATUS', help: `only sends in this status: ${SEND_STATUSES.join(', ')}` },
+      limit: { type: 'string', kind: 'int', placeholder: 'N', help: 'at most N sends (1–1000, default 50)' },
+    },
+    async run({ deps }, v) {
+      const out = await listSends(deps.pool, { siteId: v.site, status: v.status as Status | undefined, limit: v.limit });
+      const human =
+        out.sends.length === 0
+          ? 'No sends.'
+          : table(
+              ['sendId', 'platform', 'status', 'attempts', 'subject', 'last error'],
+              out.sends.map((s) => [
+                s.sendId,
+                s.platform,
+                s.status,
+                String(s.attempts),
+                s.conversionId ? `conversion ${s.conversionId}` : `visit ${s.visitId ?? ''}`,
+                (s.lastError ?? '').replace(/\s+/g, ' ').slice(0, 120),
+              ]),
+            );
+      return { json: out, human };
+    },
+  }),
+
+  defineCommand({
+    group: 'sends',
+    name: 'retry',
+    summary:
+      'Queues a failed or skipped send again with a fresh attempt budget; the worker delivers it with the same event id, ' +
+      'so the platform deduplicates it if an earlier attempt arrived. A delivered send is refused.',
+    flags: {
+      send: { type: 'string', required: true, placeholder: 'SEND_ID', field: 'sendId', help: 'the sendId printed by sends list' },
+    },
+    async run({ deps }, v) {
+      const out = await retrySend(deps.pool, v.send);
+      return { json: out, human: `Send ${out.sendId} queued for delivery (pending)` };
+    },
+  }),
+];
