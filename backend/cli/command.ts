@@ -95,7 +95,7 @@ export interface Parsed {
 export function parseCommandArgs(cmd: Command, argv: string[]): Parsed {
   const flags = { ...cmd.flags, ...COMMON_FLAGS };
   const options = Object.fromEntries(
-    Object.entries(flags).map(([name, f]) => [name, { type: f.type, ...(f.multiple ? { multiple: true } : {}) }]),
+    Object.entries(flags).map(([name, f]) => [name, { type: f.type, ...(f.multiple ? { multiple: true } : {}), ...(name === 'help' ? { short: 'h' } : {}) }]),
   );
   let parsed: ReturnType<typeof parseArgs>;
   try {

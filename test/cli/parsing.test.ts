@@ -44,6 +44,12 @@ describe('help', () => {
     }
   });
 
+  it('-h is --help', async () => {
+    const r = await run('sends', 'retry', '-h');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('npm run admin -- sends retry --send SEND_ID [--json]');
+  });
+
   it('--help wins over missing required flags', async () => {
     const r = await run('channel', 'add', '--help');
     expect(r.code).toBe(0);
