@@ -1,0 +1,141 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { cookieNamed } from './support/http-client.js';
+import { startSampleUpstream, type SampleUpstream } from './support/sample-upstream.js';
+import { startTrackerStandIn, type TrackerStandIn } from './support/tracker-stand-in.js';
+
+/**
+ * The Cloudflare Worker of docs/proxy.md, taken from the page and run under Node (which has the
+ * same fetch, Request, Response and crypto globals): it must make the calls the proxy makes.
+ */
+interface Worker {
+  fetch(request: Request, env: Record<string, string>, ctx: { waitUntil(promise: Promise<unknown>): void }): Promise<Response>;
+}
+
+function workerSource(): string {
+  const page = readFileSync(new URL('../../docs/proxy.md', import.meta.url), 'utf8');
+  const section = page.slice(page.indexOf('## The same calls from a Cloudflare Worker'));
+  const block = /```js\n([\s\S]*?)\n```/.exec(section)?.[1];
+  if (block === undefined) throw new Error('no Worker code block in docs/proxy.md');
+  return block;
+}
+
+const SITE = 'https://shop.example.com';
+const TID = '0f8fad5b-d9cb-469f-a165-70867728950e';
+const SID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+
+let worker: Worker;
+let upstream: SampleUpstream;
+let tracker: TrackerStandIn;
+let env: Record<string, string>;
+let background: Array<Promise<unknown>>;
+
+async function run(path: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Response> {
+  const request = new Request(`${SITE}${path}`, {
+    ...init,
+    headers: { 'cf-connecting-ip': '203.0.113.8', 'user-agent': 'WorkerUA/1', ...init.headers },
+    ...(init.body === undefined ? {} : { duplex: 'half' }),
+  } as RequestInit);
+  const response = await worker.fetch(request, env, { waitUntil: (promise) => void background.push(promise) });
+  await Promise.all(background);
+  return response;
+}
+
+beforeAll(async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'capigram-worker-')), 'capigram-worker.mjs');
+  writeFileSync(file, workerSource());
+  worker = ((await import(pathToFileURL(file).href)) as { default: Worker }).default;
+  upstream = await startSampleUpstream();
+  tracker = await startTrackerStandIn();
+});
+afterAll(async () => {
+  await Promise.all([upstream.close(), tracker.close()]);
+});
+beforeEach(() => {
+  tracker.calls.length = 0;
+  tracker.inviteAnswer = undefined;
+  background = [];
+  env = { CAPIGRAM_TRACKER_URL: `${tracker.url}/`, CAPIGRAM_WEBSITE_ID: 'ws_worker', CAPIGRAM_UPSTREAM: upstream.url };
+});
+
+describe('the Cloudflare Worker of docs/proxy.md', () => {
+  it('serves the page with Secure first-party cookies and posts track/init with the client context', async () => {
+    const res = await run('/landing?fbclid=Wk-1&utm_source=fb', { headers: { accept: 'text/html', referer: 'https://l.facebook.com/' } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('Sample shop');
+    const setCookies = res.headers.getSetCookie();
+    const tid = cookieNamed(setCookies, 'capigram_tid');
+    const sid = cookieNamed(setCookies, 'capigram_sid');
+    expect(tid).toMatchObject({ path: '/', sameSite: 'lax', secure: true, maxAge: 31_536_000 });
+    expect(sid).toMatchObject({ path: '/', sameSite: 'lax', secure: true, maxAge: 1_800 });
+    const fbc = cookieNamed(setCookies, '_fbc')?.value;
+    expect(fbc).toMatch(/^fb\.1\.\d{13}\.Wk-1$/);
+
+    const [init] = tracker.of('/backend/track/init');
+    expect(init?.headers['x-capigram-client-ip']).toBe('203.0.113.8');
+    expect(init?.headers['x-capigram-client-user-agent']).toBe('WorkerUA/1');
+    expect(init?.headers.origin).toBe(SITE);
+    expect(init?.body).toEqual({
+      websiteId: 'ws_worker',
+      tempId: tid?.value,
+      sessionId: sid?.value,
+      visitRequestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      href: `${SITE}/landing?fbclid=Wk-1&utm_source=fb`,
+      landingPage: '/landing?fbclid=Wk-1&utm_source=fb',
+      referrer: 'https://l.facebook.com/',
+      userAgent: 'WorkerUA/1',
+      fbc,
+      utmSource: 'fb',
+    });
+  });
+
+  it('keeps the session, patches a late _fbp once before the visit, and keeps upstream cookies', async () => {
+    const res = await run('/with-cookies', { headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.5` } });
+    const setCookies = res.headers.getSetCookie();
+    expect(setCookies).toEqual(expect.arrayContaining(['shop_session=s3cr3t; Path=/; HttpOnly', 'cart=2; Path=/']));
+    expect(cookieNamed(setCookies, 'capigram_tid')).toBeUndefined();
+    expect(cookieNamed(setCookies, 'capigram_sid')?.value).toBe(SID);
+    expect(cookieNamed(setCookies, 'capigram_fbpp')?.value).toBe(TID);
+    expect(tracker.calls.map((call) => call.path)).toEqual(['/backend/track/update-fbp', '/backend/track/init']);
+    expect(tracker.calls[0]?.body).toEqual({ websiteId: 'ws_worker', tempId: TID, fbp: 'fb.1.1.5' });
+    expect(tracker.calls[1]?.body).toMatchObject({ tempId: TID, sessionId: SID, fbp: 'fb.1.1.5' });
+  });
+
+  it('leaves assets, redirects and POSTs alone', async () => {
+    const asset = await run('/app.js', { headers: { accept: '*/*' } });
+    expect(await asset.text()).toBe('console.log("app")');
+    expect(asset.headers.getSetCookie()).toEqual([]);
+    const redirect = await run('/redirect', { headers: { accept: 'text/html' } });
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.get('location')).toBe('/landing');
+    const posted = await run('/echo', { method: 'POST', body: 'a=1&b=2', headers: { 'content-type': 'text/plain' } });
+    expect(await posted.text()).toBe('a=1&b=2');
+    expect(tracker.calls).toEqual([]);
+  });
+
+  it('redirects invite clicks to the link track/invite gives, with the client headers', async () => {
+    tracker.inviteAnswer = { status: 302, location: 'https://t.me/+WorkerLink' };
+    env.CAPIGRAM_CHANNEL_ID = 'ch_default';
+    const res = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}`, referer: `${SITE}/landing` } });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('https://t.me/+WorkerLink');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const [call] = tracker.calls;
+    expect(Object.fromEntries(call!.query)).toEqual({ website: 'ws_worker', tid: TID, sid: SID, channel: 'ch_default' });
+    expect(call?.headers).toMatchObject({ 'x-capigram-client-ip': '203.0.113.8', referer: `${SITE}/landing`, origin: SITE });
+  });
+
+  it('sends invite clicks to the fallback, or a plain page, when the tracker cannot help', async () => {
+    tracker.inviteAnswer = { status: 503 };
+    env.CAPIGRAM_FALLBACK_URL = 'https://t.me/public_fallback';
+    const fallback = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
+    expect(fallback.headers.get('location')).toBe('https://t.me/public_fallback');
+    delete env.CAPIGRAM_FALLBACK_URL;
+    const page = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('tap the link again');
+  });
+});
