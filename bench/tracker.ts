@@ -185,8 +185,8 @@ interface Seed {
   channelId: string;
 }
 
-/** One site (with a Meta pixel, so every visit gets a PageView send) and one channel. */
-async function seed(pool: pg.Pool): Promise<Seed> {
+/** A site with a Meta pixel (so every visit gets a PageView send and its job) and one channel. */
+async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
   const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('bench') RETURNING id`, []);
   const websiteId = `ws_bench_${randomBytes(6).toString('hex')}`;
@@ -203,7 +203,11 @@ async function seed(pool: pg.Pool): Promise<Seed> {
     [siteId, botId],
   );
   await pool.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [siteId, channelId]);
-  await pool.query(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`, [siteId]);
+  if (pixel) {
+    await pool.query(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`, [
+      siteId,
+    ]);
+  }
   return { websiteId, channelId };
 }
 
@@ -242,18 +246,19 @@ export async function run(args: string[] = []): Promise<void> {
   const children: Child[] = [];
   try {
     await migrate(pool);
-    const { websiteId, channelId } = await seed(pool);
+    const { websiteId, channelId } = await seed(pool, true);
+    const withoutPixels = await seed(pool, false);
     const bare = await spawnRole('bare', databaseUrl);
     const capigram = await spawnRole('capigram', databaseUrl);
     children.push(bare, capigram);
 
     const browsers: { tid: string; sid: string }[] = [];
-    const initCall = (): Call => {
+    const initCall = (site: string): Call => {
       const tid = randomUUID();
       const sid = randomUUID();
-      if (browsers.length < clicks + warmup) browsers.push({ tid, sid });
+      if (site === websiteId && browsers.length < clicks + warmup) browsers.push({ tid, sid });
       const body = JSON.stringify({
-        websiteId,
+        websiteId: site,
         tempId: tid,
         sessionId: sid,
         visitRequestId: randomUUID(),
@@ -268,17 +273,19 @@ export async function run(args: string[] = []): Promise<void> {
       return { method: 'POST', path: '/backend/track/init', body, expect: 200, headers: { 'content-type': 'application/json', origin: ORIGIN } };
     };
     // Each client is one browser address, as a proxy would forward it.
-    const initFrom = (_i: number, client: number): Call => {
-      const call = initCall();
+    const initOn = (site: string) => (_i: number, client: number): Call => {
+      const call = initCall(site);
       call.headers['x-capigram-client-ip'] = `198.51.100.${client + 1}`;
       return call;
     };
 
-    await load(bare.url, warmup, concurrency, initFrom);
-    const ceiling = await measure(bare, total, concurrency, initFrom);
+    await load(bare.url, warmup, concurrency, initOn(websiteId));
+    const ceiling = await measure(bare, total, concurrency, initOn(websiteId));
     browsers.length = 0;
-    await load(capigram.url, warmup, concurrency, initFrom);
-    const tracker = await measure(capigram, total, concurrency, initFrom);
+    await load(capigram.url, warmup, concurrency, initOn(withoutPixels.websiteId));
+    const trackerPlain = await measure(capigram, total, concurrency, initOn(withoutPixels.websiteId));
+    await load(capigram.url, warmup, concurrency, initOn(websiteId));
+    const tracker = await measure(capigram, total, concurrency, initOn(websiteId));
 
     await fillPool(pool, channelId, clicks + warmup);
     const clickCall = (i: number, client: number): Call => {
@@ -307,9 +314,10 @@ export async function run(args: string[] = []): Promise<void> {
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req | failed |',
       '|---|---:|---:|---:|---:|---:|',
       row('bare hono + one INSERT', ceiling),
-      row('Capigram track/init', tracker),
+      row('Capigram track/init, site without pixels', trackerPlain),
+      row('Capigram track/init, site with a Meta pixel (PageView send + job)', tracker),
       '',
-      `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} (target >= 0.5)`,
+      `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} with a pixel, ${(trackerPlain.perSecond / ceiling.perSecond).toFixed(2)} without (target >= 0.5)`,
       '',
       `track/invite from the pool: ${clicks} clicks after ${clickWarmup} warm-up, ${clickConcurrency} concurrent clients`,
       '',

@@ -2,7 +2,7 @@ import { withTx } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import type { InviteChannel } from './channels.js';
 import { fallbackUrl, handoutCutoff } from './links.js';
-import { claimPooledLink, heldLink, insertCreatedLink, insertFallback, lockVisit, queueRefill, type AssignedLink } from './pool.js';
+import { heldLink, heldOrPooledLink, insertCreatedLink, insertFallback, lockVisit, queueRefill, type AssignedLink } from './pool.js';
 import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } from './telegram.js';
 
 /**
@@ -31,10 +31,8 @@ export async function inviteForVisit(
   const now = deps.now();
   const fromPool = await withTx(deps.pool, async (tx): Promise<HandedOut | null> => {
     await lockVisit(tx, visitId);
-    const held = await heldLink(tx, { visitId, channelId: channel.id, now, mode });
-    if (held !== null) return { ...held, source: 'held' };
-    const claimed = await claimPooledLink(tx, { channelId: channel.id, visitId, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds) });
-    return claimed === null ? null : { ...claimed, source: 'pool' };
+    const link = await heldOrPooledLink(tx, { visitId, channelId: channel.id, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds), mode });
+    return link === null ? null : { invitationId: link.invitationId, inviteLink: link.inviteLink, source: link.held ? 'held' : 'pool' };
   });
   if (fromPool !== null) {
     if (fromPool.source === 'pool') await requestRefill(deps, channel.id);

@@ -20,47 +20,56 @@ export async function lockVisit(tx: Queryable, visitId: string): Promise<void> {
 }
 
 /**
- * The link this visit already holds for the channel. `usable` (an invite click) wants one that
- * can still admit the visitor; `any` (a direct-invite retry: one invitation per visitRequestId)
- * wants whatever the first call handed out.
+ * The query for the link a visit already holds for a channel ($1 visit, $2 channel, $3 now).
+ * `usable` (an invite click) wants one that can still admit the visitor; `any` (a direct-invite
+ * retry: one invitation per visitRequestId) wants whatever the first call handed out.
  */
+function heldSql(mode: 'usable' | 'any'): string {
+  return mode === 'usable'
+    ? `SELECT id, invite_link FROM invitations
+       WHERE visit_id = $1 AND channel_id = $2 AND NOT unattributed AND used_at IS NULL AND revoked_at IS NULL
+         AND (expires_at IS NULL OR expires_at > $3)
+       ORDER BY assigned_at DESC, id LIMIT 1`
+    : `SELECT id, invite_link FROM invitations WHERE visit_id = $1 AND channel_id = $2 AND $3::timestamptz IS NOT NULL
+       ORDER BY assigned_at, id LIMIT 1`;
+}
+
 export async function heldLink(
   tx: Queryable,
   q: { visitId: string; channelId: string; now: Date; mode: 'usable' | 'any' },
 ): Promise<AssignedLink | null> {
-  const { rows } = await tx.query<{ id: string; invite_link: string }>(
-    q.mode === 'usable'
-      ? `SELECT id, invite_link FROM invitations
-         WHERE visit_id = $1 AND channel_id = $2 AND NOT unattributed AND used_at IS NULL AND revoked_at IS NULL
-           AND (expires_at IS NULL OR expires_at > $3)
-         ORDER BY assigned_at DESC, id LIMIT 1`
-      : `SELECT id, invite_link FROM invitations WHERE visit_id = $1 AND channel_id = $2 ORDER BY assigned_at, id LIMIT 1`,
-    q.mode === 'usable' ? [q.visitId, q.channelId, q.now] : [q.visitId, q.channelId],
-  );
+  const { rows } = await tx.query<{ id: string; invite_link: string }>(heldSql(q.mode), [q.visitId, q.channelId, q.now]);
   const row = rows[0];
   return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
 }
 
 /**
- * Takes one unassigned link from the channel's pool for the visit. SKIP LOCKED lets concurrent
- * clicks each take a different link without waiting on each other; none is ever handed out twice.
+ * The link the (locked) visit holds for the channel, else one taken from the channel's pool, in
+ * one statement. SKIP LOCKED lets concurrent clicks each take a different link without waiting on
+ * each other; none is ever handed out twice.
  */
-export async function claimPooledLink(
+export async function heldOrPooledLink(
   tx: Queryable,
-  q: { channelId: string; visitId: string; now: Date; cutoff: Date },
-): Promise<AssignedLink | null> {
-  const { rows } = await tx.query<{ id: string; invite_link: string }>(
-    `UPDATE invitations SET visit_id = $2, assigned_at = $3
-     WHERE id = (
-       SELECT id FROM invitations
-       WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at > $4
-       ORDER BY expires_at, id
-       LIMIT 1 FOR UPDATE SKIP LOCKED)
-     RETURNING id, invite_link`,
-    [q.channelId, q.visitId, q.now, q.cutoff],
+  q: { visitId: string; channelId: string; now: Date; cutoff: Date; mode: 'usable' | 'any' },
+): Promise<(AssignedLink & { held: boolean }) | null> {
+  const { rows } = await tx.query<{ id: string; invite_link: string; held: boolean }>(
+    `WITH held AS (${heldSql(q.mode)}),
+     claimed AS (
+       UPDATE invitations SET visit_id = $1, assigned_at = $3
+       WHERE id = (
+         SELECT id FROM invitations
+         WHERE channel_id = $2 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at > $4
+           AND NOT EXISTS (SELECT 1 FROM held)
+         ORDER BY expires_at -- the pool index's order: the scan stops at the first unlocked link, no sort
+         LIMIT 1 FOR UPDATE SKIP LOCKED)
+       RETURNING id, invite_link)
+     SELECT id, invite_link, true AS held FROM held
+     UNION ALL
+     SELECT id, invite_link, false AS held FROM claimed`,
+    [q.visitId, q.channelId, q.now, q.cutoff],
   );
   const row = rows[0];
-  return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
+  return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link, held: row.held };
 }
 
 /** Stores a link Capigram created: assigned to a visit, or (visitId null) into the pool. */

@@ -81,7 +81,7 @@ async function retireStaleLinks(deps: InviteDeps, channel: InviteChannel): Promi
      WHERE id IN (
        SELECT id FROM invitations
        WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at <= $3
-       ORDER BY expires_at, id LIMIT 200 FOR UPDATE SKIP LOCKED)
+       ORDER BY expires_at LIMIT 200 FOR UPDATE SKIP LOCKED)
      RETURNING invite_link, expires_at > $2 AS live`,
     [channel.id, now, handoutCutoff(now, channel.inviteTtlSeconds)],
   );

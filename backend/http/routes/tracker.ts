@@ -138,7 +138,9 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
 
   keyless.post('/backend/track/direct-invite', async (c) => {
     const body = await readJson(c, trackDirectInviteBodySchema);
-    const visitRequestId = requestIdOf(body) ?? body.visitRequestId;
+    // One visit per visitRequestId is the point of this endpoint: one of the two names is required.
+    const visitRequestId = requestIdOf(body);
+    if (visitRequestId === undefined) throw new ApiError('VALIDATION_FAILED', 'body: visitRequestId: required');
     const site = await siteFor(body.websiteId);
     admit(c, site);
     await limiter.consume('invite', site.id, c.get('browser').ip);
