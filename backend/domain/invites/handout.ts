@@ -21,7 +21,7 @@ export interface HandedOut extends AssignedLink {
 }
 
 /** How long a click waits for Telegram before settling for the public link. */
-export const CLICK_TELEGRAM_TIMEOUT_MS = 2500;
+const CLICK_TELEGRAM_TIMEOUT_MS = 2500;
 
 export async function inviteForVisit(
   deps: InviteDeps,
@@ -80,7 +80,7 @@ export async function inviteForVisit(
  * interval is as good, since a queued refill tops the pool up to its target in one go (and the
  * cron checks every pool each minute anyway).
  */
-export const REFILL_REQUEST_INTERVAL_MS = 2000;
+const REFILL_REQUEST_INTERVAL_MS = 2000;
 const lastRefillRequest = new Map<string, number>();
 
 async function requestRefill(deps: InviteDeps, channelId: string): Promise<void> {

@@ -5,7 +5,7 @@
 import type { InviteChannel } from './channels.js';
 
 /** Telegram's limit on an invite link's name. */
-export const MAX_LINK_NAME_LENGTH = 32;
+const MAX_LINK_NAME_LENGTH = 32;
 
 /**
  * A link's name identifies its invitation row (visible to the channel's admins in Telegram):

@@ -101,8 +101,8 @@ function parameters(v: NewVisit): unknown[] {
   ];
 }
 
-/** Records a visit in the caller's transaction; a new visit gets its PageView sends in it too. */
-export async function recordVisitIn(tx: Queryable, v: NewVisit): Promise<RecordedVisit> {
+/** Records a visit in the transaction; a new visit gets its PageView sends in it too. */
+async function recordVisitIn(tx: Queryable, v: NewVisit): Promise<RecordedVisit> {
   const { rows } = await tx.query<{ id: string; channel_id: string | null; created: boolean }>(
     v.visitRequestId === undefined ? INSERT_SQL : UPSERT_SQL,
     parameters(v),

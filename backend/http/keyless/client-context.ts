@@ -34,7 +34,7 @@ function clip(value: string | undefined): string | undefined {
   return trimmed === '' ? undefined : trimmed.slice(0, WIRE_LIMITS.userAgent);
 }
 
-export function resolveBrowser(c: Context, trust: TrustedProxies): BrowserContext {
+function resolveBrowser(c: Context, trust: TrustedProxies): BrowserContext {
   const chain = resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust);
   let ip = chain.clientIp;
   // The sender itself is a trusted proxy only when every hop, down to the first, is trusted.

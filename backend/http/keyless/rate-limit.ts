@@ -35,7 +35,7 @@ export interface RateLimitSettings {
   burstPerTenMinutes: number;
 }
 
-export const TABLE = 'capigram_rate_limits';
+const TABLE = 'capigram_rate_limits';
 
 /** Reads the settings from the environment's variables (strings) or typed config (numbers). */
 export function rateLimitSettings(source: object): RateLimitSettings {
