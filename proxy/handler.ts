@@ -82,7 +82,11 @@ function onResponseHead(
         res.appendHeader('set-cookie', cookies);
       }
     }
-    onHead?.(status, contentType === undefined ? undefined : String(contentType));
+    try {
+      onHead?.(status, contentType === undefined ? undefined : String(contentType));
+    } catch {
+      // Tracking never costs the page; the tracker client logs its own failures.
+    }
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
   } as ServerResponse['writeHead'];
 }
@@ -175,6 +179,8 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   }
 
   async function handleInvite(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
+    // One budget for everything the visitor waits on, whatever it takes.
+    const urgent = { deadline: performance.now() + settings.inviteTimeoutMs };
     const nowMs = now();
     const visitor = readVisitor(req.headers.cookie, view.search, nowMs);
     const context = { ...contextOf(view), referrer: referrerOf(req) };
@@ -184,7 +190,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
       // first, so the invitation has a visit to belong to. The only tracker call a visitor waits for.
       const attribution = attributionOf(view, referrerOf(req), visitor);
       const body: TrackInitBody = initBody(settings.websiteId, visitor, attribution);
-      await tracker.init(body, context);
+      await tracker.init(body, context, urgent);
     } else {
       void patchFbp(visitor, view);
     }
@@ -194,6 +200,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     const location = await tracker.invite(
       { website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(channel === undefined ? {} : { channel }) },
       context,
+      urgent,
     );
     if (res.destroyed) return;
     if (location !== undefined) sendRedirect(res, location);

@@ -52,14 +52,19 @@ export interface TrackerClientOptions {
   breakerCooldownMs?: number;
 }
 
+/** A visitor is waiting: one attempt, over by `deadline` (a `performance.now()` instant). */
+export interface Urgent {
+  deadline: number;
+}
+
 export interface TrackerClient {
-  init(body: TrackInitBody, context: TrackerCallContext): Promise<TrackInitResponse | undefined>;
+  init(body: TrackInitBody, context: TrackerCallContext, urgent?: Urgent): Promise<TrackInitResponse | undefined>;
   updateFbp(body: TrackUpdateFbpBody, context: TrackerCallContext): Promise<TrackUpdateFbpResponse | undefined>;
   /**
    * The invite URL the tracker redirected to, or undefined when it could not give one in time.
    * Always tried, whatever the circuit says: a visitor is waiting on this one.
    */
-  invite(query: TrackInviteQuery, context: TrackerCallContext): Promise<string | undefined>;
+  invite(query: TrackInviteQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined>;
   /** Calls still running (they never outlive their timeouts). */
   pending(): number;
   /** Waits for the running calls, at most `maxWaitMs`, then closes the kept-alive connections. */
@@ -185,13 +190,17 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
     body: object,
     context: TrackerCallContext,
     schema: S,
+    urgent?: Urgent,
   ): Promise<z.output<S> | undefined> {
     const payload = JSON.stringify(body);
     const requestHeaders = headers(context, true);
-    for (let attempt = 1; attempt <= options.attempts; attempt += 1) {
+    const attempts = urgent === undefined ? options.attempts : 1;
+    for (let attempt = 1; attempt <= attempts; attempt += 1) {
       let retry: boolean;
+      const timeoutMs = urgent === undefined ? options.timeoutMs : Math.floor(urgent.deadline - performance.now());
+      if (timeoutMs <= 0) return undefined;
       try {
-        const answer = await pipeline.request('POST', path, requestHeaders, payload, options.timeoutMs);
+        const answer = await pipeline.request('POST', path, requestHeaders, payload, timeoutMs);
         const text = answer.body.toString('utf8');
         if (answer.status >= 200 && answer.status < 300) {
           succeeded();
@@ -210,20 +219,20 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
         log.warn({ op, attempt, err: describe(error) }, 'tracker unreachable');
       }
       if (!retry) return undefined;
-      if (attempt < options.attempts) {
+      if (attempt < attempts) {
         await sleep(RETRY_BASE_DELAY_MS * 3 ** (attempt - 1));
         if (circuit !== 'closed') break;
       }
     }
-    log.error({ op, attempts: options.attempts }, 'tracker call given up');
+    log.error({ op, attempts }, 'tracker call given up');
     return undefined;
   }
 
-  async function invite(query: TrackInviteQuery, context: TrackerCallContext): Promise<string | undefined> {
+  async function invite(query: TrackInviteQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
     const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
     if (query.channel !== undefined) search.set('channel', query.channel);
     const path = `/backend/track/invite?${search}`;
-    const deadline = performance.now() + options.inviteTimeoutMs;
+    const deadline = urgent?.deadline ?? performance.now() + options.inviteTimeoutMs;
     // A second attempt only when the first never reached the tracker (connection refused or
     // reset): a request that did arrive may already have handed out a pooled link.
     for (let attempt = 1; attempt <= 2; attempt += 1) {
@@ -246,13 +255,13 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   }
 
   return {
-    init: (body, context) =>
-      bounded('init', () => postJson('init', '/backend/track/init', body, context, trackInitResponseSchema)),
+    init: (body, context, urgent) =>
+      bounded('init', () => postJson('init', '/backend/track/init', body, context, trackInitResponseSchema, urgent)),
     updateFbp: (body, context) =>
       bounded('update-fbp', () =>
         postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema),
       ),
-    invite: (query, context) => track(invite(query, context)),
+    invite: (query, context, urgent) => track(invite(query, context, urgent)),
     pending: () => running.size,
     async drain(maxWaitMs) {
       if (running.size > 0) {

@@ -120,6 +120,16 @@ describe('invite clicks when the tracker cannot help', () => {
     expect(performance.now() - started).toBeLessThan(1_500);
     expect(rig.logs.some((line) => line.op === 'invite' && line.level === 40)).toBe(true);
   });
+
+  it('keep a fresh browser (visit first, then invite) within one invite timeout when the tracker stalls', async () => {
+    rig.tracker.mode = 'stalled';
+    rig.tracker.calls.length = 0;
+    const started = performance.now();
+    const res = await send(`${rig.proxy.url}/capigram/invite`);
+    expect(res.headers.location).toBe('https://t.me/public_channel');
+    expect(performance.now() - started).toBeLessThan(900);
+    expect(rig.tracker.calls.map((call) => call.path)).toEqual(['/backend/track/init']);
+  });
 });
 
 describe('invite clicks with the tracker down and no fallback', () => {
