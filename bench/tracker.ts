@@ -13,7 +13,8 @@
  * default durability settings), so the load generator does not share their event loop.
  *
  * Options: `--requests=N` (init requests per row, default 20000), `--concurrency=N` (default 50),
- * `--clicks=N` (default 5000), `--click-concurrency=N` (default 10).
+ * `--rounds=N` (the init rows take turns in N rounds, default 4), `--clicks=N` (default 5000),
+ * `--click-concurrency=N` (default 10).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -102,14 +103,38 @@ async function spawnRole(role: Role, databaseUrl: string): Promise<Child> {
   return { process: child, url: message.ready };
 }
 
+interface Sample {
+  requests: number;
+  /** Latencies of the calls that got the expected status, in ms. */
+  latencies: number[];
+  failures: number;
+  seconds: number;
+  /** CPU the measured server process spent, in microseconds. */
+  cpuMicros: number;
+}
+
 interface Result {
   requests: number;
   failures: number;
   perSecond: number;
   p50: number;
   p99: number;
-  /** CPU the measured server process spent per request, in microseconds. */
-  cpuMicros?: number;
+  cpuMicrosPerRequest: number;
+}
+
+/** Several samples of one target as one row: rates from the summed time, percentiles over all calls. */
+function summarize(samples: Sample[]): Result {
+  const latencies = samples.flatMap((s) => s.latencies).sort((x, y) => x - y);
+  const sum = (f: (s: Sample) => number) => samples.reduce((acc, s) => acc + f(s), 0);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  return {
+    requests: sum((s) => s.requests),
+    failures: sum((s) => s.failures),
+    perSecond: latencies.length / sum((s) => s.seconds),
+    p50: at(0.5),
+    p99: at(0.99),
+    cpuMicrosPerRequest: sum((s) => s.cpuMicros) / sum((s) => s.requests),
+  };
 }
 
 async function cpuOf(child: Child): Promise<number> {
@@ -120,11 +145,11 @@ async function cpuOf(child: Child): Promise<number> {
   }
 }
 
-/** A measured row: the load, and the server's CPU spent on it. */
-async function measure(child: Child, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Result> {
+/** A measured sample: the load, and the server's CPU spent on it. */
+async function measure(child: Child, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
   const before = await cpuOf(child);
-  const result = await load(child.url, total, concurrency, next);
-  return { ...result, cpuMicros: ((await cpuOf(child)) - before) / total };
+  const sample = await load(child.url, total, concurrency, next);
+  return { ...sample, cpuMicros: (await cpuOf(child)) - before };
 }
 
 interface Call {
@@ -136,7 +161,7 @@ interface Call {
 }
 
 /** `total` calls over `concurrency` kept-alive connections; `next(i, client)` builds call i. */
-async function load(url: string, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Result> {
+async function load(url: string, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -169,9 +194,7 @@ async function load(url: string, total: number, concurrency: number, next: (i: n
   await Promise.all(Array.from({ length: concurrency }, (_, client) => worker(client)));
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  return { requests: total, failures, perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+  return { requests: total, latencies, failures, seconds, cpuMicros: 0 };
 }
 
 function option(args: string[], name: string, fallback: number): number {
@@ -225,6 +248,7 @@ export async function run(args: string[] = []): Promise<void> {
   const concurrency = option(args, 'concurrency', 50);
   const clicks = option(args, 'clicks', 5_000);
   const clickConcurrency = option(args, 'click-concurrency', 10);
+  const rounds = option(args, 'rounds', 4);
   const warmup = Math.min(2_000, total);
 
   let embedded: EmbeddedDatabase | null = null;
@@ -252,11 +276,13 @@ export async function run(args: string[] = []): Promise<void> {
     const capigram = await spawnRole('capigram', databaseUrl);
     children.push(bare, capigram);
 
+    // Browsers with a visit, for the clicks: every click a different visit, as in production.
     const browsers: { tid: string; sid: string }[] = [];
+    const browsersNeeded = warmup + Math.min(1_000, clicks) + clicks;
     const initCall = (site: string): Call => {
       const tid = randomUUID();
       const sid = randomUUID();
-      if (site === websiteId && browsers.length < clicks + warmup) browsers.push({ tid, sid });
+      if (site === websiteId && browsers.length < browsersNeeded) browsers.push({ tid, sid });
       const body = JSON.stringify({
         websiteId: site,
         tempId: tid,
@@ -280,16 +306,27 @@ export async function run(args: string[] = []): Promise<void> {
     };
 
     await load(bare.url, warmup, concurrency, initOn(websiteId));
-    const ceiling = await measure(bare, total, concurrency, initOn(websiteId));
-    browsers.length = 0;
     await load(capigram.url, warmup, concurrency, initOn(withoutPixels.websiteId));
-    const trackerPlain = await measure(capigram, total, concurrency, initOn(withoutPixels.websiteId));
+    browsers.length = 0;
     await load(capigram.url, warmup, concurrency, initOn(websiteId));
-    const tracker = await measure(capigram, total, concurrency, initOn(websiteId));
+    // The targets take turns, so that a change in the machine's load over the run (other
+    // processes, the disk) weighs on each of them alike.
+    const samples: { ceiling: Sample[]; plain: Sample[]; pixel: Sample[] } = { ceiling: [], plain: [], pixel: [] };
+    const share = Math.ceil(total / rounds);
+    for (let r = 0; r < rounds; r++) {
+      samples.ceiling.push(await measure(bare, share, concurrency, initOn(websiteId)));
+      samples.plain.push(await measure(capigram, share, concurrency, initOn(withoutPixels.websiteId)));
+      samples.pixel.push(await measure(capigram, share, concurrency, initOn(websiteId)));
+    }
+    const ceiling = summarize(samples.ceiling);
+    const trackerPlain = summarize(samples.plain);
+    const tracker = summarize(samples.pixel);
 
-    await fillPool(pool, channelId, clicks + warmup);
-    const clickCall = (i: number, client: number): Call => {
-      const b = browsers[i % browsers.length]!;
+    const serial = Math.min(1_000, clicks);
+    await fillPool(pool, channelId, clicks + serial + warmup);
+    let nextBrowser = 0;
+    const clickCall = (_i: number, client: number): Call => {
+      const b = browsers[nextBrowser++ % browsers.length]!;
       return {
         method: 'GET',
         path: `/backend/track/invite?website=${websiteId}&tid=${b.tid}&sid=${b.sid}`,
@@ -297,19 +334,19 @@ export async function run(args: string[] = []): Promise<void> {
         headers: { referer: `${ORIGIN}/landing`, 'x-capigram-client-ip': `198.51.100.${client + 1}` },
       };
     };
-    const clickWarmup = Math.min(warmup, browsers.length);
-    await load(capigram.url, clickWarmup, clickConcurrency, clickCall);
-    const offset = clickWarmup;
-    const invite = await measure(capigram, clicks, clickConcurrency, (i, client) => clickCall(i + offset, client));
+    await load(capigram.url, Math.min(warmup, browsers.length), clickConcurrency, clickCall);
+    // One click at a time: the latency of a click itself, with no queueing behind other clicks.
+    const inviteSerial = summarize([await measure(capigram, serial, 1, clickCall)]);
+    const invite = summarize([await measure(capigram, clicks, clickConcurrency, clickCall)]);
     const { rows } = await pool.query<{ n: number; distinct: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT visit_id)::int AS distinct FROM invitations WHERE channel_id = $1 AND visit_id IS NOT NULL`,
       [channelId],
     );
 
     const row = (name: string, r: Result) =>
-      `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicros?.toFixed(0) ?? '-'} | ${r.failures} |`;
+      `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
     const lines = [
-      `track/init: ${total} requests per row after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, loopback, one PostgreSQL`,
+      `track/init: ${rounds * Math.ceil(total / rounds)} requests per row in ${rounds} alternating rounds after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, loopback, one PostgreSQL`,
       '',
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req | failed |',
       '|---|---:|---:|---:|---:|---:|',
@@ -319,13 +356,15 @@ export async function run(args: string[] = []): Promise<void> {
       '',
       `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} with a pixel, ${(trackerPlain.perSecond / ceiling.perSecond).toFixed(2)} without (target >= 0.5)`,
       '',
-      `track/invite from the pool: ${clicks} clicks after ${clickWarmup} warm-up, ${clickConcurrency} concurrent clients`,
+      `track/invite from the pool: ${serial} clicks one at a time, then ${clicks} clicks from ${clickConcurrency} concurrent clients, after ${Math.min(warmup, browsers.length)} warm-up; every click a different visit`,
       '',
       '| target | clicks/s | p50 ms | p99 ms | server CPU µs/click | failed |',
       '|---|---:|---:|---:|---:|---:|',
-      row('Capigram track/invite (302)', invite),
+      row('Capigram track/invite (302), 1 client', inviteSerial),
+      row(`Capigram track/invite (302), ${clickConcurrency} clients`, invite),
       '',
-      `invite p99: ${invite.p99.toFixed(2)} ms (target <= 20 ms); links handed out: ${rows[0]!.n}, to distinct visits: ${rows[0]!.distinct}`,
+      `invite p99: ${inviteSerial.p99.toFixed(2)} ms one at a time, ${invite.p99.toFixed(2)} ms with ${clickConcurrency} clients (target <= 20 ms)`,
+      `links handed out: ${rows[0]!.n}, to distinct visits: ${rows[0]!.distinct}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
