@@ -1,6 +1,6 @@
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTx } from '../db/pool.js';
-import { DELIVER_TASK } from '../domain/sends.js';
+import { DELIVER_TASK, deliveryJobKey } from '../domain/sends.js';
 import type { Platform } from '../platforms/types.js';
 
 /**
@@ -52,37 +52,55 @@ export function leaseJobKey(sendId: string): string {
 
 const LEASE_END_SQL = `date_trunc('milliseconds', now()) + $2::int * interval '1 millisecond'`;
 
+/** Whose sends to claim: a job's own send (and its pixel's), or more of a pixel's after a full batch. */
+export type ClaimTarget = { sendId: string } | { pixelId: string };
+
 /**
- * Claims `sendId` and up to `max - 1` more due sends of its pixel, oldest first. The send's own
- * row is locked first and waited for: if another worker's claim holds it, we learn the outcome
- * of that claim instead of skipping it (a claim that never commits, because its worker died,
- * leaves the send to us). The others are taken with SKIP LOCKED, so concurrent claims of one
- * pixel split the due sends between them and never wait on each other.
+ * Claims up to `max` due sends of a pixel, oldest first, and removes their queued jobs. With a `sendId`, that send is claimed
+ * too and its row is locked first and waited for: if another worker's claim holds it, we learn
+ * the outcome of that claim instead of skipping it (a claim that never commits, because its
+ * worker died, leaves the send to us). The others are taken with SKIP LOCKED, so concurrent
+ * claims of one pixel split the due sends between them and never wait on each other.
  */
-export async function claimBatch(pool: Pool, sendId: string, max: number, leaseMs: number): Promise<Claim | null> {
+export async function claimBatch(pool: Pool, target: ClaimTarget, max: number, leaseMs: number): Promise<Claim | null> {
   return withTx(pool, async (tx) => {
-    await tx.query(`SET LOCAL lock_timeout = '10s'`);
-    const own = await tx.query<{ pixel_id: string }>(
-      `SELECT pixel_id FROM sends WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() FOR UPDATE`,
-      [sendId],
-    );
-    const pixelId = own.rows[0]?.pixel_id;
-    if (pixelId === undefined) return null;
-    // After waiting for a lock, PostgreSQL re-evaluates the WHERE clause on the row's latest
-    // version: a send that a competing claim has just leased is not due any more, and we stop above.
+    let ownId: string | null = null;
+    let pixelId: string;
+    if ('sendId' in target) {
+      await tx.query(`SET LOCAL lock_timeout = '10s'`);
+      const own = await tx.query<{ pixel_id: string }>(
+        `SELECT pixel_id FROM sends WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() FOR UPDATE`,
+        [target.sendId],
+      );
+      // After waiting for a lock, PostgreSQL re-evaluates the WHERE clause on the row's latest
+      // version: a send that a competing claim has just leased is not due any more.
+      if (own.rows[0] === undefined) return null;
+      ownId = target.sendId;
+      pixelId = own.rows[0].pixel_id;
+    } else {
+      pixelId = target.pixelId;
+    }
     const { rows } = await tx.query<{ id: string; attempts: number; created_at: Date; lease_until: Date }>(
       `UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, updated_at = now()
        WHERE id = $1 OR id IN (
          SELECT id FROM sends
-         WHERE pixel_id = $3 AND status = 'pending' AND next_attempt_at <= now() AND id <> $1
+         WHERE pixel_id = $3 AND status = 'pending' AND next_attempt_at <= now() AND ($1::uuid IS NULL OR id <> $1)
          ORDER BY next_attempt_at LIMIT $4
          FOR UPDATE SKIP LOCKED)
        RETURNING id, attempts, created_at, next_attempt_at AS lease_until`,
-      [sendId, leaseMs, pixelId, Math.max(0, max - 1)],
+      [ownId, leaseMs, pixelId, ownId === null ? max : max - 1],
     );
+    if (rows.length === 0) return null;
+    // The claimed sends' own jobs have nothing left to do. Jobs already running (ours, or one
+    // waiting for a send we hold) are locked and stay; they finish as no-ops.
+    await tx.query(
+      `SELECT count(*) FROM graphile_worker.complete_jobs(ARRAY(SELECT id FROM graphile_worker.jobs WHERE key = ANY($1::text[])))`,
+      [rows.map((r) => deliveryJobKey(r.id))],
+    );
+    const first = ownId ?? rows[0]!.id;
     const leaseUntil = rows[0]!.lease_until;
-    const key = leaseJobKey(sendId);
-    await scheduleJob(tx, sendId, leaseUntil, key);
+    const key = leaseJobKey(first);
+    await scheduleJob(tx, first, leaseUntil, key);
     const sends = rows.map((r) => ({ id: r.id, attempts: r.attempts, createdAt: r.created_at }));
     return { pixelId, sends, leaseUntil, leaseJobKey: key };
   });

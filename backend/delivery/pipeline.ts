@@ -5,7 +5,7 @@ import { adapters, decideIsolation } from '../platforms/index.js';
 import { parseJsonObject, truncateError } from '../platforms/response.js';
 import type { BuildOptions, DeliveryEvent, EventOutcome, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
 import { retryDecision } from './backoff.js';
-import { claimBatch, extendLease, sendState, type Claim } from './claim.js';
+import { claimBatch, extendLease, sendState, type Claim, type ClaimTarget } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
 import { performRequest } from './http.js';
 import type { DeliveryOptions } from './options.js';
@@ -30,14 +30,26 @@ export interface DeliveryReport {
 const LEASE_MARGIN_MS = 500;
 
 export async function deliverSend(deps: DeliveryDeps, sendId: string, o: DeliveryOptions): Promise<DeliveryReport> {
+  const report = { claimed: 0, requests: 0 };
   const state = await sendState(deps.pool, sendId);
-  if (!state || state.status !== 'pending' || !state.due) return { claimed: 0, requests: 0 };
+  if (!state || state.status !== 'pending' || !state.due) return report;
   const adapter = adapters[state.platform];
-  const started = performance.now();
-  const claim = await claimBatch(deps.pool, sendId, Math.min(adapter.maxBatch, o.maxBatch ?? Infinity), o.leaseMs);
-  if (!claim) return { claimed: 0, requests: 0 };
-  const requests = await new ClaimRun(deps, o, adapter, claim, started + o.leaseMs).run();
-  return { claimed: claim.sends.length, requests };
+  const max = Math.min(adapter.maxBatch, o.maxBatch ?? Infinity);
+  // A full batch may have left due sends behind (a backlog, or a retry group cut by the limit):
+  // keep claiming until a batch comes back short, so that no due send is left without a job.
+  let target: ClaimTarget = { sendId };
+  for (;;) {
+    const started = performance.now();
+    const claim = await claimBatch(deps.pool, target, max, o.leaseMs);
+    if (!claim) return report;
+    const run = new ClaimRun(deps, o, adapter, claim, started + o.leaseMs);
+    const requests = await run.run();
+    report.claimed += claim.sends.length;
+    report.requests += requests;
+    deps.log.debug({ pixelId: claim.pixelId, platform: adapter.platform, claimed: claim.sends.length, requests, ms: Math.round(performance.now() - started) }, 'delivery claim done');
+    if (claim.sends.length < max) return report;
+    target = { pixelId: claim.pixelId };
+  }
 }
 
 function endpoint(config: Config, platform: Platform): { baseUrl: string; build: BuildOptions } {

@@ -38,14 +38,20 @@ export async function createSends(tx: Queryable, subject: SendSubject): Promise<
   return rows.map((r) => ({ sendId: r.id, platform: r.platform, pixelId: r.pixel_id }));
 }
 
+/** Each send's own job is keyed, so that the claim that delivers it can drop it from the queue. */
+export function deliveryJobKey(sendId: string): string {
+  return `${DELIVER_TASK}:${sendId}`;
+}
+
 /**
  * Queues delivery jobs in the caller's transaction (graphile-worker's add_job is plain SQL, and
- * its NOTIFY wakes a worker at commit). One job per send; whichever job of a pixel runs first
- * delivers every send of that pixel that is due, so the others finish as no-ops.
+ * its NOTIFY wakes a worker at commit). One job per send: whichever job of a pixel runs first
+ * claims every due send of that pixel and removes the jobs of the sends it took, so a burst
+ * costs a few job runs, not one per event.
  */
 export async function enqueueDelivery(tx: Queryable, sends: readonly { sendId: string }[], runAt?: Date): Promise<void> {
   await tx.query(
-    `SELECT graphile_worker.add_job($1, json_build_object('sendId', s.id), run_at := $3::timestamptz, max_attempts := $4)
+    `SELECT graphile_worker.add_job($1, json_build_object('sendId', s.id), run_at := $3::timestamptz, max_attempts := $4, job_key := $1 || ':' || s.id)
      FROM unnest($2::uuid[]) AS s(id)`,
     [DELIVER_TASK, sends.map((s) => s.sendId), runAt ?? null, JOB_MAX_ATTEMPTS],
   );
