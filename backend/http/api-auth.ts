@@ -33,7 +33,12 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>): MiddlewareHan
 
     const { rows } = await deps.pool.query<{
       id: string; account_id: string; site_id: string | null; secret_hash: Buffer; revoked_at: Date | null; last_used_at: Date | null;
-    }>('SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1', [prefix]);
+    }>({
+      // Prepared once per connection: it runs on every business request.
+      name: 'capigram_api_key_by_prefix',
+      text: 'SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1',
+      values: [prefix],
+    });
     const row = rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();

@@ -62,10 +62,11 @@ async function acquire(deps: StoreDeps, apiKeyId: string, key: string): Promise<
   const deadline = Date.now() + IDEMPOTENCY_WAIT_MS;
   for (;;) {
     const now = deps.now();
-    const inserted = await deps.pool.query(
-      'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      [apiKeyId, key, now],
-    );
+    const inserted = await deps.pool.query({
+      name: 'capigram_idempotency_claim',
+      text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      values: [apiKeyId, key, now],
+    });
     if (inserted.rowCount === 1) return { kind: 'claimed', claimedAt: now };
 
     const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date }>(
@@ -101,11 +102,12 @@ async function settle(deps: StoreDeps, apiKeyId: string, key: string, claimedAt:
       return;
     }
     const stored: StoredResponse = { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
-    await deps.pool.query(
-      `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
-       WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
-      [apiKeyId, key, claimedAt, res.status, JSON.stringify(stored), deps.now()],
-    );
+    await deps.pool.query({
+      name: 'capigram_idempotency_store',
+      text: `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
+             WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
+      values: [apiKeyId, key, claimedAt, res.status, JSON.stringify(stored), deps.now()],
+    });
   } catch (err) {
     // The work is done and its answer goes out; a retry then meets the unfinished claim (409, then
     // after a minute a re-run that the recent-conversion match turns into a reuse).

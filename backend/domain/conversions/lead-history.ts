@@ -1,10 +1,11 @@
 import type { Queryable } from '../../db/pool.js';
-import type { ApiVisitOverride } from '../conversion-record.js';
+import type { CapiStatus } from '../capi-status.js';
+import type { ApiVisitOverride, EventTypeName } from '../conversion-record.js';
 
 /**
  * What the database knows about a Telegram user that decides where a business event goes: the
- * verified acquisition (a join attributed through an invite link to a visit of the same site) and
- * earlier conversions. Reads only.
+ * verified acquisition (a join attributed through an invite link to a visit of the same site),
+ * earlier conversions, and recent conversions the event may match. Reads only.
  */
 
 /** Attributed joins and webhook conversions that carry a visit of the same site: the evidence of an acquisition. */
@@ -36,7 +37,17 @@ export interface PriorConversion {
   receivedAt: Date;
 }
 
-export interface SiteHistory {
+/** A conversion within the site's dedup window with the event's type (and custom name). */
+export interface RecentMatch {
+  conversionId: string;
+  channelId: string;
+  capiStatus: CapiStatus;
+  coldLead: boolean;
+  visitId: string | null;
+  receivedAt: Date;
+}
+
+export interface EventContext {
   site: { id: string; websiteId: string; dedupWindowSeconds: number; activePixels: number };
   /** The first verified acquisition on the site (first touch: later joins never move it). */
   acquisition: Acquisition | null;
@@ -46,45 +57,19 @@ export interface SiteHistory {
   attributed: PriorConversion | null;
   /** Whether the supplied channel is one of the site's; null when none was supplied. */
   channelOnSite: boolean | null;
+  /** The newest matching conversion per candidate channel (supplied, acquisition's, latest's). */
+  recent: RecentMatch[];
 }
 
-/**
- * The site an account-scoped key's event lands on when the request names none: the site of the
- * user's first verified acquisition in the account, else the site of their most recent conversion
- * there, else null (an unknown user: a cold lead, which must name its site).
- */
-export async function inferSite(db: Queryable, accountId: string, telegramUserId: number): Promise<string | null> {
-  const { rows } = await db.query<{ site_id: string | null }>(
-    `WITH acq AS (${ACQUISITIONS})
-     SELECT COALESCE(
-       (SELECT a.site_id FROM acq a JOIN sites s ON s.id = a.site_id WHERE s.account_id = $2 ORDER BY a.at, a.visit_created_at LIMIT 1),
-       (SELECT c.site_id FROM conversions c JOIN sites s ON s.id = c.site_id
-        WHERE c.telegram_user_id = $1 AND s.account_id = $2 ORDER BY c.received_at DESC, c.id DESC LIMIT 1)
-     ) AS site_id`,
-    [telegramUserId, accountId],
-  );
-  return rows[0]?.site_id ?? null;
-}
-
-/**
- * The first verified acquisition on a site, optionally only evidence whose visit happened before
- * `visitBefore` (recovering attribution for a conversion received at that time: a visit that came
- * later cannot have caused it).
- */
-export async function findAcquisition(
-  db: Queryable,
-  siteId: string,
-  telegramUserId: number,
-  visitBefore: Date | null = null,
-): Promise<Acquisition | null> {
-  const { rows } = await db.query<{ site_id: string; channel_id: string | null; visit_id: string; at: Date }>(
-    `SELECT site_id, channel_id, visit_id, at FROM (${ACQUISITIONS}) a
-     WHERE site_id = $2 AND ($3::timestamptz IS NULL OR visit_created_at < $3)
-     ORDER BY at, visit_created_at LIMIT 1`,
-    [telegramUserId, siteId, visitBefore],
-  );
-  const r = rows[0];
-  return r ? { siteId: r.site_id, channelId: r.channel_id, visitId: r.visit_id, at: r.at } : null;
+export interface EventContextQuery {
+  accountId: string;
+  /** The site the request named (or its key is limited to); null lets the history decide. */
+  siteId: string | null;
+  telegramUserId: number;
+  channelId: string | null;
+  eventType: EventTypeName;
+  customEventName: string | null;
+  now: Date;
 }
 
 interface PriorJson {
@@ -101,18 +86,50 @@ function prior(j: PriorJson | null): PriorConversion | null {
     : null;
 }
 
-/** Everything about the user on one site, in one round trip; null when the site does not exist. */
-export async function loadSiteHistory(
-  db: Queryable,
-  siteId: string,
-  telegramUserId: number,
-  channelId: string | null,
-): Promise<SiteHistory | null> {
-  const priorOn = (extra: string) =>
-    `(SELECT row_to_json(p) FROM (
-        SELECT id, channel_id, visit_id, api_visit_override, received_at FROM conversions
-        WHERE site_id = s.id AND telegram_user_id = $2 ${extra}
-        ORDER BY received_at DESC, id DESC LIMIT 1) p)`;
+const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.received_at';
+
+/**
+ * Everything an event needs, in one round trip. Without a named site the event lands on the site
+ * of the user's first verified acquisition in the account, else of their most recent conversion
+ * there; null means neither exists (a cold lead that must name its site). A prepared statement:
+ * it runs on every business event.
+ */
+const EVENT_CONTEXT_SQL = `
+  WITH acq_all AS (${ACQUISITIONS}),
+  site AS (
+    SELECT s.id, s.website_id, s.dedup_window_seconds FROM sites s
+    WHERE s.account_id = $2 AND s.id = COALESCE(
+      $3::uuid,
+      (SELECT a.site_id FROM acq_all a JOIN sites x ON x.id = a.site_id AND x.account_id = $2 ORDER BY a.at, a.visit_created_at LIMIT 1),
+      (SELECT c.site_id FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2
+       WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id DESC LIMIT 1))
+  ),
+  acq AS (SELECT a.site_id, a.channel_id, a.visit_id, a.at FROM acq_all a JOIN site ON a.site_id = site.id ORDER BY a.at, a.visit_created_at LIMIT 1),
+  latest AS (SELECT ${PRIOR_FIELDS} FROM conversions c JOIN site ON c.site_id = site.id
+             WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
+  attributed AS (SELECT ${PRIOR_FIELDS} FROM conversions c JOIN site ON c.site_id = site.id
+                 WHERE c.telegram_user_id = $1 AND (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL)
+                 ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
+  recent AS (
+    SELECT DISTINCT ON (c.channel_id) c.id, c.channel_id, c.capi_status, c.cold_lead, c.visit_id, c.received_at
+    FROM conversions c JOIN site ON c.site_id = site.id
+    WHERE site.dedup_window_seconds > 0 AND c.telegram_user_id = $1 AND c.event_type = $5
+      AND c.custom_event_name IS NOT DISTINCT FROM $6::text
+      AND c.received_at >= $7::timestamptz - make_interval(secs => site.dedup_window_seconds)
+      AND c.channel_id IN ($4::uuid, (SELECT channel_id FROM acq), (SELECT channel_id FROM latest))
+    ORDER BY c.channel_id, c.received_at DESC, c.id DESC
+  )
+  SELECT site.id, site.website_id, site.dedup_window_seconds,
+    (SELECT count(*)::int FROM pixels p WHERE p.site_id = site.id AND p.active) AS active_pixels,
+    (SELECT row_to_json(acq) FROM acq) AS acq,
+    (SELECT row_to_json(latest) FROM latest) AS latest,
+    (SELECT row_to_json(attributed) FROM attributed) AS attributed,
+    CASE WHEN $4::uuid IS NULL THEN NULL
+         ELSE EXISTS (SELECT 1 FROM channels ch WHERE ch.id = $4::uuid AND ch.site_id = site.id) END AS channel_on_site,
+    (SELECT json_agg(recent) FROM recent) AS recent
+  FROM site`;
+
+export async function loadEventContext(db: Queryable, q: EventContextQuery): Promise<EventContext | null> {
   const { rows } = await db.query<{
     id: string;
     website_id: string;
@@ -122,19 +139,12 @@ export async function loadSiteHistory(
     latest: PriorJson | null;
     attributed: PriorJson | null;
     channel_on_site: boolean | null;
-  }>(
-    `SELECT s.id, s.website_id, s.dedup_window_seconds,
-       (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active) AS active_pixels,
-       (SELECT row_to_json(a) FROM (
-          SELECT site_id, channel_id, visit_id, at FROM (${ACQUISITIONS.replaceAll('$1', '$2')}) x
-          WHERE site_id = s.id ORDER BY at, visit_created_at LIMIT 1) a) AS acq,
-       ${priorOn('')} AS latest,
-       ${priorOn('AND (visit_id IS NOT NULL OR api_visit_override IS NOT NULL)')} AS attributed,
-       CASE WHEN $3::uuid IS NULL THEN NULL
-            ELSE EXISTS (SELECT 1 FROM channels ch WHERE ch.id = $3::uuid AND ch.site_id = s.id) END AS channel_on_site
-     FROM sites s WHERE s.id = $1`,
-    [siteId, telegramUserId, channelId],
-  );
+    recent: { id: string; channel_id: string; capi_status: CapiStatus; cold_lead: boolean; visit_id: string | null; received_at: string }[] | null;
+  }>({
+    name: 'capigram_event_context',
+    text: EVENT_CONTEXT_SQL,
+    values: [q.telegramUserId, q.accountId, q.siteId, q.channelId, q.eventType, q.customEventName, q.now],
+  });
   const r = rows[0];
   if (!r) return null;
   return {
@@ -143,5 +153,28 @@ export async function loadSiteHistory(
     latest: prior(r.latest),
     attributed: prior(r.attributed),
     channelOnSite: r.channel_on_site,
+    recent: (r.recent ?? []).map((m) => ({
+      conversionId: m.id,
+      channelId: m.channel_id,
+      capiStatus: m.capi_status,
+      coldLead: m.cold_lead,
+      visitId: m.visit_id,
+      receivedAt: new Date(m.received_at),
+    })),
   };
+}
+
+/**
+ * The first verified acquisition on a site whose visit happened before `visitBefore`: the
+ * attribution a conversion received at that time may recover (a later visit cannot have caused it).
+ */
+export async function findAcquisitionBefore(db: Queryable, siteId: string, telegramUserId: number, visitBefore: Date): Promise<Acquisition | null> {
+  const { rows } = await db.query<{ site_id: string; channel_id: string | null; visit_id: string; at: Date }>(
+    `SELECT site_id, channel_id, visit_id, at FROM (${ACQUISITIONS}) a
+     WHERE site_id = $2 AND visit_created_at < $3
+     ORDER BY at, visit_created_at LIMIT 1`,
+    [telegramUserId, siteId, visitBefore],
+  );
+  const r = rows[0];
+  return r ? { siteId: r.site_id, channelId: r.channel_id, visitId: r.visit_id, at: r.at } : null;
 }

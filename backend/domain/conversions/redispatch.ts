@@ -16,14 +16,14 @@ export interface Redispatched {
 }
 
 export async function redispatchConversion(tx: Queryable, conversionId: string, siteId: string): Promise<Redispatched> {
-  const { rows: reset } = await tx.query<{ id: string; pixel_id: string }>(
+  const { rows: reset } = await tx.query<{ id: string }>(
     `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), updated_at = now()
      FROM pixels p
      WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active
-     RETURNING s.id, s.pixel_id`,
+     RETURNING s.id`,
     [conversionId],
   );
-  if (reset.length > 0) await enqueueDelivery(tx, reset.map((r) => ({ sendId: r.id, pixelId: r.pixel_id })));
+  if (reset.length > 0) await enqueueDelivery(tx, reset.map((r) => ({ sendId: r.id })));
   await createSends(tx, { kind: 'conversion', id: conversionId, siteId });
   return pendingSends(tx, conversionId);
 }

@@ -1,6 +1,6 @@
 import { ApiError } from '../../errors.js';
 import type { ApiVisitOverride } from '../conversion-record.js';
-import type { SiteHistory } from './lead-history.js';
+import type { EventContext } from './lead-history.js';
 
 /**
  * Where a business event lands on its resolved site, and which attribution it carries. Pure: the
@@ -26,7 +26,7 @@ export interface Target {
 
 export interface TargetInput {
   mode: EventMode;
-  history: Pick<SiteHistory, 'acquisition' | 'latest' | 'attributed' | 'channelOnSite'>;
+  history: Pick<EventContext, 'acquisition' | 'latest' | 'attributed' | 'channelOnSite'>;
   suppliedChannelId: string | null;
   /** What the request brought: fbc, fbp, click ids, IP, User-Agent (absent ones null or missing). */
   requestOverride: ApiVisitOverride;

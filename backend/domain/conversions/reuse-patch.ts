@@ -1,55 +1,14 @@
 import type { Queryable } from '../../db/pool.js';
-import type { CapiStatus } from '../capi-status.js';
-import type { ApiVisitOverride, EventTypeName } from '../conversion-record.js';
+import type { ApiVisitOverride } from '../conversion-record.js';
 import type { HashedPiiRecord } from '../hashed-pii.js';
 import type { SignalSources } from './signals.js';
 
 /**
  * The second layer of duplicate protection: a business event that matches a recent conversion
  * (same site, Telegram user, channel, event type, and for Custom events the same name) within the
- * site's `dedup_window_seconds` reuses it instead of creating another.
+ * site's `dedup_window_seconds` reuses it instead of creating another (the candidates come with
+ * the event's context, read under the lead lock). This is the update applied to a reused one.
  */
-
-// Advisory lock namespace (the two-int form never collides with single-bigint locks elsewhere).
-const LEAD_LOCK_CLASS = 4_040_001;
-
-/**
- * Serialises business events for one (site, user) until the transaction ends, so that concurrent
- * duplicates see each other: the second waits, then finds the first's conversion and reuses it.
- */
-export async function lockLead(tx: Queryable, siteId: string, telegramUserId: number): Promise<void> {
-  await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [LEAD_LOCK_CLASS, `${siteId}:${telegramUserId}`]);
-}
-
-export interface MatchKey {
-  siteId: string;
-  telegramUserId: number;
-  channelId: string;
-  eventType: EventTypeName;
-  customEventName: string | null;
-}
-
-export interface RecentMatch {
-  conversionId: string;
-  capiStatus: CapiStatus;
-  coldLead: boolean;
-  visitId: string | null;
-  receivedAt: Date;
-}
-
-export async function findRecentMatch(tx: Queryable, k: MatchKey, since: Date): Promise<RecentMatch | null> {
-  const { rows } = await tx.query<{ id: string; capi_status: CapiStatus; cold_lead: boolean; visit_id: string | null; received_at: Date }>(
-    `SELECT id, capi_status, cold_lead, visit_id, received_at FROM conversions
-     WHERE site_id = $1 AND telegram_user_id = $2 AND channel_id = $3 AND event_type = $4
-       AND custom_event_name IS NOT DISTINCT FROM $5 AND received_at >= $6
-     ORDER BY received_at DESC, id DESC LIMIT 1`,
-    [k.siteId, k.telegramUserId, k.channelId, k.eventType, k.customEventName, since],
-  );
-  const r = rows[0];
-  return r
-    ? { conversionId: r.id, capiStatus: r.capi_status, coldLead: r.cold_lead, visitId: r.visit_id, receivedAt: r.received_at }
-    : null;
-}
 
 /** What a matching event brings to the conversion it reuses. */
 export interface ConversionPatch {
