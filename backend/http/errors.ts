@@ -47,6 +47,11 @@ export function toApiError(err: unknown): { apiError: ApiError; unexpected: bool
     if (err.status === 400) return { apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'), unexpected: false };
     if (err.status === 401) return { apiError: new ApiError('UNAUTHORIZED', err.message || undefined), unexpected: false };
     if (err.status === 404) return { apiError: new ApiError('NOT_FOUND'), unexpected: false };
+    if (err.status === 415)
+      return { apiError: new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json'), unexpected: false };
+    // Any other client error raised by a middleware is still the client's, never a 500.
+    if (err.status >= 400 && err.status < 500)
+      return { apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'), unexpected: false };
   }
   if (isDatabaseUnavailable(err)) return { apiError: new ApiError('UNAVAILABLE', 'The database is unavailable'), unexpected: false };
   return { apiError: new ApiError('INTERNAL', 'An unexpected error occurred; it has been logged'), unexpected: true };

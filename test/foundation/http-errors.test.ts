@@ -70,3 +70,17 @@ describe('error model', () => {
     await t2.stop();
   });
 });
+
+describe('errors raised by framework middleware', () => {
+  it('maps client errors of any status to problem+json, never 500', async () => {
+    const { HTTPException } = await import('hono/http-exception');
+    const { toApiError } = await import('../../backend/http/errors.js');
+    for (const status of [400, 405, 406, 415, 422] as const) {
+      const { apiError, unexpected } = toApiError(new HTTPException(status, { message: 'x' }));
+      expect(unexpected).toBe(false);
+      expect(apiError.status).toBeLessThan(500);
+    }
+    expect(toApiError(new HTTPException(415)).apiError.detail).toMatch(/Content-Type/);
+    expect(toApiError(new Error('boom')).unexpected).toBe(true);
+  });
+});
