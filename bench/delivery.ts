@@ -18,7 +18,12 @@
  * producer share this process, so commit and receipt times come from one clock. PostgreSQL is
  * DATABASE_URL, or an embedded one with default durability settings.
  *
- * Options: `--events=N` (per throughput run, default 5000), `--samples=N` (latency, default 300).
+ * 3. Sustained: 8 producers commit conversions one per transaction as fast as they can for
+ *    `--seconds` while the worker delivers; events delivered per second over that window, and how
+ *    long after the last commit the platform had them all (how far delivery trailed production).
+ *
+ * Options: `--events=N` (per throughput run, default 5000), `--single-events=N` (the one event per
+ * request run, default events/5), `--samples=N` (latency, default 300), `--seconds=N` (default 10).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -59,7 +64,7 @@ interface RoleSpec {
 }
 
 async function serveRole(spec: RoleSpec): Promise<void> {
-  const config = loadConfig({ DATABASE_URL: spec.databaseUrl, META_GRAPH_URL: spec.metaUrl, LOG_LEVEL: (process.env.BENCH_LOG_LEVEL ?? 'warn') as 'warn', DATA_DIR: tmpdir() });
+  const config = loadConfig({ DATABASE_URL: spec.databaseUrl, META_GRAPH_URL: spec.metaUrl, LOG_LEVEL: 'warn', DATA_DIR: tmpdir() });
   const deps: Deps = {
     config,
     pool: createPool(spec.databaseUrl, POOL_SIZE),
@@ -160,6 +165,15 @@ async function jobsLeft(pool: Pool, task: string): Promise<number> {
   return rows[0]!.n;
 }
 
+/**
+ * Waits until no delivery job is left. Every run ends with it: a worker stopped while a job runs
+ * may leave that job locked (graphile-worker 0.17 does not await a job's completion on shutdown
+ * unless completions are batched), and the next run would wait for it.
+ */
+function drained(pool: Pool): Promise<number> {
+  return waitFor(async () => (await jobsLeft(pool, 'deliver_send')) === 0, 'the delivery jobs');
+}
+
 /** Latency from each conversion's commit to the fake Meta's receipt of the request carrying it. */
 async function latencyRun(pool: Pool, meta: MetaFake, site: Site, samples: number): Promise<{ p50: number; p99: number; max: number; requests: number }> {
   meta.reset();
@@ -172,6 +186,7 @@ async function latencyRun(pool: Pool, meta: MetaFake, site: Site, samples: numbe
     await new Promise((r) => setTimeout(r, -Math.log(1 - Math.random()) * 40));
   }
   await waitFor(() => meta.events().length >= samples + warmup, 'the latency run to be delivered');
+  await drained(pool);
   const latencies: number[] = [];
   for (const e of meta.events()) {
     const t0 = committedAt.get(e.event.event_id!);
@@ -207,20 +222,53 @@ async function deliveryRun(pool: Pool, meta: MetaFake, site: Site, events: numbe
   });
   const t0 = performance.now();
   const delivered = await waitFor(() => meta.dedupStats().distinct >= events, 'every event to reach the platform');
-  const drained = await waitFor(async () => (await jobsLeft(pool, 'deliver_send')) === 0, 'the delivery jobs');
+  const empty = await drained(pool);
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sends WHERE pixel_id = $1 AND status <> 'sent'`, [site.pixelId]);
   if (rows[0]!.n !== 0) throw new Error(`${rows[0]!.n} sends not delivered`);
   return {
-    perSecond: events / ((drained - t0) / 1000),
+    perSecond: events / ((empty - t0) / 1000),
     deliveredSeconds: (delivered - t0) / 1000,
-    drainedSeconds: (drained - t0) / 1000,
+    drainedSeconds: (empty - t0) / 1000,
     requests: meta.received.length,
   };
 }
 
+interface Sustained {
+  seconds: number;
+  committed: number;
+  deliveredInWindow: number;
+  /** Seconds after the last commit until the platform had every event. */
+  tailSeconds: number;
+  requests: number;
+}
+
+/** Producers commit conversions one per transaction, as fast as they can, while the worker delivers. */
+async function sustainedRun(pool: Pool, meta: MetaFake, site: Site, producers: number, seconds: number): Promise<Sustained> {
+  meta.reset();
+  let committed = 0;
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: producers }, async () => {
+      while (performance.now() < end) {
+        await withTx(pool, (tx) => recordSubscribe(tx, site));
+        committed += 1;
+      }
+    }),
+  );
+  const t1 = performance.now();
+  const deliveredInWindow = meta.dedupStats().distinct;
+  const done = await waitFor(() => meta.dedupStats().distinct >= committed, 'the sustained run to be delivered');
+  await drained(pool);
+  return { seconds: (t1 - t0) / 1000, committed, deliveredInWindow, tailSeconds: (done - t1) / 1000, requests: meta.received.length };
+}
+
 export async function run(args: string[] = []): Promise<void> {
   const events = option(args, 'events', 5_000);
+  const singleEvents = option(args, 'single-events', Math.max(500, Math.floor(events / 5)));
   const samples = option(args, 'samples', 300);
+  const seconds = option(args, 'seconds', 10);
+  const producers = 8;
 
   let embedded: EmbeddedDatabase | null = null;
   let dataDir: string | null = null;
@@ -237,7 +285,7 @@ export async function run(args: string[] = []): Promise<void> {
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
   const databaseUrl = url.toString();
-  const pool = createPool(databaseUrl, 4);
+  const pool = createPool(databaseUrl, producers + 2);
   const meta = await startMeta();
   const secretKey = randomBytes(32).toString('hex');
   const box = createSecretBox(parseSecretKey(secretKey));
@@ -260,7 +308,8 @@ export async function run(args: string[] = []): Promise<void> {
     const latency = await withWorker({ kind: 'deliver' }, async () => latencyRun(pool, meta, await seedSite(pool, box), samples));
     const ceiling = await withWorker({ kind: 'noop' }, () => emptyJobsRun(pool, events));
     const batched = await withWorker({ kind: 'deliver' }, async () => deliveryRun(pool, meta, await seedSite(pool, box), events));
-    const single = await withWorker({ kind: 'deliver', options: { maxBatch: 1 } }, async () => deliveryRun(pool, meta, await seedSite(pool, box), events));
+    const single = await withWorker({ kind: 'deliver', options: { maxBatch: 1 } }, async () => deliveryRun(pool, meta, await seedSite(pool, box), singleEvents));
+    const sustained = await withWorker({ kind: 'deliver' }, async () => sustainedRun(pool, meta, await seedSite(pool, box), producers, seconds));
 
     const row = (name: string, t: Throughput) =>
       `| ${name} | ${t.perSecond.toFixed(0)} | ${t.deliveredSeconds.toFixed(2)} | ${t.drainedSeconds.toFixed(2)} | ${t.requests || '–'} |`;
@@ -273,7 +322,7 @@ export async function run(args: string[] = []): Promise<void> {
       '',
       `targets: p50 <= 25 ms, p99 <= 100 ms`,
       '',
-      `throughput: ${events} events committed at once, worker concurrency 8 (load average at start ${load.toFixed(2)})`,
+      `throughput: ${events} events committed at once (${singleEvents} for one event per request), worker concurrency 8 (load average at start ${load.toFixed(2)})`,
       '',
       '| run | events/s (until the queue is empty) | all delivered after s | queue empty after s | requests |',
       '|---|---:|---:|---:|---:|',
@@ -282,6 +331,11 @@ export async function run(args: string[] = []): Promise<void> {
       row('Capigram delivery, one event per request', single),
       '',
       `batched / ceiling: ${(batched.perSecond / ceiling.perSecond).toFixed(2)} (target >= 0.5); batched / one-per-request: ${(batched.perSecond / single.perSecond).toFixed(1)}x (target >= 5x)`,
+      '',
+      `sustained: ${producers} producers committing one conversion per transaction for ${sustained.seconds.toFixed(1)} s while the worker delivers:`,
+      `${sustained.committed} committed (${(sustained.committed / sustained.seconds).toFixed(0)}/s), ${sustained.deliveredInWindow} delivered in that time ` +
+        `(${(sustained.deliveredInWindow / sustained.seconds).toFixed(0)}/s), the rest ${sustained.tailSeconds.toFixed(2)} s after the last commit, ` +
+        `in ${sustained.requests} requests (${(sustained.committed / sustained.requests).toFixed(1)} events per request)`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
