@@ -4,7 +4,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, sendsOf, UA, type DeliveryHarness } from './support.js';
+import { allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, sendsOf, UA, waitUntil, type DeliveryHarness } from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -29,6 +29,12 @@ async function metaSite(): Promise<{ siteId: string; visitId: string }> {
   return { siteId, visitId };
 }
 
+/** deliver_send jobs run so far by this file's workers (the runner counts them in a metric). */
+async function deliverJobRuns(): Promise<number> {
+  const { values } = await h.deps.metrics.jobs.get();
+  return values.filter((v) => v.labels.task === 'deliver_send').reduce((n, v) => n + v.value, 0);
+}
+
 function metaEventIds(): string[] {
   return h.fakes.meta.events().map((e) => e.event.event_id!);
 }
@@ -44,6 +50,18 @@ describe('batching', () => {
     // Four jobs start at once and each claims at least its own send; one of them takes the rest.
     expect(h.fakes.meta.received.length).toBeLessThanOrEqual(4);
     expect(metaEventIds().sort()).toEqual(ids.map((id) => `cnv_${id}`).sort());
+  });
+
+  it('a backlog larger than a batch is drained by the job that claimed first, and the claimed sends\' jobs are dropped', async () => {
+    const { siteId, visitId } = await metaSite();
+    for (let i = 0; i < 35; i++) await createConversion(db.pool, siteId, { visitId });
+    const before = await deliverJobRuns();
+    await h.startWorker({ maxBatch: 10 }, 1);
+    await allSettled(db.pool);
+    await waitUntil(async () => (await db.pool.query(`SELECT 1 FROM graphile_worker.jobs`)).rowCount === 0, 5000, 'an empty queue');
+    expect(h.fakes.meta.received.map((r) => (r.body as { data: unknown[] }).data.length)).toEqual([10, 10, 10, 5]);
+    // One job delivered all 35; the other 34 were removed by the claims, never run.
+    expect((await deliverJobRuns()) - before).toBe(1);
   });
 
   it('a lone event is sent as soon as it is committed, without waiting for company', async () => {

@@ -147,6 +147,14 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
     const c = await db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [conversionId]);
     expect(c.rows[0].capi_status).toBe('sent');
   });
+
+  it('counts the outcomes by platform and observes the delivery latency', async () => {
+    const text = await h.deps.metrics.registry.metrics();
+    for (const platform of ['meta', 'tiktok', 'snapchat', 'google']) {
+      expect(text).toMatch(new RegExp(`capigram_sends_total\\{platform="${platform}",outcome="delivered"\\} [1-9]`));
+      expect(text).toMatch(new RegExp(`capigram_delivery_latency_seconds_count\\{platform="${platform}"\\} [1-9]`));
+    }
+  });
 });
 
 describe('a cold lead (attribution from apiVisitOverride)', () => {

@@ -103,6 +103,7 @@ describe('transient failures are retried with the same event id', () => {
     expect(send).toMatchObject({ status: 'pending', attempts: 1 });
     expect(send!.last_error).toMatch(/User request limit reached \(code 17\/2446079\)/);
     expect(await capiStatus(conversionId)).toBe('pending');
+    expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(/platform="meta",outcome="retry"\} [1-9]/);
     await allSettled(db.pool);
     expect(await capiStatus(conversionId)).toBe('sent');
   });
@@ -166,6 +167,7 @@ describe('sends that cannot be valid are skipped with the reason', () => {
     });
     expect(h.fakes.meta.received.length + h.fakes.tiktok.received.length + h.fakes.snapchat.received.length + h.fakes.google.received.length).toBe(0);
     expect(await capiStatus(conversionId)).toBe('skipped');
+    expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(/platform="google",outcome="skipped"\} [1-9]/);
   });
 
   it('too old for Meta (8 days) but inside Snapchat\'s 37 days: skipped on one, delivered on the other; capiStatus sent', async () => {
