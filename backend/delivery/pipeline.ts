@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Deps } from '../deps.js';
 import { adapters, decideIsolation } from '../platforms/index.js';
 import { parseJsonObject, truncateError } from '../platforms/response.js';
-import type { BuildOptions, DeliveryEvent, EventOutcome, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
+import type { BuildOptions, DeliveryEvent, EventOutcome, HttpRequestSpec, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
 import { retryDecision } from './backoff.js';
 import { claimBatch, extendLease, sendState, type Claim, type ClaimTarget } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
@@ -142,23 +142,24 @@ class ClaimRun {
         if (queue.length === 0) return;
       }
       const batch = queue.shift()!;
-      let outcomes: EventOutcome[];
-      let res: PlatformResponse | undefined;
+      let spec: HttpRequestSpec;
       try {
-        const spec = this.adapter.buildRequest(batch, pixel, baseUrl, build);
-        this.requests++;
-        res = await performRequest(spec, this.o.requestTimeoutMs);
-        outcomes = this.adapter.classify(res, batch, this.deps.now().getTime());
+        spec = this.adapter.buildRequest(batch, pixel, baseUrl, build);
       } catch (err) {
-        outcomes = batch.map((e) => ({ eventId: e.eventId, outcome: 'failed', error: `cannot build the request: ${(err as Error).message}` }));
+        // A bug, not a platform answer: retrying would fail the same way.
+        const error = `cannot build the request: ${(err as Error).message}`;
+        await this.write(batch.map((e) => ({ sendId: this.sendOfEvent.get(e.eventId)!, kind: 'failed', error })), queue.length === 0);
+        continue;
       }
+      this.requests++;
+      const res = await performRequest(spec, this.o.requestTimeoutMs);
+      const outcomes = this.adapter.classify(res, batch, this.deps.now().getTime());
       const decision = decideIsolation(batch, outcomes);
       if (decision.action === 'split') {
         queue.unshift(...decision.batches);
         continue;
       }
-      const summary = res === undefined ? undefined : responseSummary(res, batch.length);
-      await this.write(this.toSendOutcomes(outcomes), queue.length === 0, summary);
+      await this.write(this.toSendOutcomes(outcomes), queue.length === 0, responseSummary(res, batch.length));
     }
   }
 
@@ -202,8 +203,9 @@ class ClaimRun {
       responseSummary,
       final,
     });
-    for (const oc of outcomes) {
-      if (oc.kind === 'failed') this.deps.log.warn({ sendId: oc.sendId, platform: this.adapter.platform, error: oc.error }, 'send failed');
+    const failed = outcomes.filter((oc) => oc.kind === 'failed');
+    if (failed.length > 0) {
+      this.deps.log.warn({ platform: this.adapter.platform, pixelId: this.claim.pixelId, sends: failed.length, firstSendId: failed[0]!.sendId, error: failed[0]!.error }, 'sends failed');
     }
   }
 }
