@@ -44,6 +44,12 @@ const EnvSchema = z.object({
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
   GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v17').default('v17'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
+  // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.
+  TRACKER_RATE_LIMIT_INIT: z.coerce.number().int().min(0).max(1_000_000).default(120),
+  TRACKER_RATE_LIMIT_FBP: z.coerce.number().int().min(0).max(1_000_000).default(60),
+  TRACKER_RATE_LIMIT_INVITE: z.coerce.number().int().min(0).max(1_000_000).default(30),
+  // Extra requests per group once its minute is spent, per 10 minutes.
+  TRACKER_RATE_LIMIT_BURST: z.coerce.number().int().min(0).max(1_000_000).default(60),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -74,15 +74,21 @@ export type TrackUpdateFbpBody = z.infer<typeof trackUpdateFbpBodySchema>;
  * `POST /backend/track/direct-invite`: one visit, one PageView and one invitation per
  * `visitRequestId`. `channelId` picks the channel (omitted: the site's default channel).
  */
-export const trackDirectInviteBodySchema = z.object({
-  websiteId,
-  tempId: uuid,
-  sessionId: uuid,
-  visitRequestId: uuid,
-  gatewayRequestId: uuid.optional(),
-  channelId: z.string().min(1).max(WIRE_LIMITS.channelId).optional(),
-  ...attributionFieldsSchema.shape,
-});
+export const trackDirectInviteBodySchema = z
+  .object({
+    websiteId,
+    tempId: uuid,
+    sessionId: uuid,
+    visitRequestId: uuid.optional(),
+    gatewayRequestId: uuid.optional(),
+    channelId: z.string().min(1).max(WIRE_LIMITS.channelId).optional(),
+    ...attributionFieldsSchema.shape,
+  })
+  // Either name carries the request id: legacy clients send only `gatewayRequestId`.
+  .refine((b) => b.visitRequestId !== undefined || b.gatewayRequestId !== undefined, {
+    path: ['visitRequestId'],
+    message: 'visitRequestId is required',
+  });
 export type TrackDirectInviteBody = z.infer<typeof trackDirectInviteBodySchema>;
 
 /** `GET /backend/track/invite` query: `channel` omitted means the site's default channel. */

@@ -104,6 +104,11 @@ describe('track/direct-invite body', () => {
     expect(trackDirectInviteBodySchema.parse(body)).toEqual(body);
     expect(trackDirectInviteBodySchema.safeParse(ids).success).toBe(false);
   });
+
+  it('accepts the legacy gatewayRequestId alone', () => {
+    const legacy = { ...ids, gatewayRequestId: randomUUID() };
+    expect(trackDirectInviteBodySchema.parse(legacy)).toEqual(legacy);
+  });
 });
 
 describe('track/invite query', () => {
