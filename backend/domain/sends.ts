@@ -26,15 +26,20 @@ export function eventIdFor(subject: SendSubject): string {
 
 export async function createSends(tx: Queryable, subject: SendSubject): Promise<CreatedSend[]> {
   const column = subject.kind === 'conversion' ? 'conversion_id' : 'visit_id';
+  // One statement for the rows and their jobs: the outbox write sits on the hot path of every
+  // visit and conversion, and each round trip there counts.
   const { rows } = await tx.query<{ id: string; platform: string; pixel_id: string }>(
-    `INSERT INTO sends (${column}, pixel_id, platform, event_id)
-     SELECT $1, p.id, p.platform, $3 FROM pixels p WHERE p.site_id = $2 AND p.active
-     ORDER BY p.created_at, p.id
-     ON CONFLICT DO NOTHING
-     RETURNING id, platform, pixel_id`,
-    [subject.id, subject.siteId, eventIdFor(subject)],
+    `WITH created AS (
+       INSERT INTO sends (${column}, pixel_id, platform, event_id)
+       SELECT $1, p.id, p.platform, $3 FROM pixels p WHERE p.site_id = $2 AND p.active
+       ORDER BY p.created_at, p.id
+       ON CONFLICT DO NOTHING
+       RETURNING id, platform, pixel_id)
+     SELECT c.id, c.platform, c.pixel_id,
+            (graphile_worker.add_job($4, json_build_object('sendId', c.id), max_attempts := $5, job_key := $4 || ':' || c.id)).id AS job_id
+     FROM created c`,
+    [subject.id, subject.siteId, eventIdFor(subject), DELIVER_TASK, JOB_MAX_ATTEMPTS],
   );
-  if (rows.length > 0) await enqueueDelivery(tx, rows.map((r) => ({ sendId: r.id })));
   return rows.map((r) => ({ sendId: r.id, platform: r.platform, pixelId: r.pixel_id }));
 }
 
