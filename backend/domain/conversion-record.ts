@@ -51,6 +51,17 @@ export interface RecordedConversion {
   capiStatus: CapiStatus;
 }
 
+/** The lead upsert, with its parameters' placeholders: shared by `upsertLead` and `recordConversion`. */
+function upsertLeadSql(site: string, user: string, externalId: string, seenAt: string): string {
+  return `INSERT INTO leads (site_id, telegram_user_id, external_user_id, first_seen_at, last_seen_at)
+     VALUES (${site}, ${user}, ${externalId}, ${seenAt}, ${seenAt})
+     ON CONFLICT (site_id, telegram_user_id) DO UPDATE
+       SET last_seen_at = GREATEST(leads.last_seen_at, EXCLUDED.last_seen_at),
+           first_seen_at = LEAST(leads.first_seen_at, EXCLUDED.first_seen_at),
+           external_user_id = COALESCE(EXCLUDED.external_user_id, leads.external_user_id)
+     RETURNING id`;
+}
+
 /** Creates or touches the lead of (site, Telegram user); returns its id. */
 export async function upsertLead(
   tx: Queryable,
@@ -60,13 +71,7 @@ export async function upsertLead(
   externalUserId?: string | null,
 ): Promise<string> {
   const { rows } = await tx.query<{ id: string }>(
-    `INSERT INTO leads (site_id, telegram_user_id, external_user_id, first_seen_at, last_seen_at)
-     VALUES ($1, $2, $3, $4, $4)
-     ON CONFLICT (site_id, telegram_user_id) DO UPDATE
-       SET last_seen_at = GREATEST(leads.last_seen_at, EXCLUDED.last_seen_at),
-           first_seen_at = LEAST(leads.first_seen_at, EXCLUDED.first_seen_at),
-           external_user_id = COALESCE(EXCLUDED.external_user_id, leads.external_user_id)
-     RETURNING id`,
+    upsertLeadSql('$1', '$2', '$3', '$4'),
     [siteId, telegramUserId, externalUserId ?? null, seenAt],
   );
   return rows[0]!.id;
@@ -75,23 +80,33 @@ export async function upsertLead(
 /**
  * Inserts the conversion and, when `dispatch` is true, its sends and their jobs. A conversion
  * awaiting a manual value is never dispatched here: the value endpoint dispatches it later.
+ *
+ * This sits on the hot path of every webhook join and API event, so it is two statements: the lead
+ * upsert and the conversion in one, the sends and their jobs in another. The initial capiStatus is
+ * predicted from the site's active pixels (pending when something will be sent, else skipped) and
+ * corrected only in the rare case a pixel changed between the two statements.
  */
 export async function recordConversion(tx: Queryable, c: NewConversion, dispatch: boolean): Promise<RecordedConversion> {
-  const leadId = await upsertLead(tx, c.siteId, c.telegramUserId, c.receivedAt, c.externalUserId);
-  const { rows } = await tx.query<{ id: string }>(
-    `INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
+  const willSend = dispatch && !c.awaitingManualInput;
+  const { rows } = await tx.query<{ id: string; lead_id: string; capi_status: CapiStatus }>(
+    `WITH lead AS (${upsertLeadSql('$1', '$3', '$11', '$19')})
+     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
        content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
        event_time, attributed_at, received_at, source, awaiting_manual_input, capi_status)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23) RETURNING id`,
+     SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+       CASE WHEN $22::boolean AND EXISTS (SELECT 1 FROM pixels WHERE site_id = $1 AND active) THEN 'pending' ELSE 'skipped' END
+     FROM lead
+     RETURNING id, lead_id, capi_status`,
     [
-      c.siteId, c.channelId, leadId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
+      c.siteId, c.channelId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
       c.currency ?? null, c.contentName ?? null, c.piiHashed ?? {}, c.externalUserId ?? null, c.eventSourceUrl ?? null,
       c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
-      c.receivedAt, c.source, c.awaitingManualInput ?? false, 'pending',
+      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend,
     ],
   );
-  const conversionId = rows[0]!.id;
-  const sends = dispatch && !c.awaitingManualInput ? await createSends(tx, { kind: 'conversion', id: conversionId, siteId: c.siteId }) : [];
-  const capiStatus = await refreshCapiStatus(tx, conversionId);
-  return { conversionId, leadId, sends, capiStatus };
+  const row = rows[0]!;
+  const sends = willSend ? await createSends(tx, { kind: 'conversion', id: row.id, siteId: c.siteId }) : [];
+  const predicted = row.capi_status;
+  const capiStatus = (sends.length > 0) === (predicted === 'pending') ? predicted : await refreshCapiStatus(tx, row.id);
+  return { conversionId: row.id, leadId: row.lead_id, sends, capiStatus };
 }
