@@ -5,12 +5,12 @@ import type { Platform } from '../platforms/types.js';
 
 /**
  * Claiming sends for delivery. A pending send is due when `next_attempt_at` has passed; claiming
- * moves `next_attempt_at` to the end of a lease, so other workers' jobs see it as not due and
- * finish as no-ops, and schedules a "lease job" for that instant in the same transaction. If the
- * worker dies mid-request, the lease job finds the sends due again and delivers them; if it lives,
- * it removes the lease job when the outcomes are written. The lease end (millisecond precision, so
- * it survives the round trip through a JS Date) is also the token that proves the claim is still
- * ours when outcomes are written.
+ * moves `next_attempt_at` to the end of a lease, so no other job takes it, removes the claimed
+ * sends' own queued jobs, and schedules a "lease job" for the lease's end, all in one transaction.
+ * If the worker dies mid-request, the lease job finds the sends due again and delivers them; if
+ * it lives, it removes the lease job when the outcomes are written. The lease end (millisecond
+ * precision, so it survives the round trip through a JS Date) is also the token that proves the
+ * claim is still ours when outcomes are written.
  */
 
 export interface SendState {
