@@ -42,7 +42,7 @@ const EnvSchema = z.object({
   TIKTOK_API_URL: url('TIKTOK_API_URL').default('https://business-api.tiktok.com'),
   SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
-  GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v17').default('v17'),
+  GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v21').default('v21'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
   // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.
   TRACKER_RATE_LIMIT_INIT: z.coerce.number().int().min(0).max(1_000_000).default(120),

@@ -23,6 +23,10 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     taskList: { ...createTaskList(deps), ...opts.extraTasks },
     crontab: opts.crontab ?? CRONTAB,
     logger: workerLogger(deps),
+    // graphile-worker 0.17 only waits for a job's completion at shutdown when completions are
+    // batched; with a batch delay of 0 they are, so a job finishing during stop() is released
+    // instead of staying locked for four hours.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   });
   runner.events.on('job:success', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'success' }));
   runner.events.on('job:error', ({ job, error }) => {
