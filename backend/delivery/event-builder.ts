@@ -1,6 +1,6 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Queryable } from '../db/pool.js';
-import { isSha256Hex } from '../domain/pii.js';
+import { isSha256Hex, sha256Hex } from '../domain/pii.js';
 import { isRecord } from '../platforms/response.js';
 import { pixelConfigSchema, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
 
@@ -21,6 +21,7 @@ export interface SendSubjectRow {
   currency: string | null;
   content_name: string | null;
   pii_hashed: unknown;
+  telegram_user_id: number | null;
   event_time: Date | null;
   event_source_url: string | null;
   c_client_ip: string | null;
@@ -42,7 +43,7 @@ export interface SendSubjectRow {
 
 export const SEND_SUBJECT_SQL = `
   SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
-         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.event_time,
+         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
          v.fbc, v.fbp, v.gclid, v.ttclid, v.sccid, v.created_at AS v_created_at
@@ -76,6 +77,16 @@ export function hashedPiiOf(stored: unknown): HashedPii {
     if (typeof v === 'string' && isSha256Hex(v)) out[key] = v.toLowerCase();
   }
   return out;
+}
+
+/**
+ * Every conversion belongs to a Telegram user, a stable first-party id: when the caller supplied no
+ * external id, the hashed Telegram user id is the event's `external_id`, so all events of one lead
+ * share a match key (the digest of the decimal id, e.g. sha256("777000111")).
+ */
+export function withTelegramExternalId(hashed: HashedPii, telegramUserId: number | null): HashedPii {
+  if (hashed.externalId || telegramUserId === null) return hashed;
+  return { ...hashed, externalId: sha256Hex(String(telegramUserId)) };
 }
 
 /**
@@ -121,7 +132,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     gclid: first(row.gclid, field(o, 'gclid')),
     ttclid: first(row.ttclid, field(o, 'ttclid')),
     sccid: first(row.sccid, field(o, 'sccid')),
-    hashed: hashedPiiOf(row.pii_hashed),
+    hashed: withTelegramExternalId(hashedPiiOf(row.pii_hashed), row.telegram_user_id),
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,

@@ -169,11 +169,13 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     await allSettled(db.pool);
     const meta = (only(h.fakes.meta.received).body as { data: Record<string, any>[] }).data[0]!;
     expect(meta).toMatchObject({ event_name: 'Lead', event_id: `cnv_${conversionId}`, event_source_url: 'https://shop.example.com/form' });
-    expect(meta.user_data).toEqual({ fbc: FBC, fbp: FBP, client_ip_address: '198.51.100.9', client_user_agent: 'CRM-Forwarded-UA/1.0' });
+    // No external id was supplied: the hashed Telegram user id stands in (see event-builder).
+    const hashedUser = expect.stringMatching(/^[0-9a-f]{64}$/);
+    expect(meta.user_data).toEqual({ fbc: FBC, fbp: FBP, client_ip_address: '198.51.100.9', client_user_agent: 'CRM-Forwarded-UA/1.0', external_id: [hashedUser] });
     expect(meta.custom_data).toBeUndefined();
     const tt = (only(h.fakes.tiktok.received).body as { data: Record<string, any>[] }).data[0]!;
     expect(tt.event).toBe('SubmitForm');
-    expect(tt.user).toEqual({ ttclid: 'coldtt', ip: '198.51.100.9', user_agent: 'CRM-Forwarded-UA/1.0' });
+    expect(tt.user).toEqual({ ttclid: 'coldtt', ip: '198.51.100.9', user_agent: 'CRM-Forwarded-UA/1.0', external_id: meta.user_data.external_id[0] });
     expect((only(h.fakes.snapchat.received).body as { data: Record<string, any>[] }).data[0]!.user_data.sc_click_id).toBe('coldsc');
     expect((only(h.fakes.google.received).body as { conversions: Record<string, any>[] }).conversions[0]!.gclid).toBe('coldgclid');
   });
@@ -185,7 +187,7 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     });
     await allSettled(db.pool);
     const meta = (only(h.fakes.meta.received).body as { data: Record<string, any>[] }).data[0]!;
-    expect(meta.user_data).toEqual({ client_ip_address: '192.0.2.1', client_user_agent: 'Override-UA/1.0' });
+    expect(meta.user_data).toEqual({ client_ip_address: '192.0.2.1', client_user_agent: 'Override-UA/1.0', external_id: [expect.stringMatching(/^[0-9a-f]{64}$/)] });
   });
 
   it('a Custom event goes out under its own name (Meta, TikTok) and as CUSTOM_EVENT_1 (Snapchat)', async () => {

@@ -2,18 +2,20 @@
 // how a pixel's config is assembled, and when to retry.
 import { describe, expect, it } from 'vitest';
 import { retryDecision } from '../../backend/delivery/backoff.js';
-import { eventFromRow, hashedPiiOf, pixelConfigOf, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
+import { eventFromRow, hashedPiiOf, pixelConfigOf, withTelegramExternalId, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
 import { deliveryOptions } from '../../backend/delivery/options.js';
 import { createSecretBox } from '../../backend/crypto/secret-box.js';
 import { TEST_SECRET_KEY } from '../harness/app.js';
 
 const H = (c: string) => c.repeat(64);
+// printf %s 777000111 | sha256sum
+const SHA_777 = '5e80e3e462faef4d7e68ca918156694a8afc5bf320935a5b3b638062368aacaf';
 const T = new Date('2026-05-10T12:00:00.789Z');
 
 function row(over: Partial<SendSubjectRow>): SendSubjectRow {
   return {
     send_id: 's1', event_id: 'cnv_c1', created_at: T, conversion_id: 'c1', event_type: 'Subscribe', custom_event_name: null, value: null,
-    currency: null, content_name: null, pii_hashed: {}, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
+    currency: null, content_name: null, pii_hashed: {}, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
     api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
     gclid: null, ttclid: null, sccid: null, v_created_at: null,
     ...over,
@@ -22,6 +24,19 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
 
 const visit = { visit_id: 'v1', href: 'https://a.example/landing', referrer: 'https://ref.example/', v_client_ip: '203.0.113.1', v_user_agent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', ttclid: 't', sccid: 's', v_created_at: new Date('2026-05-10T11:00:00Z') };
 const override = { fbc: 'fb.1.9.o', fbp: 'fb.1.9.9', clientIp: '192.0.2.9', userAgent: 'OverrideUA', gclid: 'og', ttclid: 'ot', sccid: 'os' };
+
+describe('withTelegramExternalId', () => {
+  it('uses the SHA-256 of the decimal Telegram user id when no external id was supplied', () => {
+    expect(withTelegramExternalId({}, 777000111)).toEqual({ externalId: SHA_777 });
+  });
+  it('keeps a supplied external id, and adds nothing without a user', () => {
+    expect(withTelegramExternalId({ externalId: H('a') }, 777000111)).toEqual({ externalId: H('a') });
+    expect(withTelegramExternalId({ em: H('b') }, null)).toEqual({ em: H('b') });
+  });
+  it('a conversion event carries it', () => {
+    expect(eventFromRow(row({ telegram_user_id: 777000111 })).hashed).toEqual({ externalId: SHA_777 });
+  });
+});
 
 describe('eventFromRow', () => {
   it('a visit is a PageView with its own id, time, URL and attribution, and no PII', () => {
