@@ -19,28 +19,56 @@ export const DELIVER_TASK = 'deliver_send';
 /** Jobs only fail when the database does (platform failures are handled by the task itself). */
 const JOB_MAX_ATTEMPTS = 25;
 
+const EVENT_ID_PREFIX = { conversion: 'cnv_', visit: 'pv_' } as const satisfies Record<SendSubject['kind'], string>;
+
 /** The platform-facing event id: stable for a subject, so every retry is deduplicated downstream. */
 export function eventIdFor(subject: SendSubject): string {
-  return subject.kind === 'conversion' ? `cnv_${subject.id}` : `pv_${subject.id}`;
+  return `${EVENT_ID_PREFIX[subject.kind]}${subject.id}`;
+}
+
+/** SQL text and the values of its parameters, which are numbered from the fragment's first one. */
+export interface SqlFragment {
+  text: string;
+  params: unknown[];
+}
+
+/**
+ * The outbox write as common table expressions, for a statement that also writes its subjects:
+ * `subjects` is SQL yielding the `(id, site_id)` of the subjects that get sends (a CTE of the
+ * caller's statement, or parameters), and the fragment's parameters are numbered from
+ * `firstParam`. It defines `created_sends` and `send_jobs` (one row per send: `send_id`,
+ * `platform`, `pixel_id`, `job_id`); the statement must read `send_jobs`, since PostgreSQL only
+ * runs a CTE without a data-modifying statement when something reads it. One send per active
+ * pixel (at most one per subject and pixel, however often this runs), each with its job, in the
+ * statement's transaction.
+ */
+export function sendsCte(kind: SendSubject['kind'], subjects: string, firstParam: number): SqlFragment {
+  const column = kind === 'conversion' ? 'conversion_id' : 'visit_id';
+  const [prefix, task, attempts] = [firstParam, firstParam + 1, firstParam + 2].map((n) => `$${n}`);
+  return {
+    text: `created_sends AS (
+       INSERT INTO sends (${column}, pixel_id, platform, event_id)
+       SELECT s.id, p.id, p.platform, ${prefix}::text || s.id FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
+       ORDER BY s.id, p.created_at, p.id
+       ON CONFLICT DO NOTHING
+       RETURNING id, platform, pixel_id),
+     send_jobs AS (
+       SELECT c.id AS send_id, c.platform, c.pixel_id,
+              (graphile_worker.add_job(${task}::text, json_build_object('sendId', c.id), max_attempts := ${attempts}::int, job_key := ${task}::text || ':' || c.id)).id AS job_id
+       FROM created_sends c)`,
+    params: [EVENT_ID_PREFIX[kind], DELIVER_TASK, JOB_MAX_ATTEMPTS],
+  };
 }
 
 export async function createSends(tx: Queryable, subject: SendSubject): Promise<CreatedSend[]> {
-  const column = subject.kind === 'conversion' ? 'conversion_id' : 'visit_id';
   // One statement for the rows and their jobs: the outbox write sits on the hot path of every
   // visit and conversion, and each round trip there counts.
-  const { rows } = await tx.query<{ id: string; platform: string; pixel_id: string }>(
-    `WITH created AS (
-       INSERT INTO sends (${column}, pixel_id, platform, event_id)
-       SELECT $1, p.id, p.platform, $3 FROM pixels p WHERE p.site_id = $2 AND p.active
-       ORDER BY p.created_at, p.id
-       ON CONFLICT DO NOTHING
-       RETURNING id, platform, pixel_id)
-     SELECT c.id, c.platform, c.pixel_id,
-            (graphile_worker.add_job($4, json_build_object('sendId', c.id), max_attempts := $5, job_key := $4 || ':' || c.id)).id AS job_id
-     FROM created c`,
-    [subject.id, subject.siteId, eventIdFor(subject), DELIVER_TASK, JOB_MAX_ATTEMPTS],
+  const sends = sendsCte(subject.kind, 'SELECT $1::uuid AS id, $2::uuid AS site_id', 3);
+  const { rows } = await tx.query<{ send_id: string; platform: string; pixel_id: string; job_id: string }>(
+    `WITH ${sends.text} SELECT send_id, platform, pixel_id, job_id FROM send_jobs`,
+    [subject.id, subject.siteId, ...sends.params],
   );
-  return rows.map((r) => ({ sendId: r.id, platform: r.platform, pixelId: r.pixel_id }));
+  return rows.map((r) => ({ sendId: r.send_id, platform: r.platform, pixelId: r.pixel_id }));
 }
 
 /** Each send's own job is keyed, so that the claim that delivers it can drop it from the queue. */

@@ -1,7 +1,6 @@
-import type { Pool, Queryable } from '../../db/pool.js';
-import { withTx } from '../../db/pool.js';
+import type { Queryable } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import { createSends } from '../sends.js';
+import { sendsCte } from '../sends.js';
 
 /**
  * Visits: one row per pageview (or direct invite, or ad redirect), each with its PageView sends.
@@ -76,17 +75,29 @@ const COLUMNS = [...FIXED_COLUMNS, ...ATTRIBUTION_COLUMNS.map(([, column]) => co
 const VALUES = COLUMNS.map((_, i) => `$${i + 1}::${FIXED_CASTS[i] ?? 'text'}`).join(', ');
 const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.${c}, EXCLUDED.${c})`).join(', ');
 
-// The CTE refuses a visitRequestId another site already used (a changed websiteId); the
+// The whole write is one statement, so it commits atomically on its own (no BEGIN/COMMIT): the
+// visit, and when it is new, its PageView sends with their delivery jobs (`sendsCte`). A retry
+// (a conflict on (site, visitRequestId)) fills missing attribution and creates no sends.
+// `elsewhere` refuses a visitRequestId another site already used (a changed websiteId); the
 // conflict's WHERE refuses a changed browser or session. Either way no row comes back.
-const UPSERT_SQL = `
-  WITH elsewhere AS (SELECT 1 FROM visits WHERE visit_request_id = $4::uuid AND site_id <> $1::uuid LIMIT 1)
-  INSERT INTO visits (${COLUMNS.join(', ')})
-  SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere)
-  ON CONFLICT (site_id, visit_request_id) DO UPDATE SET ${FILL_MISSING}, updated_at = now()
-    WHERE visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
-  RETURNING id, channel_id, (xmax = 0) AS created`;
+const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', COLUMNS.length + 1);
 
-const INSERT_SQL = `INSERT INTO visits (${COLUMNS.join(', ')}) VALUES (${VALUES}) RETURNING id, channel_id, true AS created`;
+const UPSERT_SQL = `
+  WITH elsewhere AS (SELECT 1 FROM visits WHERE visit_request_id = $4::uuid AND site_id <> $1::uuid LIMIT 1),
+  visit AS (
+    INSERT INTO visits (${COLUMNS.join(', ')})
+    SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere)
+    ON CONFLICT (site_id, visit_request_id) DO UPDATE SET ${FILL_MISSING}, updated_at = now()
+      WHERE visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
+    RETURNING id, site_id, channel_id, (xmax = 0) AS created),
+  ${SENDS.text}
+  SELECT id, channel_id, created, (SELECT count(job_id) FROM send_jobs)::int AS sends FROM visit`;
+
+const INSERT_SQL = `
+  WITH visit AS (
+    INSERT INTO visits (${COLUMNS.join(', ')}) VALUES (${VALUES}) RETURNING id, site_id, channel_id, true AS created),
+  ${SENDS.text}
+  SELECT id, channel_id, created, (SELECT count(job_id) FROM send_jobs)::int AS sends FROM visit`;
 
 function parameters(v: NewVisit): unknown[] {
   const empty = (s: string | undefined) => (s === undefined || s === '' ? null : s);
@@ -98,12 +109,13 @@ function parameters(v: NewVisit): unknown[] {
     v.kind,
     v.channelId ?? null,
     ...ATTRIBUTION_COLUMNS.map(([field]) => empty(v.attribution[field])),
+    ...SENDS.params,
   ];
 }
 
-/** Records a visit in the transaction; a new visit gets its PageView sends in it too. */
-async function recordVisitIn(tx: Queryable, v: NewVisit): Promise<RecordedVisit> {
-  const { rows } = await tx.query<{ id: string; channel_id: string | null; created: boolean }>(
+/** Records a visit; a new visit gets its PageView sends, queued for delivery, in the same statement. */
+export async function recordVisit(db: Queryable, v: NewVisit): Promise<RecordedVisit> {
+  const { rows } = await db.query<{ id: string; channel_id: string | null; created: boolean }>(
     v.visitRequestId === undefined ? INSERT_SQL : UPSERT_SQL,
     parameters(v),
   );
@@ -114,12 +126,7 @@ async function recordVisitIn(tx: Queryable, v: NewVisit): Promise<RecordedVisit>
       'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
     );
   }
-  if (row.created) await createSends(tx, { kind: 'visit', id: row.id, siteId: v.siteId });
   return { visitId: row.id, created: row.created, channelId: row.channel_id };
-}
-
-export function recordVisit(pool: Pool, v: NewVisit): Promise<RecordedVisit> {
-  return withTx(pool, (tx) => recordVisitIn(tx, v));
 }
 
 /**
