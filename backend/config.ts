@@ -43,6 +43,7 @@ const EnvSchema = z.object({
   SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
   GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v21').default('v21'),
+  GOOGLE_OAUTH_URL: url('GOOGLE_OAUTH_URL').default('https://oauth2.googleapis.com'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
   // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.
   TRACKER_RATE_LIMIT_INIT: z.coerce.number().int().min(0).max(1_000_000).default(120),

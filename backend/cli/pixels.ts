@@ -1,17 +1,38 @@
-import { addPixel, type AddPixelInput } from '../domain/admin/pixels.js';
-import { UsageError, defineCommand } from './command.js';
+import { addPixel, listPixels, setPixelActive, updatePixel, type AddPixelInput, type PixelSummary } from '../domain/admin/pixels.js';
+import { UsageError, defineCommand, type CommandContext, type CommandResult } from './command.js';
+import { table } from './table.js';
 
 /** Which flags each platform takes (see PLATFORMS.md for what each credential is). */
 const PLATFORM_FLAGS = {
   meta: { required: ['pixel-id', 'access-token'], optional: ['test-event-code'] },
   tiktok: { required: ['pixel-code', 'access-token'], optional: ['test-event-code'] },
   snapchat: { required: ['pixel-id', 'access-token'], optional: [] },
-  google: { required: ['customer-id', 'conversion-action', 'developer-token', 'oauth-token'], optional: ['login-customer-id'] },
+  google: { required: ['customer-id', 'conversion-action', 'developer-token'], optional: ['oauth-token', 'refresh-token', 'client-id', 'client-secret', 'login-customer-id'] },
 } as const satisfies Record<AddPixelInput['platform'], { required: readonly string[]; optional: readonly string[] }>;
 
 type Platform = keyof typeof PLATFORM_FLAGS;
 const PLATFORMS = Object.keys(PLATFORM_FLAGS) as Platform[];
 const CREDENTIAL_FLAGS = [...new Set(PLATFORMS.flatMap((p) => [...PLATFORM_FLAGS[p].required, ...PLATFORM_FLAGS[p].optional]))];
+/** Google's OAuth client credentials and refresh token go together: access tokens are fetched with them. */
+const REFRESH_FLAGS = ['refresh-token', 'client-id', 'client-secret'] as const;
+const DROPPED_OAUTH_TOKEN = 'warning: --oauth-token is not stored: with a refresh token, access tokens are fetched as they are needed';
+
+/** All three refresh flags or none; returns whether they are given. */
+function checkRefreshFlags(given: (flag: string) => boolean): boolean {
+  const some = REFRESH_FLAGS.filter(given);
+  if (some.length === 0) return false;
+  for (const flag of REFRESH_FLAGS) {
+    if (!given(flag)) throw new UsageError(`--${flag} is required with ${some.map((f) => `--${f}`).join(', ')}`);
+  }
+  return true;
+}
+
+const OAUTH_FLAG_HELP = {
+  'oauth-token': { type: 'string', placeholder: 'TOKEN', help: 'google: an OAuth access token, used as it is (short-lived; prefer a refresh token)' },
+  'refresh-token': { type: 'string', placeholder: 'TOKEN', help: 'google: an OAuth refresh token; access tokens are fetched with it as needed' },
+  'client-id': { type: 'string', placeholder: 'ID', help: 'google: the OAuth client id the refresh token was issued to' },
+  'client-secret': { type: 'string', placeholder: 'SECRET', help: 'google: that OAuth client\'s secret' },
+} as const;
 
 export const pixelCommands = [
   defineCommand({
@@ -28,7 +49,7 @@ export const pixelCommands = [
       'customer-id': { type: 'string', placeholder: 'ID', help: 'google: the Google Ads customer id (123-456-7890)' },
       'conversion-action': { type: 'string', placeholder: 'ID', help: 'google: the conversion action id or resource name' },
       'developer-token': { type: 'string', placeholder: 'TOKEN', help: 'google: the Google Ads developer token' },
-      'oauth-token': { type: 'string', placeholder: 'TOKEN', help: 'google: the OAuth access token' },
+      ...OAUTH_FLAG_HELP,
       'login-customer-id': { type: 'string', placeholder: 'ID', help: 'google: the manager account id, when access goes through one' },
     },
     notes: [
@@ -36,7 +57,9 @@ export const pixelCommands = [
       '  --platform meta      --pixel-id P --access-token T [--test-event-code C]',
       '  --platform tiktok    --pixel-code P --access-token T [--test-event-code C]',
       '  --platform snapchat  --pixel-id P --access-token T',
-      '  --platform google    --customer-id C --conversion-action A --developer-token D --oauth-token O [--login-customer-id M]',
+      '  --platform google    --customer-id C --conversion-action A --developer-token D',
+      '                       (--refresh-token R --client-id ID --client-secret S | --oauth-token O) [--login-customer-id M]',
+      'A Google access token (--oauth-token) expires within the hour; a refresh token keeps the pixel working.',
     ],
     check(v) {
       const platform = v.platform as Platform;
@@ -50,8 +73,11 @@ export const pixelCommands = [
       for (const flag of spec.required) {
         if (!given(flag)) throw new UsageError(`--${flag} is required with --platform ${platform}`);
       }
+      if (platform === 'google' && !checkRefreshFlags(given) && !given('oauth-token')) {
+        throw new UsageError('--oauth-token is required with --platform google, unless --refresh-token, --client-id and --client-secret are given');
+      }
     },
-    async run({ deps }, v) {
+    async run({ deps, warn }, v) {
       const platform = v.platform as Platform;
       const input = {
         platform,
@@ -64,10 +90,109 @@ export const pixelCommands = [
         conversionAction: v['conversion-action'],
         developerToken: v['developer-token'],
         oauthToken: v['oauth-token'],
+        refreshToken: v['refresh-token'],
+        clientId: v['client-id'],
+        clientSecret: v['client-secret'],
         loginCustomerId: v['login-customer-id'],
       } as AddPixelInput;
       const out = await addPixel({ db: deps.pool, box: deps.box }, input);
+      if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
       return { json: out, human: `Pixel added: ${out.pixelId} (${platform})` };
     },
   }),
+
+  defineCommand({
+    group: 'pixel',
+    name: 'update',
+    summary: "Replaces a pixel's credentials or test event code; the secrets are sealed again. Only the flags of the pixel's platform are accepted.",
+    flags: {
+      pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixelId printed by pixel add or pixel list' },
+      'access-token': { type: 'string', placeholder: 'TOKEN', help: 'meta, tiktok, snapchat: a new Conversions API access token' },
+      'test-event-code': { type: 'string', placeholder: 'CODE', help: 'meta, tiktok: send events as test events under this code' },
+      'no-test-event-code': { type: 'boolean', help: 'meta, tiktok: send events as real events again' },
+      ...OAUTH_FLAG_HELP,
+      'developer-token': { type: 'string', placeholder: 'TOKEN', help: 'google: a new Google Ads developer token' },
+    },
+    notes: [
+      'Per platform:',
+      '  meta, tiktok  [--access-token T] [--test-event-code C | --no-test-event-code]',
+      '  snapchat      [--access-token T]',
+      '  google        [--refresh-token R [--client-id ID --client-secret S]] [--oauth-token O] [--developer-token D]',
+      'A Google pixel that has its client id and secret can have its refresh token replaced alone.',
+      'Refresh credentials replace a Google access token; a pixel with a refresh token takes no --oauth-token.',
+    ],
+    check(v) {
+      if (v['test-event-code'] !== undefined && v['no-test-event-code']) throw new UsageError('--test-event-code and --no-test-event-code cannot be given together');
+      const changes = ['access-token', 'test-event-code', 'oauth-token', 'developer-token', ...REFRESH_FLAGS].filter((f) => v[f as keyof typeof v] !== undefined);
+      if (changes.length === 0 && !v['no-test-event-code']) throw new UsageError('nothing to change: give at least one credential or test event code flag');
+    },
+    async run({ deps, warn }, v) {
+      const out = await updatePixel(
+        { db: deps.pool, box: deps.box },
+        {
+          pixelId: v.pixel,
+          accessToken: v['access-token'],
+          testEventCode: v['no-test-event-code'] ? null : v['test-event-code'],
+          oauthToken: v['oauth-token'],
+          refreshToken: v['refresh-token'],
+          clientId: v['client-id'],
+          clientSecret: v['client-secret'],
+          developerToken: v['developer-token'],
+        },
+      );
+      if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
+      return { json: { ...out }, human: `Pixel updated: ${out.pixelId} (${out.platform})` };
+    },
+  }),
+
+  defineCommand({
+    group: 'pixel',
+    name: 'deactivate',
+    summary: "Switches a pixel off: the site's new conversions and PageViews are no longer sent to it, and its sends still waiting are skipped.",
+    flags: {
+      pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
+    },
+    run: (ctx, v) => setActive(ctx, v.pixel, false),
+  }),
+
+  defineCommand({
+    group: 'pixel',
+    name: 'activate',
+    summary: 'Switches a pixel back on: new conversions and PageViews are sent to it again (those of the time it was off are not).',
+    flags: {
+      pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
+    },
+    run: (ctx, v) => setActive(ctx, v.pixel, true),
+  }),
+
+  defineCommand({
+    group: 'pixel',
+    name: 'list',
+    summary: "Lists a site's pixels, active or not, oldest first (never their credentials).",
+    flags: {
+      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+    },
+    async run({ deps }, v) {
+      const out = await listPixels(deps.pool, v.site);
+      const human =
+        out.pixels.length === 0
+          ? 'No pixels.'
+          : table(
+              ['pixelId', 'platform', 'ids', 'test code', 'active', 'created'],
+              out.pixels.map((p) => [p.pixelId, p.platform, publicIds(p), p.testEventCode ?? '', p.active ? 'yes' : 'no', p.createdAt]),
+            );
+      return { json: out, human };
+    },
+  }),
 ];
+
+async function setActive({ deps }: CommandContext, pixelId: string, active: boolean): Promise<CommandResult> {
+  const out = await setPixelActive(deps.pool, pixelId, active);
+  return { json: { pixelId: out.pixelId, active: out.active }, human: `Pixel ${active ? 'activated' : 'deactivated'}: ${out.pixelId} (${out.platform})` };
+}
+
+function publicIds(p: PixelSummary): string {
+  return Object.entries(p.publicConfig)
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(' ');
+}

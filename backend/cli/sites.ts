@@ -1,5 +1,5 @@
-import { createSite } from '../domain/admin/sites.js';
-import { defineCommand } from './command.js';
+import { MAX_DEDUP_WINDOW_SECONDS, createSite, updateSite } from '../domain/admin/sites.js';
+import { UsageError, defineCommand } from './command.js';
 
 export const siteCommands = [
   defineCommand({
@@ -23,6 +23,32 @@ export const siteCommands = [
     async run({ deps }, v) {
       const out = await createSite(deps.pool, { accountId: v.account, name: v.name, domains: v.domain, url: v.url });
       return { json: out, human: `Site created: ${out.siteId}\n  websiteId: ${out.websiteId} (public identifier for the tracker and the proxy)` };
+    },
+  }),
+
+  defineCommand({
+    group: 'site',
+    name: 'update',
+    summary: "Changes a site's conversion dedup window and the domains its tracker accepts.",
+    flags: {
+      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      'dedup-window-seconds': {
+        type: 'string',
+        kind: 'int',
+        placeholder: 'N',
+        help: `how long a matching conversion is updated instead of repeated, 0 (off) to ${MAX_DEDUP_WINDOW_SECONDS} (default 86400)`,
+      },
+      'add-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'addDomains', help: 'a domain to accept visits from; repeat for several' },
+      'remove-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'removeDomains', help: 'a domain to stop accepting; a site keeps at least one' },
+    },
+    check(v) {
+      if (v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0) {
+        throw new UsageError('nothing to change: give --dedup-window-seconds, --add-domain or --remove-domain');
+      }
+    },
+    async run({ deps }, v) {
+      const out = await updateSite(deps.pool, { siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'] });
+      return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s` };
     },
   }),
 ];

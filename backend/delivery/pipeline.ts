@@ -7,6 +7,7 @@ import type { BuildOptions, DeliveryEvent, EventOutcome, HttpRequestSpec, PixelC
 import { retryDecision } from './backoff.js';
 import { claimBatch, extendLease, sendState, type Claim, type ClaimTarget } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
+import { authFailureOutcomes, authorize, forgetAccessToken, isUnauthenticated } from './google-oauth.js';
 import { performRequest } from './http.js';
 import type { DeliveryOptions } from './options.js';
 import { writeOutcomes, type SendOutcome } from './outcomes.js';
@@ -133,10 +134,18 @@ class ClaimRun {
    * Sends batch after batch; a whole-batch rejection caused by some event in it splits the batch
    * in two and both halves go again, until the bad events fail alone and the rest are delivered.
    */
-  private async sendAll(ready: DeliveryEvent[], pixel: PixelConfig): Promise<void> {
+  private async sendAll(ready: DeliveryEvent[], stored: PixelConfig): Promise<void> {
     const { baseUrl, build } = endpoint(this.deps.config, this.adapter.platform);
     let queue: DeliveryEvent[][] = [ready];
+    let reauthorized = false;
     while (queue.length > 0) {
+      // A Google pixel with a refresh token gets a current access token (cached, so usually no request).
+      const auth = await authorize(stored, { oauthUrl: this.deps.config.GOOGLE_OAUTH_URL, timeoutMs: this.o.requestTimeoutMs, nowMs: this.deps.now().getTime() });
+      if ('error' in auth) {
+        await this.write(this.toSendOutcomes(authFailureOutcomes(queue.flat(), auth)), true);
+        return;
+      }
+      const pixel = auth.pixel;
       if (performance.now() + this.o.requestTimeoutMs + LEASE_MARGIN_MS > this.leaseDeadline) {
         queue = await this.extendLease(queue);
         if (queue.length === 0) return;
@@ -153,6 +162,13 @@ class ClaimRun {
       }
       this.requests++;
       const res = await performRequest(spec, this.o.requestTimeoutMs);
+      if (auth.refreshed && !reauthorized && isUnauthenticated(res)) {
+        // The access token expired or was revoked early: refresh once and send the batch again.
+        reauthorized = true;
+        forgetAccessToken(auth.refreshed);
+        queue.unshift(batch);
+        continue;
+      }
       const outcomes = this.adapter.classify(res, batch, this.deps.now().getTime());
       const decision = decideIsolation(batch, outcomes);
       if (decision.action === 'split') {

@@ -75,15 +75,28 @@ export const pixelConfigSchema = z.discriminatedUnion('platform', [
     pixelId: nonEmpty,
     accessToken: nonEmpty,
   }),
-  z.object({
-    platform: z.literal('google'),
-    customerId: nonEmpty,
-    /** A conversion action id, or its full resource name `customers/{cid}/conversionActions/{id}`. */
-    conversionAction: nonEmpty,
-    developerToken: nonEmpty,
-    oauthToken: nonEmpty,
-    loginCustomerId: z.string().nullish(),
-  }),
+  z
+    .object({
+      platform: z.literal('google'),
+      customerId: nonEmpty,
+      /** A conversion action id, or its full resource name `customers/{cid}/conversionActions/{id}`. */
+      conversionAction: nonEmpty,
+      developerToken: nonEmpty,
+      /**
+       * The OAuth access token sent as `Bearer`. Stored, it is short-lived (about an hour); with a
+       * refresh token the delivery path fills it in with a fresh one before building the request.
+       */
+      oauthToken: nonEmpty.optional(),
+      /** OAuth client credentials and refresh token: access tokens are obtained from them as needed. */
+      refreshToken: nonEmpty.optional(),
+      clientId: nonEmpty.optional(),
+      clientSecret: nonEmpty.optional(),
+      loginCustomerId: z.string().nullish(),
+    })
+    .refine((p) => p.oauthToken !== undefined || (p.refreshToken !== undefined && p.clientId !== undefined && p.clientSecret !== undefined), {
+      message: 'an OAuth access token, or a refresh token with its client id and secret, is required',
+      path: ['oauthToken'],
+    }),
 ]);
 export type PixelConfig = z.infer<typeof pixelConfigSchema>;
 export type PixelConfigOf<P extends Platform> = Extract<PixelConfig, { platform: P }>;

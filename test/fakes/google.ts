@@ -1,6 +1,8 @@
 // Fake of the Google Ads API's `customers/{cid}:uploadClickConversions` (REST). Rows fail
 // individually: the answer is 200 with an empty result `{}` at each failed index and the reasons
 // in `partialFailureError`, which is why `partialFailure: true` is mandatory.
+// It also plays Google's OAuth token endpoint (`POST /token`, grant_type=refresh_token): the access
+// tokens it issues are accepted by the upload endpoint until they expire or are expired on purpose.
 import {
   FakeServer, isRecord, randomId,
   type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure,
@@ -13,6 +15,12 @@ export interface GoogleFakeOptions extends FakeOptions {
   developerTokens?: string[];
   /** When set, rows naming another conversion action fail with NO_CONVERSION_ACTION_FOUND. */
   conversionActions?: string[];
+  /** OAuth clients `POST /token` accepts. Default one: `google-client-id` / `google-client-secret`. */
+  oauthClients?: { clientId: string; clientSecret: string }[];
+  /** Refresh tokens `POST /token` accepts. Default `['google-refresh-token']`. */
+  refreshTokens?: string[];
+  /** `expires_in` of issued access tokens, in seconds; they stop working after it. Default 3599. */
+  accessTokenLifetimeSec?: number;
 }
 
 export interface ClickConversion {
@@ -58,6 +66,7 @@ const MESSAGES: Record<string, string> = {
 type RowFailure = { errorCode: Record<string, string>; message: string; field?: string };
 
 const PATH = /^\/(v\d+)\/customers\/(\d+):uploadClickConversions$/;
+const TOKEN_PATH = '/token';
 const ACTION = /^customers\/(\d+)\/conversionActions\/(\d+)$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$/;
 
@@ -68,12 +77,44 @@ export class GoogleFake extends FakeServer {
   private accepted: GoogleAcceptedConversion[] = [];
   private rowErrors: GoogleRowError[][] = [];
   private outcomes = new Map<string, { code: string; remaining: number }>();
+  private readonly oauthClients: Map<string, string>;
+  private readonly initialRefreshTokens: string[];
+  private refreshTokens: Set<string>;
+  /** Issued access token → when it stops working (`Date.now()` ms). */
+  private issued = new Map<string, number>();
+  accessTokenLifetimeSec: number;
 
   constructor(options: GoogleFakeOptions = {}) {
     super('google', options);
     this.oauthTokens = new Set(options.oauthTokens ?? ['google-oauth-token']);
     this.developerTokens = new Set(options.developerTokens ?? ['google-dev-token']);
     this.conversionActions = options.conversionActions && new Set(options.conversionActions);
+    this.oauthClients = new Map((options.oauthClients ?? [{ clientId: 'google-client-id', clientSecret: 'google-client-secret' }]).map((c) => [c.clientId, c.clientSecret]));
+    this.initialRefreshTokens = options.refreshTokens ?? ['google-refresh-token'];
+    this.refreshTokens = new Set(this.initialRefreshTokens);
+    this.accessTokenLifetimeSec = options.accessTokenLifetimeSec ?? 3599;
+  }
+
+  /** Every access token issued so far stops working at once, as when an hour has passed. */
+  expireAccessTokens(): this {
+    for (const token of this.issued.keys()) this.issued.set(token, 0);
+    return this;
+  }
+
+  /** Later refreshes with this token answer `invalid_grant`, as after the user revoked access. */
+  revokeRefreshToken(token: string): this {
+    this.refreshTokens.delete(token);
+    return this;
+  }
+
+  /** The `POST /token` requests received, answered or not. */
+  tokenRequests(): ReceivedRequest[] {
+    return this.received.filter((r) => r.path === TOKEN_PATH);
+  }
+
+  /** The upload requests received (everything but `/token`). */
+  uploadRequests(): ReceivedRequest[] {
+    return this.received.filter((r) => r.path !== TOKEN_PATH);
   }
 
   /** Rows with this gclid fail with `code` for the next `times` uploads (default: always), so
@@ -97,9 +138,35 @@ export class GoogleFake extends FakeServer {
     this.accepted = [];
     this.rowErrors = [];
     this.outcomes.clear();
+    this.issued.clear();
+    this.refreshTokens = new Set(this.initialRefreshTokens);
+  }
+
+  private acceptsBearer(token: string): boolean {
+    const expiresAt = this.issued.get(token);
+    return this.oauthTokens.has(token) || (expiresAt !== undefined && expiresAt > Date.now());
+  }
+
+  /** RFC 6749 §6 refresh: the client authenticates with id and secret in the form body, as Google's libraries do. */
+  private token(req: ReceivedRequest): Reply {
+    if (req.method !== 'POST') return { status: 405, body: { error: 'invalid_request', error_description: 'Method not allowed' } };
+    const form = isRecord(req.body) && String(req.headers['content-type'] ?? '').includes('application/x-www-form-urlencoded') ? req.body : undefined;
+    if (!form) return { status: 400, body: { error: 'invalid_request', error_description: 'Expected an application/x-www-form-urlencoded body.' } };
+    if (form.grant_type !== 'refresh_token') return { status: 400, body: { error: 'unsupported_grant_type', error_description: `Invalid grant_type: ${String(form.grant_type ?? '')}` } };
+    const clientId = typeof form.client_id === 'string' ? form.client_id : '';
+    if (!this.oauthClients.has(clientId) || this.oauthClients.get(clientId) !== form.client_secret) {
+      return { status: 401, body: { error: 'invalid_client', error_description: 'The OAuth client was not found.' } };
+    }
+    if (typeof form.refresh_token !== 'string' || !this.refreshTokens.has(form.refresh_token)) {
+      return { status: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } };
+    }
+    const accessToken = `ya29.fake-${randomId(32)}`;
+    this.issued.set(accessToken, Date.now() + this.accessTokenLifetimeSec * 1000);
+    return { status: 200, body: { access_token: accessToken, expires_in: this.accessTokenLifetimeSec, scope: 'https://www.googleapis.com/auth/adwords', token_type: 'Bearer' } };
   }
 
   protected route(req: ReceivedRequest): Reply {
+    if (req.path === TOKEN_PATH) return this.token(req);
     const match = PATH.exec(req.path);
     if (!match || req.method !== 'POST') {
       return { status: 404, body: { error: { code: 404, message: `Method not found: ${req.method} ${req.path}`, status: 'NOT_FOUND' } } };
@@ -107,7 +174,7 @@ export class GoogleFake extends FakeServer {
     const [, version = 'v17', customerId = ''] = match;
     const auth = req.headers.authorization;
     const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
-    if (!bearer || !this.oauthTokens.has(bearer)) return unauthenticated(version, bearer === undefined);
+    if (!bearer || !this.acceptsBearer(bearer)) return unauthenticated(version, bearer === undefined);
     const devToken = req.headers['developer-token'];
     if (typeof devToken !== 'string' || !this.developerTokens.has(devToken)) {
       return adsError(403, 'PERMISSION_DENIED', 'The caller does not have permission', version, [{ errorCode: { authenticationError: 'DEVELOPER_TOKEN_INVALID' }, message: 'The developer token is not valid.' }]);
@@ -194,6 +261,7 @@ export class GoogleFake extends FakeServer {
   }
 
   protected failureReply(kind: ReplyFailure, req: ReceivedRequest): Reply {
+    if (req.path === TOKEN_PATH) return tokenFailure(kind);
     const version = PATH.exec(req.path)?.[1] ?? 'v17';
     switch (kind.type) {
       case 'invalidToken':
@@ -221,6 +289,18 @@ function adsError(code: number, status: string, message: string, version: string
     status: code,
     body: { error: { code, message, status, details: [{ '@type': `type.googleapis.com/google.ads.googleads.${version}.errors.GoogleAdsFailure`, errors, requestId: randomId(22) }] } },
   };
+}
+
+/** Injected failures of the token endpoint, in its OAuth shapes. */
+function tokenFailure(kind: ReplyFailure): Reply {
+  switch (kind.type) {
+    case 'invalidToken':
+      return { status: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } };
+    case 'rateLimit':
+      return { status: 429, headers: { 'retry-after': String(kind.retryAfterSec) }, body: { error: 'rate_limit_exceeded', error_description: 'Rate limit exceeded.' } };
+    case 'status':
+      return { status: kind.status, body: { error: 'internal_failure', error_description: 'Backend error.' } };
+  }
 }
 
 function invalidArgument(version: string, errorCode: Record<string, string>, message: string): Reply {

@@ -1,12 +1,22 @@
 import { z } from 'zod';
 import type { SecretBox } from '../../crypto/secret-box.js';
-import type { Queryable } from '../../db/pool.js';
-import { validationError } from '../../errors.js';
+import type { Pool, Queryable } from '../../db/pool.js';
+import { withTx } from '../../db/pool.js';
+import { ApiError, validationError } from '../../errors.js';
+import { pixelConfigSchema } from '../../platforms/types.js';
+import { Uuid } from './schemas.js';
 import { requireSite } from './sites.js';
 
 const Token = z.string().trim().min(8, 'looks too short').max(2048);
 const Id = (what: string) => z.string().trim().regex(/^[A-Za-z0-9_-]{3,64}$/, `${what} must be 3–64 letters, digits, _ or -`);
-const TestCode = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'test event code must be letters and digits').optional();
+const TestCodeValue = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'test event code must be letters and digits');
+const TestCode = TestCodeValue.optional();
+/** Google OAuth client ids look like `1234-abc.apps.googleusercontent.com`. */
+const ClientId = z.string().trim().regex(/^[A-Za-z0-9._-]{3,256}$/, 'OAuth client id must be 3–256 letters, digits, ., _ or -');
+
+/** The credentials that let Capigram fetch Google access tokens itself, all three or none. */
+const REFRESH_FIELDS = ['refreshToken', 'clientId', 'clientSecret'] as const;
+const REFRESH_FLAGS = { refreshToken: '--refresh-token', clientId: '--client-id', clientSecret: '--client-secret' } as const;
 
 /** Per platform: what is public (kept in clear) and what is secret (encrypted at rest). */
 export const AddPixelInput = z.discriminatedUnion('platform', [
@@ -19,8 +29,22 @@ export const AddPixelInput = z.discriminatedUnion('platform', [
     customerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/, 'Google customer id must be 10 digits')),
     conversionAction: z.string().trim().regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be an id or a resource name').transform((s) => s.split('/').pop()!),
     developerToken: Token,
-    oauthToken: Token,
+    /** Short-lived (about an hour): used as it is only when no refresh token is given. */
+    oauthToken: Token.optional(),
+    refreshToken: Token.optional(),
+    clientId: ClientId.optional(),
+    clientSecret: Token.optional(),
     loginCustomerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/)).optional(),
+  }).superRefine((p, ctx) => {
+    const given = REFRESH_FIELDS.filter((f) => p[f] !== undefined);
+    if (given.length === 0 && p.oauthToken === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['oauthToken'], message: 'give --oauth-token, or --refresh-token with --client-id and --client-secret' });
+    }
+    if (given.length > 0) {
+      for (const f of REFRESH_FIELDS) {
+        if (p[f] === undefined) ctx.addIssue({ code: 'custom', path: [f], message: `${REFRESH_FLAGS[f]} is required with ${given.map((g) => REFRESH_FLAGS[g]).join(', ')}` });
+      }
+    }
   }),
 ]);
 export type AddPixelInput = z.input<typeof AddPixelInput>;
@@ -50,7 +74,10 @@ export async function addPixel(deps: { db: Queryable; box: SecretBox }, input: A
       break;
     case 'google':
       pub = { customerId: p.customerId, conversionAction: p.conversionAction, ...(p.loginCustomerId ? { loginCustomerId: p.loginCustomerId } : {}) };
-      secrets = { developerToken: p.developerToken, oauthToken: p.oauthToken };
+      // With a refresh token, access tokens are fetched as needed: a given one would expire unused.
+      secrets = p.refreshToken
+        ? { developerToken: p.developerToken, refreshToken: p.refreshToken, clientId: p.clientId!, clientSecret: p.clientSecret! }
+        : { developerToken: p.developerToken, oauthToken: p.oauthToken! };
       break;
   }
   const { rows } = await deps.db.query<{ id: string }>(
@@ -58,4 +85,128 @@ export async function addPixel(deps: { db: Queryable; box: SecretBox }, input: A
     [site.id, p.platform, pub, deps.box.seal(JSON.stringify(secrets)), testEventCode],
   );
   return { pixelId: rows[0]!.id };
+}
+
+export interface PixelSummary {
+  pixelId: string;
+  platform: string;
+  publicConfig: Record<string, unknown>;
+  testEventCode: string | null;
+  active: boolean;
+  createdAt: string;
+}
+
+interface PixelListRow {
+  id: string;
+  platform: string;
+  public_config: Record<string, unknown>;
+  test_event_code: string | null;
+  active: boolean;
+  created_at: Date;
+}
+
+const SUMMARY_COLUMNS = 'id, platform, public_config, test_event_code, active, created_at';
+
+function summaryOf(r: PixelListRow): PixelSummary {
+  return { pixelId: r.id, platform: r.platform, publicConfig: r.public_config, testEventCode: r.test_event_code, active: r.active, createdAt: r.created_at.toISOString() };
+}
+
+/** A site's pixels, active or not, oldest first; never their credentials. */
+export async function listPixels(db: Queryable, siteIdOrWebsiteId: string): Promise<{ pixels: PixelSummary[] }> {
+  const site = await requireSite(db, siteIdOrWebsiteId);
+  const { rows } = await db.query<PixelListRow>(`SELECT ${SUMMARY_COLUMNS} FROM pixels WHERE site_id = $1 ORDER BY created_at, id`, [site.id]);
+  return { pixels: rows.map(summaryOf) };
+}
+
+function pixelIdOf(pixelId: string): string {
+  const parsed = z.object({ pixelId: Uuid }).safeParse({ pixelId });
+  if (!parsed.success) throw validationError(parsed.error, 'pixel');
+  return parsed.data.pixelId;
+}
+
+/**
+ * Switches a pixel on or off. An inactive pixel gets no new sends, and its sends still pending
+ * are skipped when their turn comes ("the pixel was deactivated"). Idempotent.
+ */
+export async function setPixelActive(db: Queryable, pixelId: string, active: boolean): Promise<PixelSummary> {
+  const id = pixelIdOf(pixelId);
+  const { rows } = await db.query<PixelListRow>(`UPDATE pixels SET active = $2 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`, [id, active]);
+  if (!rows[0]) throw new ApiError('NOT_FOUND', `pixel ${pixelId} does not exist`);
+  return summaryOf(rows[0]);
+}
+
+export const UpdatePixelInput = z.object({
+  pixelId: Uuid,
+  accessToken: Token.optional(),
+  /** null clears it. */
+  testEventCode: TestCodeValue.nullable().optional(),
+  oauthToken: Token.optional(),
+  refreshToken: Token.optional(),
+  clientId: ClientId.optional(),
+  clientSecret: Token.optional(),
+  developerToken: Token.optional(),
+});
+export type UpdatePixelInput = z.input<typeof UpdatePixelInput>;
+type UpdateField = Exclude<keyof UpdatePixelInput, 'pixelId'>;
+
+/** What an update may change on each platform's pixel. */
+const UPDATABLE: Record<string, readonly UpdateField[]> = {
+  meta: ['accessToken', 'testEventCode'],
+  tiktok: ['accessToken', 'testEventCode'],
+  snapchat: ['accessToken'],
+  google: ['oauthToken', 'refreshToken', 'clientId', 'clientSecret', 'developerToken'],
+};
+
+function refused(path: string, message: string): ApiError {
+  return new ApiError('VALIDATION_FAILED', `pixel: ${path}: ${message}`, { errors: [{ path, message }] });
+}
+
+/**
+ * Replaces some of a pixel's credentials (or its test event code) and seals the secrets again.
+ * Only what the platform uses may be given. On Google, refresh credentials replace a plain access
+ * token; the refresh token may be rotated alone once the pixel has its client id and secret.
+ */
+export async function updatePixel(deps: { db: Pool; box: SecretBox }, input: UpdatePixelInput): Promise<PixelSummary> {
+  const parsed = UpdatePixelInput.safeParse(input);
+  if (!parsed.success) throw validationError(parsed.error, 'pixel');
+  const { pixelId, ...changes } = parsed.data;
+  const given = (Object.keys(changes) as UpdateField[]).filter((k) => changes[k] !== undefined);
+  if (given.length === 0) throw new ApiError('VALIDATION_FAILED', 'nothing to change: give at least one credential or test event code');
+  return withTx(deps.db, async (tx) => {
+    const { rows } = await tx.query<PixelListRow & { secrets_enc: string }>(`SELECT ${SUMMARY_COLUMNS}, secrets_enc FROM pixels WHERE id = $1 FOR UPDATE`, [pixelId]);
+    const row = rows[0];
+    if (!row) throw new ApiError('NOT_FOUND', `pixel ${pixelId} does not exist`);
+    for (const f of given) {
+      if (!UPDATABLE[row.platform]!.includes(f)) throw refused(f, `is not used by a ${row.platform} pixel`);
+    }
+    let secrets: Record<string, string> = {};
+    try {
+      secrets = JSON.parse(deps.box.open(row.secrets_enc)) as Record<string, string>;
+    } catch {
+      // Sealed with another SECRET_KEY: only a complete set of new credentials can replace them.
+    }
+    const next = { ...secrets };
+    if (changes.accessToken !== undefined) next.accessToken = changes.accessToken;
+    if (changes.developerToken !== undefined) next.developerToken = changes.developerToken;
+    if (REFRESH_FIELDS.some((f) => changes[f] !== undefined)) {
+      for (const f of REFRESH_FIELDS) if (changes[f] !== undefined) next[f] = changes[f];
+      for (const f of REFRESH_FIELDS) {
+        if (next[f] === undefined) throw refused(f, `${REFRESH_FLAGS[f]} is required: the pixel has no ${f === 'refreshToken' ? 'refresh token' : f === 'clientId' ? 'OAuth client id' : 'OAuth client secret'} yet`);
+      }
+      delete next.oauthToken;
+    } else if (changes.oauthToken !== undefined) {
+      if (secrets.refreshToken !== undefined) throw refused('oauthToken', 'this pixel fetches its access tokens with a refresh token, so --oauth-token would not be used; give --refresh-token to replace it');
+      next.oauthToken = changes.oauthToken;
+    }
+    const testEventCode = changes.testEventCode === undefined ? row.test_event_code : changes.testEventCode;
+    const complete = pixelConfigSchema.safeParse({ ...row.public_config, ...next, platform: row.platform, testEventCode });
+    if (!complete.success) {
+      throw new ApiError('VALIDATION_FAILED', "the pixel's stored credentials cannot be read (was SECRET_KEY changed?): give every credential the pixel needs");
+    }
+    const updated = await tx.query<PixelListRow>(
+      `UPDATE pixels SET secrets_enc = $2, test_event_code = $3 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`,
+      [pixelId, deps.box.seal(JSON.stringify(next)), testEventCode],
+    );
+    return summaryOf(updated.rows[0]!);
+  });
 }

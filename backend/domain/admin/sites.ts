@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Queryable } from '../../db/pool.js';
+import { withTx, type Pool, type Queryable } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
 import { requireAccount } from './accounts.js';
 import { Domain, Name, Uuid } from './schemas.js';
@@ -55,4 +55,54 @@ export async function requireSite(db: Queryable, idOrWebsiteId: string): Promise
   const site = await findSite(db, idOrWebsiteId);
   if (!site) throw new ApiError('NOT_FOUND', `site ${idOrWebsiteId} does not exist`);
   return site;
+}
+
+/** 0 turns the dedup of recent matching conversions off; 90 days is more than any funnel needs. */
+export const MAX_DEDUP_WINDOW_SECONDS = 90 * 24 * 3600;
+
+export const UpdateSiteInput = z.object({
+  siteId: z.string().trim().min(1),
+  dedupWindowSeconds: z.number().int('must be a whole number of seconds').min(0, 'must be 0 or more').max(MAX_DEDUP_WINDOW_SECONDS, `must be at most ${MAX_DEDUP_WINDOW_SECONDS} (90 days)`).optional(),
+  addDomains: z.array(Domain).max(50).default([]),
+  removeDomains: z.array(Domain).max(50).default([]),
+});
+
+export interface SiteSettings {
+  siteId: string;
+  domains: string[];
+  dedupWindowSeconds: number;
+}
+
+/**
+ * Changes a site's dedup window and domains. Domains are normalised as at creation; a site keeps
+ * at least one (the tracker accepts nothing without) and at most 50. Removing a domain the site
+ * does not have is refused, so a typo does not pass for a removal.
+ */
+export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInput>): Promise<SiteSettings> {
+  const parsed = UpdateSiteInput.safeParse(input);
+  if (!parsed.success) throw validationError(parsed.error, 'site');
+  const u = parsed.data;
+  if (u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0) {
+    throw new ApiError('VALIDATION_FAILED', 'nothing to change: give --dedup-window-seconds, --add-domain or --remove-domain');
+  }
+  const both = u.addDomains.filter((d) => u.removeDomains.includes(d));
+  if (both.length > 0) throw fieldError('removeDomains', `${both[0]} is both added and removed`);
+  return withTx(pool, async (tx) => {
+    const found = await findSite(tx, u.siteId);
+    if (!found) throw new ApiError('NOT_FOUND', `site ${u.siteId} does not exist`);
+    const { rows } = await tx.query<{ domains: string[]; dedup_window_seconds: number }>('SELECT domains, dedup_window_seconds FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
+    const current = rows[0]!;
+    const missing = u.removeDomains.find((d) => !current.domains.includes(d));
+    if (missing !== undefined) throw fieldError('removeDomains', `${missing} is not one of the site's domains (${current.domains.join(', ')})`);
+    const domains = [...new Set([...current.domains.filter((d) => !u.removeDomains.includes(d)), ...u.addDomains])];
+    if (domains.length === 0) throw fieldError('removeDomains', 'a site keeps at least one domain: add its replacement with --add-domain');
+    if (domains.length > 50) throw fieldError('addDomains', 'a site has at most 50 domains');
+    const dedup = u.dedupWindowSeconds ?? current.dedup_window_seconds;
+    await tx.query('UPDATE sites SET domains = $2, dedup_window_seconds = $3 WHERE id = $1', [found.id, domains, dedup]);
+    return { siteId: found.id, domains, dedupWindowSeconds: dedup };
+  });
+}
+
+function fieldError(path: string, message: string): ApiError {
+  return new ApiError('VALIDATION_FAILED', `site: ${path}: ${message}`, { errors: [{ path, message }] });
 }
