@@ -95,7 +95,7 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     const missing = u.removeDomains.find((d) => !current.domains.includes(d));
     if (missing !== undefined) throw fieldError('removeDomains', `${missing} is not one of the site's domains (${current.domains.join(', ')})`);
     const domains = [...new Set([...current.domains.filter((d) => !u.removeDomains.includes(d)), ...u.addDomains])];
-    if (domains.length === 0) throw fieldError('removeDomains', 'a site keeps at least one domain: add its replacement with --add-domain');
+    if (domains.length === 0) throw fieldError('removeDomains', 'a site keeps at least one domain: add its replacement in the same command');
     if (domains.length > 50) throw fieldError('addDomains', 'a site has at most 50 domains');
     const dedup = u.dedupWindowSeconds ?? current.dedup_window_seconds;
     await tx.query('UPDATE sites SET domains = $2, dedup_window_seconds = $3 WHERE id = $1', [found.id, domains, dedup]);
