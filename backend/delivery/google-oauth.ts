@@ -78,6 +78,8 @@ export async function authorize(pixel: PixelConfig, o: { oauthUrl: string; timeo
     }
     const answer = await pending;
     if (!answer.ok) return { error: answer.error, retry: answer.retry, ...(answer.delayMs === undefined ? {} : { delayMs: answer.delayMs }) };
+    // Rotated credentials leave their old entries behind: drop whatever has run out meanwhile.
+    for (const [k, t] of cache) if (t.expiresAtMs <= o.nowMs) cache.delete(k);
     cache.set(key, { accessToken: answer.accessToken, expiresAtMs: answer.expiresAtMs });
     accessToken = answer.accessToken;
   }
