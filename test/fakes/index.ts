@@ -25,6 +25,7 @@ export interface FakeEnv {
   TIKTOK_API_URL: string;
   SNAPCHAT_API_URL: string;
   GOOGLE_ADS_API_URL: string;
+  GOOGLE_OAUTH_URL: string;
   TELEGRAM_API_URL: string;
 }
 
@@ -56,6 +57,8 @@ export async function startFakes(options: FakesOptions = {}): Promise<Fakes> {
       TIKTOK_API_URL: tiktok.url,
       SNAPCHAT_API_URL: snapchat.url,
       GOOGLE_ADS_API_URL: google.url,
+      // The fake Google also answers the OAuth token endpoint.
+      GOOGLE_OAUTH_URL: google.url,
       TELEGRAM_API_URL: telegram.url,
     },
     resetAll: () => all.forEach((f) => f.reset()),
