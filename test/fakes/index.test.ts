@@ -6,10 +6,12 @@ describe('startFakes', () => {
   it('starts all five on distinct loopback ports, exposes the env, and closes them all', async () => {
     const fakes = await startFakes({ meta: { accessTokens: ['t1'] } });
     const urls = Object.values(fakes.env);
-    expect(Object.keys(fakes.env).sort()).toEqual(['GOOGLE_ADS_API_URL', 'META_GRAPH_URL', 'SNAPCHAT_API_URL', 'TELEGRAM_API_URL', 'TIKTOK_API_URL']);
+    expect(Object.keys(fakes.env).sort()).toEqual(['GOOGLE_ADS_API_URL', 'GOOGLE_OAUTH_URL', 'META_GRAPH_URL', 'SNAPCHAT_API_URL', 'TELEGRAM_API_URL', 'TIKTOK_API_URL']);
     expect(urls.every((u) => /^http:\/\/127\.0\.0\.1:\d+$/.test(u))).toBe(true);
     expect(new Set(urls).size).toBe(5);
     expect(fakes.env.META_GRAPH_URL).toBe(fakes.meta.url);
+    // Google's token endpoint is served by the fake Google itself.
+    expect(fakes.env.GOOGLE_OAUTH_URL).toBe(fakes.google.url);
     expect([...fakes.meta.accessTokens]).toEqual(['t1']);
 
     await call(`${fakes.env.TELEGRAM_API_URL}/bot1:x/getMe`);
