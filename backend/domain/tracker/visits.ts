@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import { sendsCte } from '../sends.js';
+import { sendsCte, type SqlFragment } from '../sends.js';
 
 /**
  * Visits: one row per pageview (or direct invite, or ad redirect), each with its PageView sends.
@@ -75,29 +76,65 @@ const COLUMNS = [...FIXED_COLUMNS, ...ATTRIBUTION_COLUMNS.map(([, column]) => co
 const VALUES = COLUMNS.map((_, i) => `$${i + 1}::${FIXED_CASTS[i] ?? 'text'}`).join(', ');
 const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.${c}, EXCLUDED.${c})`).join(', ');
 
-// The whole write is one statement, so it commits atomically on its own (no BEGIN/COMMIT): the
-// visit, and when it is new, its PageView sends with their delivery jobs (`sendsCte`). A retry
-// (a conflict on (site, visitRequestId)) fills missing attribution and creates no sends.
-// `elsewhere` refuses a visitRequestId another site already used (a changed websiteId); the
-// conflict's WHERE refuses a changed browser or session. Either way no row comes back.
-const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', COLUMNS.length + 1);
+/**
+ * A check the visit's own statement makes before writing it (track/init's rate-limit counter),
+ * so that admitting and recording a visit cost one round trip. `sql` defines the CTE
+ * `admission(allowed boolean, retry_ms bigint)`, one row, with parameters numbered from
+ * `firstParam`; a refused visit writes nothing but what the check itself writes, and
+ * `refusal(retryMs)` is thrown.
+ */
+export interface VisitAdmission {
+  sql(firstParam: number): SqlFragment;
+  refusal(retryMs: number): Error;
+}
 
-const UPSERT_SQL = `
-  WITH elsewhere AS (SELECT 1 FROM visits WHERE visit_request_id = $4::uuid AND site_id <> $1::uuid LIMIT 1),
+const ADMIT_ALL: VisitAdmission = {
+  sql: () => ({ text: 'admission AS (SELECT true AS allowed, 0::bigint AS retry_ms)', params: [] }),
+  refusal: () => new Error('admission refused a visit it admits'),
+};
+
+// The whole write is one statement, so it commits atomically on its own (no BEGIN/COMMIT): the
+// admission check, the visit, and when the visit is new its PageView sends with their delivery
+// jobs (`sendsCte`). A retry (a conflict on (site, visitRequestId)) fills missing attribution and
+// creates no sends. `elsewhere` refuses a visitRequestId another site already used (a changed
+// websiteId); the conflict's WHERE refuses a changed browser or session. Either way no visit
+// comes back.
+const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', COLUMNS.length + 1);
+const ADMISSION_FIRST_PARAM = COLUMNS.length + SENDS.params.length + 1;
+
+const UPSERT_VISIT = `
+  elsewhere AS (SELECT 1 FROM visits WHERE visit_request_id = $4::uuid AND site_id <> $1::uuid LIMIT 1),
   visit AS (
     INSERT INTO visits (${COLUMNS.join(', ')})
-    SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere)
+    SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere) AND (SELECT allowed FROM admission)
     ON CONFLICT (site_id, visit_request_id) DO UPDATE SET ${FILL_MISSING}, updated_at = now()
       WHERE visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
-    RETURNING id, site_id, channel_id, (xmax = 0) AS created),
-  ${SENDS.text}
-  SELECT id, channel_id, created, (SELECT count(job_id) FROM send_jobs)::int AS sends FROM visit`;
+    RETURNING id, site_id, channel_id, (xmax = 0) AS created)`;
 
-const INSERT_SQL = `
-  WITH visit AS (
-    INSERT INTO visits (${COLUMNS.join(', ')}) VALUES (${VALUES}) RETURNING id, site_id, channel_id, true AS created),
-  ${SENDS.text}
-  SELECT id, channel_id, created, (SELECT count(job_id) FROM send_jobs)::int AS sends FROM visit`;
+const INSERT_VISIT = `
+  visit AS (
+    INSERT INTO visits (${COLUMNS.join(', ')})
+    SELECT ${VALUES} WHERE (SELECT allowed FROM admission)
+    RETURNING id, site_id, channel_id, true AS created)`;
+
+function statement(visit: string, admission: SqlFragment): string {
+  return `WITH ${admission.text}, ${visit}, ${SENDS.text}
+    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.created, (SELECT count(job_id) FROM send_jobs)::int AS sends
+    FROM admission a LEFT JOIN visit v ON true`;
+}
+
+// A prepared statement per text (a handful: with or without visitRequestId, times the admission
+// checks a process uses), so each call sends its values, not the statement, and PostgreSQL skips
+// parsing it again.
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `record_visit_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
 
 function parameters(v: NewVisit): unknown[] {
   const empty = (s: string | undefined) => (s === undefined || s === '' ? null : s);
@@ -114,19 +151,23 @@ function parameters(v: NewVisit): unknown[] {
 }
 
 /** Records a visit; a new visit gets its PageView sends, queued for delivery, in the same statement. */
-export async function recordVisit(db: Queryable, v: NewVisit): Promise<RecordedVisit> {
-  const { rows } = await db.query<{ id: string; channel_id: string | null; created: boolean }>(
-    v.visitRequestId === undefined ? INSERT_SQL : UPSERT_SQL,
-    parameters(v),
-  );
+export async function recordVisit(db: Queryable, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+  const check = admission.sql(ADMISSION_FIRST_PARAM);
+  const text = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
+  const { rows } = await db.query<{ allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null }>({
+    name: statementName(text),
+    text,
+    values: [...parameters(v), ...check.params],
+  });
   const row = rows[0];
-  if (row === undefined) {
+  if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
+  if (row?.id == null) {
     throw new ApiError(
       'VISIT_IDENTITY_MISMATCH',
       'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
     );
   }
-  return { visitId: row.id, created: row.created, channelId: row.channel_id };
+  return { visitId: row.id, created: row.created === true, channelId: row.channel_id };
 }
 
 /**

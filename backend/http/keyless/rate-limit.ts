@@ -1,6 +1,8 @@
 import { BurstyRateLimiter, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool.js';
+import type { SqlFragment } from '../../domain/sends.js';
+import type { VisitAdmission } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
 
 /**
@@ -60,6 +62,65 @@ export function rateLimitSettings(source: object): RateLimitSettings {
 export interface KeylessRateLimiter {
   /** Counts one request; throws RATE_LIMITED (429, with Retry-After) when over the limit. */
   consume(group: LimitGroup, siteId: string, ip: string): Promise<void>;
+  /**
+   * The same count, made by the statement that records the visit (`recordVisit`), so that
+   * track/init costs one round trip: a refused request writes nothing but its count and gets the
+   * same RATE_LIMITED.
+   */
+  visitAdmission(group: LimitGroup, siteId: string, ip: string): VisitAdmission;
+}
+
+const SUSTAINED_SECONDS = 60;
+const BURST_SECONDS = 600;
+const prefixOf = (group: LimitGroup) => `kl_${group}`;
+const burstPrefixOf = (group: LimitGroup) => `kl_${group}_burst`;
+
+function rateLimited(group: LimitGroup, msBeforeNext: number): ApiError {
+  const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
+  return new ApiError('RATE_LIMITED', `too many ${group} requests from this address for this site; retry after ${retryAfter} s`, {
+    headers: { 'Retry-After': retryAfter },
+  });
+}
+
+/**
+ * One counter's upsert, exactly as rate-limiter-flexible's RateLimiterPostgres makes it (its row
+ * layout, its `prefix:key` keys, its window that restarts once expired), so both count against
+ * the same budget: `source` decides whether the row is counted at all.
+ */
+function counterUpsert(key: string, seconds: string, now: string, source: string): string {
+  return `INSERT INTO ${TABLE} AS t (key, points, expire) SELECT ${key}, 1, ${now} + ${seconds} * 1000 ${source}
+    ON CONFLICT (key) DO UPDATE SET
+      points = CASE WHEN t.expire <= ${now} THEN 1 ELSE t.points + 1 END,
+      expire = CASE WHEN t.expire <= ${now} THEN ${now} + ${seconds} * 1000 ELSE t.expire END
+    RETURNING points, expire`;
+}
+
+/**
+ * BurstyRateLimiter's rule in SQL: the minute's counter first; only once it is spent, the burst
+ * counter. Allowed while either is within its budget; otherwise retry when the sooner one resets.
+ */
+function counterSql(settings: RateLimitSettings, group: LimitGroup, key: string, firstParam: number): SqlFragment {
+  const perMinute = settings.perMinute[group];
+  if (perMinute === 0) return { text: 'admission AS (SELECT true AS allowed, 0::bigint AS retry_ms)', params: [] };
+  const [k, now, limit, bk, burst] = [0, 1, 2, 3, 4].map((i) => `$${firstParam + i}`);
+  const nowMs = `${now}::bigint`;
+  const sustained = [`${prefixOf(group)}:${key}`, Date.now(), perMinute];
+  if (settings.burstPerTenMinutes === 0) {
+    return {
+      text: `counted AS (${counterUpsert(`${k}::varchar`, String(SUSTAINED_SECONDS), nowMs, '')}),
+        admission AS (SELECT c.points <= ${limit}::int AS allowed, c.expire - ${nowMs} AS retry_ms FROM counted c)`,
+      params: sustained,
+    };
+  }
+  return {
+    text: `counted AS (${counterUpsert(`${k}::varchar`, String(SUSTAINED_SECONDS), nowMs, '')}),
+      burst_counted AS (${counterUpsert(`${bk}::varchar`, String(BURST_SECONDS), nowMs, `FROM counted WHERE points > ${limit}::int`)}),
+      admission AS (
+        SELECT c.points <= ${limit}::int OR coalesce(b.points <= ${burst}::int, false) AS allowed,
+               least(c.expire, b.expire) - ${nowMs} AS retry_ms
+        FROM counted c LEFT JOIN burst_counted b ON true)`,
+    params: [...sustained, `${burstPrefixOf(group)}:${key}`, settings.burstPerTenMinutes],
+  };
 }
 
 type Limiter = Pick<RateLimiterPostgres, 'consume'>;
@@ -71,10 +132,12 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
   for (const group of ['init', 'fbp', 'invite'] as const) {
     const perMinute = settings.perMinute[group];
     if (perMinute === 0) continue;
-    const sustained = store(`kl_${group}`, perMinute, 60);
+    const sustained = store(prefixOf(group), perMinute, SUSTAINED_SECONDS);
     limiters.set(
       group,
-      settings.burstPerTenMinutes > 0 ? new BurstyRateLimiter(sustained, store(`kl_${group}_burst`, settings.burstPerTenMinutes, 600)) : sustained,
+      settings.burstPerTenMinutes > 0
+        ? new BurstyRateLimiter(sustained, store(burstPrefixOf(group), settings.burstPerTenMinutes, BURST_SECONDS))
+        : sustained,
     );
   }
   return {
@@ -85,11 +148,11 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
         await limiter.consume(`${siteId}:${ip}`);
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err;
-        const retryAfter = String(Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
-        throw new ApiError('RATE_LIMITED', `too many ${group} requests from this address for this site; retry after ${retryAfter} s`, {
-          headers: { 'Retry-After': retryAfter },
-        });
+        throw rateLimited(group, err.msBeforeNext);
       }
+    },
+    visitAdmission(group, siteId, ip) {
+      return { sql: (firstParam) => counterSql(settings, group, `${siteId}:${ip}`, firstParam), refusal: (ms) => rateLimited(group, ms) };
     },
   };
 }

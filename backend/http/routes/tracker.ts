@@ -95,15 +95,12 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     const visitRequestId = requestIdOf(body);
     const site = await siteFor(body.websiteId);
     admit(c, site, body.href);
-    await limiter.consume('init', site.id, c.get('browser').ip);
-    const visit = await recordVisit(deps.pool, {
-      siteId: site.id,
-      tempId: body.tempId,
-      sessionId: body.sessionId,
-      visitRequestId,
-      kind: 'pageview',
-      attribution: attributionOf(c, body),
-    });
+    // The rate-limit count is made by the statement that records the visit: one round trip.
+    const visit = await recordVisit(
+      deps.pool,
+      { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
+      limiter.visitAdmission('init', site.id, c.get('browser').ip),
+    );
     return c.json({ visitId: visit.visitId });
   });
 
