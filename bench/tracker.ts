@@ -4,8 +4,9 @@
  * 1. `track/init` throughput and latency at 50 concurrent clients (keep-alive), against a bare
  *    hono app whose handler parses the same JSON body and does one INSERT into `visits`: the
  *    ceiling any visit endpoint on this machine and database could reach. Capigram's handler does
- *    everything production does: validation, site look-up, domain check, the PostgreSQL rate-limit
- *    counter, the visit upsert keyed by visitRequestId and the PageView send with its delivery job.
+ *    everything production does: validation, site look-up, domain check, and one statement for
+ *    the PostgreSQL rate-limit counter, the visit upsert keyed by visitRequestId and the PageView
+ *    send with its delivery job.
  * 2. Invite-click latency from the pool: `GET track/invite` for browsers that have a visit, each
  *    answered 302 with a pooled link claimed in one transaction (and a refill queued).
  *
