@@ -161,7 +161,7 @@ export async function recordVisit(db: Queryable, v: NewVisit, admission: VisitAd
   });
   const row = rows[0];
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
-  if (row?.id == null) {
+  if (row === undefined || row.id === null) {
     throw new ApiError(
       'VISIT_IDENTITY_MISMATCH',
       'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
