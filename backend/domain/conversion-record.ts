@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import type { HashedPiiRecord } from './hashed-pii.js';
-import { createSends, refreshCapiStatus, type CreatedSend } from './sends.js';
+import { sendsCte, type CreatedSend } from './sends.js';
 import type { CapiStatus } from './capi-status.js';
 
 /**
@@ -62,6 +62,8 @@ function upsertLeadSql(site: string, user: string, externalId: string, seenAt: s
      RETURNING id`;
 }
 
+const UPSERT_LEAD_SQL = upsertLeadSql('$1', '$2', '$3', '$4');
+
 /** Creates or touches the lead of (site, Telegram user); returns its id. */
 export async function upsertLead(
   tx: Queryable,
@@ -70,10 +72,11 @@ export async function upsertLead(
   seenAt: Date,
   externalUserId?: string | null,
 ): Promise<string> {
-  const { rows } = await tx.query<{ id: string }>(
-    upsertLeadSql('$1', '$2', '$3', '$4'),
-    [siteId, telegramUserId, externalUserId ?? null, seenAt],
-  );
+  const { rows } = await tx.query<{ id: string }>({
+    name: 'capigram_upsert_lead',
+    text: UPSERT_LEAD_SQL,
+    values: [siteId, telegramUserId, externalUserId ?? null, seenAt],
+  });
   return rows[0]!.id;
 }
 
@@ -81,32 +84,42 @@ export async function upsertLead(
  * Inserts the conversion and, when `dispatch` is true, its sends and their jobs. A conversion
  * awaiting a manual value is never dispatched here: the value endpoint dispatches it later.
  *
- * This sits on the hot path of every webhook join and API event, so it is two statements: the lead
- * upsert and the conversion in one, the sends and their jobs in another. The initial capiStatus is
- * predicted from the site's active pixels (pending when something will be sent, else skipped) and
- * corrected only in the rare case a pixel changed between the two statements.
+ * This sits on the hot path of every webhook join and API event, so it is one prepared statement:
+ * the lead upsert, the conversion, and its sends with their delivery jobs (`sendsCte`). The initial
+ * capiStatus (pending when something will be sent, else skipped) is read from the site's active
+ * pixels in the same snapshot the sends are created from, so it agrees with them.
  */
+const SENDS = sendsCte('conversion', 'SELECT id, site_id FROM conversion WHERE $22::boolean', 23);
+
+const RECORD_CONVERSION_SQL = `
+  WITH lead AS (${upsertLeadSql('$1', '$3', '$11', '$19')}),
+  conversion AS (
+    INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
+      content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
+      event_time, attributed_at, received_at, source, awaiting_manual_input, capi_status)
+    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+      CASE WHEN $22::boolean AND EXISTS (SELECT 1 FROM pixels WHERE site_id = $1 AND active) THEN 'pending' ELSE 'skipped' END
+    FROM lead
+    RETURNING id, lead_id, site_id, capi_status),
+  ${SENDS.text}
+  SELECT c.id, c.lead_id, c.capi_status, s.send_id, s.platform, s.pixel_id
+  FROM conversion c LEFT JOIN send_jobs s ON true`;
+
 export async function recordConversion(tx: Queryable, c: NewConversion, dispatch: boolean): Promise<RecordedConversion> {
   const willSend = dispatch && !c.awaitingManualInput;
-  const { rows } = await tx.query<{ id: string; lead_id: string; capi_status: CapiStatus }>(
-    `WITH lead AS (${upsertLeadSql('$1', '$3', '$11', '$19')})
-     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
-       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
-       event_time, attributed_at, received_at, source, awaiting_manual_input, capi_status)
-     SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-       CASE WHEN $22::boolean AND EXISTS (SELECT 1 FROM pixels WHERE site_id = $1 AND active) THEN 'pending' ELSE 'skipped' END
-     FROM lead
-     RETURNING id, lead_id, capi_status`,
-    [
+  const { rows } = await tx.query<{
+    id: string; lead_id: string; capi_status: CapiStatus; send_id: string | null; platform: string | null; pixel_id: string | null;
+  }>({
+    name: 'capigram_record_conversion',
+    text: RECORD_CONVERSION_SQL,
+    values: [
       c.siteId, c.channelId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
       c.currency ?? null, c.contentName ?? null, c.piiHashed ?? {}, c.externalUserId ?? null, c.eventSourceUrl ?? null,
       c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
-      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend,
+      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, ...SENDS.params,
     ],
-  );
+  });
   const row = rows[0]!;
-  const sends = willSend ? await createSends(tx, { kind: 'conversion', id: row.id, siteId: c.siteId }) : [];
-  const predicted = row.capi_status;
-  const capiStatus = (sends.length > 0) === (predicted === 'pending') ? predicted : await refreshCapiStatus(tx, row.id);
-  return { conversionId: row.id, leadId: row.lead_id, sends, capiStatus };
+  const sends: CreatedSend[] = rows.flatMap((r) => (r.send_id === null ? [] : [{ sendId: r.send_id, platform: r.platform!, pixelId: r.pixel_id! }]));
+  return { conversionId: row.id, leadId: row.lead_id, sends, capiStatus: row.capi_status };
 }
