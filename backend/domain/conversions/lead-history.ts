@@ -1,6 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
 import type { CapiStatus } from '../capi-status.js';
 import type { ApiVisitOverride, EventTypeName } from '../conversion-record.js';
+import type { LockedRead } from './lead-lock.js';
 
 /**
  * What the database knows about a Telegram user that decides where a business event goes: the
@@ -91,8 +92,8 @@ const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.re
 /**
  * Everything an event needs, in one round trip. Without a named site the event lands on the site
  * of the user's first verified acquisition in the account, else of their most recent conversion
- * there; null means neither exists (a cold lead that must name its site). A prepared statement:
- * it runs on every business event.
+ * there; null means neither exists (a cold lead that must name its site). Prepared once per
+ * connection: it runs on every business event.
  */
 const EVENT_CONTEXT_SQL = `
   WITH acq_all AS (${ACQUISITIONS}),
@@ -129,22 +130,31 @@ const EVENT_CONTEXT_SQL = `
     (SELECT json_agg(recent) FROM recent) AS recent
   FROM site`;
 
-export async function loadEventContext(db: Queryable, q: EventContextQuery): Promise<EventContext | null> {
-  const { rows } = await db.query<{
-    id: string;
-    website_id: string;
-    dedup_window_seconds: number;
-    active_pixels: number;
-    acq: { site_id: string; channel_id: string | null; visit_id: string; at: string } | null;
-    latest: PriorJson | null;
-    attributed: PriorJson | null;
-    channel_on_site: boolean | null;
-    recent: { id: string; channel_id: string; capi_status: CapiStatus; cold_lead: boolean; visit_id: string | null; received_at: string }[] | null;
-  }>({
-    name: 'capigram_event_context',
-    text: EVENT_CONTEXT_SQL,
+/** The row the event context statement returns. */
+export interface EventContextRow {
+  id: string;
+  website_id: string;
+  dedup_window_seconds: number;
+  active_pixels: number;
+  acq: { site_id: string; channel_id: string | null; visit_id: string; at: string } | null;
+  latest: PriorJson | null;
+  attributed: PriorJson | null;
+  channel_on_site: boolean | null;
+  recent: { id: string; channel_id: string; capi_status: CapiStatus; cold_lead: boolean; visit_id: string | null; received_at: string }[] | null;
+}
+
+/** The context read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round trip. */
+export function eventContextRead(q: EventContextQuery): LockedRead {
+  return {
+    name: 'capigram_event_context_read',
+    types: ['bigint', 'uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz'],
+    sql: EVENT_CONTEXT_SQL,
     values: [q.telegramUserId, q.accountId, q.siteId, q.channelId, q.eventType, q.customEventName, q.now],
-  });
+  };
+}
+
+/** The context from the statement's rows; null when no site resolved. */
+export function toEventContext(rows: readonly EventContextRow[]): EventContext | null {
   const r = rows[0];
   if (!r) return null;
   return {

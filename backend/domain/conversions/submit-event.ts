@@ -7,7 +7,7 @@ import { hashPii, type RawPii } from '../pii.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
-import { findAcquisitionBefore, loadEventContext, type EventContext, type RecentMatch } from './lead-history.js';
+import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
 import { withLeadLock } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
@@ -85,16 +85,17 @@ export async function submitBusinessEvent(deps: EventDeps, caller: ApiCaller, ev
     requestOverride: { ...ev.clickIds, clientIp: ev.client.clientIp, userAgent: ev.client.userAgent },
   };
 
-  return withLeadLock(deps.pool, caller.accountId, ev.telegramUserId, async (tx) => {
-    const ctx = await loadEventContext(tx, {
-      accountId: caller.accountId,
-      siteId: namedSite,
-      telegramUserId: ev.telegramUserId,
-      channelId: ev.channelId,
-      eventType: ev.eventType,
-      customEventName: p.customEventName,
-      now,
-    });
+  const read = eventContextRead({
+    accountId: caller.accountId,
+    siteId: namedSite,
+    telegramUserId: ev.telegramUserId,
+    channelId: ev.channelId,
+    eventType: ev.eventType,
+    customEventName: p.customEventName,
+    now,
+  });
+  return withLeadLock(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
+    const ctx = toEventContext(rows);
     if (!ctx) {
       if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
       throw new ApiError('SITE_REQUIRED', 'this user has no acquisition or conversion in the account yet (a cold lead): pass siteId or websiteId');
