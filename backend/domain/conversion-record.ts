@@ -105,11 +105,30 @@ const RECORD_CONVERSION_SQL = `
   SELECT c.id, c.lead_id, c.capi_status, s.send_id, s.platform, s.pixel_id
   FROM conversion c LEFT JOIN send_jobs s ON true`;
 
-export async function recordConversion(tx: Queryable, c: NewConversion, dispatch: boolean): Promise<RecordedConversion> {
+/** The conversion's statement and how to read its rows, for `recordConversion` and for callers that send it themselves. */
+export interface RecordStatement {
+  name: string;
+  text: string;
+  values: unknown[];
+  result: (rows: RecordRow[]) => RecordedConversion;
+}
+
+export interface RecordRow {
+  id: string;
+  lead_id: string;
+  capi_status: CapiStatus;
+  send_id: string | null;
+  platform: string | null;
+  pixel_id: string | null;
+}
+
+/**
+ * `recordConversion` as a statement, for a caller that sends it in one round trip with its
+ * transaction's COMMIT (the business API). Same text, values and result.
+ */
+export function recordConversionStatement(c: NewConversion, dispatch: boolean): RecordStatement {
   const willSend = dispatch && !c.awaitingManualInput;
-  const { rows } = await tx.query<{
-    id: string; lead_id: string; capi_status: CapiStatus; send_id: string | null; platform: string | null; pixel_id: string | null;
-  }>({
+  return {
     name: 'capigram_record_conversion',
     text: RECORD_CONVERSION_SQL,
     values: [
@@ -118,8 +137,16 @@ export async function recordConversion(tx: Queryable, c: NewConversion, dispatch
       c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
       c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, ...SENDS.params,
     ],
-  });
-  const row = rows[0]!;
-  const sends: CreatedSend[] = rows.flatMap((r) => (r.send_id === null ? [] : [{ sendId: r.send_id, platform: r.platform!, pixelId: r.pixel_id! }]));
-  return { conversionId: row.id, leadId: row.lead_id, sends, capiStatus: row.capi_status };
+    result: (rows) => {
+      const row = rows[0]!;
+      const sends: CreatedSend[] = rows.flatMap((r) => (r.send_id === null ? [] : [{ sendId: r.send_id, platform: r.platform!, pixelId: r.pixel_id! }]));
+      return { conversionId: row.id, leadId: row.lead_id, sends, capiStatus: row.capi_status };
+    },
+  };
+}
+
+export async function recordConversion(tx: Queryable, c: NewConversion, dispatch: boolean): Promise<RecordedConversion> {
+  const statement = recordConversionStatement(c, dispatch);
+  const { rows } = await tx.query<RecordRow>({ name: statement.name, text: statement.text, values: statement.values });
+  return statement.result(rows);
 }

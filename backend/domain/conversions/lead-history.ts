@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
 import type { CapiStatus } from '../capi-status.js';
 import type { ApiVisitOverride, EventTypeName } from '../conversion-record.js';
-import type { LockedRead } from './lead-lock.js';
+import type { PreparedCall } from './lead-lock.js';
 
 /**
  * What the database knows about a Telegram user that decides where a business event goes: the
@@ -144,10 +144,9 @@ export interface EventContextRow {
 }
 
 /** The context read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round trip. */
-export function eventContextRead(q: EventContextQuery): LockedRead {
+export function eventContextRead(q: EventContextQuery): PreparedCall {
   return {
     name: 'capigram_event_context_read',
-    types: ['bigint', 'uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz'],
     sql: EVENT_CONTEXT_SQL,
     values: [q.telegramUserId, q.accountId, q.siteId, q.channelId, q.eventType, q.customEventName, q.now],
   };

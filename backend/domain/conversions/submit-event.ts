@@ -1,14 +1,14 @@
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import type { CapiStatus } from '../capi-status.js';
-import { recordConversion, upsertLead, type ApiVisitOverride, type EventTypeName } from '../conversion-record.js';
+import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../conversion-record.js';
 import type { HashedPiiRecord } from '../hashed-pii.js';
 import { hashPii, type RawPii } from '../pii.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
-import { withLeadLock } from './lead-lock.js';
+import { withLeadLock, type LockedFinish } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
@@ -102,9 +102,9 @@ export async function submitBusinessEvent(deps: EventDeps, caller: ApiCaller, ev
     }
     const target = decideTarget({ mode, history: ctx, suppliedChannelId: ev.channelId, requestOverride: p.requestOverride });
     const match = ctx.recent.find((r) => r.channelId === target.channelId);
-    if (match?.capiStatus === 'sent') return reuseSent(match, ev.eventType);
-    if (match) return updateMatch(tx, ctx, match, p);
-    return createConversion(tx, ctx, target, p);
+    if (match?.capiStatus === 'sent') return { result: reuseSent(match, ev.eventType) };
+    if (match) return { result: await updateMatch(tx, ctx, match, p) };
+    return createConversion(ctx, target, p);
   });
 }
 
@@ -175,8 +175,11 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
   };
 }
 
-/** No match: a new conversion, dispatched when it carries anything a platform could match. */
-async function createConversion(tx: PoolClient, ctx: EventContext, target: Target, p: PreparedEvent): Promise<EventOutcome> {
+/**
+ * No match: a new conversion, dispatched when it carries anything a platform could match. Its
+ * write is the transaction's last statement, sent together with the COMMIT.
+ */
+function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): LockedFinish<EventOutcome> {
   const { ev } = p;
   const signals = hasAttributionSignals({
     visitId: target.visitId,
@@ -186,8 +189,7 @@ async function createConversion(tx: PoolClient, ctx: EventContext, target: Targe
     piiHashed: p.piiHashed,
     externalUserId: ev.externalUserId,
   });
-  const recorded = await recordConversion(
-    tx,
+  const statement = recordConversionStatement(
     {
       siteId: ctx.site.id,
       channelId: target.channelId,
@@ -212,6 +214,15 @@ async function createConversion(tx: PoolClient, ctx: EventContext, target: Targe
     },
     signals,
   );
+  return {
+    // Not the driver's name for the same statement: SQL-level and protocol-level prepared statements share one namespace.
+    last: { name: 'capigram_record_conversion_sql', sql: statement.text, values: statement.values },
+    result: (rows: RecordRow[]) => created(ctx, target, signals, statement.result(rows)),
+  };
+}
+
+/** The answer for a conversion just recorded. */
+function created(ctx: EventContext, target: Target, signals: boolean, recorded: RecordedConversion): EventOutcome {
   const dispatched = recorded.sends.length > 0;
   return {
     created: true,
