@@ -3,9 +3,16 @@ import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../crypto/api-keys.js';
 import type { Deps } from '../deps.js';
 import type { ApiCaller } from '../domain/conversions/site-scope.js';
 import { ApiError } from './errors.js';
+import { isIdempotencyKey } from './idempotency.js';
 
-/** Variables of a business API request: the app's request id plus the authenticated caller. */
-export type ApiEnv = { Variables: { requestId: string; caller: ApiCaller } };
+/** An Idempotency-Key claimed together with the API key look-up, and when. */
+export interface EarlyClaim {
+  key: string;
+  claimedAt: Date;
+}
+
+/** Variables of a business API request: the app's request id, the authenticated caller, and an Idempotency-Key already claimed. */
+export type ApiEnv = { Variables: { requestId: string; caller: ApiCaller; earlyClaim?: EarlyClaim } };
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 // Compared against when the prefix is unknown, so that a miss costs what a hit costs.
@@ -31,25 +38,36 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>): MiddlewareHan
     const prefix = key === undefined ? null : apiKeyPrefix(key);
     if (key === undefined || prefix === null) throw unauthorized();
 
+    // A well-formed Idempotency-Key is claimed in the look-up's own round trip, for a key whose hash
+    // matches and that is not revoked (the digest comparison in SQL only decides whether to claim;
+    // the caller is still decided by the constant-time comparison below). A conflict claims
+    // nothing and leaves the key to the idempotency middleware, as does a malformed key.
+    const idempotencyKey = c.req.header('idempotency-key');
+    const claimKey = idempotencyKey !== undefined && isIdempotencyKey(idempotencyKey) ? idempotencyKey : null;
+    const now = deps.now();
     const { rows } = await deps.pool.query<{
-      id: string; account_id: string; site_id: string | null; secret_hash: Buffer; revoked_at: Date | null; last_used_at: Date | null;
+      id: string; account_id: string; site_id: string | null; secret_hash: Buffer; revoked_at: Date | null; last_used_at: Date | null; claimed: boolean;
     }>({
       // Prepared once per connection: it runs on every business request.
-      name: 'capigram_api_key_by_prefix',
-      text: 'SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1',
-      values: [prefix],
+      name: 'capigram_api_key_by_prefix_and_claim',
+      text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
+             claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at)
+                       SELECT k.id, $2, $3 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
+                       ON CONFLICT DO NOTHING RETURNING 1)
+             SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
+      values: [prefix, claimKey, now, hashApiKey(key)],
     });
     const row = rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();
 
-    const now = deps.now();
     if (row.last_used_at === null || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       deps.pool
         .query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1', [row.id, now])
         .catch((err: unknown) => deps.log.debug({ err: String(err) }, 'could not record API key use'));
     }
     c.set('caller', { keyId: row.id, accountId: row.account_id, siteId: row.site_id });
+    if (row.claimed && claimKey !== null) c.set('earlyClaim', { key: claimKey, claimedAt: now });
     await next();
   };
 }

@@ -23,6 +23,10 @@ export const IDEMPOTENCY_ABANDONED_MS = 60 * 1000;
 export const REPLAY_HEADER = 'X-Idempotent-Replay';
 
 const KEY_RE = /^[\x20-\x7e]{1,128}$/;
+
+export function isIdempotencyKey(key: string): boolean {
+  return KEY_RE.test(key);
+}
 const POLL_MS = 20;
 
 /** What is stored: the exact bytes and media type, since jsonb would reorder a JSON body's keys. */
@@ -39,13 +43,15 @@ export function idempotency(deps: StoreDeps): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
     if (key === undefined) return next();
-    if (!KEY_RE.test(key)) {
+    if (!isIdempotencyKey(key)) {
       throw new ApiError('IDEMPOTENCY_KEY_INVALID', 'Idempotency-Key must be 1 to 128 printable ASCII characters', {
         errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 128 printable ASCII characters' }],
       });
     }
     const apiKeyId = c.get('caller').keyId;
-    const claim = await acquire(deps, apiKeyId, key);
+    // The API key look-up usually claimed it already (one round trip for both).
+    const early = c.get('earlyClaim');
+    const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key);
     if (claim.kind === 'busy') throw new ApiError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
     if (claim.kind === 'replay') {
       return new Response(claim.stored.text, {
