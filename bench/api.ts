@@ -20,21 +20,16 @@
  * Options: `--requests=N` (per row, default 10000), `--concurrency=N` (default 50), `--rounds=N`
  * (default 5).
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
 import { loadConfig } from '../backend/config.js';
 import { createSecretBox } from '../backend/crypto/secret-box.js';
-import { startEmbedded, type EmbeddedDatabase } from '../backend/db/embedded.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import type { Deps } from '../backend/deps.js';
@@ -44,6 +39,7 @@ import { createSite } from '../backend/domain/admin/sites.js';
 import { createApp } from '../backend/http/app.js';
 import { createLogger } from '../backend/log.js';
 import { createMetrics } from '../backend/metrics.js';
+import { answerCpuRequests, cpuOf, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_API_ROLE';
 const POOL_SIZE = 20;
@@ -80,38 +76,13 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
     };
     app = createApp(deps);
   }
-  process.on('message', (message: { cpu?: boolean }) => {
-    if (message.cpu !== true) return;
-    const usage = process.cpuUsage();
-    process.send?.({ cpuMicros: usage.user + usage.system });
-  });
+  answerCpuRequests();
   const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await once(server, 'listening');
   process.send?.({ ready: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
 }
 
-interface Child {
-  process: ChildProcess;
-  url: string;
-}
 
-async function spawnRole(role: Role, databaseUrl: string): Promise<Child> {
-  const child = fork(fileURLToPath(import.meta.url), [databaseUrl], {
-    env: { ...process.env, [ROLE_ENV]: role },
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [message] = (await once(child, 'message')) as [{ ready: string }];
-  return { process: child, url: message.ready };
-}
-
-async function cpuOf(child: Child): Promise<number> {
-  child.process.send({ cpu: true });
-  for (;;) {
-    const [message] = (await once(child.process, 'message')) as [Partial<{ cpuMicros: number }>];
-    if (message.cpuMicros !== undefined) return message.cpuMicros;
-  }
-}
 
 interface Call {
   headers: Record<string, string>;
@@ -171,7 +142,7 @@ class Row {
 
   constructor(
     readonly name: string,
-    private readonly child: Child,
+    private readonly child: RoleChild,
     private readonly next: () => Call,
   ) {}
 
@@ -196,11 +167,6 @@ class Row {
   }
 }
 
-function option(args: string[], name: string, fallback: number): number {
-  const raw = args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
-  const value = raw === undefined ? Number.NaN : Number(raw);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
 
 /** A site with one channel and a Meta pixel, an account API key, and `leads` warm leads (attributed joins). */
 async function seed(pool: pg.Pool, leads: number): Promise<{ siteId: string; apiKey: string }> {
@@ -233,29 +199,15 @@ export async function run(args: string[] = []): Promise<void> {
   const perRound = Math.ceil(total / rounds);
   const warmup = Math.min(1_000, total);
 
-  let embedded: EmbeddedDatabase | null = null;
-  let dataDir: string | null = null;
-  let adminUrl = process.env.DATABASE_URL;
-  if (adminUrl === undefined || adminUrl === '') {
-    dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'));
-    embedded = await startEmbedded({ dataDir });
-    adminUrl = embedded.url;
-  }
-  const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  const databaseUrl = url.toString();
-  const pool = createPool(databaseUrl, 4);
-  const children: Child[] = [];
+  const db = await openBenchDatabase(4);
+  const { databaseUrl, pool } = db;
+  const children: RoleChild[] = [];
   try {
     await migrate(pool);
     const leads = warmup + 2 * perRound * rounds;
     const { siteId, apiKey } = await seed(pool, leads);
-    const bare = await spawnRole('bare', databaseUrl);
-    const capigram = await spawnRole('capigram', databaseUrl);
+    const bare = await spawnRole(import.meta.url, ROLE_ENV, 'bare', [databaseUrl]);
+    const capigram = await spawnRole(import.meta.url, ROLE_ENV, 'capigram', [databaseUrl]);
     children.push(bare, capigram);
 
     let nextLead = 0;
@@ -292,11 +244,7 @@ export async function run(args: string[] = []): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     for (const child of children) child.process.kill();
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
-    await embedded?.stop();
-    if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });
+    await db.close();
   }
 }
 

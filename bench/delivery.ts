@@ -28,15 +28,12 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../backend/config.js';
 import { createSecretBox, parseSecretKey } from '../backend/crypto/secret-box.js';
-import { startEmbedded, type EmbeddedDatabase } from '../backend/db/embedded.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool, withTx, type Pool } from '../backend/db/pool.js';
 import type { DeliveryOptions } from '../backend/delivery/options.js';
@@ -48,6 +45,7 @@ import { createMetrics } from '../backend/metrics.js';
 import { startWorker } from '../backend/worker/runner.js';
 import { deliveryTasks } from '../backend/worker/tasks/deliver.js';
 import { startMeta, type MetaFake } from '../test/fakes/meta.js';
+import { openBenchDatabase, option } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_DELIVERY_ROLE';
 const NOOP_TASK = 'bench_noop';
@@ -105,11 +103,6 @@ async function stopWorker(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-function option(args: string[], name: string, fallback: number): number {
-  const raw = args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
-  const value = raw === undefined ? Number.NaN : Number(raw);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
 
 interface Site {
   siteId: string;
@@ -270,22 +263,8 @@ export async function run(args: string[] = []): Promise<void> {
   const seconds = option(args, 'seconds', 10);
   const producers = 8;
 
-  let embedded: EmbeddedDatabase | null = null;
-  let dataDir: string | null = null;
-  let adminUrl = process.env.DATABASE_URL;
-  if (adminUrl === undefined || adminUrl === '') {
-    dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'));
-    embedded = await startEmbedded({ dataDir });
-    adminUrl = embedded.url;
-  }
-  const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  const databaseUrl = url.toString();
-  const pool = createPool(databaseUrl, producers + 2);
+  const db = await openBenchDatabase(producers + 2);
+  const { databaseUrl, pool } = db;
   const meta = await startMeta();
   const secretKey = randomBytes(32).toString('hex');
   const box = createSecretBox(parseSecretKey(secretKey));
@@ -341,11 +320,7 @@ export async function run(args: string[] = []): Promise<void> {
   } finally {
     for (const child of children) child.kill();
     await meta.close();
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
-    await embedded?.stop();
-    if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });
+    await db.close();
   }
 }
 

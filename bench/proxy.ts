@@ -9,14 +9,13 @@
  *
  * Options: `--requests=N` (default 20000), `--concurrency=N` (default 50).
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, createServer, request } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { createProxyServer } from 'http-proxy-3';
 import { pino } from 'pino';
 import { startProxyServer } from '../proxy/server.js';
+import { cpuOf, option, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_PROXY_ROLE';
 const PAGE = `<!doctype html><html><head><title>Landing</title></head><body>${'<p>Static landing page content.</p>'.repeat(120)}</body></html>`;
@@ -96,20 +95,6 @@ async function serveRole(role: Role): Promise<void> {
   }
 }
 
-interface Child {
-  process: ChildProcess;
-  url: string;
-}
-
-async function spawnRole(role: Role, args: string[] = []): Promise<Child> {
-  const child = fork(fileURLToPath(import.meta.url), args, {
-    env: { ...process.env, [ROLE_ENV]: role },
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [message] = (await once(child, 'message')) as [{ ready: string }];
-  return { process: child, url: message.ready };
-}
 
 interface Result {
   requests: number;
@@ -121,13 +106,6 @@ interface Result {
   cpuMicros?: number;
 }
 
-async function cpuOf(child: Child): Promise<number> {
-  child.process.send({ cpu: true });
-  for (;;) {
-    const [message] = (await once(child.process, 'message')) as [Partial<{ cpuMicros: number }>];
-    if (message.cpuMicros !== undefined) return message.cpuMicros;
-  }
-}
 
 /** `total` GETs of `/` over `concurrency` kept-alive connections; latency per request. */
 async function load(url: string, total: number, concurrency: number): Promise<Result> {
@@ -167,23 +145,18 @@ async function load(url: string, total: number, concurrency: number): Promise<Re
   return { requests: total, failures, perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
 }
 
-function option(args: string[], name: string, fallback: number): number {
-  const raw = args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
-  const value = raw === undefined ? Number.NaN : Number(raw);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
 
 export async function run(args: string[] = []): Promise<void> {
   const total = option(args, 'requests', 20_000);
   const concurrency = option(args, 'concurrency', 50);
   const warmup = Math.min(2_000, total);
-  const origin = await spawnRole('origin');
-  const tracker = await spawnRole('tracker');
-  const bare = await spawnRole('bare', [origin.url]);
-  const capigram = await spawnRole('capigram', [origin.url, tracker.url]);
+  const origin = await spawnRole(import.meta.url, ROLE_ENV, 'origin');
+  const tracker = await spawnRole(import.meta.url, ROLE_ENV, 'tracker');
+  const bare = await spawnRole(import.meta.url, ROLE_ENV, 'bare', [origin.url]);
+  const capigram = await spawnRole(import.meta.url, ROLE_ENV, 'capigram', [origin.url, tracker.url]);
   const children = [origin, tracker, bare, capigram];
   try {
-    const measure = async (child: Child) => {
+    const measure = async (child: RoleChild) => {
       await load(child.url, warmup, concurrency);
       const before = await cpuOf(child);
       const result = await load(child.url, total, concurrency);

@@ -17,21 +17,16 @@
  * `--rounds=N` (the init rows take turns in N rounds, default 4), `--clicks=N` (default 5000),
  * `--click-concurrency=N` (default 10).
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
 import { loadConfig } from '../backend/config.js';
 import { createSecretBox } from '../backend/crypto/secret-box.js';
-import { startEmbedded, type EmbeddedDatabase } from '../backend/db/embedded.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import type { Deps } from '../backend/deps.js';
@@ -39,6 +34,7 @@ import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
 import { createLogger } from '../backend/log.js';
 import { createMetrics } from '../backend/metrics.js';
+import { answerCpuRequests, cpuOf, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
 const POOL_SIZE = 20;
@@ -79,30 +75,12 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
     };
     app = createApp(deps);
   }
-  process.on('message', (message: { cpu?: boolean }) => {
-    if (message.cpu !== true) return;
-    const usage = process.cpuUsage();
-    process.send?.({ cpuMicros: usage.user + usage.system });
-  });
+  answerCpuRequests();
   const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await once(server, 'listening');
   process.send?.({ ready: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
 }
 
-interface Child {
-  process: ChildProcess;
-  url: string;
-}
-
-async function spawnRole(role: Role, databaseUrl: string): Promise<Child> {
-  const child = fork(fileURLToPath(import.meta.url), [databaseUrl], {
-    env: { ...process.env, [ROLE_ENV]: role },
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [message] = (await once(child, 'message')) as [{ ready: string }];
-  return { process: child, url: message.ready };
-}
 
 interface Sample {
   requests: number;
@@ -138,16 +116,9 @@ function summarize(samples: Sample[]): Result {
   };
 }
 
-async function cpuOf(child: Child): Promise<number> {
-  child.process.send({ cpu: true });
-  for (;;) {
-    const [message] = (await once(child.process, 'message')) as [Partial<{ cpuMicros: number }>];
-    if (message.cpuMicros !== undefined) return message.cpuMicros;
-  }
-}
 
 /** A measured sample: the load, and the server's CPU spent on it. */
-async function measure(child: Child, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
+async function measure(child: RoleChild, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
   const before = await cpuOf(child);
   const sample = await load(child.url, total, concurrency, next);
   return { ...sample, cpuMicros: (await cpuOf(child)) - before };
@@ -198,11 +169,6 @@ async function load(url: string, total: number, concurrency: number, next: (i: n
   return { requests: total, latencies, failures, seconds, cpuMicros: 0 };
 }
 
-function option(args: string[], name: string, fallback: number): number {
-  const raw = args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
-  const value = raw === undefined ? Number.NaN : Number(raw);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
 
 interface Seed {
   websiteId: string;
@@ -252,29 +218,15 @@ export async function run(args: string[] = []): Promise<void> {
   const rounds = option(args, 'rounds', 4);
   const warmup = Math.min(2_000, total);
 
-  let embedded: EmbeddedDatabase | null = null;
-  let dataDir: string | null = null;
-  let adminUrl = process.env.DATABASE_URL;
-  if (adminUrl === undefined || adminUrl === '') {
-    dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'));
-    embedded = await startEmbedded({ dataDir });
-    adminUrl = embedded.url;
-  }
-  const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  const databaseUrl = url.toString();
-  const pool = createPool(databaseUrl, 4);
-  const children: Child[] = [];
+  const db = await openBenchDatabase(4);
+  const { databaseUrl, pool } = db;
+  const children: RoleChild[] = [];
   try {
     await migrate(pool);
     const { websiteId, channelId } = await seed(pool, true);
     const withoutPixels = await seed(pool, false);
-    const bare = await spawnRole('bare', databaseUrl);
-    const capigram = await spawnRole('capigram', databaseUrl);
+    const bare = await spawnRole(import.meta.url, ROLE_ENV, 'bare', [databaseUrl]);
+    const capigram = await spawnRole(import.meta.url, ROLE_ENV, 'capigram', [databaseUrl]);
     children.push(bare, capigram);
 
     // Browsers with a visit, for the clicks: every click a different visit, as in production.
@@ -370,11 +322,7 @@ export async function run(args: string[] = []): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     for (const child of children) child.process.kill();
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
-    await embedded?.stop();
-    if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });
+    await db.close();
   }
 }
 

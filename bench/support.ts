@@ -1,0 +1,90 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startEmbedded } from '../backend/db/embedded.js';
+import { createPool, type Pool } from '../backend/db/pool.js';
+
+/** What the benchmarks share: options, a throw-away database, and measured server processes. */
+
+/** `--name=N` among the arguments, a positive integer, or the fallback. */
+export function option(args: string[], name: string, fallback: number): number {
+  const raw = args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
+  const value = raw === undefined ? Number.NaN : Number(raw);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+export interface BenchDatabase {
+  databaseUrl: string;
+  pool: Pool;
+  /** Ends the pool, drops the database, and stops the embedded server if one was started. */
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh database for one benchmark run: on the server in DATABASE_URL, or on an embedded
+ * PostgreSQL in a temporary directory (default durability, as in production).
+ */
+export async function openBenchDatabase(poolSize: number): Promise<BenchDatabase> {
+  let adminUrl = process.env.DATABASE_URL;
+  let dataDir: string | null = null;
+  const embedded = adminUrl === undefined || adminUrl === '' ? await startEmbedded({ dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'))) }) : null;
+  if (embedded) adminUrl = embedded.url;
+  const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  const url = new URL(adminUrl!);
+  url.pathname = `/${database}`;
+  const pool = createPool(url.toString(), poolSize);
+  return {
+    databaseUrl: url.toString(),
+    pool,
+    async close() {
+      await pool.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+      await embedded?.stop();
+      if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A server under measurement, in its own process so that its CPU can be read apart from the load's. */
+export interface RoleChild {
+  process: ChildProcess;
+  url: string;
+}
+
+/** Forks the benchmark module itself with `roleEnv=role`; the child answers `{ready: url}` once it listens. */
+export async function spawnRole(moduleUrl: string, roleEnv: string, role: string, args: string[] = []): Promise<RoleChild> {
+  const child = fork(fileURLToPath(moduleUrl), args, {
+    env: { ...process.env, [roleEnv]: role },
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [message] = (await once(child, 'message')) as [{ ready: string }];
+  return { process: child, url: message.ready };
+}
+
+/** In a role process: answer the parent's CPU readings (see `cpuOf`). */
+export function answerCpuRequests(): void {
+  process.on('message', (message: { cpu?: boolean }) => {
+    if (message.cpu !== true) return;
+    const usage = process.cpuUsage();
+    process.send?.({ cpuMicros: usage.user + usage.system });
+  });
+}
+
+/** CPU time the role process has spent so far, in microseconds. */
+export async function cpuOf(child: RoleChild): Promise<number> {
+  child.process.send({ cpu: true });
+  for (;;) {
+    const [message] = (await once(child.process, 'message')) as [Partial<{ cpuMicros: number }>];
+    if (message.cpuMicros !== undefined) return message.cpuMicros;
+  }
+}
