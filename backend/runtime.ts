@@ -8,6 +8,7 @@ import { createPool } from './db/pool.js';
 import type { Deps } from './deps.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics } from './metrics.js';
+import { onWakeError } from './domain/delivery-wake.js';
 
 export interface Runtime {
   deps: Deps;
@@ -51,6 +52,7 @@ export async function openRuntime(opts: { env?: NodeJS.ProcessEnv; log?: Logger;
     adminToken: secrets.adminToken,
     now: () => new Date(),
   };
+  onWakeError(pool, (err) => log.warn({ err: String(err) }, 'delivery wake-up failed; the sweep will pick the sends up'));
   return {
     deps,
     embedded,

@@ -6,15 +6,15 @@
  *    worker runs with production settings; for each, the time from its COMMIT (when the API would
  *    answer 2xx) to the fake Meta receiving the request that carries it. p50 and p99.
  * 2. Throughput: N conversions are committed in one transaction while an idle worker waits, and
- *    the clock runs until every event has been accepted by the fake Meta and every job is done
- *    (one job per send is created, so the queue drains only as fast as jobs run: that is the rate
- *    the pipeline sustains). Three runs on the same database and worker settings:
+ *    the clock runs from the wake-up that follows the commit until every event has been accepted
+ *    by the fake Meta and no send or delivery job is left. Three runs on the same database and
+ *    worker settings:
  *    - graphile-worker running N empty jobs: the ceiling of any one-job-per-event design here;
  *    - Capigram's delivery with batching (up to 1,000 events a request for Meta);
  *    - the same pipeline with batches of one: one request per event.
  *
  * The worker runs in its own process (production defaults: concurrency 8, 1.5 s timeout, poll
- * interval 1 s, so new jobs start on graphile-worker's LISTEN/NOTIFY); the fake Meta and the
+ * interval 1 s, so the wake-up job starts on graphile-worker's LISTEN/NOTIFY); the fake Meta and the
  * producer share this process, so commit and receipt times come from one clock. PostgreSQL is
  * DATABASE_URL, or an embedded one with default durability settings.
  *
@@ -40,6 +40,7 @@ import type { DeliveryOptions } from '../backend/delivery/options.js';
 import type { Deps } from '../backend/deps.js';
 import { addPixel } from '../backend/domain/admin/pixels.js';
 import { recordConversion } from '../backend/domain/conversion-record.js';
+import { DELIVER_TASK, wakeDelivery } from '../backend/domain/delivery-wake.js';
 import { createLogger } from '../backend/log.js';
 import { createMetrics } from '../backend/metrics.js';
 import { startWorker } from '../backend/worker/runner.js';
@@ -159,12 +160,22 @@ async function jobsLeft(pool: Pool, task: string): Promise<number> {
 }
 
 /**
- * Waits until no delivery job is left. Every run ends with it: a worker stopped while a job runs
- * may leave that job locked (graphile-worker 0.17 does not await a job's completion on shutdown
- * unless completions are batched), and the next run would wait for it.
+ * Waits until no send is pending and no delivery job is left. Every run ends with it: a worker
+ * stopped while a job runs may leave that job locked (graphile-worker 0.17 does not await a job's
+ * completion on shutdown unless completions are batched), and the next run would wait for it.
  */
 function drained(pool: Pool): Promise<number> {
-  return waitFor(async () => (await jobsLeft(pool, 'deliver_send')) === 0, 'the delivery jobs');
+  return waitFor(async () => {
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sends WHERE status = 'pending'`);
+    return rows[0]!.n === 0 && (await jobsLeft(pool, DELIVER_TASK)) === 0;
+  }, 'the delivery jobs');
+}
+
+/** A producer's transaction, and the wake-up that follows its commit (as the API and the webhook do). */
+async function commitSubscribe(pool: Pool, site: Site): Promise<string> {
+  const eventId = await withTx(pool, (tx) => recordSubscribe(tx, site));
+  wakeDelivery(pool);
+  return eventId;
 }
 
 /** Latency from each conversion's commit to the fake Meta's receipt of the request carrying it. */
@@ -174,7 +185,9 @@ async function latencyRun(pool: Pool, meta: MetaFake, site: Site, samples: numbe
   const warmup = 20;
   for (let i = 0; i < samples + warmup; i++) {
     const eventId = await withTx(pool, (tx) => recordSubscribe(tx, site));
+    // The clock starts at the commit: the wake-up that follows is part of the latency.
     if (i >= warmup) committedAt.set(eventId, performance.now());
+    wakeDelivery(pool);
     // About 25 a second, spread irregularly (exponential gaps) as independent arrivals are.
     await new Promise((r) => setTimeout(r, -Math.log(1 - Math.random()) * 40));
   }
@@ -214,6 +227,7 @@ async function deliveryRun(pool: Pool, meta: MetaFake, site: Site, events: numbe
     for (let i = 0; i < events; i++) await recordSubscribe(tx, site);
   });
   const t0 = performance.now();
+  wakeDelivery(pool);
   const delivered = await waitFor(() => meta.dedupStats().distinct >= events, 'every event to reach the platform');
   const empty = await drained(pool);
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sends WHERE pixel_id = $1 AND status <> 'sent'`, [site.pixelId]);
@@ -244,7 +258,7 @@ async function sustainedRun(pool: Pool, meta: MetaFake, site: Site, producers: n
   await Promise.all(
     Array.from({ length: producers }, async () => {
       while (performance.now() < end) {
-        await withTx(pool, (tx) => recordSubscribe(tx, site));
+        await commitSubscribe(pool, site);
         committed += 1;
       }
     }),

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import { requireSite } from '../domain/admin/sites.js';
-import { enqueueDelivery, lockConversions, refreshCapiStatus } from '../domain/sends.js';
+import { wakeDeliveryNow } from '../domain/delivery-wake.js';
+import { lockConversions, refreshCapiStatus } from '../domain/sends.js';
 import { ApiError, validationError } from '../errors.js';
 
 /** Operator views of the outbox: `npm run admin -- sends list|retry`. */
@@ -55,32 +56,30 @@ export async function listSends(db: Queryable, input: z.input<typeof ListSendsIn
 const SendId = z.uuid();
 
 /**
- * Puts a failed or skipped send back in the queue with a fresh attempt budget, and queues its
- * job, in one transaction. A sent one is refused: delivering it again would be deduplicated by
+ * Puts a failed or skipped send back in the queue with a fresh attempt budget, due now, then
+ * wakes a worker. A sent one is refused: delivering it again would be deduplicated by
  * the platform at best, counted twice at worst. Unknown ids are NOT_FOUND.
  */
 export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: string; status: 'pending' }> {
   if (!SendId.safeParse(sendId).success) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
-  return withTx(pool, async (tx) => {
+  const result = await withTx(pool, async (tx) => {
     const found = await tx.query<{ conversion_id: string | null; status: string }>('SELECT conversion_id, status FROM sends WHERE id = $1', [sendId]);
     const send = found.rows[0];
     if (!send) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
     if (send.conversion_id) await lockConversions(tx, [send.conversion_id]);
-    const { rows } = await tx.query<{ status: string; next_attempt_at: Date }>('SELECT status, next_attempt_at FROM sends WHERE id = $1 FOR UPDATE', [sendId]);
-    const { status, next_attempt_at: due } = rows[0]!;
+    const { rows } = await tx.query<{ status: string }>('SELECT status FROM sends WHERE id = $1 FOR UPDATE', [sendId]);
+    const { status } = rows[0]!;
     if (status === 'sent') throw new ApiError('VALIDATION_FAILED', `send ${sendId} was already delivered; the platform would not count it again`);
-    if (status === 'pending') {
-      // Being delivered or waiting for its retry: its time is left alone (moving it would break a
-      // worker's lease); a job at that time makes sure it is not forgotten.
-      await enqueueDelivery(tx, [{ sendId }], due);
-      return { sendId, status: 'pending' as const };
-    }
+    // A pending send is being delivered or waiting for its retry: its time is left alone (moving
+    // it would break a worker's lease), and the sweep finds it when it is due.
+    if (status === 'pending') return { sendId, status: 'pending' as const };
     await tx.query(
       `UPDATE sends SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now() WHERE id = $1`,
       [sendId],
     );
     if (send.conversion_id) await refreshCapiStatus(tx, send.conversion_id);
-    await enqueueDelivery(tx, [{ sendId }]);
     return { sendId, status: 'pending' as const };
   });
+  await wakeDeliveryNow(pool);
+  return result;
 }

@@ -1,8 +1,9 @@
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import type { Deps } from '../deps.js';
-import { DELIVER_TASK, lockConversions, refreshCapiStatuses } from '../domain/sends.js';
+import { DELIVER_JOB_MAX_ATTEMPTS, DELIVER_TASK } from '../domain/delivery-wake.js';
+import { lockConversions, refreshCapiStatuses } from '../domain/sends.js';
 import type { Platform } from '../platforms/types.js';
-import { removeJob, type Claim } from './claim.js';
+import type { Claim } from './claim.js';
 
 /** What happened to one send in this attempt. */
 export type SendOutcome =
@@ -15,21 +16,19 @@ export type SendOutcome =
 const METRIC_OUTCOME = { sent: 'delivered', retry: 'retry', failed: 'failed', skipped: 'skipped' } as const;
 
 export interface OutcomeBatch {
-  claim: Pick<Claim, 'leaseUntil' | 'leaseJobKey'>;
+  claim: Pick<Claim, 'leaseUntil'>;
   platform: Platform;
   outcomes: SendOutcome[];
   /** Conversion of each send (absent for PageViews), for capiStatus. */
   conversionOf: ReadonlyMap<string, string | null>;
   /** What the platform answered (sent outcomes only). */
   responseSummary?: unknown;
-  /** The claim's last write: its lease job is removed too. */
-  final: boolean;
 }
 
 /**
- * Writes outcomes in one transaction: the sends, the capiStatus of their conversions, a job for
- * each retry time, and (on the claim's last write) the removal of the lease job. Only sends whose
- * lease is still this claim's are touched; the ids written are returned.
+ * Writes outcomes in one transaction: the sends, the capiStatus of their conversions, and a
+ * wake-up job for each retry time. Only sends whose lease is still this claim's are touched; the
+ * ids written are returned.
  */
 export async function writeOutcomes(
   deps: Pick<Deps, 'metrics'> & { pool: Pool },
@@ -69,7 +68,6 @@ export async function writeOutcomes(
     const ours = new Set(rows.map((r) => r.id));
     await scheduleRetries(tx, b.outcomes.filter((o): o is Extract<SendOutcome, { kind: 'retry' }> => o.kind === 'retry' && ours.has(o.sendId)));
     await refreshCapiStatuses(tx, conversionIds);
-    if (b.final) await removeJob(tx, b.claim.leaseJobKey);
     return rows;
   });
 
@@ -83,14 +81,17 @@ export async function writeOutcomes(
   return written.map((r) => r.id);
 }
 
-/** One job per distinct retry time: it claims every send of the pixel that is due by then. */
+/**
+ * One wake-up job per distinct retry time (one per failed request: sends that failed together
+ * share a delay), unkeyed so that it never moves another wake-up. It claims whatever is due by
+ * then. Without it a retry would wait for the sweep, up to a poll interval late.
+ */
 async function scheduleRetries(tx: Queryable, retries: Extract<SendOutcome, { kind: 'retry' }>[]): Promise<void> {
-  const byDelay = new Map<number, string>();
-  for (const r of retries) if (!byDelay.has(r.delayMs)) byDelay.set(r.delayMs, r.sendId);
-  if (byDelay.size === 0) return;
+  const delays = [...new Set(retries.map((r) => r.delayMs))];
+  if (delays.length === 0) return;
   await tx.query(
-    `SELECT graphile_worker.add_job($1, json_build_object('sendId', g.id), run_at := now() + g.delay_ms * interval '1 millisecond', max_attempts := 25)
-     FROM unnest($2::uuid[], $3::int[]) AS g(id, delay_ms)`,
-    [DELIVER_TASK, [...byDelay.values()], [...byDelay.keys()]],
+    `SELECT graphile_worker.add_job($1, '{}'::json, run_at := now() + d * interval '1 millisecond', max_attempts := $3::int)
+     FROM unnest($2::int[]) AS d`,
+    [DELIVER_TASK, delays, DELIVER_JOB_MAX_ATTEMPTS],
   );
 }

@@ -5,7 +5,7 @@ import { adapters, decideIsolation } from '../platforms/index.js';
 import { parseJsonObject, truncateError } from '../platforms/response.js';
 import type { BuildOptions, DeliveryEvent, EventOutcome, HttpRequestSpec, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
 import { retryDecision } from './backoff.js';
-import { claimBatch, extendLease, sendState, type Claim, type ClaimTarget } from './claim.js';
+import { claimBatch, duePixels, extendLease, type Claim, type DuePixel } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
 import { authFailureOutcomes, authorize, forgetAccessToken, isUnauthenticated } from './google-oauth.js';
 import { performRequest } from './http.js';
@@ -13,11 +13,12 @@ import type { DeliveryOptions } from './options.js';
 import { writeOutcomes, type SendOutcome } from './outcomes.js';
 
 /**
- * The `deliver_send` job's work: claim the send and every other due send of its pixel (up to the
- * platform's batch limit), check each, send them in one request, isolate the bad ones when the
- * platform rejects a whole batch, and write what happened. No fixed wait anywhere: whatever is
- * due when the job runs goes out at once, so a lone event is not delayed and a burst shares
- * requests. A job whose send a neighbour's batch already took finishes after one read.
+ * The `deliver_due` job's work: find the pixels with due sends and, for each at once, claim its
+ * due sends (up to the platform's batch limit), check each, send them in one request, isolate the
+ * bad ones when the platform rejects a whole batch, and write what happened; claim again while
+ * batches come back full. No fixed wait anywhere: whatever is due when the job runs goes out at
+ * once, so a lone event is not delayed and a burst shares requests. Pixels are delivered side by
+ * side, so a slow platform does not hold up the others.
  */
 export type DeliveryDeps = Pick<Deps, 'pool' | 'config' | 'box' | 'log' | 'metrics' | 'now'>;
 
@@ -30,18 +31,33 @@ export interface DeliveryReport {
 /** Room left before the lease ends for a request that times out, and for writing its outcome. */
 const LEASE_MARGIN_MS = 500;
 
-export async function deliverSend(deps: DeliveryDeps, sendId: string, o: DeliveryOptions): Promise<DeliveryReport> {
+/** Pixels one job delivers side by side; more wait for a slot (each uses a database connection at a time). */
+const PIXELS_AT_ONCE = 8;
+
+export async function deliverDue(deps: DeliveryDeps, o: DeliveryOptions): Promise<DeliveryReport> {
   const report = { claimed: 0, requests: 0 };
-  const state = await sendState(deps.pool, sendId);
-  if (!state || state.status !== 'pending' || !state.due) return report;
-  const adapter = adapters[state.platform];
+  const pixels = await duePixels(deps.pool);
+  let next = 0;
+  const lane = async () => {
+    while (next < pixels.length) {
+      const r = await deliverPixel(deps, pixels[next++]!, o);
+      report.claimed += r.claimed;
+      report.requests += r.requests;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PIXELS_AT_ONCE, pixels.length) }, lane));
+  return report;
+}
+
+export async function deliverPixel(deps: DeliveryDeps, pixel: DuePixel, o: DeliveryOptions): Promise<DeliveryReport> {
+  const report = { claimed: 0, requests: 0 };
+  const adapter = adapters[pixel.platform];
   const max = Math.min(adapter.maxBatch, o.maxBatch ?? Infinity);
   // A full batch may have left due sends behind (a backlog, or a retry group cut by the limit):
-  // keep claiming until a batch comes back short, so that no due send is left without a job.
-  let target: ClaimTarget = { sendId };
+  // keep claiming until a batch comes back short.
   for (;;) {
     const started = performance.now();
-    const claim = await claimBatch(deps.pool, target, max, o.leaseMs);
+    const claim = await claimBatch(deps.pool, pixel.pixelId, max, o.leaseMs);
     if (!claim) return report;
     const run = new ClaimRun(deps, o, adapter, claim, started + o.leaseMs);
     const requests = await run.run();
@@ -49,7 +65,6 @@ export async function deliverSend(deps: DeliveryDeps, sendId: string, o: Deliver
     report.requests += requests;
     deps.log.debug({ pixelId: claim.pixelId, platform: adapter.platform, claimed: claim.sends.length, requests, ms: Math.round(performance.now() - started) }, 'delivery claim done');
     if (claim.sends.length < max) return report;
-    target = { pixelId: claim.pixelId };
   }
 }
 
@@ -77,7 +92,7 @@ class ClaimRun {
   private readonly claimed: Map<string, Claim['sends'][number]>;
   private readonly conversionOf = new Map<string, string | null>();
   private readonly sendOfEvent = new Map<string, string>();
-  private lease: Pick<Claim, 'leaseUntil' | 'leaseJobKey'>;
+  private lease: Pick<Claim, 'leaseUntil'>;
   private requests = 0;
 
   constructor(
@@ -89,7 +104,7 @@ class ClaimRun {
     private leaseDeadline: number,
   ) {
     this.claimed = new Map(claim.sends.map((s) => [s.id, s]));
-    this.lease = { leaseUntil: claim.leaseUntil, leaseJobKey: claim.leaseJobKey };
+    this.lease = { leaseUntil: claim.leaseUntil };
   }
 
   async run(): Promise<number> {
@@ -98,11 +113,11 @@ class ClaimRun {
     for (const r of rows) this.conversionOf.set(r.send_id, r.conversion_id);
 
     if (!pixel || !pixel.active) {
-      await this.write(ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })), true);
+      await this.write(ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })));
       return 0;
     }
     if ('error' in pixel) {
-      await this.write(ids.map((sendId) => ({ sendId, kind: 'failed', error: pixel.error })), true);
+      await this.write(ids.map((sendId) => ({ sendId, kind: 'failed', error: pixel.error })));
       return 0;
     }
 
@@ -125,7 +140,7 @@ class ClaimRun {
       this.sendOfEvent.set(event.eventId, row.send_id);
       ready.push(event);
     }
-    if (early.length > 0 || ready.length === 0) await this.write(early, ready.length === 0);
+    if (early.length > 0) await this.write(early);
     if (ready.length > 0) await this.sendAll(ready, pixel.config);
     return this.requests;
   }
@@ -142,7 +157,7 @@ class ClaimRun {
       // A Google pixel with a refresh token gets a current access token (cached, so usually no request).
       const auth = await authorize(stored, { oauthUrl: this.deps.config.GOOGLE_OAUTH_URL, timeoutMs: this.o.requestTimeoutMs, nowMs: this.deps.now().getTime() });
       if ('error' in auth) {
-        await this.write(this.toSendOutcomes(authFailureOutcomes(queue.flat(), auth)), true);
+        await this.write(this.toSendOutcomes(authFailureOutcomes(queue.flat(), auth)));
         return;
       }
       const pixel = auth.pixel;
@@ -157,7 +172,7 @@ class ClaimRun {
       } catch (err) {
         // A bug, not a platform answer: retrying would fail the same way.
         const error = `cannot build the request: ${(err as Error).message}`;
-        await this.write(batch.map((e) => ({ sendId: this.sendOfEvent.get(e.eventId)!, kind: 'failed', error })), queue.length === 0);
+        await this.write(batch.map((e) => ({ sendId: this.sendOfEvent.get(e.eventId)!, kind: 'failed', error })));
         continue;
       }
       this.requests++;
@@ -175,7 +190,7 @@ class ClaimRun {
         queue.unshift(...decision.batches);
         continue;
       }
-      await this.write(this.toSendOutcomes(outcomes), queue.length === 0, responseSummary(res, batch.length));
+      await this.write(this.toSendOutcomes(outcomes), responseSummary(res, batch.length));
     }
   }
 
@@ -210,14 +225,13 @@ class ClaimRun {
     return queue.map((b) => b.filter((e) => kept.has(this.sendOfEvent.get(e.eventId)!))).filter((b) => b.length > 0);
   }
 
-  private async write(outcomes: SendOutcome[], final: boolean, responseSummary?: unknown): Promise<void> {
+  private async write(outcomes: SendOutcome[], responseSummary?: unknown): Promise<void> {
     await writeOutcomes(this.deps, {
       claim: this.lease,
       platform: this.adapter.platform,
       outcomes,
       conversionOf: this.conversionOf,
       responseSummary,
-      final,
     });
     const failed = outcomes.filter((oc) => oc.kind === 'failed');
     if (failed.length > 0) {

@@ -89,7 +89,7 @@ export async function upsertLead(
  * capiStatus (pending when something will be sent, else skipped) is read from the site's active
  * pixels in the same snapshot the sends are created from, so it agrees with them.
  */
-const SENDS = sendsCte('conversion', 'SELECT id, site_id FROM conversion WHERE $22::boolean', 23);
+const SENDS = sendsCte('conversion', 'SELECT id, site_id FROM conversion WHERE $22::boolean');
 
 const RECORD_CONVERSION_SQL = `
   WITH lead AS (${upsertLeadSql('$1', '$3', '$11', '$19')}),
@@ -103,7 +103,7 @@ const RECORD_CONVERSION_SQL = `
     RETURNING id, lead_id, site_id, capi_status),
   ${SENDS.text}
   SELECT c.id, c.lead_id, c.capi_status, s.send_id, s.platform, s.pixel_id
-  FROM conversion c LEFT JOIN send_jobs s ON true`;
+  FROM conversion c LEFT JOIN created_sends s ON true`;
 
 /** The conversion's statement and how to read its rows, for `recordConversion` and for callers that send it themselves. */
 export interface RecordStatement {

@@ -2,9 +2,11 @@ import type { Queryable } from '../db/pool.js';
 import { capiStatusOf, type SendStatus } from './capi-status.js';
 
 /**
- * The outbox: one send row per (subject, active pixel), created in the caller's transaction
- * together with its delivery job, so a committed conversion or visit always has its sends queued
- * and a rolled-back one has none. `backend/delivery/` takes it from there.
+ * The outbox: one send row per (subject, active pixel), created in the caller's transaction, so a
+ * committed conversion or visit always has its sends and a rolled-back one has none. A pending
+ * send row *is* the queue entry: `backend/delivery/` claims due sends straight from this table.
+ * graphile-worker jobs only wake a worker up (`delivery-wake.ts`); a lost wake-up delays a send
+ * by at most the worker's sweep interval and loses nothing.
  */
 export type SendSubject = { kind: 'conversion'; id: string; siteId: string } | { kind: 'visit'; id: string; siteId: string };
 
@@ -13,11 +15,6 @@ export interface CreatedSend {
   platform: string;
   pixelId: string;
 }
-
-export const DELIVER_TASK = 'deliver_send';
-
-/** Jobs only fail when the database does (platform failures are handled by the task itself). */
-const JOB_MAX_ATTEMPTS = 25;
 
 const EVENT_ID_PREFIX = { conversion: 'cnv_', visit: 'pv_' } as const satisfies Record<SendSubject['kind'], string>;
 
@@ -33,61 +30,35 @@ export interface SqlFragment {
 }
 
 /**
- * The outbox write as common table expressions, for a statement that also writes its subjects:
+ * The outbox write as a common table expression, for a statement that also writes its subjects:
  * `subjects` is SQL yielding the `(id, site_id)` of the subjects that get sends (a CTE of the
- * caller's statement, or parameters), and the fragment's parameters are numbered from
- * `firstParam`. It defines `created_sends` and `send_jobs` (one row per send: `send_id`,
- * `platform`, `pixel_id`, `job_id`); the statement must read `send_jobs`, since PostgreSQL only
- * runs a CTE without a data-modifying statement when something reads it. One send per active
- * pixel (at most one per subject and pixel, however often this runs), each with its job, in the
- * statement's transaction.
+ * caller's statement, or parameters). It defines `created_sends` (one row per send: `send_id`,
+ * `platform`, `pixel_id`); the statement must read it, since PostgreSQL only runs a CTE without
+ * a data-modifying statement when something reads it. One send per active pixel, at most one per
+ * subject and pixel however often this runs. It takes no parameters (`params` is empty) but keeps
+ * the fragment's shape so callers number theirs the same way.
  */
-export function sendsCte(kind: SendSubject['kind'], subjects: string, firstParam: number): SqlFragment {
+export function sendsCte(kind: SendSubject['kind'], subjects: string): SqlFragment {
   const column = kind === 'conversion' ? 'conversion_id' : 'visit_id';
-  const [prefix, task, attempts] = [firstParam, firstParam + 1, firstParam + 2].map((n) => `$${n}`);
   return {
     text: `created_sends AS (
        INSERT INTO sends (${column}, pixel_id, platform, event_id)
-       SELECT s.id, p.id, p.platform, ${prefix}::text || s.id FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
+       SELECT s.id, p.id, p.platform, '${EVENT_ID_PREFIX[kind]}' || s.id FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
        ORDER BY s.id, p.created_at, p.id
        ON CONFLICT DO NOTHING
-       RETURNING id, platform, pixel_id),
-     send_jobs AS (
-       SELECT c.id AS send_id, c.platform, c.pixel_id,
-              (graphile_worker.add_job(${task}::text, json_build_object('sendId', c.id), max_attempts := ${attempts}::int, job_key := ${task}::text || ':' || c.id)).id AS job_id
-       FROM created_sends c)`,
-    params: [EVENT_ID_PREFIX[kind], DELIVER_TASK, JOB_MAX_ATTEMPTS],
+       RETURNING id AS send_id, platform, pixel_id)`,
+    params: [],
   };
 }
 
+/** Creates the subject's sends in the caller's transaction; wake the worker after the commit. */
 export async function createSends(tx: Queryable, subject: SendSubject): Promise<CreatedSend[]> {
-  // One statement for the rows and their jobs: the outbox write sits on the hot path of every
-  // visit and conversion, and each round trip there counts.
-  const sends = sendsCte(subject.kind, 'SELECT $1::uuid AS id, $2::uuid AS site_id', 3);
-  const { rows } = await tx.query<{ send_id: string; platform: string; pixel_id: string; job_id: string }>(
-    `WITH ${sends.text} SELECT send_id, platform, pixel_id, job_id FROM send_jobs`,
+  const sends = sendsCte(subject.kind, 'SELECT $1::uuid AS id, $2::uuid AS site_id');
+  const { rows } = await tx.query<{ send_id: string; platform: string; pixel_id: string }>(
+    `WITH ${sends.text} SELECT send_id, platform, pixel_id FROM created_sends`,
     [subject.id, subject.siteId, ...sends.params],
   );
   return rows.map((r) => ({ sendId: r.send_id, platform: r.platform, pixelId: r.pixel_id }));
-}
-
-/** Each send's own job is keyed, so that the claim that delivers it can drop it from the queue. */
-export function deliveryJobKey(sendId: string): string {
-  return `${DELIVER_TASK}:${sendId}`;
-}
-
-/**
- * Queues delivery jobs in the caller's transaction (graphile-worker's add_job is plain SQL, and
- * its NOTIFY wakes a worker at commit). One job per send: whichever job of a pixel runs first
- * claims every due send of that pixel and removes the jobs of the sends it took, so a burst
- * costs a few job runs, not one per event.
- */
-export async function enqueueDelivery(tx: Queryable, sends: readonly { sendId: string }[], runAt?: Date): Promise<void> {
-  await tx.query(
-    `SELECT graphile_worker.add_job($1, json_build_object('sendId', s.id), run_at := $3::timestamptz, max_attempts := $4, job_key := $1 || ':' || s.id)
-     FROM unnest($2::uuid[]) AS s(id)`,
-    [DELIVER_TASK, sends.map((s) => s.sendId), runAt ?? null, JOB_MAX_ATTEMPTS],
-  );
 }
 
 /** Recomputes a conversion's capiStatus from its sends, in the caller's transaction. */

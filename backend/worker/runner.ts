@@ -1,5 +1,6 @@
 import { Logger, run, type Runner, type TaskList } from 'graphile-worker';
 import type { Deps } from '../deps.js';
+import { startSweep } from '../delivery/sweep.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
 
 export interface WorkerOptions {
@@ -7,6 +8,7 @@ export interface WorkerOptions {
   /** Extra tasks (tests add their own); merged over the service's. */
   extraTasks?: TaskList;
   crontab?: string;
+  /** graphile-worker's poll interval, and the delivery sweep's. */
   pollIntervalMs?: number;
 }
 
@@ -15,11 +17,12 @@ export interface WorkerOptions {
  * stop taking jobs, let running ones finish, and graphile-worker releases whatever is left.
  */
 export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise<Runner> {
+  const pollInterval = opts.pollIntervalMs ?? 1000;
   const runner = await run({
     pgPool: deps.pool,
     concurrency: opts.concurrency ?? 8,
     noHandleSignals: true,
-    pollInterval: opts.pollIntervalMs ?? 1000,
+    pollInterval,
     taskList: { ...createTaskList(deps), ...opts.extraTasks },
     crontab: opts.crontab ?? CRONTAB,
     logger: workerLogger(deps),
@@ -34,6 +37,9 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     deps.log.warn({ task: job.task_identifier, jobId: job.id, attempts: job.attempts, err: String(error) }, 'job failed');
   });
   runner.events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
+  // Sends nobody announced (see delivery/sweep.ts) are found at graphile-worker's own poll rate.
+  const stopSweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
+  void runner.promise.finally(stopSweep).catch(() => undefined);
   return runner;
 }
 

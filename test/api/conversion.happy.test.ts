@@ -56,7 +56,9 @@ describe('warm lead', () => {
     expect(sends.rows.map((r) => [r.id, r.platform, r.status])).toEqual(
       [...res.body.sends].sort((a, b) => a.platform.localeCompare(b.platform)).map((s) => [s.sendId, s.platform, 'pending']),
     );
-    expect(await count(db.pool, `graphile_worker._private_jobs WHERE payload->>'sendId' = ANY($1)`, [res.body.sends.map((s: { sendId: string }) => s.sendId)])).toBe(2);
+    // Both due now, and the commit was followed by a wake-up for the delivery worker.
+    expect(await count(db.pool, `sends WHERE id = ANY($1) AND next_attempt_at <= now()`, [res.body.sends.map((s: { sendId: string }) => s.sendId)])).toBe(2);
+    await expect.poll(() => count(db.pool, `graphile_worker.jobs WHERE key = 'deliver_due' AND run_at <= now()`)).toBe(1);
     const lead = await db.pool.query('SELECT external_user_id FROM leads WHERE site_id = $1 AND telegram_user_id = $2', [tenant.site.siteId, user]);
     expect(lead.rows[0]?.external_user_id).toBe('crm-42');
   });

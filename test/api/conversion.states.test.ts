@@ -31,7 +31,10 @@ const sendsOf = async (id: string) =>
   (await db.pool.query('SELECT id, platform, status, attempts FROM sends WHERE conversion_id = $1 ORDER BY platform', [id])).rows as {
     id: string; platform: string; status: string; attempts: number;
   }[];
-const jobsFor = (sendIds: string[]) => count(db.pool, `graphile_worker._private_jobs WHERE payload->>'sendId' = ANY($1)`, [sendIds]);
+/** Sends among these that a worker would claim now. */
+const dueNow = (sendIds: string[]) => count(db.pool, `sends WHERE id = ANY($1) AND status = 'pending' AND next_attempt_at <= now()`, [sendIds]);
+/** The delivery wake-up a committed dispatch leaves queued (keyed, so at most one). */
+const wakeUps = () => count(db.pool, `graphile_worker.jobs WHERE key = 'deliver_due' AND run_at <= now()`);
 
 describe('warm lead resolution', () => {
   it("an account key takes the acquisition's site (the second site here) and its channel", async () => {
@@ -133,17 +136,18 @@ describe('recent matching conversion', () => {
     expect(Object.keys(c.pii_hashed).sort()).toEqual(['em', 'ph', 'phE164']);
     expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [user])).toBe(1);
     expect(await sendsOf(first.body.conversionId)).toHaveLength(2);
-    expect(await jobsFor(firstSends.map((s) => s.id))).toBe(2);
+    expect(await dueNow(firstSends.map((s) => s.id))).toBe(2);
+    await expect.poll(wakeUps).toBe(1);
   });
 
-  it('failed → its failed sends go back to pending with a fresh job (same event id); sent sends are left alone', async () => {
+  it('failed → its failed sends go back to pending, due now, and a worker is woken (same event id); sent sends are left alone', async () => {
     const { user } = await warm();
     const first = await purchase(user);
     const [meta, tiktok] = await sendsOf(first.body.conversionId);
     await db.pool.query(`UPDATE sends SET status = 'sent', attempts = 1, sent_at = now() WHERE id = $1`, [meta!.id]);
     await db.pool.query(`UPDATE sends SET status = 'failed', attempts = 3, last_error = 'bad token' WHERE id = $1`, [tiktok!.id]);
     await db.pool.query(`UPDATE conversions SET capi_status = 'failed' WHERE id = $1`, [first.body.conversionId]);
-    await db.pool.query(`DELETE FROM graphile_worker._private_jobs WHERE payload->>'sendId' = ANY($1)`, [[meta!.id, tiktok!.id]]);
+    await db.pool.query(`DELETE FROM graphile_worker._private_jobs WHERE key = 'deliver_due'`);
 
     const again = await purchase(user, { value: 12 });
     expect(again.status).toBe(200);
@@ -153,8 +157,9 @@ describe('recent matching conversion', () => {
       { id: meta!.id, platform: 'meta', status: 'sent', attempts: 1 },
       { id: tiktok!.id, platform: 'tiktok', status: 'pending', attempts: 0 },
     ]);
-    expect(await jobsFor([meta!.id])).toBe(0);
-    expect(await jobsFor([tiktok!.id])).toBe(1);
+    expect(await dueNow([meta!.id])).toBe(0);
+    expect(await dueNow([tiktok!.id])).toBe(1);
+    await expect.poll(wakeUps).toBe(1);
   });
 
   it('skipped (nothing could be sent) → sends created once the update brings attribution', async () => {

@@ -89,11 +89,13 @@ describe('sends list', () => {
 });
 
 describe('sends retry', () => {
-  it('puts a failed send back to pending with a fresh budget, queues its job, and the conversion is pending again', async () => {
+  it('puts a failed send back to pending with a fresh budget, due now, wakes a worker, and the conversion is pending again', async () => {
+    await w.db.pool.query(`DELETE FROM graphile_worker._private_jobs WHERE key = 'deliver_due'`);
     expect(await w.ok('sends', 'retry', '--send', sends.convMeta)).toEqual({ sendId: sends.convMeta, status: 'pending' });
     expect(await sendRow(sends.convMeta)).toMatchObject({ status: 'pending', attempts: 0 });
-    // Send jobs are keyed by send: the retry replaces any queued job with one that is due now.
-    const { rows } = await w.db.pool.query(`SELECT run_at <= now() AS due FROM graphile_worker.jobs WHERE key = $1`, [`deliver_send:${sends.convMeta}`]);
+    expect((await w.db.pool.query(`SELECT next_attempt_at <= now() AS due FROM sends WHERE id = $1`, [sends.convMeta])).rows).toEqual([{ due: true }]);
+    // The command waits for its wake-up before exiting: the delivery job is queued, due now.
+    const { rows } = await w.db.pool.query(`SELECT run_at <= now() AS due FROM graphile_worker.jobs WHERE key = 'deliver_due'`);
     expect(rows).toEqual([{ due: true }]);
     expect((await w.db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [conversionId])).rows[0].capi_status).toBe('pending');
   });

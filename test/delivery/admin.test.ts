@@ -1,11 +1,11 @@
-// Operator functions behind `sends list` and `sends retry`, and the recovery sweep that re-queues
-// sends whose job was lost with a dead worker.
+// Operator functions behind `sends list` and `sends retry`, and the sweep that wakes a worker for
+// due sends no wake-up announced.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listSends, retrySend } from '../../backend/delivery/admin.js';
-import { RECOVER_TASK, requeueOverdue } from '../../backend/delivery/recovery.js';
+import { sweepDue } from '../../backend/delivery/sweep.js';
 import { ApiError } from '../../backend/errors.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, sendsOf, UA, waitUntil, type DeliveryHarness } from './support.js';
+import { allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, recordConversionUnannounced, sendsOf, UA, waitUntil, type DeliveryHarness } from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -111,35 +111,37 @@ describe('listSends', () => {
   });
 });
 
-describe('recovery of sends whose job died with a worker', () => {
-  it('re-queues a pending send whose job is locked by a dead worker; delivered at once', async () => {
+describe('the sweep: sends no wake-up announced', () => {
+  it('delivers a committed send whose producer died before waking a worker, despite a wake-up job a dead worker holds', async () => {
     await h.stopWorker();
     h.fakes.resetAll();
-    const { conversionId } = await createConversion(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
-    // What a worker killed between taking the job and claiming the send leaves behind.
+    // A deliver_due job taken by a worker that was then killed: graphile-worker keeps it locked for 4 hours.
+    await db.pool.query(`SELECT graphile_worker.add_job('deliver_due', '{}'::json, job_key := 'deliver_due')`);
     await db.pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'dead-worker' WHERE locked_at IS NULL`);
-    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '2 minutes' WHERE conversion_id = $1`, [conversionId]);
+    const { conversionId } = await recordConversionUnannounced(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
+    const started = Date.now();
     await h.startWorker();
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.status).toBe('pending');
-
-    await db.pool.query(`SELECT graphile_worker.add_job($1)`, [RECOVER_TASK]);
-    await waitUntil(async () => (await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.status === 'sent', 5000, 'the recovered send');
+    await waitUntil(async () => (await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.status === 'sent', 5000, 'the swept send');
+    // The harness's poll interval is 100 ms: found by the first sweeps, not by a minute-long cron.
+    expect(Date.now() - started).toBeLessThan(2000);
     expect(h.fakes.meta.events().map((e) => e.event.event_id)).toEqual([`cnv_${conversionId}`]);
   });
 
-  it('leaves alone sends that are not overdue (being delivered, or waiting for their retry)', async () => {
+  it('queues one wake-up only when something is due, however often it runs', async () => {
     await h.stopWorker();
     try {
-      const { conversionId } = await createConversion(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
+      await db.pool.query(`DELETE FROM graphile_worker._private_jobs`);
+      const wakeUps = async () => (await db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = 'deliver_due'`)).rows[0].n as number;
+      const { conversionId } = await recordConversionUnannounced(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
+      // Leased by a worker, or waiting for a retry: not due, nothing to wake.
       await db.pool.query(`UPDATE sends SET next_attempt_at = now() + interval '1 minute' WHERE conversion_id = $1`, [conversionId]);
-      expect(await requeueOverdue(db.pool, 60_000)).toBe(0);
-      await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '61 seconds' WHERE conversion_id = $1`, [conversionId]);
-      expect(await requeueOverdue(db.pool, 60_000)).toBe(1);
-      // Keyed per pixel: sweeping again does not pile up jobs.
-      expect(await requeueOverdue(db.pool, 60_000)).toBe(1);
-      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE key LIKE 'deliver_recover:%'`);
-      expect(rows[0].n).toBe(1);
+      expect(await sweepDue(db.pool)).toBe(false);
+      expect(await wakeUps()).toBe(0);
+      await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '1 second' WHERE conversion_id = $1`, [conversionId]);
+      expect(await sweepDue(db.pool)).toBe(true);
+      expect(await sweepDue(db.pool)).toBe(true);
+      // Keyed: sweeping again does not pile up jobs.
+      expect(await wakeUps()).toBe(1);
     } finally {
       await h.startWorker();
       await allSettled(db.pool);

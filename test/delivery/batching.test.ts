@@ -29,10 +29,10 @@ async function metaSite(): Promise<{ siteId: string; visitId: string }> {
   return { siteId, visitId };
 }
 
-/** deliver_send jobs run so far by this file's workers (the runner counts them in a metric). */
+/** deliver_due jobs run so far by this file's workers (the runner counts them in a metric). */
 async function deliverJobRuns(): Promise<number> {
   const { values } = await h.deps.metrics.jobs.get();
-  return values.filter((v) => v.labels.task === 'deliver_send').reduce((n, v) => n + v.value, 0);
+  return values.filter((v) => v.labels.task === 'deliver_due').reduce((n, v) => n + v.value, 0);
 }
 
 function metaEventIds(): string[] {
@@ -47,12 +47,13 @@ describe('batching', () => {
     await h.startWorker({}, 4);
     const sends = await allSettled(db.pool);
     expect(sends.every((s) => s.status === 'sent')).toBe(true);
-    // Four jobs start at once and each claims at least its own send; one of them takes the rest.
-    expect(h.fakes.meta.received.length).toBeLessThanOrEqual(4);
+    // 300 wake-ups folded into one queued job, which claims them all (a sweep running beside it
+    // may queue a second job that claims whatever the first had not locked yet).
+    expect(h.fakes.meta.received.length).toBeLessThanOrEqual(2);
     expect(metaEventIds().sort()).toEqual(ids.map((id) => `cnv_${id}`).sort());
   });
 
-  it('a backlog larger than a batch is drained by the job that claimed first, and the claimed sends\' jobs are dropped', async () => {
+  it('a backlog larger than a batch is drained by one job, batch after batch', async () => {
     const { siteId, visitId } = await metaSite();
     for (let i = 0; i < 35; i++) await createConversion(db.pool, siteId, { visitId });
     const before = await deliverJobRuns();
@@ -60,8 +61,9 @@ describe('batching', () => {
     await allSettled(db.pool);
     await waitUntil(async () => (await db.pool.query(`SELECT 1 FROM graphile_worker.jobs`)).rowCount === 0, 5000, 'an empty queue');
     expect(h.fakes.meta.received.map((r) => (r.body as { data: unknown[] }).data.length)).toEqual([10, 10, 10, 5]);
-    // One job delivered all 35; the other 34 were removed by the claims, never run.
-    expect((await deliverJobRuns()) - before).toBe(1);
+    // 35 sends, 35 wake-ups: one job delivered them all (plus, at most, a sweep's job that found nothing left).
+    expect((await deliverJobRuns()) - before).toBeGreaterThanOrEqual(1);
+    expect((await deliverJobRuns()) - before).toBeLessThanOrEqual(2);
   });
 
   it('a lone event is sent as soon as it is committed, without waiting for company', async () => {

@@ -5,6 +5,7 @@ import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { addPixel, type AddPixelInput } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { recordConversion, type NewConversion } from '../../backend/domain/conversion-record.js';
+import { wakeDelivery } from '../../backend/domain/delivery-wake.js';
 import { createSends } from '../../backend/domain/sends.js';
 import { withTx, type Pool } from '../../backend/db/pool.js';
 import type { DeliveryOptions } from '../../backend/delivery/options.js';
@@ -61,9 +62,9 @@ export interface VisitInput {
 
 export const UA = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15';
 
-/** A visit row; with `pageView` its PageView sends are created in the same transaction. */
+/** A visit row; with `pageView` its PageView sends are created in the same transaction, and the worker woken after it. */
 export async function createVisit(pool: Pool, siteId: string, v: VisitInput = {}, pageView = false): Promise<string> {
-  return withTx(pool, async (tx) => {
+  const visitId = await withTx(pool, async (tx) => {
     const { rows } = await tx.query<{ id: string }>(
       `INSERT INTO visits (site_id, temp_id, session_id, href, referrer, client_ip, user_agent, fbc, fbp, gclid, ttclid, sccid, created_at)
        VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now())) RETURNING id`,
@@ -73,12 +74,21 @@ export async function createVisit(pool: Pool, siteId: string, v: VisitInput = {}
     if (pageView) await createSends(tx, { kind: 'visit', id, siteId });
     return id;
   });
+  if (pageView) wakeDelivery(pool);
+  return visitId;
 }
 
 let nextUser = 700_000_000;
 
 /** A conversion recorded and dispatched the way the webhook and the business API do it. */
 export async function createConversion(pool: Pool, siteId: string, c: Partial<NewConversion> = {}): Promise<{ conversionId: string; sends: { sendId: string; platform: string }[] }> {
+  const recorded = await recordConversionUnannounced(pool, siteId, c);
+  wakeDelivery(pool);
+  return recorded;
+}
+
+/** `createConversion` without the wake-up: what a producer that died right after its commit leaves. */
+export async function recordConversionUnannounced(pool: Pool, siteId: string, c: Partial<NewConversion> = {}): Promise<{ conversionId: string; sends: { sendId: string; platform: string }[] }> {
   const now = new Date();
   return withTx(pool, (tx) =>
     recordConversion(

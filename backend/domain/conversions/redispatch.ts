@@ -1,13 +1,13 @@
 import type { Queryable } from '../../db/pool.js';
 import type { CapiStatus } from '../capi-status.js';
-import { createSends, enqueueDelivery, refreshCapiStatus } from '../sends.js';
+import { createSends, refreshCapiStatus } from '../sends.js';
 
 /**
- * (Re)schedules delivery of an existing conversion, in the caller's transaction: its failed and
- * skipped sends to still-active pixels go back to pending with a fresh job (same event id, so a
- * platform that did get it deduplicates), pixels added since get a send, and sends already
- * pending keep the job they have (the worker reads the conversion row when it sends, so they
- * carry the update). Sends already sent are never sent again.
+ * (Re)schedules delivery of an existing conversion, in the caller's transaction (which wakes the
+ * worker after its commit): its failed and skipped sends to still-active pixels go back to
+ * pending, due now (same event id, so a platform that did get it deduplicates), pixels added
+ * since get a send, and sends already pending stay as they are (the worker reads the conversion
+ * row when it sends, so they carry the update). Sends already sent are never sent again.
  */
 export interface Redispatched {
   /** The conversion's pending sends after the call: everything now scheduled. */
@@ -16,14 +16,12 @@ export interface Redispatched {
 }
 
 export async function redispatchConversion(tx: Queryable, conversionId: string, siteId: string): Promise<Redispatched> {
-  const { rows: reset } = await tx.query<{ id: string }>(
+  await tx.query(
     `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), updated_at = now()
      FROM pixels p
-     WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active
-     RETURNING s.id`,
+     WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active`,
     [conversionId],
   );
-  if (reset.length > 0) await enqueueDelivery(tx, reset.map((r) => ({ sendId: r.id })));
   await createSends(tx, { kind: 'conversion', id: conversionId, siteId });
   return pendingSends(tx, conversionId);
 }

@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import type { CapiStatus } from '../capi-status.js';
 import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../conversion-record.js';
+import { wakeDelivery } from '../delivery-wake.js';
 import type { HashedPiiRecord } from '../hashed-pii.js';
 import { hashPii, type RawPii } from '../pii.js';
 import type { ClientContext } from './client-context.js';
@@ -94,7 +95,7 @@ export async function submitBusinessEvent(deps: EventDeps, caller: ApiCaller, ev
     customEventName: p.customEventName,
     now,
   });
-  return withLeadLock(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
+  const outcome = await withLeadLock(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
     const ctx = toEventContext(rows);
     if (!ctx) {
       if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
@@ -106,6 +107,9 @@ export async function submitBusinessEvent(deps: EventDeps, caller: ApiCaller, ev
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
   });
+  // Committed: wake the delivery worker for the sends it created or put back in the queue.
+  if (outcome.result.dispatched) wakeDelivery(deps.pool);
+  return outcome;
 }
 
 /** Why nothing was scheduled, for the answer's `warning`. */

@@ -1,5 +1,6 @@
 import { withTx, type Pool } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
+import { wakeDelivery } from '../delivery-wake.js';
 import { hashPii, type RawPii } from '../pii.js';
 import { redispatchConversion } from './redispatch.js';
 import type { ApiCaller } from './site-scope.js';
@@ -38,4 +39,5 @@ export async function submitConversionValue(deps: { pool: Pool; now: () => Date 
     );
     await redispatchConversion(tx, c.id, c.site_id);
   });
+  wakeDelivery(deps.pool);
 }

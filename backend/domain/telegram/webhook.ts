@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
+import { wakeDelivery } from '../delivery-wake.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import { findBot } from '../admin/bots.js';
@@ -63,6 +64,8 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
         return handleMyChatMember(ctx, update.body);
     }
   });
+  // An attributed join committed its conversion's sends: wake the delivery worker for them.
+  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
   log.debug({ kind: update.kind, outcome }, 'telegram update handled');
   return outcome;
 }

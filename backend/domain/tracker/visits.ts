@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Queryable } from '../../db/pool.js';
+import type { Pool, Queryable } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
+import { wakeDelivery } from '../delivery-wake.js';
 import { sendsCte, type SqlFragment } from '../sends.js';
 
 /**
@@ -94,12 +95,11 @@ const ADMIT_ALL: VisitAdmission = {
 };
 
 // The whole write is one statement, so it commits atomically on its own (no BEGIN/COMMIT): the
-// admission check, the visit, and when the visit is new its PageView sends with their delivery
-// jobs (`sendsCte`). A retry (a conflict on (site, visitRequestId)) fills missing attribution and
+// admission check, the visit, and when the visit is new its PageView sends (`sendsCte`). A retry (a conflict on (site, visitRequestId)) fills missing attribution and
 // creates no sends. `elsewhere` refuses a visitRequestId another site already used (a changed
 // websiteId); the conflict's WHERE refuses a changed browser or session. Either way no visit
 // comes back.
-const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', COLUMNS.length + 1);
+const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created');
 const ADMISSION_FIRST_PARAM = COLUMNS.length + SENDS.params.length + 1;
 
 const UPSERT_VISIT = `
@@ -119,7 +119,7 @@ const INSERT_VISIT = `
 
 function statement(visit: string, admission: SqlFragment): string {
   return `WITH ${admission.text}, ${visit}, ${SENDS.text}
-    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.created, (SELECT count(job_id) FROM send_jobs)::int AS sends
+    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.created, (SELECT count(*) FROM created_sends)::int AS sends
     FROM admission a LEFT JOIN visit v ON true`;
 }
 
@@ -150,16 +150,20 @@ function parameters(v: NewVisit): unknown[] {
   ];
 }
 
-/** Records a visit; a new visit gets its PageView sends, queued for delivery, in the same statement. */
-export async function recordVisit(db: Queryable, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+/**
+ * Records a visit; a new visit gets its PageView sends in the same statement, which commits on its
+ * own (hence a pool, never a transaction's client), and then wakes the delivery worker.
+ */
+export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   const check = admission.sql(ADMISSION_FIRST_PARAM);
   const text = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
-  const { rows } = await db.query<{ allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null }>({
+  const { rows } = await db.query<{ allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null; sends: number }>({
     name: statementName(text),
     text,
     values: [...parameters(v), ...check.params],
   });
   const row = rows[0];
+  if (row !== undefined && row.sends > 0) wakeDelivery(db);
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
   if (row === undefined || row.id === null) {
     throw new ApiError(

@@ -2,7 +2,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
 import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
-import { DELIVERY_CRONTAB, deliveryTasks } from './deliver.js';
+import { deliveryTasks } from './deliver.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 
 /** Task names are part of the queue's data: keep them stable. */
@@ -13,7 +13,6 @@ export const TASKS = {
 /** Cron schedule in graphile-worker's crontab format. */
 export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
-${DELIVERY_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
 
 /**

@@ -1,0 +1,34 @@
+import type { Queryable } from '../db/pool.js';
+import { WAKE_STATEMENT } from '../domain/delivery-wake.js';
+import { DUE_PIXELS_SQL } from './claim.js';
+
+/**
+ * The backstop behind the wake-ups. Every worker process checks, at its poll interval, whether
+ * any send is due, and if so queues the `deliver_due` wake-up itself. That covers every send no
+ * wake-up announced: a producer that died between its commit and its wake-up, a wake-up that
+ * failed, a worker that died mid-request (its sends are due again when their lease ends), a
+ * retry whose wake-up job was lost with a database restore. Idle, it costs one index probe.
+ */
+const SWEEP_SQL = `${WAKE_STATEMENT.text} WHERE EXISTS (${DUE_PIXELS_SQL})`;
+
+/** True when something was due (and a wake-up queued). */
+export async function sweepDue(db: Queryable): Promise<boolean> {
+  const { rowCount } = await db.query(SWEEP_SQL, [...WAKE_STATEMENT.values]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** Runs the sweep every `intervalMs` until the returned function is called. Errors are reported, never thrown. */
+export function startSweep(db: Queryable, intervalMs: number, onError: (err: unknown) => void): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    sweepDue(db)
+      .catch(onError)
+      .finally(() => {
+        running = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
