@@ -6,7 +6,7 @@
  *    `conversions`, nothing else;
  * 2. Capigram without `Idempotency-Key`: key check, validation, the lead's acquisition and history
  *    on the site, the per-lead lock and recent-match look-up, the lead upsert, the conversion and
- *    one send per pixel with its delivery job, all in one transaction;
+ *    one send per pixel, all in one transaction, then the delivery wake-up;
  * 3. the same with a fresh `Idempotency-Key` per request (claim before, stored answer after).
  *
  * Every request is for a warm lead (a join attributed to a visit, seeded beforehand) with an
@@ -39,7 +39,7 @@ import { createSite } from '../backend/domain/admin/sites.js';
 import { createApp } from '../backend/http/app.js';
 import { createLogger } from '../backend/log.js';
 import { createMetrics } from '../backend/metrics.js';
-import { answerCpuRequests, cpuOf, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
+import { answerCpuRequests, cpuOf, databaseCpuMicros, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_API_ROLE';
 const POOL_SIZE = 20;
@@ -138,6 +138,7 @@ class Row {
   private failures = 0;
   private seconds = 0;
   private cpuMicros = 0;
+  private dbMicros = 0;
   private requests = 0;
 
   constructor(
@@ -148,7 +149,9 @@ class Row {
 
   async batch(total: number, concurrency: number): Promise<void> {
     const before = await cpuOf(this.child);
+    const dbBefore = databaseCpuMicros();
     const b = await load(this.child.url, total, concurrency, this.next);
+    this.dbMicros += databaseCpuMicros() - dbBefore;
     this.cpuMicros += (await cpuOf(this.child)) - before;
     this.latencies.push(...b.latencies);
     this.failures += b.failures;
@@ -163,13 +166,16 @@ class Row {
   line(): string {
     const sorted = [...this.latencies].sort((a, b) => a - b);
     const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-    return `| ${this.name} | ${this.perSecond.toFixed(0)} | ${at(0.5).toFixed(2)} | ${at(0.99).toFixed(2)} | ${(this.cpuMicros / this.requests).toFixed(0)} | ${this.failures} |`;
+    return `| ${this.name} | ${this.perSecond.toFixed(0)} | ${at(0.5).toFixed(2)} | ${at(0.99).toFixed(2)} | ${(this.cpuMicros / this.requests).toFixed(0)} | ${(this.dbMicros / this.requests).toFixed(0)} | ${this.failures} |`;
   }
 }
 
 
-/** A site with one channel and a Meta pixel, an account API key, and `leads` warm leads (attributed joins). */
-async function seed(pool: pg.Pool, leads: number): Promise<{ siteId: string; apiKey: string }> {
+/**
+ * A site with one channel and a Meta pixel, an account API key, and `leads` warm leads: each an
+ * attributed join with its lead row, as the webhook leaves them.
+ */
+export async function seed(pool: pg.Pool, leads: number): Promise<{ siteId: string; apiKey: string }> {
   const { accountId } = await createAccount(pool, { name: 'bench' });
   const { siteId } = await createSite(pool, { accountId, name: 'Bench', domains: ['shop.example.com'] });
   const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
@@ -177,14 +183,16 @@ async function seed(pool: pg.Pool, leads: number): Promise<{ siteId: string; api
   const channelId = await one(`INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1001000000002, 'Main') RETURNING id`, [siteId, botId]);
   await pool.query(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`, [siteId]);
   await pool.query(
-    `WITH src AS MATERIALIZED (SELECT g, gen_random_uuid() AS vid, gen_random_uuid() AS iid FROM generate_series(1, $3::int) g),
+    `WITH src AS MATERIALIZED (SELECT g, gen_random_uuid() AS vid, gen_random_uuid() AS iid, gen_random_uuid() AS lid FROM generate_series(1, $3::int) g),
      v AS (INSERT INTO visits (id, site_id, temp_id, session_id, href, client_ip, user_agent, fbc, fbp)
            SELECT vid, $1, gen_random_uuid(), gen_random_uuid(), 'https://shop.example.com/l?fbclid=IwAR' || g, '198.51.100.' || (g % 250 + 1),
                   'Mozilla/5.0 (iPhone) CapigramBench/1.0', 'fb.1.1763776500000.IwAR' || g, 'fb.1.1763776500000.' || g FROM src),
      i AS (INSERT INTO invitations (id, channel_id, invite_link, visit_id, assigned_at, used_at, used_by)
-           SELECT iid, $2, 'https://t.me/+bench' || g, vid, now(), now(), $4::bigint + g FROM src)
-     INSERT INTO memberships (channel_id, telegram_user_id, kind, invitation_id, visit_id, attributed, occurred_at)
-     SELECT $2, $4::bigint + g, 'join', iid, vid, true, now() FROM src`,
+           SELECT iid, $2, 'https://t.me/+bench' || g, vid, now(), now(), $4::bigint + g FROM src),
+     l AS (INSERT INTO leads (id, site_id, telegram_user_id, first_seen_at, last_seen_at)
+           SELECT lid, $1, $4::bigint + g, now(), now() FROM src)
+     INSERT INTO memberships (channel_id, telegram_user_id, lead_id, kind, invitation_id, visit_id, attributed, occurred_at)
+     SELECT $2, $4::bigint + g, lid, 'join', iid, vid, true, now() FROM src`,
     [siteId, channelId, leads, FIRST_USER],
   );
   await pool.query('ANALYZE');
@@ -234,8 +242,8 @@ export async function run(args: string[] = []): Promise<void> {
     const lines = [
       `POST /api/v1/events/conversion: ${perRound * rounds} requests per row in ${rounds} interleaved rounds after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, a different warm lead per request, loopback, one PostgreSQL`,
       '',
-      '| target | req/s | p50 ms | p99 ms | server CPU µs/req | failed |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| target | req/s | p50 ms | p99 ms | server CPU µs/req | database CPU µs/req | failed |',
+      '|---|---:|---:|---:|---:|---:|---:|',
       ...rows.map((r) => r.line()),
       '',
       `throughput / bare ceiling: ${(plain.perSecond / ceiling.perSecond).toFixed(2)} without key, ${(idempotent.perSecond / ceiling.perSecond).toFixed(2)} with key (target >= 0.4)`,

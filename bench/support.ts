@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,9 +62,11 @@ export interface RoleChild {
 
 /** Forks the benchmark module itself with `roleEnv=role`; the child answers `{ready: url}` once it listens. */
 export async function spawnRole(moduleUrl: string, roleEnv: string, role: string, args: string[] = []): Promise<RoleChild> {
+  // CAPIGRAM_BENCH_CPU_PROF=<dir>: every role process writes a V8 CPU profile there when it ends.
+  const profileDir = process.env.CAPIGRAM_BENCH_CPU_PROF;
   const child = fork(fileURLToPath(moduleUrl), args, {
     env: { ...process.env, [roleEnv]: role },
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const [message] = (await once(child, 'message')) as [{ ready: string }];
@@ -73,6 +75,8 @@ export async function spawnRole(moduleUrl: string, roleEnv: string, role: string
 
 /** In a role process: answer the parent's CPU readings (see `cpuOf`). */
 export function answerCpuRequests(): void {
+  // The parent ends role processes with SIGTERM; exiting normally lets --cpu-prof write its profile.
+  process.once('SIGTERM', () => process.exit(0));
   process.on('message', (message: { cpu?: boolean }) => {
     if (message.cpu !== true) return;
     const usage = process.cpuUsage();
@@ -88,3 +92,39 @@ export async function cpuOf(child: RoleChild): Promise<number> {
     if (message.cpuMicros !== undefined) return message.cpuMicros;
   }
 }
+
+/**
+ * CPU time spent so far by every PostgreSQL process on this machine, in microseconds (Linux
+ * only: NaN elsewhere). Read before and after a batch, it prices the database's share of a
+ * request, which a server's own CPU reading leaves out. /proc counts in clock ticks (10 ms), so
+ * it is meant for batches of seconds, not single requests; a backend that exits mid-batch takes
+ * its ticks with it (the benchmarks' pools keep theirs open).
+ */
+export function databaseCpuMicros(): number {
+  let ticks = 0;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return Number.NaN;
+  }
+  for (const pid of entries) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    // "pid (comm) state ppid …": comm may hold spaces, so split after its closing parenthesis.
+    const close = stat.lastIndexOf(')');
+    if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+    const fields = stat.slice(close + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after "(comm) ".
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1_000_000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** USER_HZ: 100 on every Linux this runs on (the kernel's ABI fixes it for /proc). */
+const CLOCK_TICKS_PER_SECOND = 100;

@@ -6,7 +6,7 @@
  *    ceiling any visit endpoint on this machine and database could reach. Capigram's handler does
  *    everything production does: validation, site look-up, domain check, and one statement for
  *    the PostgreSQL rate-limit counter, the visit upsert keyed by visitRequestId and the PageView
- *    send with its delivery job.
+ *    send, then the delivery wake-up (coalesced; written only when none is waiting).
  * 2. Invite-click latency from the pool: `GET track/invite` for browsers that have a visit, each
  *    answered 302 with a pooled link claimed in one transaction (and a refill queued).
  *
@@ -34,7 +34,7 @@ import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
 import { createLogger } from '../backend/log.js';
 import { createMetrics } from '../backend/metrics.js';
-import { answerCpuRequests, cpuOf, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
+import { answerCpuRequests, cpuOf, databaseCpuMicros, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
 const POOL_SIZE = 20;
@@ -90,6 +90,8 @@ interface Sample {
   seconds: number;
   /** CPU the measured server process spent, in microseconds. */
   cpuMicros: number;
+  /** CPU PostgreSQL spent meanwhile, in microseconds. */
+  dbMicros: number;
 }
 
 interface Result {
@@ -99,6 +101,7 @@ interface Result {
   p50: number;
   p99: number;
   cpuMicrosPerRequest: number;
+  dbMicrosPerRequest: number;
 }
 
 /** Several samples of one target as one row: rates from the summed time, percentiles over all calls. */
@@ -113,6 +116,7 @@ function summarize(samples: Sample[]): Result {
     p50: at(0.5),
     p99: at(0.99),
     cpuMicrosPerRequest: sum((s) => s.cpuMicros) / sum((s) => s.requests),
+    dbMicrosPerRequest: sum((s) => s.dbMicros) / sum((s) => s.requests),
   };
 }
 
@@ -120,8 +124,10 @@ function summarize(samples: Sample[]): Result {
 /** A measured sample: the load, and the server's CPU spent on it. */
 async function measure(child: RoleChild, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
   const before = await cpuOf(child);
+  const dbBefore = databaseCpuMicros();
   const sample = await load(child.url, total, concurrency, next);
-  return { ...sample, cpuMicros: (await cpuOf(child)) - before };
+  const dbMicros = databaseCpuMicros() - dbBefore;
+  return { ...sample, cpuMicros: (await cpuOf(child)) - before, dbMicros };
 }
 
 interface Call {
@@ -166,7 +172,7 @@ async function load(url: string, total: number, concurrency: number, next: (i: n
   await Promise.all(Array.from({ length: concurrency }, (_, client) => worker(client)));
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  return { requests: total, latencies, failures, seconds, cpuMicros: 0 };
+  return { requests: total, latencies, failures, seconds, cpuMicros: 0, dbMicros: 0 };
 }
 
 
@@ -175,7 +181,7 @@ interface Seed {
   channelId: string;
 }
 
-/** A site with a Meta pixel (so every visit gets a PageView send and its job) and one channel. */
+/** A site with a Meta pixel (so every visit gets a PageView send, and the worker a wake-up) and one channel. */
 async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
   const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('bench') RETURNING id`, []);
@@ -297,22 +303,22 @@ export async function run(args: string[] = []): Promise<void> {
     );
 
     const row = (name: string, r: Result) =>
-      `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
+      `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.dbMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
     const lines = [
       `track/init: ${rounds * Math.ceil(total / rounds)} requests per row in ${rounds} alternating rounds after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, loopback, one PostgreSQL`,
       '',
-      '| target | req/s | p50 ms | p99 ms | server CPU µs/req | failed |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| target | req/s | p50 ms | p99 ms | server CPU µs/req | database CPU µs/req | failed |',
+      '|---|---:|---:|---:|---:|---:|---:|',
       row('bare hono + one INSERT', ceiling),
       row('Capigram track/init, site without pixels', trackerPlain),
-      row('Capigram track/init, site with a Meta pixel (PageView send + job)', tracker),
+      row('Capigram track/init, site with a Meta pixel (PageView send)', tracker),
       '',
       `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} with a pixel, ${(trackerPlain.perSecond / ceiling.perSecond).toFixed(2)} without (target >= 0.5)`,
       '',
       `track/invite from the pool: ${serial} clicks one at a time, then ${clicks} clicks from ${clickConcurrency} concurrent clients, after ${Math.min(warmup, browsers.length)} warm-up; every click a different visit`,
       '',
-      '| target | clicks/s | p50 ms | p99 ms | server CPU µs/click | failed |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| target | clicks/s | p50 ms | p99 ms | server CPU µs/click | database CPU µs/click | failed |',
+      '|---|---:|---:|---:|---:|---:|---:|',
       row('Capigram track/invite (302), 1 client', inviteSerial),
       row(`Capigram track/invite (302), ${clickConcurrency} clients`, invite),
       '',

@@ -9,12 +9,14 @@ import { DUE_PIXELS_SQL } from './claim.js';
  * failed, a worker that died mid-request (its sends are due again when their lease ends), a
  * retry whose wake-up job was lost with a database restore. Idle, it costs one index probe.
  */
-const SWEEP_SQL = `${WAKE_STATEMENT.text} WHERE EXISTS (${DUE_PIXELS_SQL})`;
+const ANY_DUE_SQL = `SELECT EXISTS (${DUE_PIXELS_SQL}) AS due`;
 
-/** True when something was due (and a wake-up queued). */
+/** True when something was due; a wake-up is then queued (unless one is already waiting). */
 export async function sweepDue(db: Queryable): Promise<boolean> {
-  const { rowCount } = await db.query(SWEEP_SQL, [...WAKE_STATEMENT.values]);
-  return (rowCount ?? 0) > 0;
+  const { rows } = await db.query<{ due: boolean }>(ANY_DUE_SQL);
+  if (!rows[0]!.due) return false;
+  await db.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]);
+  return true;
 }
 
 /** Runs the sweep every `intervalMs` until the returned function is called. Errors are reported, never thrown. */
