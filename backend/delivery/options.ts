@@ -7,8 +7,8 @@ export interface DeliveryOptions {
   requestTimeoutMs: number;
   /**
    * How long a claimed send stays reserved for the worker delivering it. A worker killed
-   * mid-request leaves its sends pending; they are due again when the lease ends, and a job
-   * scheduled for that instant picks them up. Extended while a long isolation is still going.
+   * mid-request leaves its sends pending; they are due again when the lease ends, and the next
+   * sweep (every poll interval) wakes a worker for them. Extended while a long isolation is still going.
    */
   leaseMs: number;
   /** First retry delay; doubles with every attempt, up to `maxDelayMs`, with jitter. */
@@ -22,8 +22,6 @@ export interface DeliveryOptions {
   backoffScale: number;
   /** Caps the batch below the platform's own limit (the benchmark's one-event-per-request run). */
   maxBatch?: number;
-  /** Pending sends overdue by this much are re-queued by the recovery sweep. */
-  recoverAfterMs: number;
 }
 
 export const DEFAULT_DELIVERY_OPTIONS: Readonly<DeliveryOptions> = {
@@ -34,7 +32,6 @@ export const DEFAULT_DELIVERY_OPTIONS: Readonly<DeliveryOptions> = {
   maxAttempts: 20,
   maxAgeMs: 24 * 3600_000,
   backoffScale: 1,
-  recoverAfterMs: 60_000,
 };
 
 export function deliveryOptions(overrides: Partial<DeliveryOptions> = {}): DeliveryOptions {
