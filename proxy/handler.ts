@@ -33,6 +33,15 @@ export interface CapigramProxyOptions extends ProxySettingsInput {
   agent?: http.Agent;
 }
 
+/** A navigation on its way: the cookies for its answer, and the visit to post if it is a page. */
+interface Pageview {
+  cookies: string[];
+  body: TrackInitBody;
+  view: RequestView;
+  /** The fbp patch the visit must follow, when one was sent. */
+  patched: Promise<unknown> | undefined;
+}
+
 export type NextFunction = (error?: unknown) => void;
 
 export interface CapigramProxy {
@@ -59,25 +68,30 @@ function onResponseHead(
   res.writeHead = function patchedWriteHead(this: ServerResponse, ...args: unknown[]) {
     res.writeHead = writeHead;
     const status = typeof args[0] === 'number' ? args[0] : res.statusCode;
-    const headersArg = [args[1], args[2]].find((arg) => typeof arg === 'object' && arg !== null) as
+    // writeHead(status[, statusMessage][, headers]): node's own pass-through calls it with the
+    // status alone, so that case is kept free of work.
+    const headersArg = (isObject(args[1]) ? args[1] : isObject(args[2]) ? args[2] : undefined) as
       | OutgoingHttpHeaders
       | OutgoingHttpHeader[]
       | undefined;
     let contentType = res.getHeader('content-type');
-    if (Array.isArray(headersArg)) {
+    if (headersArg === undefined) {
+      if (cookies.length > 0) res.appendHeader('set-cookie', cookies);
+    } else if (Array.isArray(headersArg)) {
       for (let i = 0; i + 1 < headersArg.length; i += 2) {
         if (String(headersArg[i]).toLowerCase() === 'content-type') contentType = headersArg[i + 1] as string;
       }
       for (const cookie of cookies) headersArg.push('set-cookie', cookie);
     } else {
-      const key =
-        headersArg === undefined ? undefined : Object.keys(headersArg).find((name) => name.toLowerCase() === 'set-cookie');
-      const typeKey =
-        headersArg === undefined ? undefined : Object.keys(headersArg).find((name) => name.toLowerCase() === 'content-type');
-      if (headersArg !== undefined && typeKey !== undefined) contentType = headersArg[typeKey];
-      if (headersArg !== undefined && key !== undefined) {
-        const theirs = headersArg[key];
-        headersArg[key] = [...(Array.isArray(theirs) ? theirs : theirs === undefined ? [] : [String(theirs)]), ...cookies];
+      let cookieKey: string | undefined;
+      for (const name of Object.keys(headersArg)) {
+        const lower = name.toLowerCase();
+        if (lower === 'content-type') contentType = headersArg[name];
+        else if (lower === 'set-cookie') cookieKey = name;
+      }
+      if (cookieKey !== undefined) {
+        const theirs = headersArg[cookieKey];
+        headersArg[cookieKey] = [...(Array.isArray(theirs) ? theirs : theirs === undefined ? [] : [String(theirs)]), ...cookies];
       } else if (cookies.length > 0) {
         res.appendHeader('set-cookie', cookies);
       }
@@ -89,6 +103,10 @@ function onResponseHead(
     }
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
   } as ServerResponse['writeHead'];
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
 }
 
 export function createCapigramProxy(options: CapigramProxyOptions): CapigramProxy {
@@ -130,6 +148,19 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     delete req.headers['content-length'];
     req.headers['transfer-encoding'] = 'chunked';
   });
+  // With an upstream, a navigation's response head is known on http-proxy-3's `proxyRes`, before
+  // the upstream's headers are copied: our cookies join the upstream's there, and the pageview is
+  // decided there. Wrapping `res.writeHead` instead (as the mounted handler must) costs the proxy
+  // far more per request than the work it does.
+  const pageviews = new WeakMap<ServerResponse, Pageview>();
+  proxy?.on('proxyRes', (proxyRes, _req, res) => {
+    const pageview = pageviews.get(res);
+    if (pageview === undefined) return;
+    pageviews.delete(res);
+    const theirs = proxyRes.headers['set-cookie'];
+    proxyRes.headers['set-cookie'] = theirs === undefined ? pageview.cookies : [...theirs, ...pageview.cookies];
+    answered(pageview, proxyRes.statusCode ?? 0, proxyRes.headers['content-type']);
+  });
   proxy?.on('error', (error, req, res) => {
     log.warn({ err: error.message, method: req.method, url: req.url }, 'upstream failed');
     if (!('writeHead' in res)) {
@@ -137,6 +168,9 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     } else if (res.headersSent) {
       res.destroy();
     } else {
+      // The browser keeps its ids even when the site is down.
+      const pageview = pageviews.get(res);
+      if (pageview !== undefined) res.appendHeader('set-cookie', pageview.cookies);
       sendUpstreamUnavailable(res);
     }
   });
@@ -160,8 +194,8 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     }
   }
 
-  function patchFbp(visitor: Visitor, view: RequestView): Promise<unknown> {
-    if (!visitor.needsFbpPatch || visitor.fbp === undefined) return Promise.resolve();
+  function patchFbp(visitor: Visitor, view: RequestView): Promise<unknown> | undefined {
+    if (!visitor.needsFbpPatch || visitor.fbp === undefined) return undefined;
     return tracker.updateFbp({ websiteId: settings.websiteId, tempId: visitor.tempId, fbp: visitor.fbp }, contextOf(view));
   }
 
@@ -171,11 +205,28 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     // Older visits of this browser get their fbp before the new visit is created, so the
     // tracker's "latest visit" is still the one that lacked it.
     const patched = patchFbp(visitor, view);
-    const body = initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor));
-    onResponseHead(res, visitorCookies(visitor, nowMs, scopeOf(view)), (status, contentType) => {
+    const pageview: Pageview = {
+      cookies: visitorCookies(visitor, nowMs, scopeOf(view)),
+      body: initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor)),
+      view,
+      patched,
+    };
+    if (proxy === undefined) onResponseHead(res, pageview.cookies, (status, contentType) => answered(pageview, status, contentType));
+    else pageviews.set(res, pageview);
+  }
+
+  /** The navigation's answer is known: post the visit if it is a page the visitor sees. */
+  function answered(pageview: Pageview, status: number, contentType: string | undefined): void {
+    try {
       if (!isPageResponse(status, contentType)) return;
-      void patched.then(() => tracker.init(body, contextOf(view)));
-    });
+      const { body, view, patched } = pageview;
+      // Without a patch to wait for (nearly always), no promise hop before the call.
+      if (patched === undefined) void tracker.init(body, contextOf(view));
+      else void patched.then(() => tracker.init(body, contextOf(view)));
+    } catch (error) {
+      // Tracking never costs the page.
+      log.error({ err: describe(error) }, 'tracking failed after the answer');
+    }
   }
 
   async function handleInvite(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {

@@ -103,7 +103,20 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   const threshold = options.breakerThreshold ?? 5;
   const cooldownMs = options.breakerCooldownMs ?? 5_000;
 
-  const running = new Set<Promise<unknown>>();
+  // Calls in flight, counted rather than kept: a drain only needs to know when none is left.
+  let running = 0;
+  let drained: Array<() => void> = [];
+  function settled(): void {
+    running -= 1;
+    if (running === 0 && drained.length > 0) {
+      for (const wake of drained) wake();
+      drained = [];
+    }
+  }
+  function settledBackground(): void {
+    background -= 1;
+    settled();
+  }
   let background = 0;
   let dropped = 0;
   let lastDropLog = Number.NEGATIVE_INFINITY;
@@ -136,8 +149,8 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   }
 
   function track<T>(promise: Promise<T>): Promise<T> {
-    running.add(promise);
-    void promise.finally(() => running.delete(promise));
+    running += 1;
+    void promise.then(settled, settled);
     return promise;
   }
 
@@ -159,7 +172,11 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
     }
     if (background >= maxPending) return drop(op, `more than ${maxPending} calls in flight`);
     background += 1;
-    return track(call().finally(() => (background -= 1)));
+    running += 1;
+    // One settlement hook for both counts, and no closure: this runs on every pageview.
+    const promise = call();
+    void promise.then(settledBackground, settledBackground);
+    return promise;
   }
 
   function succeeded(): void {
@@ -178,7 +195,8 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   }
 
   function headers(context: TrackerCallContext, json: boolean): Record<string, string> {
-    const out: Record<string, string> = { accept: 'application/json', ...clientContextHeaders(context.client) };
+    const out = clientContextHeaders(context.client);
+    out.accept = 'application/json';
     if (context.origin !== undefined) out.origin = context.origin;
     if (json) out['content-type'] = 'application/json';
     return out;
@@ -262,11 +280,11 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
         postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema),
       ),
     invite: (query, context, urgent) => track(invite(query, context, urgent)),
-    pending: () => running.size,
+    pending: () => running,
     async drain(maxWaitMs) {
-      if (running.size > 0) {
+      if (running > 0) {
         const timer = sleep(maxWaitMs, undefined, { ref: false });
-        await Promise.race([Promise.allSettled([...running]), timer]);
+        await Promise.race([new Promise<void>((resolve) => drained.push(resolve)), timer]);
       }
       agent.destroy();
       pipeline.close();

@@ -103,26 +103,33 @@ function paramIgnoringCase(query: URLSearchParams, name: string): string | null 
   return null;
 }
 
+function put<K extends keyof AttributionFields>(fields: AttributionFields, key: K, value: AttributionFields[K] | undefined): void {
+  if (value !== undefined) fields[key] = value;
+}
+
 /** The attribution a page URL, its referrer and the browser carry, fitted to the wire limits. */
 export function attributionOf(view: RequestView, referrer: string | undefined, visitor: Visitor): AttributionFields {
-  const query = new URLSearchParams(view.search);
-  const fields: AttributionFields = {
-    href: view.origin === undefined ? undefined : clip(`${view.origin}${view.target}`, WIRE_LIMITS.url),
-    landingPage: clip(view.target, WIRE_LIMITS.url),
-    referrer: clip(referrer, WIRE_LIMITS.url),
-    userAgent: clip(view.userAgent, WIRE_LIMITS.userAgent),
-    fbc: visitor.fbc,
-    fbp: visitor.fbp,
-    gclid: clickId(query.get('gclid')),
-    ttclid: clickId(query.get('ttclid')),
-    sccid: clickId(paramIgnoringCase(query, 'sccid')),
-    utmSource: clip(query.get('utm_source'), WIRE_LIMITS.utm),
-    utmMedium: clip(query.get('utm_medium'), WIRE_LIMITS.utm),
-    utmCampaign: clip(query.get('utm_campaign'), WIRE_LIMITS.utm),
-    utmContent: clip(query.get('utm_content'), WIRE_LIMITS.utm),
-    utmTerm: clip(query.get('utm_term'), WIRE_LIMITS.utm),
-  };
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+  // Runs on every pageview: fields are set only when present (absent ones stay off the wire)
+  // rather than built whole and filtered, and a URL without a query is not parsed for one.
+  const fields: AttributionFields = {};
+  if (view.origin !== undefined) put(fields, 'href', clip(`${view.origin}${view.target}`, WIRE_LIMITS.url));
+  put(fields, 'landingPage', clip(view.target, WIRE_LIMITS.url));
+  put(fields, 'referrer', clip(referrer, WIRE_LIMITS.url));
+  put(fields, 'userAgent', clip(view.userAgent, WIRE_LIMITS.userAgent));
+  put(fields, 'fbc', visitor.fbc);
+  put(fields, 'fbp', visitor.fbp);
+  if (view.search.length > 1) {
+    const query = new URLSearchParams(view.search);
+    put(fields, 'gclid', clickId(query.get('gclid')));
+    put(fields, 'ttclid', clickId(query.get('ttclid')));
+    put(fields, 'sccid', clickId(paramIgnoringCase(query, 'sccid')));
+    put(fields, 'utmSource', clip(query.get('utm_source'), WIRE_LIMITS.utm));
+    put(fields, 'utmMedium', clip(query.get('utm_medium'), WIRE_LIMITS.utm));
+    put(fields, 'utmCampaign', clip(query.get('utm_campaign'), WIRE_LIMITS.utm));
+    put(fields, 'utmContent', clip(query.get('utm_content'), WIRE_LIMITS.utm));
+    put(fields, 'utmTerm', clip(query.get('utm_term'), WIRE_LIMITS.utm));
+  }
+  return fields;
 }
 
 /** A `track/init` body with a fresh `visitRequestId` (kept for every retry of this visit). */

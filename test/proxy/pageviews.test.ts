@@ -14,7 +14,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await rig.close();
 });
-beforeEach(() => {
+beforeEach(async () => {
+  // A test that checks one call may leave another (an init behind its fbp patch) still on its way.
+  await rig.settle();
   rig.tracker.calls.length = 0;
   rig.tracker.mode = 'up';
 });

@@ -32,6 +32,12 @@ export interface ProxyRig {
   logs: Array<Record<string, unknown>>;
   /** A top-level navigation, as a browser sends it. */
   navigate(path: string, headers?: Record<string, string>): Promise<SimpleResponse>;
+  /**
+   * Waits until the proxy has no tracker call left running. Tracker calls leave in batches a few
+   * milliseconds after the page, so a test that does not wait for them must settle before the
+   * next test counts calls.
+   */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -64,6 +70,12 @@ export async function startRig(overrides: Partial<CapigramProxyOptions> = {}): P
       send(`${proxy.url}${path}`, {
         headers: { accept: NAVIGATION_ACCEPT, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0', ...headers },
       }),
+    async settle() {
+      const deadline = Date.now() + 2_000;
+      while (proxy.handler.pendingTrackerCalls() > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
     async close() {
       await proxy.stop({ drainMs: 1_000 });
       await Promise.all([upstream.close(), tracker.close()]);
