@@ -201,6 +201,9 @@ describe('when the upstream is down', () => {
       expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
       expect(res.text).toContain('temporarily unavailable');
       expect(res.text).not.toMatch(/ECONNREFUSED|capigram|stack/i);
+      // The browser still gets its ids: the next visit, once the site is back, is the same browser.
+      expect(cookieNamed(res.setCookies, 'capigram_tid')).toBeDefined();
+      expect(cookieNamed(res.setCookies, 'capigram_sid')).toBeDefined();
       expect((await send(`${broken.proxy.url}/echo`, { method: 'POST', body: 'x' })).status).toBe(502);
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(broken.tracker.calls).toHaveLength(0);
