@@ -123,6 +123,18 @@ describe('the pipelined client against node:http', () => {
     expect((await client.request('POST', '/after', {}, '{}', 1_000)).status).toBe(200);
   });
 
+  it('keeps a later, shorter deadline even when an earlier request waits longer', async () => {
+    const { url } = await serve(() => undefined);
+    client = createPipelinedClient(url, { connections: 1 });
+    const patient = client.request('POST', '/patient', {}, '{}', 5_000);
+    const started = performance.now();
+    const hurried = client.request('POST', '/hurried', {}, '{}', 100);
+    await expect(hurried).rejects.toMatchObject({ code: 'ETIMEDOUT', message: 'no answer within 100 ms' });
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // Same connection: the patient one fails with it rather than waiting its 5 s out.
+    await expect(patient).rejects.toBeInstanceOf(PipelineError);
+  });
+
   it('treats Connection: close as the end of the connection and carries on with a new one', async () => {
     const { url } = await serve((req) => {
       const headers: Record<string, string> = req.url === '/close' ? { connection: 'close' } : {};
