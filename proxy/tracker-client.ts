@@ -106,6 +106,7 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   // Calls in flight, counted rather than kept: a drain only needs to know when none is left.
   let running = 0;
   let drained: Array<() => void> = [];
+  let background = 0;
   function settled(): void {
     running -= 1;
     if (running === 0 && drained.length > 0) {
@@ -117,7 +118,6 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
     background -= 1;
     settled();
   }
-  let background = 0;
   let dropped = 0;
   let lastDropLog = Number.NEGATIVE_INFINITY;
   let failures = 0;
