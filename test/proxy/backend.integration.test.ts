@@ -116,12 +116,17 @@ describe('the proxy with the real backend', () => {
 
   it('keeps the session for a pageview within 30 minutes and starts a new one after 30 idle minutes', async () => {
     const v = visitor();
+    // Each visit recorded before the next pageview, as minutes apart they would be: the rows'
+    // order is the order the tracker stored them in, and calls in flight together may swap.
+    const recorded = (n: number) => eventually(() => visitsOf(v.jar.get('capigram_tid')), (r) => r.length === n);
     await v.go('/page');
+    await recorded(1);
     clock.advance(29 * MINUTE);
     await v.go('/page');
+    await recorded(2);
     clock.advance(31 * MINUTE);
     await v.go('/page');
-    const rows = await eventually(() => visitsOf(v.jar.get('capigram_tid')), (r) => r.length === 3);
+    const rows = await recorded(3);
     expect(rows).toHaveLength(3);
     expect(rows[1]?.session_id).toBe(rows[0]?.session_id);
     expect(rows[2]?.session_id).not.toBe(rows[0]?.session_id);
