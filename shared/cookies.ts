@@ -46,9 +46,31 @@ export function serializeTrackingCookie(
 ): string {
   if (!isCookieSafe(value)) throw new TypeError(`cookie ${name}: value is not a valid cookie value`);
   // Written by hand: this runs on every pageview, and the names and values are known-safe.
-  const expires = new Date(nowMs + maxAgeSeconds * 1000).toUTCString();
   const domain = scope.domain === undefined ? '' : `; Domain=${scope.domain}`;
-  return `${name}=${value}; Max-Age=${maxAgeSeconds}${domain}; Path=/; Expires=${expires}; SameSite=Lax${scope.secure ? '; Secure' : ''}`;
+  return `${name}=${value}; Max-Age=${maxAgeSeconds}${domain}; Path=/; Expires=${httpDate(nowMs + maxAgeSeconds * 1000)}; SameSite=Lax${scope.secure ? '; Secure' : ''}`;
+}
+
+/**
+ * `Date#toUTCString` has a resolution of one second and costs about as much as the rest of a
+ * cookie: a pageview writes one to three cookies, all of them expiring a fixed time from now, so
+ * the few dates of the current second are remembered.
+ */
+const httpDates = new Map<number, string>();
+const HTTP_DATES_KEPT = 16;
+/** Farthest instant a `Date` holds; beyond it (or NaN) the date is invalid, never cached. */
+const MAX_DATE_MS = 8.64e15;
+
+function httpDate(ms: number): string {
+  if (!(Math.abs(ms) <= MAX_DATE_MS)) return new Date(ms).toUTCString();
+  // Keyed as `Date` rounds: whole milliseconds towards zero, then down to the second.
+  const second = Math.floor(Math.trunc(ms) / 1000);
+  let date = httpDates.get(second);
+  if (date === undefined) {
+    date = new Date(ms).toUTCString();
+    if (httpDates.size >= HTTP_DATES_KEPT) httpDates.clear();
+    httpDates.set(second, date);
+  }
+  return date;
 }
 
 /** True when `value` can be stored as a cookie value without encoding (RFC 6265 cookie-octets). */
@@ -57,17 +79,23 @@ export function isCookieSafe(value: string): boolean {
 }
 
 /**
+ * Built once: an options object (and the function in it) made per call costs more than parsing a
+ * short header, and the TypeScript loader wraps each new function object to keep its name.
+ */
+const VERBATIM = { decode: (raw: string): string => raw };
+
+/**
  * Parses a `Cookie` header without percent-decoding, so `_fbp`/`_fbc` reach the ad platform exactly
  * as the pixel wrote them. When a name repeats, the first one wins (the most specific path, per
  * RFC 6265 ordering).
  */
 export function readCookies(header: string | undefined): Record<string, string> {
   if (header === undefined || header === '') return {};
-  const parsed = parseCookie(header, { decode: (raw) => raw });
+  const parsed = parseCookie(header, VERBATIM);
+  // A plain object, as before: the parser's has no prototype. Values are never undefined here
+  // (the identity decoder returns every value it is given).
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(parsed)) {
-    if (value !== undefined) out[name] = value;
-  }
+  for (const name in parsed) out[name] = parsed[name]!;
   return out;
 }
 

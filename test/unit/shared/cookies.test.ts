@@ -41,6 +41,20 @@ describe('serializeTrackingCookie', () => {
     expect(() => serializeTrackingCookie('_fbc', 'a; Domain=evil.example', 1, now, { secure: false })).toThrow(TypeError);
   });
 
+  it('keeps Expires exact to the second however the calls interleave (the dates are cached per second)', () => {
+    const expires = (maxAge: number, at: number) =>
+      /Expires=([^;]+)/.exec(serializeTrackingCookie('capigram_sid', 'v', maxAge, at, { secure: false }))?.[1];
+    for (const at of [now, now + 999, now + 1000, now - 1, now + 1000, now]) {
+      for (const maxAge of [SESSION_ID_MAX_AGE_SECONDS, TEMP_ID_MAX_AGE_SECONDS, 0]) {
+        expect(expires(maxAge, at)).toBe(new Date(at + maxAge * 1000).toUTCString());
+      }
+    }
+    expect(expires(0, now + 999)).toBe('Wed, 01 Jan 2025 12:00:00 GMT');
+    expect(expires(0, now + 1000)).toBe('Wed, 01 Jan 2025 12:00:01 GMT');
+    expect(expires(0, 8.64e15)).toBe('Sat, 13 Sep 275760 00:00:00 GMT');
+    expect(expires(0, 8.64e15 + 1)).toBe('Invalid Date');
+  });
+
   it('writes the value verbatim', () => {
     expect(serializeTrackingCookie('_fbc', 'fb.1.5.a%2Bb', 1, now, { secure: false })).toMatch(/^_fbc=fb\.1\.5\.a%2Bb;/);
   });
@@ -53,6 +67,14 @@ describe('readCookies', () => {
       capigram_tid: 'one',
       other: '"q"',
     });
+  });
+
+  it('returns a plain object, the same whatever was parsed before', () => {
+    const first = readCookies('capigram_tid=one');
+    const second = readCookies('capigram_sid=two');
+    expect(Object.getPrototypeOf(first)).toBe(Object.prototype);
+    expect(first).toEqual({ capigram_tid: 'one' });
+    expect(second).toEqual({ capigram_sid: 'two' });
   });
 
   it('copes with missing or empty headers', () => {
