@@ -29,11 +29,9 @@ export async function inviteForVisit(
 ): Promise<HandedOut> {
   const { channel, visitId, mode } = q;
   const now = deps.now();
-  const fromPool = await withTx(deps.pool, async (tx): Promise<HandedOut | null> => {
-    await lockVisit(tx, visitId);
-    const link = await heldOrPooledLink(tx, { visitId, channelId: channel.id, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds), mode });
-    return link === null ? null : { invitationId: link.invitationId, inviteLink: link.inviteLink, source: link.held ? 'held' : 'pool' };
-  });
+  const link = await heldOrPooledLink(deps.pool, { visitId, channelId: channel.id, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds), mode });
+  const fromPool: HandedOut | null =
+    link === null ? null : { invitationId: link.invitationId, inviteLink: link.inviteLink, source: link.held ? 'held' : 'pool' };
   if (fromPool !== null) {
     if (fromPool.source === 'pool') await requestRefill(deps, channel.id);
     return fromPool;

@@ -1,4 +1,5 @@
-import type { Queryable } from '../../db/pool.js';
+import type { Pool, Queryable } from '../../db/pool.js';
+import { ensurePrepared, execute } from '../../db/prepared-batch.js';
 import type { CreatedLink } from './telegram.js';
 
 /** Invitation rows: the per-channel pool of unassigned links, and links assigned to visits. */
@@ -43,17 +44,8 @@ export async function heldLink(
   return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
 }
 
-/**
- * The link the (locked) visit holds for the channel, else one taken from the channel's pool, in
- * one statement. SKIP LOCKED lets concurrent clicks each take a different link without waiting on
- * each other; none is ever handed out twice.
- */
-export async function heldOrPooledLink(
-  tx: Queryable,
-  q: { visitId: string; channelId: string; now: Date; cutoff: Date; mode: 'usable' | 'any' },
-): Promise<(AssignedLink & { held: boolean }) | null> {
-  const { rows } = await tx.query<{ id: string; invite_link: string; held: boolean }>(
-    `WITH held AS (${heldSql(q.mode)}),
+function heldOrPooledSql(mode: 'usable' | 'any'): string {
+  return `WITH held AS (${heldSql(mode)}),
      claimed AS (
        UPDATE invitations SET visit_id = $1, assigned_at = $3
        WHERE id = (
@@ -65,11 +57,46 @@ export async function heldOrPooledLink(
        RETURNING id, invite_link)
      SELECT id, invite_link, true AS held FROM held
      UNION ALL
-     SELECT id, invite_link, false AS held FROM claimed`,
-    [q.visitId, q.channelId, q.now, q.cutoff],
-  );
-  const row = rows[0];
-  return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link, held: row.held };
+     SELECT id, invite_link, false AS held FROM claimed`;
+}
+
+const HELD_OR_POOLED = {
+  usable: { name: 'capigram_invite_held_or_pooled_usable', sql: heldOrPooledSql('usable') },
+  any: { name: 'capigram_invite_held_or_pooled_any', sql: heldOrPooledSql('any') },
+} as const;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The link the visit holds for the channel, else one taken from the channel's pool, in one
+ * transaction and one round trip: `BEGIN`, the visit's row lock (so two clicks of one visit are
+ * served one after the other, and the second sees the first's link), the held-or-pooled statement
+ * (its own snapshot, taken after the lock was granted) and `COMMIT` travel as one query string. An
+ * invite click is a visitor waiting for a redirect, so its round trips are its latency. SKIP
+ * LOCKED lets concurrent clicks each take a different link without waiting on each other; none is
+ * ever handed out twice.
+ */
+export async function heldOrPooledLink(
+  pool: Pool,
+  q: { visitId: string; channelId: string; now: Date; cutoff: Date; mode: 'usable' | 'any' },
+): Promise<(AssignedLink & { held: boolean }) | null> {
+  // The visit id is written into the text: it must be a UUID (it comes from our own rows).
+  if (!UUID.test(q.visitId)) throw new Error('heldOrPooledLink: malformed visit id');
+  const call = { ...HELD_OR_POOLED[q.mode], values: [q.visitId, q.channelId, q.now, q.cutoff] };
+  const client = await pool.connect();
+  try {
+    await ensurePrepared(client, call);
+    const results = (await client.query(
+      `BEGIN; SELECT 1 FROM visits WHERE id = '${q.visitId}' FOR UPDATE; ${execute(client, call)}; COMMIT`,
+    )) as unknown as { rows: { id: string; invite_link: string; held: boolean }[] }[];
+    const row = results[2]!.rows[0];
+    return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link, held: row.held };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /** Stores a link Capigram created: assigned to a visit, or (visitId null) into the pool. */
