@@ -11,8 +11,19 @@ export interface EarlyClaim {
   claimedAt: Date;
 }
 
-/** Variables of a business API request: the app's request id, the authenticated caller, and an Idempotency-Key already claimed. */
-export type ApiEnv = { Variables: { requestId: string; caller: ApiCaller; earlyClaim?: EarlyClaim } };
+/** An Idempotency-Key this request holds, and whether its answer was stored with the work itself. */
+export interface HeldClaim {
+  apiKeyId: string;
+  key: string;
+  claimedAt: Date;
+  storedWithWork: boolean;
+}
+
+/**
+ * Variables of a business API request: the app's request id, the authenticated caller, an
+ * Idempotency-Key claimed with the key look-up, and the claim the request holds.
+ */
+export type ApiEnv = { Variables: { requestId: string; caller: ApiCaller; earlyClaim?: EarlyClaim; heldClaim?: HeldClaim } };
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 // Compared against when the prefix is unknown, so that a miss costs what a hit costs.

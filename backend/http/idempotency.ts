@@ -1,6 +1,7 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { PreparedCall } from '../db/prepared-batch.js';
 import type { Deps } from '../deps.js';
-import type { ApiEnv } from './api-auth.js';
+import type { ApiEnv, HeldClaim } from './api-auth.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -59,8 +60,53 @@ export function idempotency(deps: StoreDeps): MiddlewareHandler<ApiEnv> {
         headers: { 'content-type': claim.stored.contentType, [REPLAY_HEADER]: 'true' },
       });
     }
+    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false };
+    c.set('heldClaim', held);
     await next();
-    await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
+    if (!held.storedWithWork) await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
+  };
+}
+
+/** The statement that stores an answer under the claim (the same one `settle` runs). */
+const STORE_SQL = `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
+             WHERE api_key_id = $1 AND key = $2 AND created_at = $3`;
+
+export interface AnswerRecorder<T> {
+  /** The write to commit with the work: stores the answer `c.json` will send for this outcome. */
+  persist(outcome: T): PreparedCall;
+  /** Call once the work's transaction committed: the middleware then stores nothing more. */
+  committed(): void;
+}
+
+/**
+ * For a handler whose work commits in one transaction: stores the answer in that transaction, so
+ * that the answer is kept exactly when the work is (a crash between the two can no longer leave a
+ * done request without its answer, which a retry would meet as "in progress"). Undefined when the
+ * request holds no claim. `answer` must give the status and body the handler then sends with
+ * `c.json`, whose bytes (`JSON.stringify`) and media type are what is stored.
+ */
+export function answerRecorder<T>(
+  c: Context<ApiEnv>,
+  deps: Pick<Deps, 'now'>,
+  answer: (outcome: T) => { status: number; body: unknown },
+): AnswerRecorder<T> | undefined {
+  const held = c.get('heldClaim');
+  if (held === undefined) return undefined;
+  let persisted = false;
+  return {
+    persist(outcome) {
+      const { status, body } = answer(outcome);
+      const stored: StoredResponse = { contentType: 'application/json', text: JSON.stringify(body) };
+      persisted = true;
+      return {
+        name: 'capigram_idempotency_store_with_work',
+        sql: STORE_SQL,
+        values: [held.apiKeyId, held.key, held.claimedAt, status, stored, deps.now()],
+      };
+    },
+    committed() {
+      if (persisted) held.storedWithWork = true;
+    },
   };
 }
 
@@ -110,8 +156,7 @@ async function settle(deps: StoreDeps, apiKeyId: string, key: string, claimedAt:
     const stored: StoredResponse = { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
     await deps.pool.query({
       name: 'capigram_idempotency_store',
-      text: `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
-             WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
+      text: STORE_SQL,
       values: [apiKeyId, key, claimedAt, res.status, JSON.stringify(stored), deps.now()],
     });
   } catch (err) {

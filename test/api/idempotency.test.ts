@@ -57,6 +57,38 @@ describe('replay', () => {
     expect(await conversionsOf(user)).toBe(1);
   });
 
+  it('the answer is stored in the transaction that records the conversion, byte for byte', async () => {
+    const user = await warmUser();
+    const key = freshKey();
+    const first = await rawPost('/events/conversion', purchase(user), { authorization: `Bearer ${tenant.accountKey}`, 'idempotency-key': key });
+    expect(first.status).toBe(201);
+    const { conversionId } = JSON.parse(first.text) as { conversionId: string };
+    // xmin is the id of the transaction that wrote a row: one transaction wrote both, so neither
+    // can exist without the other (a crash in between cannot leave the work without its answer).
+    const { rows } = await db.pool.query<{ stored: number; body: { contentType: string; text: string }; same_tx: boolean }>(
+      `SELECT k.status_code AS stored, k.response_body AS body, k.xmin::text = c.xmin::text AS same_tx
+       FROM idempotency_keys k, conversions c WHERE k.key = $1 AND c.id = $2`,
+      [key, conversionId],
+    );
+    expect(rows).toEqual([{ stored: 201, body: { contentType: 'application/json', text: first.text }, same_tx: true }]);
+  });
+
+  it('a reuse of a sent conversion (200, deduplicated) stores its answer too, and replays it', async () => {
+    const user = await warmUser();
+    const first = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey });
+    expect(first.status).toBe(201);
+    await db.pool.query(`UPDATE sends SET status = 'sent', sent_at = now() WHERE conversion_id = $1`, [first.body.conversionId]);
+    await db.pool.query(`UPDATE conversions SET capi_status = 'sent' WHERE id = $1`, [first.body.conversionId]);
+    const headers = { authorization: `Bearer ${tenant.accountKey}`, 'idempotency-key': freshKey() };
+    const reused = await rawPost('/events/conversion', purchase(user), headers);
+    expect(reused.status).toBe(200);
+    expect(JSON.parse(reused.text)).toMatchObject({ conversionId: first.body.conversionId, deduplicated: true, dispatched: false });
+    const replay = await rawPost('/events/conversion', purchase(user, { value: 99 }), headers);
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('x-idempotent-replay')).toBe('true');
+    expect(replay.text).toBe(reused.text);
+  });
+
   it('a different body under the same key gets the original response, even an invalid one', async () => {
     const user = await warmUser();
     const key = freshKey();

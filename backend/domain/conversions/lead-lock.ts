@@ -28,6 +28,11 @@ export async function withLeadLock<T, R>(
   telegramUserId: number,
   read: PreparedCall,
   fn: (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>,
+  /**
+   * A write that records the result in the same transaction (the business API's idempotent
+   * answer): it travels with the COMMIT, so the answer is stored exactly when the work is.
+   */
+  persist?: (result: T) => PreparedCall | null,
 ): Promise<T> {
   if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId)) throw new Error('withLeadLock: malformed lock key');
   const client = await pool.connect();
@@ -37,13 +42,33 @@ export async function withLeadLock<T, R>(
       `BEGIN; SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${accountId}:${telegramUserId}')); ${execute(client, read)}`,
     )) as unknown as { rows: R[] }[];
     const finish = await fn(client, opened[2]!.rows);
-    if (!('last' in finish)) {
-      await client.query('COMMIT');
-      return finish.result;
+    if ('last' in finish) await ensurePrepared(client, finish.last);
+    if (persist === undefined) {
+      if (!('last' in finish)) {
+        await client.query('COMMIT');
+        return finish.result;
+      }
+      const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as { rows: never[] }[];
+      return finish.result(closed[0]!.rows);
     }
-    await ensurePrepared(client, finish.last);
-    const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as { rows: never[] }[];
-    return finish.result(closed[0]!.rows);
+    // The result must be known before it can be recorded: a last write goes alone, then the
+    // record travels with the COMMIT (the same round trips as a COMMIT followed by the record
+    // on its own, but one commit, and nothing committed without its record).
+    let result: T;
+    if ('last' in finish) {
+      const { rows } = (await client.query(execute(client, finish.last))) as unknown as { rows: never[] };
+      result = finish.result(rows);
+    } else {
+      result = finish.result;
+    }
+    const record = persist(result);
+    if (record === null) {
+      await client.query('COMMIT');
+      return result;
+    }
+    await ensurePrepared(client, record);
+    await client.query(`${execute(client, record)}; COMMIT`);
+    return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;

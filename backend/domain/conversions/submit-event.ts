@@ -9,7 +9,7 @@ import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
-import { withLeadLock, type LockedFinish } from './lead-lock.js';
+import { withLeadLock, type LockedFinish, type PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
@@ -70,7 +70,17 @@ interface PreparedEvent {
   requestOverride: ApiVisitOverride;
 }
 
-export async function submitBusinessEvent(deps: EventDeps, caller: ApiCaller, ev: BusinessEvent, mode: EventMode): Promise<EventOutcome> {
+/**
+ * `persist`, when given, turns the outcome into a write committed with it (the caller's
+ * idempotent answer); without it the outcome is only returned.
+ */
+export async function submitBusinessEvent(
+  deps: EventDeps,
+  caller: ApiCaller,
+  ev: BusinessEvent,
+  mode: EventMode,
+  persist?: (outcome: EventOutcome) => PreparedCall | null,
+): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
     const problem = eventTimeProblem(ev.eventTimeMs, now.getTime());
@@ -106,7 +116,7 @@ export async function submitBusinessEvent(deps: EventDeps, caller: ApiCaller, ev
     if (match?.capiStatus === 'sent') return { result: reuseSent(match, ev.eventType) };
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
-  });
+  }, persist);
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) wakeDelivery(deps.pool);
   return outcome;

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
-import { submitBusinessEvent } from '../../../domain/conversions/submit-event.js';
 import { COMMON_ERRORS, SECURITY, keyedJson, problems, type ApiApp, type ApiDeps } from './common.js';
 import { ConversionEventBody, ConversionResult, EventHeaders, toBusinessEvent } from './event-body.js';
+import { eventAnswer, submitEvent } from './event-submit.js';
 
 /** `POST /api/v1/events/conversion`: a business event for a Telegram user, warm or cold. */
 export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
@@ -36,7 +36,8 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
   api.openapi(route, async (c) => {
     const body = c.req.valid('json');
     const event = toBusinessEvent(body.telegramUserId, body, c.req.valid('header'));
-    const outcome = await submitBusinessEvent(deps, c.get('caller'), event, 'conversion');
-    return outcome.created ? c.json(outcome.result, 201) : c.json(outcome.result, 200);
+    const outcome = await submitEvent(c, deps, event, 'conversion');
+    const answer = eventAnswer(outcome);
+    return answer.status === 201 ? c.json(answer.body, 201) : c.json(answer.body, 200);
   });
 }

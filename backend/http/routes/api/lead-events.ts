@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { submitBusinessEvent } from '../../../domain/conversions/submit-event.js';
 import { COMMON_ERRORS, SECURITY, TelegramUserIdParam, keyedJson, problems, type ApiApp, type ApiDeps } from './common.js';
 import { ConversionResult, EventHeaders, LeadEventBody, toBusinessEvent } from './event-body.js';
+import { eventAnswer, submitEvent } from './event-submit.js';
 
 /** `POST /api/v1/leads/{telegramUserId}/events`: another event on a lead, the user in the path. */
 export function registerLeadEvent(api: ApiApp, deps: ApiDeps): void {
@@ -33,7 +33,8 @@ export function registerLeadEvent(api: ApiApp, deps: ApiDeps): void {
   api.openapi(route, async (c) => {
     const telegramUserId = Number(c.req.valid('param').telegramUserId);
     const event = toBusinessEvent(telegramUserId, c.req.valid('json'), c.req.valid('header'));
-    const outcome = await submitBusinessEvent(deps, c.get('caller'), event, 'lead-event');
-    return outcome.created ? c.json(outcome.result, 201) : c.json(outcome.result, 200);
+    const outcome = await submitEvent(c, deps, event, 'lead-event');
+    const answer = eventAnswer(outcome);
+    return answer.status === 201 ? c.json(answer.body, 201) : c.json(answer.body, 200);
   });
 }
