@@ -29,12 +29,15 @@ export const DELIVER_JOB_MAX_ATTEMPTS = 25;
 /** At most one wake-up per process this often while sends keep coming. */
 export const WAKE_SPACING_MS = 10;
 
-// A wake-up already queued and not yet taken by a worker will see our sends (they were committed
-// before we looked, so before any worker takes that job and claims): then nothing is written.
-// Otherwise add_job upserts the keyed job, or, when the queued one is being run already, adds a
-// new one beside it. Skipping the write matters under load, where most wake-ups find one queued.
+// A wake-up already queued, due and not yet taken by a worker will see our sends (they were
+// committed before we looked, so before any worker takes that job and claims): then nothing is
+// written. Otherwise add_job upserts the keyed job (which also revives one waiting out a failure's
+// backoff, or one that has used up its attempts), or, when the queued one is being run already,
+// adds a new one beside it. Skipping the write matters under load, where most wake-ups find one
+// queued.
 const WAKE_SQL = `SELECT graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, job_key_mode := 'replace', max_attempts := $2::int)
-  WHERE NOT EXISTS (SELECT 1 FROM graphile_worker.jobs WHERE key = $1::text AND locked_at IS NULL AND run_at <= now())`;
+  WHERE NOT EXISTS (SELECT 1 FROM graphile_worker.jobs
+                    WHERE key = $1::text AND locked_at IS NULL AND run_at <= now() AND attempts < max_attempts)`;
 
 /** The wake-up as a statement, for callers already holding a connection (the sweep). */
 export const WAKE_STATEMENT = { text: WAKE_SQL, values: [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS] } as const;

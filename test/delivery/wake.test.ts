@@ -61,6 +61,18 @@ describe('wakeDelivery', () => {
     ]);
   });
 
+  it('a wake-up job that used up its attempts (the database failing for hours) does not silence later wake-ups', async () => {
+    await wakeDeliveryNow(db.pool);
+    await db.pool.query(`UPDATE graphile_worker._private_jobs SET attempts = max_attempts, last_error = 'database down'`);
+    await wakeDeliveryNow(db.pool);
+    const { rows } = await db.pool.query<{ attempts: number; due: boolean }>(
+      `SELECT attempts, run_at <= now() AS due FROM graphile_worker.jobs WHERE key = $1`,
+      [DELIVER_TASK],
+    );
+    // add_job's upsert resets the keyed job: it will run again.
+    expect(rows).toEqual([{ attempts: 0, due: true }]);
+  });
+
   it('a burst of fire-and-forget wake-ups ends with a job queued', async () => {
     for (let i = 0; i < 50; i++) wakeDelivery(db.pool);
     await expect.poll(async () => (await wakeJobs()).length).toBe(1);
