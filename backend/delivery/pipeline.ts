@@ -37,15 +37,25 @@ const PIXELS_AT_ONCE = 8;
 export async function deliverDue(deps: DeliveryDeps, o: DeliveryOptions): Promise<DeliveryReport> {
   const report = { claimed: 0, requests: 0 };
   const pixels = await duePixels(deps.pool);
+  const errors: unknown[] = [];
   let next = 0;
   const lane = async () => {
     while (next < pixels.length) {
-      const r = await deliverPixel(deps, pixels[next++]!, o);
-      report.claimed += r.claimed;
-      report.requests += r.requests;
+      const pixel = pixels[next++]!;
+      try {
+        const r = await deliverPixel(deps, pixel, o);
+        report.claimed += r.claimed;
+        report.requests += r.requests;
+      } catch (err) {
+        // The database failing under one pixel must not cut the others short: they finish, and
+        // the job then fails so that graphile-worker retries it (the sends stay due meanwhile).
+        deps.log.warn({ pixelId: pixel.pixelId, err: String(err) }, 'delivery of a pixel failed');
+        errors.push(err);
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(PIXELS_AT_ONCE, pixels.length) }, lane));
+  if (errors.length > 0) throw errors[0];
   return report;
 }
 
