@@ -21,25 +21,16 @@
  * (default 5).
  */
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { Agent, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
-import { loadConfig } from '../backend/config.js';
-import { createSecretBox } from '../backend/crypto/secret-box.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
-import type { Deps } from '../backend/deps.js';
 import { createAccount } from '../backend/domain/admin/accounts.js';
 import { createApiKey } from '../backend/domain/admin/api-keys.js';
 import { createSite } from '../backend/domain/admin/sites.js';
 import { createApp } from '../backend/http/app.js';
-import { createLogger } from '../backend/log.js';
-import { createMetrics } from '../backend/metrics.js';
-import { answerCpuRequests, cpuOf, databaseCpuMicros, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
+import { cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_API_ROLE';
 const POOL_SIZE = 20;
@@ -64,22 +55,10 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
     });
     app = bare;
   } else {
-    const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', DATA_DIR: tmpdir() });
-    const deps: Deps = {
-      config,
-      pool,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-      box: createSecretBox(randomBytes(32)),
-      adminToken: randomBytes(16).toString('hex'),
-      now: () => new Date(),
-    };
+    const deps = roleDeps(pool, { DATABASE_URL: databaseUrl });
     app = createApp(deps);
   }
-  answerCpuRequests();
-  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
-  await once(server, 'listening');
-  process.send?.({ ready: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  await serveRoleApp(app);
 }
 
 

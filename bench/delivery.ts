@@ -28,11 +28,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { loadConfig } from '../backend/config.js';
 import { createSecretBox, parseSecretKey } from '../backend/crypto/secret-box.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool, withTx, type Pool } from '../backend/db/pool.js';
@@ -41,12 +40,10 @@ import type { Deps } from '../backend/deps.js';
 import { addPixel } from '../backend/domain/admin/pixels.js';
 import { recordConversion } from '../backend/domain/conversion-record.js';
 import { DELIVER_TASK, wakeDelivery } from '../backend/domain/delivery-wake.js';
-import { createLogger } from '../backend/log.js';
-import { createMetrics } from '../backend/metrics.js';
 import { startWorker } from '../backend/worker/runner.js';
 import { deliveryTasks } from '../backend/worker/tasks/deliver.js';
 import { startMeta, type MetaFake } from '../test/fakes/meta.js';
-import { openBenchDatabase, option } from './support.js';
+import { openBenchDatabase, option, roleDeps } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_DELIVERY_ROLE';
 const NOOP_TASK = 'bench_noop';
@@ -63,16 +60,7 @@ interface RoleSpec {
 }
 
 async function serveRole(spec: RoleSpec): Promise<void> {
-  const config = loadConfig({ DATABASE_URL: spec.databaseUrl, META_GRAPH_URL: spec.metaUrl, LOG_LEVEL: 'warn', DATA_DIR: tmpdir() });
-  const deps: Deps = {
-    config,
-    pool: createPool(spec.databaseUrl, POOL_SIZE),
-    log: createLogger(config.LOG_LEVEL),
-    metrics: createMetrics(),
-    box: createSecretBox(parseSecretKey(spec.secretKey)),
-    adminToken: randomBytes(16).toString('hex'),
-    now: () => new Date(),
-  };
+  const deps = roleDeps(createPool(spec.databaseUrl, POOL_SIZE), { DATABASE_URL: spec.databaseUrl, META_GRAPH_URL: spec.metaUrl, LOG_LEVEL: 'warn' }, spec.secretKey);
   const extraTasks = spec.kind === 'noop' ? { [NOOP_TASK]: async () => undefined } : deliveryTasks(deps, spec.options);
   const runner = await startWorker(deps, { extraTasks, crontab: '' });
   process.on('message', () => {

@@ -6,8 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { loadConfig } from '../backend/config.js';
+import { createSecretBox, parseSecretKey } from '../backend/crypto/secret-box.js';
 import { startEmbedded } from '../backend/db/embedded.js';
 import { createPool, type Pool } from '../backend/db/pool.js';
+import type { Deps } from '../backend/deps.js';
+import { createLogger } from '../backend/log.js';
+import { createMetrics } from '../backend/metrics.js';
 
 /** What the benchmarks share: options, a throw-away database, and measured server processes. */
 
@@ -71,6 +78,32 @@ export async function spawnRole(moduleUrl: string, roleEnv: string, role: string
   });
   const [message] = (await once(child, 'message')) as [{ ready: string }];
   return { process: child, url: message.ready };
+}
+
+/**
+ * A role process's dependencies, built as production builds them: configuration from `env`
+ * (silent logs and a temporary DATA_DIR unless `env` says otherwise), fresh metrics, and a
+ * throw-away secret key unless one is given (a role that reads what the parent encrypted).
+ */
+export function roleDeps(pool: Pool, env: Record<string, string>, secretKey?: string): Deps {
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: tmpdir(), ...env });
+  return {
+    config,
+    pool,
+    log: createLogger(config.LOG_LEVEL),
+    metrics: createMetrics(),
+    box: createSecretBox(secretKey === undefined ? randomBytes(32) : parseSecretKey(secretKey)),
+    adminToken: randomBytes(16).toString('hex'),
+    now: () => new Date(),
+  };
+}
+
+/** In a role process: serves `app` on a free loopback port, answers CPU readings, and reports its URL (see `spawnRole`). */
+export async function serveRoleApp(app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> }): Promise<void> {
+  answerCpuRequests();
+  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+  await once(server, 'listening');
+  process.send?.({ ready: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
 }
 
 /** In a role process: answer the parent's CPU readings (see `cpuOf`). */

@@ -18,23 +18,14 @@
  * `--click-concurrency=N` (default 10).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { Agent, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
-import { loadConfig } from '../backend/config.js';
-import { createSecretBox } from '../backend/crypto/secret-box.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
-import type { Deps } from '../backend/deps.js';
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
-import { createLogger } from '../backend/log.js';
-import { createMetrics } from '../backend/metrics.js';
-import { answerCpuRequests, cpuOf, databaseCpuMicros, openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
+import { cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
 const POOL_SIZE = 20;
@@ -60,25 +51,13 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
     });
     app = bare;
   } else {
-    const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', DATA_DIR: tmpdir() });
     // The limiter stays in the path (its counter update is part of the cost), with a budget the
     // benchmark's few client addresses cannot exhaust.
-    const unlimited = Object.fromEntries(Object.values(RATE_LIMIT_ENV).map((name) => [name, 1_000_000]));
-    const deps: Deps = {
-      config: { ...config, ...unlimited },
-      pool,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-      box: createSecretBox(randomBytes(32)),
-      adminToken: randomBytes(16).toString('hex'),
-      now: () => new Date(),
-    };
+    const unlimited = Object.fromEntries(Object.values(RATE_LIMIT_ENV).map((name) => [name, '1000000']));
+    const deps = roleDeps(pool, { DATABASE_URL: databaseUrl, ...unlimited });
     app = createApp(deps);
   }
-  answerCpuRequests();
-  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
-  await once(server, 'listening');
-  process.send?.({ ready: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  await serveRoleApp(app);
 }
 
 

@@ -1,4 +1,4 @@
-import type { PoolClient } from './pool.js';
+import type { Pool, PoolClient } from './pool.js';
 
 /**
  * Several statements in one round trip. On a loopback connection each query costs a socket write
@@ -47,4 +47,21 @@ export function literal(client: PoolClient, v: unknown): string {
 /** `EXECUTE name(literals…)` for a call prepared on this connection. */
 export function execute(client: PoolClient, call: PreparedCall): string {
   return `EXECUTE ${call.name}(${call.values.map((v) => literal(client, v)).join(', ')})`;
+}
+
+/**
+ * A connection for a transaction that the caller opens and closes in its own query strings
+ * (`BEGIN; …` and `…; COMMIT`): on any error it is rolled back before the connection goes back
+ * to the pool.
+ */
+export async function withSession<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    return await fn(client);
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }

@@ -39,7 +39,7 @@ const WAKE_SQL = `SELECT graphile_worker.add_job($1::text, '{}'::json, job_key :
   WHERE NOT EXISTS (SELECT 1 FROM graphile_worker.jobs
                     WHERE key = $1::text AND locked_at IS NULL AND run_at <= now() AND attempts < max_attempts)`;
 
-/** The wake-up as a statement, for callers already holding a connection (the sweep). */
+/** The wake-up as a statement: sent by the waker, by `wakeDeliveryNow` and by the sweep. */
 export const WAKE_STATEMENT = { text: WAKE_SQL, values: [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS] } as const;
 
 type ErrorSink = (err: unknown) => void;
@@ -64,7 +64,7 @@ class Waker {
     this.inFlight = true;
     this.wanted = false;
     this.pool
-      .query(WAKE_SQL, [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS])
+      .query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values])
       .catch((err: unknown) => this.onError(err))
       .finally(() => {
         this.inFlight = false;
@@ -81,18 +81,22 @@ class Waker {
 // every caller's dependencies, since any code that commits sends holds the pool anyway.
 const wakers = new WeakMap<Pool, Waker>();
 
+function wakerOf(pool: Pool): Waker {
+  let waker = wakers.get(pool);
+  if (waker === undefined) {
+    waker = new Waker(pool);
+    wakers.set(pool, waker);
+  }
+  return waker;
+}
+
 /**
  * Tells a delivery worker that sends are due. Call it after the transaction that created or
  * re-queued them has committed. Never throws and never waits: a failed wake-up is reported to
  * the error sink set with `onWakeError` and left to the sweep.
  */
 export function wakeDelivery(pool: Pool): void {
-  let waker = wakers.get(pool);
-  if (waker === undefined) {
-    waker = new Waker(pool);
-    wakers.set(pool, waker);
-  }
-  waker.wake();
+  wakerOf(pool).wake();
 }
 
 /**
@@ -101,11 +105,10 @@ export function wakeDelivery(pool: Pool): void {
  * sweep will find them.
  */
 export async function wakeDeliveryNow(pool: Pool): Promise<void> {
-  await pool.query(WAKE_SQL, [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS]).catch(() => undefined);
+  await pool.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]).catch(() => undefined);
 }
 
 /** Where this pool's failed wake-ups are reported (the service logs them). */
 export function onWakeError(pool: Pool, sink: ErrorSink): void {
-  if (!wakers.has(pool)) wakers.set(pool, new Waker(pool));
-  wakers.get(pool)!.onError = sink;
+  wakerOf(pool).onError = sink;
 }

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from '../../db/pool.js';
-import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
+import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
 
 /**
  * Business events for one Telegram user of one account run one at a time: their transaction starts
@@ -35,44 +35,24 @@ export async function withLeadLock<T, R>(
   persist?: (result: T) => PreparedCall | null,
 ): Promise<T> {
   if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId)) throw new Error('withLeadLock: malformed lock key');
-  const client = await pool.connect();
-  try {
+  return withSession(pool, async (client) => {
     await ensurePrepared(client, read);
     const opened = (await client.query(
       `BEGIN; SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${accountId}:${telegramUserId}')); ${execute(client, read)}`,
     )) as unknown as { rows: R[] }[];
     const finish = await fn(client, opened[2]!.rows);
     if ('last' in finish) await ensurePrepared(client, finish.last);
-    if (persist === undefined) {
-      if (!('last' in finish)) {
-        await client.query('COMMIT');
-        return finish.result;
-      }
+    if ('last' in finish && persist === undefined) {
       const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as { rows: never[] }[];
       return finish.result(closed[0]!.rows);
     }
-    // The result must be known before it can be recorded: a last write goes alone, then the
-    // record travels with the COMMIT (the same round trips as a COMMIT followed by the record
-    // on its own, but one commit, and nothing committed without its record).
-    let result: T;
-    if ('last' in finish) {
-      const { rows } = (await client.query(execute(client, finish.last))) as unknown as { rows: never[] };
-      result = finish.result(rows);
-    } else {
-      result = finish.result;
-    }
-    const record = persist(result);
-    if (record === null) {
-      await client.query('COMMIT');
-      return result;
-    }
-    await ensurePrepared(client, record);
-    await client.query(`${execute(client, record)}; COMMIT`);
+    // With `persist` the result must be known before it can be recorded: a last write goes alone,
+    // then the record travels with the COMMIT (the same round trips as a COMMIT followed by the
+    // record on its own, but one commit, and nothing committed without its record).
+    const result = 'last' in finish ? finish.result(((await client.query(execute(client, finish.last))) as unknown as { rows: never[] }).rows) : finish.result;
+    const record = persist?.(result) ?? null;
+    if (record !== null) await ensurePrepared(client, record);
+    await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
     return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
+import { isUuid } from '../../../shared/ids.js';
 
 /** What handing out and creating invite links needs to know about a channel and its bot. */
 export interface InviteChannel {
@@ -56,14 +57,12 @@ function toChannel(r: Row): InviteChannel {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * An active channel of the site: the one named, or the site's default when none is. Null when the
  * name is not a channel of this site (another tenant's channel included) or there is no default.
  */
 export async function findSiteChannel(db: Queryable, siteId: string, channelId: string | undefined): Promise<InviteChannel | null> {
-  if (channelId !== undefined && !UUID.test(channelId)) return null;
+  if (channelId !== undefined && !isUuid(channelId)) return null;
   const { rows } = await db.query<Row>(
     `${SELECT}
      WHERE c.site_id = $1 AND c.active
@@ -74,7 +73,7 @@ export async function findSiteChannel(db: Queryable, siteId: string, channelId: 
 }
 
 export async function findChannel(db: Queryable, channelId: string): Promise<InviteChannel | null> {
-  if (!UUID.test(channelId)) return null;
+  if (!isUuid(channelId)) return null;
   const { rows } = await db.query<Row>(`${SELECT} WHERE c.id = $1 AND c.active`, [channelId]);
   return rows[0] === undefined ? null : toChannel(rows[0]);
 }

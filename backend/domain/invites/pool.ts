@@ -1,6 +1,7 @@
 import type { Pool, Queryable } from '../../db/pool.js';
-import { ensurePrepared, execute } from '../../db/prepared-batch.js';
+import { ensurePrepared, execute, withSession } from '../../db/prepared-batch.js';
 import type { CreatedLink } from './telegram.js';
+import { isUuid } from '../../../shared/ids.js';
 
 /** Invitation rows: the per-channel pool of unassigned links, and links assigned to visits. */
 
@@ -65,8 +66,6 @@ const HELD_OR_POOLED = {
   any: { name: 'capigram_invite_held_or_pooled_any', sql: heldOrPooledSql('any') },
 } as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * The link the visit holds for the channel, else one taken from the channel's pool, in one
  * transaction and one round trip: `BEGIN`, the visit's row lock (so two clicks of one visit are
@@ -81,22 +80,16 @@ export async function heldOrPooledLink(
   q: { visitId: string; channelId: string; now: Date; cutoff: Date; mode: 'usable' | 'any' },
 ): Promise<(AssignedLink & { held: boolean }) | null> {
   // The visit id is written into the text: it must be a UUID (it comes from our own rows).
-  if (!UUID.test(q.visitId)) throw new Error('heldOrPooledLink: malformed visit id');
+  if (!isUuid(q.visitId)) throw new Error('heldOrPooledLink: malformed visit id');
   const call = { ...HELD_OR_POOLED[q.mode], values: [q.visitId, q.channelId, q.now, q.cutoff] };
-  const client = await pool.connect();
-  try {
+  return withSession(pool, async (client) => {
     await ensurePrepared(client, call);
     const results = (await client.query(
       `BEGIN; SELECT 1 FROM visits WHERE id = '${q.visitId}' FOR UPDATE; ${execute(client, call)}; COMMIT`,
     )) as unknown as { rows: { id: string; invite_link: string; held: boolean }[] }[];
     const row = results[2]!.rows[0];
     return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link, held: row.held };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Stores a link Capigram created: assigned to a visit, or (visitId null) into the pool. */

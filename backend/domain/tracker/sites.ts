@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
+import { isUuid } from '../../../shared/ids.js';
 
 /**
  * Sites as the keyless surface sees them: the public id and the domains requests must come from.
@@ -19,8 +20,6 @@ export interface SiteDirectory {
   /** By internal id or public websiteId (the `/r/{siteId}/…` path accepts both). */
   byIdOrWebsiteId(idOrWebsiteId: string): Promise<TrackerSite | null>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function createSiteDirectory(db: Queryable, opts: { ttlMs?: number; maxEntries?: number } = {}): SiteDirectory {
   const ttlMs = opts.ttlMs ?? 5000;
@@ -50,7 +49,7 @@ export function createSiteDirectory(db: Queryable, opts: { ttlMs?: number; maxEn
 
   return {
     byWebsiteId: (websiteId) => load('website_id', websiteId),
-    byIdOrWebsiteId: (value) => (UUID.test(value) ? load('id', value.toLowerCase()) : load('website_id', value)),
+    byIdOrWebsiteId: (value) => (isUuid(value) ? load('id', value.toLowerCase()) : load('website_id', value)),
   };
 }
 
