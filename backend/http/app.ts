@@ -1,8 +1,8 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import type { Deps } from '../deps.js';
+import { limitBody } from './body-limit.js';
 import { ApiError, problemResponse, toApiError, validationError } from './errors.js';
 import { registerRoutes } from './routes/index.js';
 
@@ -38,10 +38,11 @@ export function createApp(deps: Deps): App {
   const tooLarge = () => {
     throw new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the limit`);
   };
-  app.use('/backend/telegram/*', bodyLimit({ maxSize: WEBHOOK_BODY_LIMIT_BYTES, onError: tooLarge }));
+  app.use('/backend/telegram/*', limitBody(WEBHOOK_BODY_LIMIT_BYTES, tooLarge));
+  const limited = limitBody(BODY_LIMIT_BYTES, tooLarge);
   app.use('*', async (c, next) => {
     if (c.req.path.startsWith('/backend/telegram/')) return next();
-    return bodyLimit({ maxSize: BODY_LIMIT_BYTES, onError: tooLarge })(c, next);
+    return limited(c, next);
   });
 
   app.onError((err, c) => {
