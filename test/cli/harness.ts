@@ -1,12 +1,11 @@
 // What the CLI tests share: a test database, the fake Telegram, a private DATA_DIR, and `run`,
 // which drives `runCli` in-process exactly as `npm run admin` does, capturing stdout and stderr.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { expect } from 'vitest';
 import { runCli } from '../../backend/cli/run.js';
 import { DEFAULT_BOT, DEFAULT_CHAT, startTelegram, type FakeChat, type FakeBot, type TelegramFake } from '../fakes/telegram.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { scratchDir } from '../harness/scratch.js';
 
 export const SECRET_KEY_HEX = '5e'.repeat(32);
 
@@ -48,7 +47,7 @@ export interface CliWorld {
 
 export async function cliWorld(opts: { bots?: FakeBot[]; chats?: FakeChat[]; env?: NodeJS.ProcessEnv } = {}): Promise<CliWorld> {
   const [db, telegram] = await Promise.all([createTestDatabase(4), startTelegram({ bots: opts.bots, chats: opts.chats })]);
-  const dataDir = mkdtempSync(join(tmpdir(), 'capigram-cli-'));
+  const dataDir = scratchDir('cli');
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     DATABASE_URL: db.url,

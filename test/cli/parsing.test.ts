@@ -1,13 +1,11 @@
 // The command line itself: help, unknown commands and flags, values, repeats. Every refusal here
 // happens before the database is opened, which the unreachable DATABASE_URL proves.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../backend/cli/run.js';
 import { runWith } from './harness.js';
+import { scratchDir } from '../harness/scratch.js';
 
-const env = { DATABASE_URL: 'postgres://nobody:x@127.0.0.1:1/none', DATA_DIR: mkdtempSync(join(tmpdir(), 'capigram-cli-')) };
+const env = { DATABASE_URL: 'postgres://nobody:x@127.0.0.1:1/none', DATA_DIR: scratchDir('cli') };
 const run = (...argv: string[]) => runWith(env, argv);
 
 async function refusal(...argv: string[]): Promise<string> {

@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Runner } from 'graphile-worker';
 import { loadConfig, type Config } from '../../backend/config.js';
@@ -11,6 +8,7 @@ import { createApp, type App } from '../../backend/http/app.js';
 import { createLogger } from '../../backend/log.js';
 import { createMetrics } from '../../backend/metrics.js';
 import { startWorker, type WorkerOptions } from '../../backend/worker/runner.js';
+import { scratchDir } from './scratch.js';
 
 export const TEST_SECRET_KEY = Buffer.alloc(32, 7);
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -36,7 +34,7 @@ export function testClock(): TestClock {
 /** Real dependencies on a test database; `env` overrides the environment (fakes' URLs, say). */
 export function testDeps(pool: Pool, env: Record<string, string> = {}, clock = testClock()): Deps & { clock: TestClock } {
   const config: Config = loadConfig({
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'capigram-test-data-')),
+    DATA_DIR: scratchDir('data'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATABASE_URL: 'postgres://unused-in-tests/',
     ...env,

@@ -15,6 +15,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
     pgTemplate: string;
+    /** A directory for the run's temporary files (data dirs, generated scripts), removed at the end. */
+    scratchDir: string;
   }
 }
 
@@ -22,6 +24,7 @@ let embedded: EmbeddedDatabase | null = null;
 let dir: string | null = null;
 
 export default async function setup(project: TestProject) {
+  const scratch = mkdtempSync(join(tmpdir(), 'capigram-test-run-'));
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     dir = mkdtempSync(join(tmpdir(), 'capigram-test-pg-'));
@@ -43,6 +46,7 @@ export default async function setup(project: TestProject) {
 
   project.provide('pgAdminUrl', adminUrl);
   project.provide('pgTemplate', template);
+  project.provide('scratchDir', scratch);
 
   return async () => {
     if (embedded) await embedded.stop();
@@ -57,6 +61,7 @@ export default async function setup(project: TestProject) {
       await c.end();
     }
     if (dir) rmSync(dir, { recursive: true, force: true });
+    rmSync(scratch, { recursive: true, force: true });
   };
 }
 

@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cookieNamed } from './support/http-client.js';
 import { startSampleUpstream, type SampleUpstream } from './support/sample-upstream.js';
 import { startTrackerStandIn, type TrackerStandIn } from './support/tracker-stand-in.js';
+import { scratchDir } from '../harness/scratch.js';
 
 /**
  * The Cloudflare Worker of docs/proxy.md, taken from the page and run under Node (which has the
@@ -45,7 +45,7 @@ async function run(path: string, init: RequestInit & { headers?: Record<string, 
 }
 
 beforeAll(async () => {
-  const file = join(mkdtempSync(join(tmpdir(), 'capigram-worker-')), 'capigram-worker.mjs');
+  const file = join(scratchDir('worker'), 'capigram-worker.mjs');
   writeFileSync(file, workerSource());
   worker = ((await import(pathToFileURL(file).href)) as { default: Worker }).default;
   upstream = await startSampleUpstream();
