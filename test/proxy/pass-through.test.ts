@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cookieNamed, NAVIGATION_ACCEPT, send } from './support/http-client.js';
 import { startRig, type ProxyRig } from './support/proxy-rig.js';
@@ -118,7 +118,41 @@ describe('pass-through', () => {
     await send(`${rig.proxy.url}/headers`, { headers: { host: 'shop.example.com' } });
     expect(lastUpstream().headers.host).toBe('shop.example.com');
   });
+
+  it('takes an absolute-form request target (GET http://host/path) as its path and query', async () => {
+    const answer = await raw(
+      `GET http://shop.example.com/landing?utm_source=abs HTTP/1.1\r\nHost: shop.example.com\r\nAccept: ${NAVIGATION_ACCEPT}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(lastUpstream()).toMatchObject({ method: 'GET', url: '/landing?utm_source=abs' });
+    const [init] = await rig.tracker.waitFor('/backend/track/init');
+    expect(init!.body).toMatchObject({ landingPage: '/landing?utm_source=abs', href: 'http://shop.example.com/landing?utm_source=abs', utmSource: 'abs' });
+  });
+
+  it('answers a request it cannot parse with a plain 400, and passes nothing on', async () => {
+    const before = rig.upstream.requests.length;
+    const answer = await raw('NOT A REQUEST\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(rig.upstream.requests).toHaveLength(before);
+    expect(rig.tracker.calls).toHaveLength(0);
+  });
 });
+
+/**
+ * Writes `request` on a fresh connection to the proxy; resolves with everything it answers until it
+ * closes (each request here asks for that). The connection is not half-closed: a Node server drops
+ * the requests of a client that sends FIN before its answer.
+ */
+function raw(request: string): Promise<string> {
+  const { hostname, port } = new URL(rig.proxy.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+  });
+}
 
 describe('X-Forwarded-* towards the upstream', () => {
   it('come from what the proxy saw, with a trusted peer extending the chain it vouched for', async () => {
