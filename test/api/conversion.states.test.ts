@@ -265,6 +265,31 @@ describe('recent matching conversion', () => {
     expect(await conversion(waiting.conversionId)).toMatchObject({ value: 79, currency: 'GBP', awaiting_manual_input: false, source: 'webhook' });
   });
 
+  it('a waiting join matched by an event without a value keeps waiting, and the warning says how to complete it', async () => {
+    const user = newUser();
+    const visitId = await insertVisit(db.pool, tenant.site.siteId);
+    const now = new Date();
+    const waiting = await withTx(db.pool, (tx) =>
+      recordConversion(
+        tx,
+        { siteId: tenant.site.siteId, channelId: tenant.site.channels.second, telegramUserId: user, visitId, eventType: 'Lead', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook', awaitingManualInput: true },
+        true,
+      ),
+    );
+    const plain = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', channelId: tenant.site.channels.second }, { key: tenant.accountKey });
+    expect(plain.status).toBe(200);
+    expect(plain.body).toMatchObject({ conversionId: waiting.conversionId, updatedExisting: true, dispatched: false, sends: [] });
+    expect(plain.body.warning).toBe(
+      `conversion ${waiting.conversionId} awaits a manual value: submit it with POST /leads/${user}/conversions/${waiting.conversionId}/value, or send this event again with value and currency; nothing was sent`,
+    );
+    expect(await conversion(waiting.conversionId)).toMatchObject({ awaiting_manual_input: true, capi_status: 'skipped' });
+    expect(await sendsOf(waiting.conversionId)).toEqual([]);
+
+    const valued = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', value: 5, currency: 'EUR', channelId: tenant.site.channels.second }, { key: tenant.accountKey });
+    expect(valued.body).toMatchObject({ conversionId: waiting.conversionId, updatedExisting: true, dispatched: true, capiStatus: 'pending' });
+    expect(valued.body.warning).toBeUndefined();
+  });
+
   it('20 concurrent identical requests without an Idempotency-Key make one conversion and one send per platform', async () => {
     const { user } = await warm();
     const results = await Promise.all(Array.from({ length: 20 }, () => purchase(user)));

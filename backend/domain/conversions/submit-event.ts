@@ -123,8 +123,11 @@ export async function submitBusinessEvent(
 }
 
 /** Why nothing was scheduled, for the answer's `warning`. */
-function notDispatchedWhy(ctx: EventContext, signals: boolean): string {
+function notDispatchedWhy(ctx: EventContext, signals: boolean, awaiting?: { conversionId: string; telegramUserId: number }): string {
   if (ctx.site.activePixels === 0) return `no active ad platform pixel is configured for site ${ctx.site.websiteId}; nothing was sent`;
+  if (awaiting !== undefined) {
+    return `conversion ${awaiting.conversionId} awaits a manual value: submit it with POST /leads/${awaiting.telegramUserId}/conversions/${awaiting.conversionId}/value, or send this event again with value and currency; nothing was sent`;
+  }
   if (!signals) {
     return 'the event carries no attribution signal (no acquisition visit, fbc, fbp, click id, client IP, User-Agent, PII or externalUserId); nothing was sent';
   }
@@ -183,7 +186,9 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
       dispatched,
       deduplicated: true,
       updatedExisting: true,
-      ...(dispatched ? {} : { warning: notDispatchedWhy(ctx, signals) }),
+      ...(dispatched
+        ? {}
+        : { warning: notDispatchedWhy(ctx, signals, patched.awaitingManualInput ? { conversionId: match.conversionId, telegramUserId: ev.telegramUserId } : undefined) }),
       sends: scheduled.sends,
     },
   };
