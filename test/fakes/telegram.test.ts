@@ -112,6 +112,17 @@ describe('Telegram fake: invite links and join requests', () => {
     expect(tg.links(CHAT)[0]?.is_revoked).toBe(true);
   });
 
+  it('refuses to revoke a link that expired or that it never made: INVITE_HASH_EXPIRED', async () => {
+    const link = (await call(api('createChatInviteLink'), { json: { chat_id: CHAT, expire_date: Math.floor(Date.now() / 1000) + 3600 } })).body.result.invite_link;
+    tg.expireLink(link);
+    for (const invite_link of [link, 'https://t.me/+never-made']) {
+      const res = await call(api('revokeChatInviteLink'), { json: { chat_id: CHAT, invite_link } });
+      expect(res.status).toBe(400);
+      expect(res.body.description).toBe('Bad Request: INVITE_HASH_EXPIRED');
+    }
+    expect(tg.revoked).toEqual([]);
+  });
+
   it('approves a pending join request once; refuses one that is not pending', async () => {
     tg.chatJoinRequest({ chatId: CHAT, user: { id: 777000222, first_name: 'Bo' } });
     const ok = await call(api('approveChatJoinRequest'), { json: { chat_id: CHAT, user_id: 777000222 } });

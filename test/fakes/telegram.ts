@@ -89,6 +89,13 @@ export class TelegramFake extends FakeServer {
     return this.inviteLinks.filter((l) => l.chatId === chatId).map((l) => ({ ...l.link }));
   }
 
+  /** Time passes for one link: its expire_date is now in the past, as Telegram then treats it. */
+  expireLink(inviteLink: string): void {
+    const entry = this.inviteLinks.find((l) => l.link.invite_link === inviteLink);
+    if (!entry) throw new Error(`telegram fake: no invite link ${inviteLink}`);
+    entry.link.expire_date = Math.floor(Date.now() / 1000) - 1;
+  }
+
   get revoked(): ChatInviteLink[] {
     return this.revokedLinks.map((l) => ({ ...l }));
   }
@@ -289,7 +296,10 @@ export class TelegramFake extends FakeServer {
       const chat = this.adminChat(bot, p.chat_id);
       if ('status' in chat) return chat;
       const entry = this.inviteLinks.find((l) => l.chatId === chat.id && l.link.invite_link === p.invite_link);
-      if (!entry) return tgError(400, 'Bad Request: INVITE_HASH_EXPIRED');
+      // An unknown link, or one past its expiry date, is "expired" to Telegram.
+      if (!entry || (entry.link.expire_date !== undefined && entry.link.expire_date * 1000 < Date.now())) {
+        return tgError(400, 'Bad Request: INVITE_HASH_EXPIRED');
+      }
       if (!entry.link.is_revoked) {
         entry.link.is_revoked = true;
         this.revokedLinks.push(entry.link);

@@ -225,6 +225,19 @@ describe('joins that are not attributed', () => {
     expect(await revokeEverQueued(inv)).toBe(false);
   });
 
+  it('a used link that expired before its revoke ran counts as revoked (Telegram: INVITE_HASH_EXPIRED)', async () => {
+    const inv = await w.invitation('main');
+    const user = newUser();
+    w.fakes.telegram.expireLink(inv.inviteLink);
+    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    expect((await conversionsOf(user.id)).map((c) => c.visit_id)).toEqual([inv.visitId]);
+    await eventually(async () => (await invitationRow(inv.invitationId)).revoked_at !== null, 5000, 'revoked_at');
+    // Telegram was asked, refused with INVITE_HASH_EXPIRED, and the job was not left to retry.
+    expect(w.fakes.telegram.calls('revokeChatInviteLink').filter((p) => p.invite_link === inv.inviteLink)).toHaveLength(1);
+    expect(w.fakes.telegram.revoked.some((l) => l.invite_link === inv.inviteLink)).toBe(false);
+    await eventually(async () => (await w.count('graphile_worker.jobs WHERE key = $1', [revokeJobKey(inv.invitationId)])) === 0, 5000, 'the revoke job done');
+  });
+
   it('a pooled link never handed to a visit is taken out of use but attributes nothing', async () => {
     const inv = await w.invitation('main', { visit: false });
     const user = newUser();
