@@ -11,19 +11,34 @@ export interface EarlyClaim {
   claimedAt: Date;
 }
 
-/** An Idempotency-Key this request holds, and whether its answer was stored with the work itself. */
+/** What the API key look-up found under an Idempotency-Key (for endpoints that claim it in their own transaction). */
+export interface PriorClaim {
+  key: string;
+  /** The key's row, or null when the key is new. */
+  row: { createdAt: Date; status: number | null; body: { contentType: string; text: string } | null } | null;
+}
+
+/**
+ * An Idempotency-Key this request holds, and whether its answer was stored with the work itself.
+ * `inWork`: not claimed yet; the work's transaction claims it first (so a request that dies
+ * leaves no claim behind), and an answer that is not stored with the work is stored with its claim.
+ */
 export interface HeldClaim {
   apiKeyId: string;
   key: string;
   claimedAt: Date;
   storedWithWork: boolean;
+  inWork: boolean;
 }
 
 /**
  * Variables of a business API request: the app's request id, the authenticated caller, an
- * Idempotency-Key claimed with the key look-up, and the claim the request holds.
+ * Idempotency-Key claimed with the key look-up (or what the look-up found under it), and the claim
+ * the request holds.
  */
-export type ApiEnv = { Variables: { requestId: string; caller: ApiCaller; earlyClaim?: EarlyClaim; heldClaim?: HeldClaim } };
+export type ApiEnv = {
+  Variables: { requestId: string; caller: ApiCaller; earlyClaim?: EarlyClaim; priorClaim?: PriorClaim; heldClaim?: HeldClaim };
+};
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 // Compared against when the prefix is unknown, so that a miss costs what a hit costs.
@@ -38,36 +53,52 @@ function unauthorized(): ApiError {
   });
 }
 
+type KeyRow = {
+  id: string; account_id: string; site_id: string | null; secret_hash: Buffer; revoked_at: Date | null; last_used_at: Date | null;
+  claimed?: boolean; prior_at?: Date | null; prior_status?: number | null; prior_body?: { contentType: string; text: string } | null;
+};
+
 /**
  * `Authorization: Bearer <key>` for the business API. The key's public prefix finds the row; the
  * whole key is compared with the stored SHA-256 in constant time. The key itself is never logged
  * or stored, only the caller it stands for.
+ *
+ * A well-formed Idempotency-Key travels with the look-up, for a key whose hash matches (the digest
+ * comparison in SQL only decides that; the caller is still decided by the constant-time comparison
+ * below). By default it is claimed there, in the look-up's own round trip, if the key is not revoked;
+ * a conflict claims nothing and leaves the key to the idempotency middleware, as does a malformed
+ * key. With `claimInWork` (endpoints whose transaction claims the key itself) the look-up only
+ * reads what is stored under it, so that a stored answer is replayed without another round trip.
  */
-export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>): MiddlewareHandler<ApiEnv> {
+export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const key = BEARER.exec(c.req.header('authorization') ?? '')?.[1];
     const prefix = key === undefined ? null : apiKeyPrefix(key);
     if (key === undefined || prefix === null) throw unauthorized();
 
-    // A well-formed Idempotency-Key is claimed in the look-up's own round trip, for a key whose hash
-    // matches and that is not revoked (the digest comparison in SQL only decides whether to claim;
-    // the caller is still decided by the constant-time comparison below). A conflict claims
-    // nothing and leaves the key to the idempotency middleware, as does a malformed key.
     const idempotencyKey = c.req.header('idempotency-key');
     const claimKey = idempotencyKey !== undefined && isIdempotencyKey(idempotencyKey) ? idempotencyKey : null;
     const now = deps.now();
-    const { rows } = await deps.pool.query<{
-      id: string; account_id: string; site_id: string | null; secret_hash: Buffer; revoked_at: Date | null; last_used_at: Date | null; claimed: boolean;
-    }>({
-      // Prepared once per connection: it runs on every business request.
-      name: 'capigram_api_key_by_prefix_and_claim',
-      text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
-             claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at)
-                       SELECT k.id, $2, $3 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
-                       ON CONFLICT DO NOTHING RETURNING 1)
-             SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
-      values: [prefix, claimKey, now, hashApiKey(key)],
-    });
+    // Prepared once per connection: one of them runs on every business request.
+    const { rows } = await deps.pool.query<KeyRow>(
+      claimInWork
+        ? {
+            name: 'capigram_api_key_by_prefix_and_prior_claim',
+            text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1)
+                   SELECT k.*, i.created_at AS prior_at, i.status_code AS prior_status, i.response_body AS prior_body
+                   FROM k LEFT JOIN idempotency_keys i ON i.api_key_id = k.id AND i.key = $2 AND k.secret_hash = $3`,
+            values: [prefix, claimKey, hashApiKey(key)],
+          }
+        : {
+            name: 'capigram_api_key_by_prefix_and_claim',
+            text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
+                   claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at)
+                             SELECT k.id, $2, $3 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
+                             ON CONFLICT DO NOTHING RETURNING 1)
+                   SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
+            values: [prefix, claimKey, now, hashApiKey(key)],
+          },
+    );
     const row = rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();
@@ -78,7 +109,11 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>): MiddlewareHan
         .catch((err: unknown) => deps.log.debug({ err: String(err) }, 'could not record API key use'));
     }
     c.set('caller', { keyId: row.id, accountId: row.account_id, siteId: row.site_id });
-    if (row.claimed && claimKey !== null) c.set('earlyClaim', { key: claimKey, claimedAt: now });
+    if (row.claimed === true && claimKey !== null) c.set('earlyClaim', { key: claimKey, claimedAt: now });
+    if (claimInWork && claimKey !== null) {
+      const prior = row.prior_at ? { createdAt: row.prior_at, status: row.prior_status ?? null, body: row.prior_body ?? null } : null;
+      c.set('priorClaim', { key: claimKey, row: prior });
+    }
     await next();
   };
 }

@@ -1,7 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { PreparedCall } from '../db/prepared-batch.js';
+import type { LockedClaim } from '../domain/conversions/lead-lock.js';
 import type { Deps } from '../deps.js';
-import type { ApiEnv, HeldClaim } from './api-auth.js';
+import type { ApiEnv, HeldClaim, PriorClaim } from './api-auth.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -17,6 +18,10 @@ import { ApiError } from './errors.js';
  * IDEMPOTENCY_IN_PROGRESS. A claim still unfinished after a minute belongs to a request that died
  * with its process; it is taken over. A key older than 24 hours but not yet purged (rows live two
  * days) counts as new: the request runs again and its result replaces the old one.
+ *
+ * The event endpoints claim a new key inside their own transaction instead (`claimInWork`), which
+ * changes the first and the third rules for them: nothing is claimed before the work, and a
+ * duplicate waits on the claim's row for as long as the first request takes.
  */
 export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_WAIT_MS = 1000;
@@ -40,7 +45,14 @@ type Claim = { kind: 'claimed'; claimedAt: Date } | { kind: 'replay'; status: nu
 
 type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
 
-export function idempotency(deps: StoreDeps): MiddlewareHandler<ApiEnv> {
+/**
+ * `claimInWork`: for endpoints whose work runs in one transaction that claims the key itself
+ * (`answerRecorder`'s `claim`), together with the key look-up's `claimInWork`. A new key is then
+ * claimed, worked on and answered in that one transaction: a request that dies leaves nothing
+ * behind, so its retry runs at once instead of meeting an unfinished claim. A duplicate that
+ * arrives meanwhile waits on the claim's row, then replays the answer.
+ */
+export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
     if (key === undefined) return next();
@@ -50,21 +62,82 @@ export function idempotency(deps: StoreDeps): MiddlewareHandler<ApiEnv> {
       });
     }
     const apiKeyId = c.get('caller').keyId;
+    const prior = claimInWork ? c.get('priorClaim') : undefined;
+    if (prior?.key === key && prior.row === null) {
+      const held: HeldClaim = { apiKeyId, key, claimedAt: deps.now(), storedWithWork: false, inWork: true };
+      c.set('heldClaim', held);
+      await next();
+      await settleInWork(deps, c, held);
+      return;
+    }
+    const stored = prior?.key === key ? replayable(prior.row, deps.now()) : undefined;
+    if (stored !== undefined) return replay(stored.status, stored.stored);
     // The API key look-up usually claimed it already (one round trip for both).
     const early = c.get('earlyClaim');
     const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key);
-    if (claim.kind === 'busy') throw new ApiError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
-    if (claim.kind === 'replay') {
-      return new Response(claim.stored.text, {
-        status: claim.status,
-        headers: { 'content-type': claim.stored.contentType, [REPLAY_HEADER]: 'true' },
-      });
-    }
-    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false };
+    if (claim.kind === 'busy') throw inProgress();
+    if (claim.kind === 'replay') return replay(claim.status, claim.stored);
+    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false, inWork: false };
     c.set('heldClaim', held);
     await next();
     if (!held.storedWithWork) await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
   };
+}
+
+function inProgress(): ApiError {
+  return new ApiError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
+}
+
+function replay(status: number, stored: StoredResponse): Response {
+  return new Response(stored.text, { status, headers: { 'content-type': stored.contentType, [REPLAY_HEADER]: 'true' } });
+}
+
+/** A stored answer still within the replay window. */
+function replayable(row: PriorClaim['row'], now: Date): { status: number; stored: StoredResponse } | undefined {
+  if (row === null || row.status === null || row.body === null) return undefined;
+  if (now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_REPLAY_WINDOW_MS) return undefined;
+  return { status: row.status, stored: row.body };
+}
+
+/** Thrown by the work's transaction when another request holds the key (it was rolled back). */
+export class ClaimTaken extends ApiError {
+  constructor() {
+    super('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
+  }
+}
+
+/**
+ * After work that was to claim the key in its own transaction. Stored with the work: done. Beaten
+ * to the key by another request: its answer is replayed (or, if it is still running, 409). Any
+ * other answer below 500 (a validation error, say) is stored with its claim in one statement; a 5xx
+ * is not stored, and its transaction claimed nothing.
+ */
+async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim): Promise<void> {
+  if (held.storedWithWork) return;
+  if (c.error instanceof ClaimTaken) {
+    const claim = await acquire(deps, held.apiKeyId, held.key);
+    if (claim.kind === 'replay') {
+      c.res = replay(claim.status, claim.stored);
+    } else if (claim.kind === 'claimed') {
+      // The other request's claim went away (it failed, or expired) after beating this one: this
+      // one has nothing to run any more. Let the client's retry run it.
+      await deps.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [held.apiKeyId, held.key, claim.claimedAt]);
+    }
+    return;
+  }
+  const res = c.res;
+  if (res.status >= 500) return;
+  try {
+    const stored: StoredResponse = { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
+    await deps.pool.query({
+      name: 'capigram_idempotency_claim_with_answer',
+      text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+      values: [held.apiKeyId, held.key, held.claimedAt, res.status, JSON.stringify(stored), deps.now()],
+    });
+  } catch (err) {
+    deps.log.warn({ err: String(err) }, 'could not store the idempotent response');
+  }
 }
 
 /** The statement that stores an answer under the claim (the same one `settle` runs). */
@@ -76,6 +149,8 @@ export interface AnswerRecorder<T> {
   persist(outcome: T): PreparedCall;
   /** Call once the work's transaction committed: the middleware then stores nothing more. */
   committed(): void;
+  /** For a key claimed in the work's transaction: the claim, to be made first in it. */
+  claim?: LockedClaim;
 }
 
 /**
@@ -94,6 +169,18 @@ export function answerRecorder<T>(
   if (held === undefined) return undefined;
   let persisted = false;
   return {
+    ...(held.inWork
+      ? {
+          claim: {
+            call: {
+              name: 'capigram_idempotency_claim_in_work',
+              sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
+              values: [held.apiKeyId, held.key, held.claimedAt],
+            },
+            taken: () => new ClaimTaken(),
+          },
+        }
+      : {}),
     persist(outcome) {
       const { status, body } = answer(outcome);
       const stored: StoredResponse = { contentType: 'application/json', text: JSON.stringify(body) };

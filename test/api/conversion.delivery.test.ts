@@ -3,12 +3,10 @@
 // cold lead's overrides, a submitted manual value, and nothing at all for a reused sent conversion.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withTx } from '../../backend/db/pool.js';
-import { recordConversion } from '../../backend/domain/conversion-record.js';
 import { startFakes, type Fakes, type MetaAcceptedEvent } from '../fakes/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
-import { META_PIXEL, VISIT, apiClient, attributedJoin, insertVisit, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { META_PIXEL, VISIT, apiClient, attributedJoin, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
 
 let fakes: Fakes;
 let db: TestDatabase;
@@ -120,15 +118,7 @@ describe('what Meta receives', () => {
 
   it('a submitted manual value is what Meta gets', async () => {
     const user = newUser();
-    const visitId = await insertVisit(db.pool, tenant.site.siteId);
-    const now = new Date();
-    const waiting = await withTx(db.pool, (tx) =>
-      recordConversion(
-        tx,
-        { siteId: tenant.site.siteId, channelId: tenant.site.channels.second, telegramUserId: user, visitId, eventType: 'Purchase', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook', awaitingManualInput: true },
-        true,
-      ),
-    );
+    const waiting = await waitingJoin(db.pool, tenant.site, user);
     const res = await api.post(`/leads/${user}/conversions/${waiting.conversionId}/value`, { value: 120, currency: 'eur' }, { key: tenant.site.siteKey });
     expect(res).toMatchObject({ status: 200, body: { success: true } });
     const { event } = await metaEvent(waiting.conversionId);

@@ -6,7 +6,7 @@ import { withTx } from '../../backend/db/pool.js';
 import { recordConversion } from '../../backend/domain/conversion-record.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
-import { apiClient, attributedJoin, count, insertVisit, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { apiClient, attributedJoin, count, insertVisit, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -249,15 +249,7 @@ describe('recent matching conversion', () => {
 
   it('a join waiting for a manual value is completed by a Purchase with a value on its channel', async () => {
     const user = newUser();
-    const visitId = await insertVisit(db.pool, tenant.site.siteId);
-    const now = new Date();
-    const waiting = await withTx(db.pool, (tx) =>
-      recordConversion(
-        tx,
-        { siteId: tenant.site.siteId, channelId: tenant.site.channels.second, telegramUserId: user, visitId, eventType: 'Purchase', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook', awaitingManualInput: true },
-        true,
-      ),
-    );
+    const waiting = await waitingJoin(db.pool, tenant.site, user);
     expect(waiting.sends).toEqual([]);
     const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 79, currency: 'GBP', channelId: tenant.site.channels.second }, { key: tenant.accountKey });
     expect(res.status).toBe(200);
@@ -267,15 +259,7 @@ describe('recent matching conversion', () => {
 
   it('a waiting join matched by an event without a value keeps waiting, and the warning says how to complete it', async () => {
     const user = newUser();
-    const visitId = await insertVisit(db.pool, tenant.site.siteId);
-    const now = new Date();
-    const waiting = await withTx(db.pool, (tx) =>
-      recordConversion(
-        tx,
-        { siteId: tenant.site.siteId, channelId: tenant.site.channels.second, telegramUserId: user, visitId, eventType: 'Lead', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook', awaitingManualInput: true },
-        true,
-      ),
-    );
+    const waiting = await waitingJoin(db.pool, tenant.site, user, 'Lead');
     const plain = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', channelId: tenant.site.channels.second }, { key: tenant.accountKey });
     expect(plain.status).toBe(200);
     expect(plain.body).toMatchObject({ conversionId: waiting.conversionId, updatedExisting: true, dispatched: false, sends: [] });

@@ -2,9 +2,12 @@
 // execution whatever the new body, per-API-key scope, concurrent duplicates, the 24-hour window,
 // the purge after two days (clock controlled), and 5xx answers never stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTaskList, TASKS } from '../../backend/worker/tasks/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
+import { startTestApp, testClock, TEST_SECRET_KEY, type TestApp, type TestClock } from '../harness/app.js';
+import { spawnService } from '../harness/process.js';
+import { scratchDir } from '../harness/scratch.js';
 import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
 
 let db: TestDatabase;
@@ -35,6 +38,36 @@ async function warmUser(): Promise<number> {
 }
 const purchase = (user: number, extra: Record<string, unknown> = {}) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD', ...extra });
 const conversionsOf = (user: number) => count(db.pool, 'conversions WHERE telegram_user_id = $1', [user]);
+
+/** Runs `fn` while a transaction of the test holds the user's business-event lock, so events of theirs stop inside their transaction. */
+async function holdingLeadLock(user: number, fn: () => Promise<void>): Promise<void> {
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
+    await fn();
+  } finally {
+    await holder.query('COMMIT');
+    holder.release();
+  }
+}
+
+const waitingOn = (waitEvent: string) => count(db.pool, 'pg_stat_activity WHERE datname = current_database() AND wait_event = $1', [waitEvent]);
+
+/**
+ * Runs `send`, then resolves once one more backend of this database waits on a lock of this kind
+ * (`advisory`, `transactionid`), with what `send` returned (wrapped, so a promise is not awaited).
+ */
+async function sentAndWaiting<T>(waitEvent: string, send: () => T): Promise<{ sent: T }> {
+  const before = await waitingOn(waitEvent);
+  const sent = send();
+  const deadline = Date.now() + 10_000;
+  while ((await waitingOn(waitEvent)) <= before) {
+    if (Date.now() > deadline) throw new Error(`no new backend waiting on ${waitEvent}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { sent };
+}
 
 async function rawPost(path: string, body: unknown, headers: Record<string, string>) {
   const res = await fetch(`${t.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -166,6 +199,55 @@ describe('concurrency', () => {
       [user],
     );
     expect(rows.map((r) => r.platform)).toEqual(['meta', 'tiktok']);
+  });
+
+  it('a duplicate arriving while the first is inside its transaction waits for it, then replays its answer', async () => {
+    const user = await warmUser();
+    const key = freshKey();
+    let first: ReturnType<typeof api.post>;
+    let second: ReturnType<typeof api.post>;
+    await holdingLeadLock(user, async () => {
+      first = (await sentAndWaiting('advisory', () => api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }))).sent;
+      // The duplicate waits on the first one's claim, for longer than a poll for a claimed key would.
+      second = (
+        await sentAndWaiting('transactionid', () => api.post('/events/conversion', purchase(user, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key }))
+      ).sent;
+      await new Promise((r) => setTimeout(r, 1_200));
+    });
+    const [a, b] = await Promise.all([first!, second!]);
+    expect(a.status).toBe(201);
+    expect(a.headers.get('x-idempotent-replay')).toBeNull();
+    expect(b).toMatchObject({ status: 201, body: a.body });
+    expect(b.headers.get('x-idempotent-replay')).toBe('true');
+    expect(await conversionsOf(user)).toBe(1);
+  });
+
+  it('a server killed inside the event leaves no claim behind: the retry runs at once', async () => {
+    const user = await warmUser();
+    const key = freshKey();
+    const server = spawnService('backend/main.ts', {
+      DATABASE_URL: db.url,
+      DATA_DIR: scratchDir('api-crash'),
+      SECRET_KEY: TEST_SECRET_KEY.toString('hex'),
+      PORT: '0',
+      WORKER: 'off',
+    });
+    try {
+      const [, url] = await server.waitFor(/Capigram listening on (\S+)/);
+      await holdingLeadLock(user, async () => {
+        await sentAndWaiting('advisory', () => {
+          void apiClient(url!).post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }).catch(() => undefined);
+        });
+        server.child.kill('SIGKILL');
+        await server.exit();
+      });
+    } finally {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    }
+    const retry = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('x-idempotent-replay')).toBeNull();
+    expect(await conversionsOf(user)).toBe(1);
   });
 
   it('409 IDEMPOTENCY_IN_PROGRESS while the first request with the key is still executing', async () => {

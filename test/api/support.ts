@@ -4,7 +4,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hashApiKey } from '../../backend/crypto/api-keys.js';
 import type { SecretBox } from '../../backend/crypto/secret-box.js';
-import type { Pool } from '../../backend/db/pool.js';
+import { withTx, type Pool } from '../../backend/db/pool.js';
+import { recordConversion, type EventTypeName, type RecordedConversion } from '../../backend/domain/conversion-record.js';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { createApiKey } from '../../backend/domain/admin/api-keys.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
@@ -96,6 +97,22 @@ export async function insertVisit(pool: Pool, siteId: string, v: VisitSeed = VIS
     [siteId, v.href ?? null, v.clientIp ?? null, v.userAgent ?? null, v.fbc ?? null, v.fbp ?? null, v.gclid ?? null, v.createdAt ?? null],
   );
   return rows[0]!.id;
+}
+
+/**
+ * A join on the site's manual-value channel (`second`), from a visit, as the webhook records it:
+ * a conversion awaiting its value, with no send yet.
+ */
+export async function waitingJoin(pool: Pool, site: SiteSeed, telegramUserId: number, eventType: EventTypeName = 'Purchase'): Promise<RecordedConversion> {
+  const visitId = await insertVisit(pool, site.siteId);
+  const now = new Date();
+  return withTx(pool, (tx) =>
+    recordConversion(
+      tx,
+      { siteId: site.siteId, channelId: site.channels.second, telegramUserId, visitId, eventType, eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook', awaitingManualInput: true },
+      true,
+    ),
+  );
 }
 
 /** A join attributed through an invite link to a visit, as the webhook records it. */

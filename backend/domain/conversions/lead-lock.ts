@@ -14,13 +14,24 @@ import { ensurePrepared, execute, withSession, type PreparedCall } from '../../d
  * the statements once per connection and executes them with quoted literals); the lock key is
  * checked before it is written into the text.
  */
-const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
+export const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export type { PreparedCall };
 
 /** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
 export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
+
+/**
+ * A claim the transaction makes first, before the lock (the business API's Idempotency-Key): an
+ * insert that returns a row when it claimed. A concurrent holder of the same claim makes the insert
+ * wait for its transaction; if that one commits, nothing is claimed, the transaction is rolled
+ * back and `taken()` is thrown.
+ */
+export interface LockedClaim {
+  call: PreparedCall;
+  taken: () => Error;
+}
 
 export async function withLeadLock<T, R>(
   pool: Pool,
@@ -33,14 +44,23 @@ export async function withLeadLock<T, R>(
    * answer): it travels with the COMMIT, so the answer is stored exactly when the work is.
    */
   persist?: (result: T) => PreparedCall | null,
+  claim?: LockedClaim,
 ): Promise<T> {
   if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId)) throw new Error('withLeadLock: malformed lock key');
   return withSession(pool, async (client) => {
     await ensurePrepared(client, read);
+    if (claim !== undefined) await ensurePrepared(client, claim.call);
+    const lock = `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${accountId}:${telegramUserId}'))`;
     const opened = (await client.query(
-      `BEGIN; SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${accountId}:${telegramUserId}')); ${execute(client, read)}`,
+      claim === undefined
+        ? `BEGIN; ${lock}; ${execute(client, read)}`
+        : `BEGIN; ${execute(client, claim.call)}; ${lock}; ${execute(client, read)}`,
     )) as unknown as { rows: R[] }[];
-    const finish = await fn(client, opened[2]!.rows);
+    if (claim !== undefined && opened[1]!.rows.length === 0) {
+      await client.query('ROLLBACK');
+      throw claim.taken();
+    }
+    const finish = await fn(client, opened.at(-1)!.rows);
     if ('last' in finish) await ensurePrepared(client, finish.last);
     if ('last' in finish && persist === undefined) {
       const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as { rows: never[] }[];

@@ -9,7 +9,7 @@ import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
-import { withLeadLock, type LockedFinish, type PreparedCall } from './lead-lock.js';
+import { withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
@@ -72,7 +72,8 @@ interface PreparedEvent {
 
 /**
  * `persist`, when given, turns the outcome into a write committed with it (the caller's
- * idempotent answer); without it the outcome is only returned.
+ * idempotent answer); without it the outcome is only returned. `claim`, when given, is made first
+ * in the same transaction (the caller's Idempotency-Key, see `withLeadLock`).
  */
 export async function submitBusinessEvent(
   deps: EventDeps,
@@ -80,6 +81,7 @@ export async function submitBusinessEvent(
   ev: BusinessEvent,
   mode: EventMode,
   persist?: (outcome: EventOutcome) => PreparedCall | null,
+  claim?: LockedClaim,
 ): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
@@ -116,7 +118,7 @@ export async function submitBusinessEvent(
     if (match?.capiStatus === 'sent') return { result: reuseSent(match, ev.eventType) };
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
-  }, persist);
+  }, persist, claim);
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) wakeDelivery(deps.pool);
   return outcome;

@@ -36,6 +36,14 @@ export function keyedJson(deps: ApiDeps): MiddlewareHandler<ApiEnv>[] {
   return [apiAuth(deps), idempotency(deps), requireJson];
 }
 
+/**
+ * The two event endpoints: as `keyedJson`, but a new Idempotency-Key is claimed inside the event's
+ * own transaction (`submitEvent`), which also stores its answer.
+ */
+export function eventJson(deps: ApiDeps): MiddlewareHandler<ApiEnv>[] {
+  return [apiAuth(deps, { claimInWork: true }), idempotency(deps, { claimInWork: true }), requireJson];
+}
+
 // Control characters are never meaningful in these fields, NUL breaks PostgreSQL text and a lone
 // surrogate breaks its JSON: refusing them here keeps every such input a 400, never a 500.
 const UNSAFE_CHARS = /[\p{Cc}\p{Cs}]/u;

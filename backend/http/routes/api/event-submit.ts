@@ -11,12 +11,12 @@ export function eventAnswer(outcome: EventOutcome): { status: 200 | 201; body: E
 }
 
 /**
- * Runs a business event for the request's caller. With a claimed Idempotency-Key, the answer is
- * stored in the event's own transaction (see `answerRecorder`).
+ * Runs a business event for the request's caller. With an Idempotency-Key, a new key is claimed
+ * and its answer stored in the event's own transaction (see `answerRecorder`).
  */
 export async function submitEvent(c: Context<ApiEnv>, deps: ApiDeps, event: BusinessEvent, mode: EventMode): Promise<EventOutcome> {
   const recorder = answerRecorder(c, deps, eventAnswer);
-  const outcome = await submitBusinessEvent(deps, c.get('caller'), event, mode, recorder?.persist);
+  const outcome = await submitBusinessEvent(deps, c.get('caller'), event, mode, recorder?.persist, recorder?.claim);
   recorder?.committed();
   return outcome;
 }

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { COMMON_ERRORS, SECURITY, keyedJson, problems, type ApiApp, type ApiDeps } from './common.js';
+import { COMMON_ERRORS, SECURITY, eventJson, problems, type ApiApp, type ApiDeps } from './common.js';
 import { ConversionEventBody, ConversionResult, EventHeaders, toBusinessEvent } from './event-body.js';
 import { eventAnswer, submitEvent } from './event-submit.js';
 
@@ -21,7 +21,7 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
       'returned untouched when already sent (200, `deduplicated`, `dispatched: false`).',
     ].join(' '),
     security: SECURITY,
-    middleware: keyedJson(deps),
+    middleware: eventJson(deps),
     request: {
       headers: EventHeaders,
       body: { required: true, content: { 'application/json': { schema: ConversionEventBody } } },

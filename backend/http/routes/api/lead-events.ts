@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { COMMON_ERRORS, SECURITY, TelegramUserIdParam, keyedJson, problems, type ApiApp, type ApiDeps } from './common.js';
+import { COMMON_ERRORS, SECURITY, TelegramUserIdParam, eventJson, problems, type ApiApp, type ApiDeps } from './common.js';
 import { ConversionResult, EventHeaders, LeadEventBody, toBusinessEvent } from './event-body.js';
 import { eventAnswer, submitEvent } from './event-submit.js';
 
@@ -17,7 +17,7 @@ export function registerLeadEvent(api: ApiApp, deps: ApiDeps): void {
       "the channel the most recent conversion's on that site.",
     ].join(' '),
     security: SECURITY,
-    middleware: keyedJson(deps),
+    middleware: eventJson(deps),
     request: {
       params: z.object({ telegramUserId: TelegramUserIdParam }),
       headers: EventHeaders,
