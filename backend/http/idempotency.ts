@@ -84,8 +84,10 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
   };
 }
 
+const IN_PROGRESS = 'a request with this Idempotency-Key is still executing; retry shortly';
+
 function inProgress(): ApiError {
-  return new ApiError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
+  return new ApiError('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS);
 }
 
 function replay(status: number, stored: StoredResponse): Response {
@@ -102,7 +104,7 @@ function replayable(row: PriorClaim['row'], now: Date): { status: number; stored
 /** Thrown by the work's transaction when another request holds the key (it was rolled back). */
 export class ClaimTaken extends ApiError {
   constructor() {
-    super('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still executing; retry shortly');
+    super('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS);
   }
 }
 
