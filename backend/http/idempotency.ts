@@ -94,6 +94,11 @@ function replay(status: number, stored: StoredResponse): Response {
   return new Response(stored.text, { status, headers: { 'content-type': stored.contentType, [REPLAY_HEADER]: 'true' } });
 }
 
+/** What is stored of an answer: its media type and exact bytes (the response itself still goes out). */
+async function storedOf(res: Response): Promise<StoredResponse> {
+  return { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
+}
+
 /** A stored answer still within the replay window. */
 function replayable(row: PriorClaim['row'], now: Date): { status: number; stored: StoredResponse } | undefined {
   if (row === null || row.status === null || row.body === null) return undefined;
@@ -130,7 +135,7 @@ async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim
   const res = c.res;
   if (res.status >= 500) return;
   try {
-    const stored: StoredResponse = { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
+    const stored = await storedOf(res);
     await deps.pool.query({
       name: 'capigram_idempotency_claim_with_answer',
       text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
@@ -242,7 +247,7 @@ async function settle(deps: StoreDeps, apiKeyId: string, key: string, claimedAt:
       await deps.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [apiKeyId, key, claimedAt]);
       return;
     }
-    const stored: StoredResponse = { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
+    const stored = await storedOf(res);
     await deps.pool.query({
       name: 'capigram_idempotency_store',
       text: STORE_SQL,
