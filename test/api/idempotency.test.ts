@@ -6,6 +6,7 @@ import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTaskList, TASKS } from '../../backend/worker/tasks/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, testClock, TEST_SECRET_KEY, type TestApp, type TestClock } from '../harness/app.js';
+import { waitUntil } from '../delivery/support.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
 import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
@@ -61,11 +62,7 @@ const waitingOn = (waitEvent: string) => count(db.pool, 'pg_stat_activity WHERE 
 async function sentAndWaiting<T>(waitEvent: string, send: () => T): Promise<{ sent: T }> {
   const before = await waitingOn(waitEvent);
   const sent = send();
-  const deadline = Date.now() + 10_000;
-  while ((await waitingOn(waitEvent)) <= before) {
-    if (Date.now() > deadline) throw new Error(`no new backend waiting on ${waitEvent}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitUntil(async () => (await waitingOn(waitEvent)) > before, 10_000, `a new backend waiting on ${waitEvent}`);
   return { sent };
 }
 
