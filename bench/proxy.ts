@@ -6,9 +6,12 @@
  * Capigram proxy with tracking on (every request is an HTML navigation, so every one posts
  * `track/init`), first with the tracker answering and then with it stalled; and, for scale, the
  * Capigram proxy passing through requests that are not navigations (no cookies, no tracker call).
- * Each server runs in its own process so the load generator does not share their event loop.
+ * Each server runs in its own process so the load generator does not share their event loop. The
+ * rows with the tracker up run interleaved in rounds; the stalled row comes last, once (a stalled
+ * tracker opens the proxy's circuit breaker, which would spoil a tracked row after it).
  *
- * Options: `--requests=N` (default 20000), `--concurrency=N` (default 50).
+ * Options: `--requests=N` (per row, default 20000), `--concurrency=N` (default 50), `--rounds=N`
+ * (default 4).
  */
 import { once } from 'node:events';
 import { Agent, createServer, request } from 'node:http';
@@ -35,6 +38,8 @@ type Message = { ready: string } | { inits: number } | { cpuMicros: number };
 async function serveRole(role: Role): Promise<void> {
   const [upstream = '', tracker = ''] = process.argv.slice(2);
   const send = (message: Message) => process.send?.(message);
+  // The parent ends role processes with SIGTERM; exiting normally lets --cpu-prof write its profile.
+  process.once('SIGTERM', () => process.exit(0));
   process.on('message', (message: { cpu?: boolean }) => {
     if (message.cpu !== true) return;
     const usage = process.cpuUsage();
@@ -109,9 +114,48 @@ interface Result {
   cpuMicros?: number;
 }
 
+/** Batches of one row, gathered over the rounds: requests, latencies, time and the server's CPU. */
+class Row {
+  private latencies: number[] = [];
+  private failures = 0;
+  private seconds = 0;
+  private cpuMicros = 0;
+  private requests = 0;
+
+  constructor(
+    private readonly child: RoleChild,
+    private readonly headers: Record<string, string> = NAVIGATION_HEADERS,
+  ) {}
+
+  async batch(total: number, concurrency: number): Promise<void> {
+    const before = await cpuOf(this.child);
+    const b = await loadBatch(this.child.url, total, concurrency, this.headers);
+    this.cpuMicros += (await cpuOf(this.child)) - before;
+    this.latencies.push(...b.latencies);
+    this.failures += b.failures;
+    this.seconds += b.seconds;
+    this.requests += total;
+  }
+
+  result(): Result {
+    return { ...summarize(this.latencies, this.failures, this.seconds, this.requests), cpuMicros: this.cpuMicros / this.requests };
+  }
+}
+
+function summarize(latencies: number[], failures: number, seconds: number, requests: number): Result {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  return { requests, failures, perSecond: sorted.length / seconds, p50: at(0.5), p99: at(0.99) };
+}
+
 
 /** `total` GETs of `/landing` over `concurrency` kept-alive connections; latency per request. */
-async function load(url: string, total: number, concurrency: number, headers: Record<string, string> = NAVIGATION_HEADERS): Promise<Result> {
+async function loadBatch(
+  url: string,
+  total: number,
+  concurrency: number,
+  headers: Record<string, string>,
+): Promise<{ latencies: number[]; failures: number; seconds: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -143,15 +187,19 @@ async function load(url: string, total: number, concurrency: number, headers: Re
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  return { requests: total, failures, perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+  return { latencies, failures, seconds };
 }
 
+async function load(url: string, total: number, concurrency: number, headers: Record<string, string> = NAVIGATION_HEADERS): Promise<Result> {
+  const b = await loadBatch(url, total, concurrency, headers);
+  return summarize(b.latencies, b.failures, b.seconds, total);
+}
 
 export async function run(args: string[] = []): Promise<void> {
   const total = option(args, 'requests', 20_000);
   const concurrency = option(args, 'concurrency', 50);
+  const rounds = option(args, 'rounds', 4);
+  const perRound = Math.ceil(total / rounds);
   const warmup = Math.min(2_000, total);
   const origin = await spawnRole(import.meta.url, ROLE_ENV, 'origin');
   const tracker = await spawnRole(import.meta.url, ROLE_ENV, 'tracker');
@@ -165,10 +213,14 @@ export async function run(args: string[] = []): Promise<void> {
       const result = await load(child.url, total, concurrency, headers);
       return { ...result, cpuMicros: ((await cpuOf(child)) - before) / total };
     };
-    const direct = await measure(origin);
-    const forwarder = await measure(bare);
-    const untracked = await measure(capigram, PLAIN_HEADERS);
-    const trackingUp = await measure(capigram);
+    // The rows with the tracker up take turns in rounds, so that a machine busy with something
+    // else for a while slows them alike and the ratios stay meaningful.
+    const steady = [new Row(origin), new Row(bare), new Row(capigram, PLAIN_HEADERS), new Row(capigram)];
+    for (const [child, headers] of [[origin], [bare], [capigram, PLAIN_HEADERS], [capigram]] as const) {
+      await load(child.url, warmup, concurrency, headers);
+    }
+    for (let round = 0; round < rounds; round++) for (const row of steady) await row.batch(perRound, concurrency);
+    const [direct, forwarder, untracked, trackingUp] = steady.map((row) => row.result()) as [Result, Result, Result, Result];
     // Unloaded: one request at a time, so latency is the path's own, not a queue's.
     const calm = Math.min(2_000, total);
     const calmBare = await load(bare.url, calm, 1);
@@ -187,7 +239,7 @@ export async function run(args: string[] = []): Promise<void> {
       ['Capigram proxy, tracker stalled', trackingStalled],
     ];
     const lines = [
-      `${total} requests per row after ${warmup} warm-up, ${concurrency} concurrent keep-alive connections, loopback`,
+      `${perRound * rounds} requests per row (the first four in ${rounds} alternating rounds) after ${warmup} warm-up, ${concurrency} concurrent keep-alive connections, loopback`,
       '',
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req | failed |',
       '|---|---:|---:|---:|---:|---:|',
