@@ -23,6 +23,7 @@ async function main(): Promise<void> {
         `  business API:   ${deps.config.PUBLIC_URL}/api/v1`,
         `  tracker:        ${deps.config.PUBLIC_URL}/backend/track/init, ${deps.config.PUBLIC_URL}/backend/tracker.js`,
         `  health:         ${deps.config.PUBLIC_URL}/healthz, /readyz, /metrics`,
+        `  dashboard:      ${deps.config.PUBLIC_URL}/dashboard`,
         `  job worker:     ${deps.config.WORKER}`,
         rt.generatedAdminToken ? `  admin token:    ${deps.adminToken} (generated into ${deps.config.DATA_DIR}/admin-token)` : '',
         '',

@@ -59,6 +59,7 @@ describe('npm start with the embedded database', () => {
     const { p, ms } = await start();
     expect(ms).toBeLessThan(15_000);
     expect(p.output()).toMatch(/business API: +http:\/\/localhost:0\/api\/v1/);
+    expect(p.output()).toMatch(/dashboard: +http:\/\/localhost:0\/dashboard/);
     expect(p.output()).toMatch(/admin token: +\S{20,}/);
     expect(existsSync(join(dataDir, 'secret-key'))).toBe(true);
     await query(`INSERT INTO accounts (name) VALUES ('survives restarts')`);

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import { html, raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import type { ConversionLine, SiteDetail, SiteOverview } from '../../domain/dashboard/read-model.js';
+
+/**
+ * The dashboard's pages, rendered on the server: no script at all, one inline stylesheet allowed
+ * by its hash. Every interpolated value goes through hono's `html`, which escapes it.
+ */
+type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+const STYLE = `
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
+header{background:#1d2430;color:#fff;padding:10px 24px;display:flex;gap:16px;align-items:center}
+header a{color:#fff;text-decoration:none;font-weight:600}header form{margin-left:auto}
+main{padding:16px 24px;max-width:1200px}h1{font-size:20px}h2{font-size:16px;margin-top:28px}
+table{border-collapse:collapse;width:100%;background:#fff;margin:8px 0}
+th,td{border:1px solid #dde1e6;padding:5px 8px;text-align:left;vertical-align:top}th{background:#eef0f3}
+.num{text-align:right}.warn{color:#a4262c;font-weight:600}.ok{color:#1a7f37}.muted{color:#667085}
+.notice{background:#e6f4ea;border:1px solid #1a7f37;padding:8px}.error{background:#fdecea;border:1px solid #a4262c;padding:8px}
+form.inline{display:flex;gap:6px;margin:0}input[type=text],input[type=number],input[type=password]{padding:3px 6px}
+code{font-size:12px}`;
+
+/** For the Content-Security-Policy: the one stylesheet the pages may use. */
+export const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
+
+export const NOTICES = {
+  'value-saved': 'The value was saved and the conversion dispatched.',
+  'send-retried': 'The send is back in the queue.',
+} as const;
+export type NoticeKey = keyof typeof NOTICES;
+
+function page(title: string, body: Html, session?: { formToken: string }): Html {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>${title} · Capigram</title><style>${raw(STYLE)}</style></head>
+<body><header><a href="/dashboard">Capigram</a><span class="muted">operator dashboard</span>${
+    session
+      ? html`<form method="post" action="/dashboard/logout"><input type="hidden" name="_token" value="${session.formToken}"><button>Sign out</button></form>`
+      : ''
+  }</header><main>${body}</main></body></html>`;
+}
+
+export function loginPage(error?: string): Html {
+  return page(
+    'Sign in',
+    html`<h1>Sign in</h1>${error ? html`<p class="error">${error}</p>` : ''}
+<form method="post" action="/dashboard/login"><input type="text" name="username" value="admin" autocomplete="username" hidden><p><label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label></p>
+<p><button>Sign in</button></p></form>
+<p class="muted">The token is ADMIN_TOKEN, or the one generated into <code>$DATA_DIR/admin-token</code> and printed on first start.</p>`,
+  );
+}
+
+function when(d: Date): string {
+  return d.toISOString().replace('T', ' ').slice(0, 19);
+}
+
+function bad(n: number, label: string): Html {
+  return n > 0 ? html`<span class="warn">${n} ${label}</span>` : html`<span class="muted">0 ${label}</span>`;
+}
+
+export function overviewPage(sites: SiteOverview[], sinceHours: number, session: { formToken: string }): Html {
+  const rows = sites.map(
+    (s) => html`<tr><td>${s.accountName}</td><td><a href="/dashboard/sites/${s.siteId}">${s.name}</a><br><code>${s.websiteId}</code></td>
+<td>${s.domains.join(', ')}</td><td class="num">${s.channels}${s.channelsWithoutInviteRights > 0 ? html`<br><span class="warn">${s.channelsWithoutInviteRights} without invite rights</span>` : ''}</td>
+<td class="num">${s.activePixels === 0 ? html`<span class="warn">none</span>` : s.activePixels}</td>
+<td class="num">${s.sends.sent} sent · ${s.sends.pending} pending · ${s.sends.skipped} skipped · ${s.sends.failed} failed</td>
+<td>${bad(s.awaitingValue, 'awaiting a value')}<br>${bad(s.failedSends, 'failed sends')}</td></tr>`,
+  );
+  return page(
+    'Sites',
+    html`<h1>Sites</h1>${
+      sites.length === 0
+        ? html`<p>No site yet: create one with <code>npm run admin -- site create</code>.</p>`
+        : html`<table><thead><tr><th>account</th><th>site</th><th>domains</th><th>channels</th><th>active pixels</th><th>sends, last ${sinceHours} h</th><th>needs attention</th></tr></thead><tbody>${rows}</tbody></table>`
+    }`,
+    session,
+  );
+}
+
+function eventName(c: ConversionLine): string {
+  return c.eventType === 'Custom' && c.customEventName ? `Custom: ${c.customEventName}` : c.eventType;
+}
+
+function money(c: ConversionLine): string {
+  return c.value === null ? '' : `${c.value} ${c.currency ?? ''}`.trim();
+}
+
+function conversionRows(list: ConversionLine[]): Html[] {
+  return list.map(
+    (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${eventName(c)}</td><td class="num">${money(c)}</td><td>${c.telegramUserId}</td>
+<td>${c.channelTitle ?? html`<span class="muted">deleted</span>`}</td><td>${c.source}${c.coldLead ? ' (cold)' : ''}</td>
+<td>${c.attributed ? html`<span class="ok">yes</span>` : html`<span class="muted">no</span>`}</td>
+<td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td><td><code>${c.conversionId}</code></td></tr>`,
+  );
+}
+
+const CONVERSION_HEAD = html`<tr><th>received (UTC)</th><th>event</th><th>value</th><th>Telegram user</th><th>channel</th><th>source</th><th>attributed</th><th>status</th><th>id</th></tr>`;
+
+export interface SitePageState {
+  formToken: string;
+  notice?: NoticeKey | undefined;
+  error?: string | undefined;
+  /** What the value form held when it was refused, to show it again. */
+  valueForm?: { conversionId: string; value: string; currency: string } | undefined;
+}
+
+export function sitePage(d: SiteDetail, state: SitePageState): Html {
+  const { site } = d;
+  const action = (path: string) => `/dashboard/sites/${site.id}/${path}`;
+  const token = html`<input type="hidden" name="_token" value="${state.formToken}">`;
+  const channels = d.channels.map(
+    (c) => html`<tr><td>${c.title}${c.isDefault ? ' (default)' : ''}</td><td><code>${c.telegramChannelId}</code></td><td>${c.eventType}</td>
+<td>${c.botIsAdmin === false || c.botCanInvite === false ? html`<span class="warn">${c.botStatus ?? 'not admin'}: cannot invite</span>` : c.botIsAdmin === null ? html`<span class="muted">unknown</span>` : html`<span class="ok">admin</span>`}</td>
+<td class="num">${c.poolSize === 0 ? html`<span class="warn">0</span>` : c.poolSize}</td><td><code>${c.channelId}</code></td></tr>`,
+  );
+  const pixels = d.pixels.map(
+    (p) => html`<tr><td>${p.platform}</td><td><code>${JSON.stringify(p.publicConfig)}</code></td><td>${p.testEventCode ?? ''}</td>
+<td>${p.active ? html`<span class="ok">active</span>` : html`<span class="muted">inactive</span>`}</td><td><code>${p.pixelId}</code></td></tr>`,
+  );
+  const awaiting = d.awaiting.map((c) => {
+    const kept = state.valueForm?.conversionId === c.conversionId ? state.valueForm : undefined;
+    return html`<tr><td>${when(c.receivedAt)}</td><td>${c.telegramUserId}</td><td>${c.channelTitle ?? ''}</td><td><code>${c.conversionId}</code></td>
+<td><form class="inline" method="post" action="${action(`conversions/${c.conversionId}/value`)}">${token}
+<input type="number" name="value" step="any" min="0" required placeholder="value" value="${kept?.value ?? ''}" aria-label="value">
+<input type="text" name="currency" required maxlength="3" size="4" placeholder="USD" value="${kept?.currency ?? c.currency ?? ''}" aria-label="currency">
+<button>Submit value</button></form></td></tr>`;
+  });
+  const failed = d.failedSends.map(
+    (s) => html`<tr><td>${when(s.updatedAt)}</td><td>${s.platform}</td><td class="num">${s.attempts}</td><td>${s.reason ?? ''}</td><td>${s.subject}</td>
+<td><form class="inline" method="post" action="${action(`sends/${s.sendId}/retry`)}">${token}<button>Retry</button></form></td></tr>`,
+  );
+  return page(
+    site.name,
+    html`<p><a href="/dashboard">← all sites</a></p><h1>${site.name}</h1>
+${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${state.error ? html`<p class="error">${state.error}</p>` : ''}
+<p>Account ${site.accountName} · websiteId <code>${site.website_id}</code> · siteId <code>${site.id}</code> · domains ${site.domains.join(', ')} · dedup window ${site.dedup_window_seconds} s</p>
+<h2>Awaiting a value (${d.awaiting.length})</h2>
+${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
+<h2>Failed sends (${d.failedSends.length})</h2>
+${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<table><thead><tr><th>last try (UTC)</th><th>platform</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
+<h2>Latest conversions</h2>
+${d.recent.length === 0 ? html`<p class="muted">No conversion yet.</p>` : html`<table><thead>${CONVERSION_HEAD}</thead><tbody>${conversionRows(d.recent)}</tbody></table>`}
+<h2>Channels</h2>
+${d.channels.length === 0 ? html`<p class="warn">No channel: add one with <code>npm run admin -- channel add</code>.</p>` : html`<table><thead><tr><th>title</th><th>Telegram id</th><th>event</th><th>bot</th><th>free invite links</th><th>id</th></tr></thead><tbody>${channels}</tbody></table>`}
+<h2>Pixels</h2>
+${d.pixels.length === 0 ? html`<p class="warn">No pixel: nothing is sent to any ad platform. Add one with <code>npm run admin -- pixel add</code>.</p>` : html`<table><thead><tr><th>platform</th><th>configuration</th><th>test event code</th><th>state</th><th>id</th></tr></thead><tbody>${pixels}</tbody></table>`}`,
+    state,
+  );
+}
+
+export function notFoundPage(what: string, session: { formToken: string }): Html {
+  return page('Not found', html`<h1>Not found</h1><p>${what}</p><p><a href="/dashboard">All sites</a></p>`, session);
+}

@@ -1,0 +1,193 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, MiddlewareHandler } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { parseTrustedProxies, resolveForwardedChain } from '../../../shared/client-ip.js';
+import type { Deps } from '../../deps.js';
+import { retrySend } from '../../delivery/admin.js';
+import { normalizeCurrency } from '../../domain/conversions/currencies.js';
+import { submitConversionValue } from '../../domain/conversions/submit-value.js';
+import { findSite } from '../../domain/admin/sites.js';
+import { conversionOwner, dashboardOverview, dashboardSite, sendOfSite } from '../../domain/dashboard/read-model.js';
+import { ApiError } from '../../errors.js';
+import type { App, AppEnv } from '../app.js';
+import { createSignInLimit } from '../dashboard/sign-in-limit.js';
+import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from '../dashboard/session.js';
+import { loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from '../dashboard/views.js';
+import { MAX_VALUE } from './api/event-body.js';
+
+/**
+ * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
+ * value) and the two actions the CLI also offers: submitting a waiting conversion's value and
+ * retrying a failed send. Signed in with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
+ * for scripts). Server-rendered, no script; forms carry a session-bound token.
+ */
+type DashEnv = AppEnv & { Variables: AppEnv['Variables'] & { formToken: string; session: string | null } };
+
+const OVERVIEW_HOURS = 24;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': `default-src 'none'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log'>): void {
+  const secure = deps.config.PUBLIC_URL.startsWith('https:');
+  const nowMs = () => deps.now().getTime();
+
+  const headers: MiddlewareHandler = async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value);
+  };
+  app.use('/dashboard', headers);
+  app.use('/dashboard/*', headers);
+
+  const signInLimit = createSignInLimit(deps.pool);
+  const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
+  const clientIp = (c: Context): string => {
+    let socket: string | undefined;
+    try {
+      socket = getConnInfo(c).remote.address;
+    } catch {
+      socket = undefined;
+    }
+    return resolveForwardedChain(socket, c.req.header('x-forwarded-for'), trust).clientIp;
+  };
+
+  /** Signed in by cookie (the session, whose form token POSTs must carry) or by bearer token. */
+  const signedIn: MiddlewareHandler<DashEnv> = async (c, next) => {
+    const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(c.req.header('authorization') ?? '')?.[1];
+    if (bearer !== undefined) {
+      // Guessing the token as a bearer counts against the same budget as the sign-in form.
+      const ip = clientIp(c);
+      const blockedMs = await signInLimit.blockedFor(ip);
+      if (blockedMs > 0) throw new ApiError('RATE_LIMITED', 'too many failed sign-ins from this address', { headers: { 'Retry-After': String(Math.ceil(blockedMs / 1000)) } });
+      if (!sameSecret(bearer, deps.adminToken)) {
+        await signInLimit.failed(ip);
+        throw new ApiError('UNAUTHORIZED', 'the admin token is required', { headers: { 'www-authenticate': 'Bearer realm="capigram-admin"' } });
+      }
+      c.set('session', null);
+      c.set('formToken', '');
+      return next();
+    }
+    const session = getCookie(c, SESSION_COOKIE);
+    if (session === undefined || !sessionValid(deps.adminToken, session, nowMs())) return c.redirect('/dashboard/login', 303);
+    c.set('session', session);
+    c.set('formToken', formToken(deps.adminToken, session));
+    if (c.req.method === 'POST') {
+      const form = await c.req.parseBody();
+      if (!formTokenValid(deps.adminToken, session, form._token)) {
+        throw new ApiError('FORBIDDEN', 'the form is stale or was not sent by this dashboard: reload the page and try again');
+      }
+    }
+    return next();
+  };
+
+  app.get('/dashboard/login', (c) => {
+    if (sessionValid(deps.adminToken, getCookie(c, SESSION_COOKIE), nowMs())) return c.redirect('/dashboard', 303);
+    return c.html(loginPage());
+  });
+
+  app.post('/dashboard/login', async (c) => {
+    const ip = clientIp(c);
+    const blockedMs = await signInLimit.blockedFor(ip);
+    if (blockedMs > 0) {
+      const minutes = Math.ceil(blockedMs / 60_000);
+      c.header('Retry-After', String(Math.ceil(blockedMs / 1000)));
+      return c.html(loginPage(`Too many failed sign-ins from this address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429);
+    }
+    const form = await c.req.parseBody();
+    if (typeof form.token !== 'string' || !sameSecret(form.token.trim(), deps.adminToken)) {
+      await signInLimit.failed(ip);
+      deps.log.warn({ requestId: c.get('requestId'), ip }, 'dashboard sign-in refused');
+      return c.html(loginPage('That is not the admin token.'), 401);
+    }
+    setCookie(c, SESSION_COOKIE, issueSession(deps.adminToken, nowMs()), {
+      path: '/dashboard',
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure,
+      maxAge: SESSION_TTL_MS / 1000,
+    });
+    return c.redirect('/dashboard', 303);
+  });
+
+  app.post('/dashboard/logout', signedIn, (c) => {
+    deleteCookie(c, SESSION_COOKIE, { path: '/dashboard', secure });
+    return c.redirect('/dashboard/login', 303);
+  });
+
+  app.get('/dashboard', signedIn, async (c) => {
+    const since = new Date(nowMs() - OVERVIEW_HOURS * 3600_000);
+    return c.html(overviewPage(await dashboardOverview(deps.pool, since), OVERVIEW_HOURS, { formToken: c.get('formToken') }));
+  });
+
+  async function renderSite(c: Context<DashEnv>, siteRef: string, state: Omit<SitePageState, 'formToken'>, status: 200 | 400 | 404 | 409 = 200) {
+    const detail = await dashboardSite(deps.pool, siteRef);
+    if (!detail) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    return c.html(sitePage(detail, { ...state, formToken: c.get('formToken') }), status);
+  }
+
+  app.get('/dashboard/sites/:site', signedIn, async (c) => {
+    const notice = c.req.query('notice');
+    return renderSite(c, c.req.param('site'), { notice: notice !== undefined && notice in NOTICES ? (notice as NoticeKey) : undefined });
+  });
+
+  app.post('/dashboard/sites/:site/conversions/:conversion/value', signedIn, async (c) => {
+    const siteRef = c.req.param('site');
+    const conversionId = c.req.param('conversion');
+    const site = await findSite(deps.pool, siteRef);
+    if (!site) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    const form = await c.req.parseBody();
+    const rawValue = typeof form.value === 'string' ? form.value.trim() : '';
+    const rawCurrency = typeof form.currency === 'string' ? form.currency.trim() : '';
+    const valueForm = { conversionId, value: rawValue.slice(0, 40), currency: rawCurrency.slice(0, 3) };
+    const value = /^\d+(\.\d+)?$/.test(rawValue) ? Number(rawValue) : Number.NaN;
+    const currency = normalizeCurrency(rawCurrency);
+    const problem =
+      !(value > 0) ? 'The value must be a number greater than 0.'
+      : value > MAX_VALUE ? `The value must be at most ${MAX_VALUE}.`
+      : currency === undefined ? 'The currency must be an ISO 4217 code, such as USD or EUR.'
+      : null;
+    if (problem !== null) return renderSite(c, site.id, { error: problem, valueForm }, 400);
+    const owner = UUID.test(conversionId) ? await conversionOwner(deps.pool, site.id, conversionId) : null;
+    if (!owner) return renderSite(c, site.id, { error: 'That conversion is not one of this site\'s.' }, 404);
+    try {
+      await submitConversionValue(deps, { keyId: 'dashboard', accountId: owner.accountId, siteId: site.id }, {
+        telegramUserId: owner.telegramUserId,
+        conversionId,
+        value,
+        currency: currency!,
+        pii: { email: null, phone: null, firstName: null, lastName: null },
+      });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'NOT_AWAITING_VALUE') {
+        return renderSite(c, site.id, { error: 'That conversion no longer waits for a value (it was submitted already).' }, 409);
+      }
+      throw err;
+    }
+    deps.log.info({ requestId: c.get('requestId'), conversionId }, 'dashboard: conversion value submitted');
+    return c.redirect(`/dashboard/sites/${site.id}?notice=value-saved`, 303);
+  });
+
+  app.post('/dashboard/sites/:site/sends/:send/retry', signedIn, async (c) => {
+    const siteRef = c.req.param('site');
+    const sendId = c.req.param('send');
+    const site = await findSite(deps.pool, siteRef);
+    if (!site) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    if (!UUID.test(sendId) || !(await sendOfSite(deps.pool, site.id, sendId))) {
+      return renderSite(c, site.id, { error: 'That send is not one of this site\'s.' }, 404);
+    }
+    try {
+      await retrySend(deps.pool, sendId);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'VALIDATION_FAILED') return renderSite(c, site.id, { error: err.message }, 409);
+      throw err;
+    }
+    deps.log.info({ requestId: c.get('requestId'), sendId }, 'dashboard: send retried');
+    return c.redirect(`/dashboard/sites/${site.id}?notice=send-retried`, 303);
+  });
+}

@@ -1,0 +1,255 @@
+// The operator dashboard (/dashboard): signed in with ADMIN_TOKEN, every site at a glance, one site
+// in detail, and the two actions it offers (a waiting conversion's value, a failed send's retry).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueSession, SESSION_TTL_MS } from '../../backend/http/dashboard/session.js';
+import { TEST_ADMIN_TOKEN, startTestApp, type TestApp } from '../harness/app.js';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { count, newUser, seedTenant, waitingJoin, type Tenant } from '../api/support.js';
+
+let db: TestDatabase;
+let t: TestApp;
+let tenant: Tenant;
+let rival: Tenant;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  t = await startTestApp(db.pool);
+  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
+  rival = await seedTenant(db.pool, t.deps.box);
+});
+afterAll(async () => {
+  await t.stop();
+  await db.drop();
+});
+
+interface Answer {
+  status: number;
+  location: string | null;
+  setCookie: string[];
+  headers: Headers;
+  text: string;
+}
+
+async function call(path: string, init: { method?: string; cookie?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.cookie !== undefined) headers.cookie = init.cookie;
+  let body: string | undefined;
+  if (init.form !== undefined) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(init.form).toString();
+  }
+  const res = await fetch(`${t.url}${path}`, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, redirect: 'manual' });
+  return { status: res.status, location: res.headers.get('location'), setCookie: res.headers.getSetCookie(), headers: res.headers, text: await res.text() };
+}
+
+/** Signs in through the form and returns the session cookie. */
+async function signIn(): Promise<string> {
+  const res = await call('/dashboard/login', { form: { token: TEST_ADMIN_TOKEN } });
+  expect(res.status).toBe(303);
+  const cookie = res.setCookie.find((c) => c.startsWith('capigram_admin='));
+  expect(cookie).toBeDefined();
+  return cookie!.split(';')[0]!;
+}
+
+/** The form token a page hands out (the same for every form of one session). */
+function formTokenOf(page: string): string {
+  const m = /name="_token" value="([^"]+)"/.exec(page);
+  expect(m).not.toBeNull();
+  return m![1]!;
+}
+
+async function conversionRow(id: string) {
+  const { rows } = await db.pool.query('SELECT value::float8 AS value, currency, awaiting_manual_input, capi_status FROM conversions WHERE id = $1', [id]);
+  return rows[0];
+}
+
+describe('signing in', () => {
+  it('sends a stranger to the sign-in page, refuses a wrong token, and lets the admin token in', async () => {
+    expect(await call('/dashboard')).toMatchObject({ status: 303, location: '/dashboard/login' });
+    expect((await call('/dashboard/login')).text).toContain('name="token"');
+
+    const wrong = await call('/dashboard/login', { form: { token: `${TEST_ADMIN_TOKEN}x` } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.setCookie).toEqual([]);
+    expect(wrong.text).toContain('not the admin token');
+
+    const res = await call('/dashboard/login', { form: { token: TEST_ADMIN_TOKEN } });
+    expect(res).toMatchObject({ status: 303, location: '/dashboard' });
+    const cookie = res.setCookie.find((c) => c.startsWith('capigram_admin='))!;
+    expect(cookie).toMatch(/HttpOnly/i);
+    expect(cookie).toMatch(/SameSite=Strict/i);
+    expect(cookie).toMatch(/Path=\/dashboard/);
+    expect(cookie).not.toContain(TEST_ADMIN_TOKEN);
+
+    const home = await call('/dashboard', { cookie: cookie.split(';')[0] });
+    expect(home.status).toBe(200);
+    expect(home.text).toContain(tenant.site.websiteId);
+    expect(home.text).toContain(rival.site.websiteId);
+    expect(home.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(home.headers.get('x-frame-options')).toBe('DENY');
+    expect(home.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('refuses forged, tampered, expired and foreign sessions', async () => {
+    const now = Date.now();
+    const good = issueSession(TEST_ADMIN_TOKEN, now);
+    const [expires, mac] = good.split('.') as [string, string];
+    const forged = [
+      'anything',
+      `${expires}.${mac.slice(0, -2)}AA`,
+      `${Number(expires) + 60_000}.${mac}`,
+      issueSession(TEST_ADMIN_TOKEN, now - SESSION_TTL_MS - 1000),
+      issueSession('another-admin-token', now),
+    ];
+    for (const value of forged) {
+      expect(await call('/dashboard', { cookie: `capigram_admin=${value}` }), value).toMatchObject({ status: 303, location: '/dashboard/login' });
+    }
+    expect((await call('/dashboard', { cookie: `capigram_admin=${good}` })).status).toBe(200);
+  });
+
+  it('takes the admin token as a bearer token for scripts, and nothing else', async () => {
+    expect((await call('/dashboard', { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).status).toBe(200);
+    const wrong = await call('/dashboard', { headers: { authorization: 'Bearer not-the-token' } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('content-type')).toContain('application/problem+json');
+  });
+
+  it('signs out: the cookie is cleared and the form token is required', async () => {
+    const cookie = await signIn();
+    const page = (await call('/dashboard', { cookie })).text;
+    expect((await call('/dashboard/logout', { cookie, form: {} })).status).toBe(403);
+    const out = await call('/dashboard/logout', { cookie, form: { _token: formTokenOf(page) } });
+    expect(out).toMatchObject({ status: 303, location: '/dashboard/login' });
+    expect(out.setCookie.join(';')).toMatch(/capigram_admin=;.*Max-Age=0/i);
+  });
+});
+
+describe('a site', () => {
+  it('shows its channels, pixels and waiting conversions, and escapes what operators typed', async () => {
+    const cookie = await signIn();
+    await db.pool.query(`UPDATE sites SET name = '<script>alert(1)</script> & Co' WHERE id = $1`, [tenant.site.siteId]);
+    const user = newUser();
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, user);
+    const page = await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie });
+    expect(page.status).toBe(200);
+    expect(page.text).not.toContain('<script>alert(1)');
+    expect(page.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt; &amp; Co');
+    expect(page.text).toContain('Main');
+    expect(page.text).toContain('VIP');
+    expect(page.text).toContain('tiktok');
+    expect(page.text).toContain(conversionId);
+    expect(page.text).toContain(String(user));
+    // By its public websiteId too; an unknown site is a 404 page.
+    expect((await call(`/dashboard/sites/${tenant.site.websiteId}`, { cookie })).status).toBe(200);
+    expect((await call('/dashboard/sites/ws_nope', { cookie })).status).toBe(404);
+  });
+
+  it('counts what needs attention on the overview', async () => {
+    const cookie = await signIn();
+    const [site] = (await seedTenant(db.pool, t.deps.box)).sites;
+    await waitingJoin(db.pool, site!, newUser());
+    const home = (await call('/dashboard', { cookie })).text;
+    const row = home.slice(home.indexOf(site!.websiteId));
+    expect(row.slice(0, row.indexOf('</tr>'))).toContain('1 awaiting a value');
+  });
+});
+
+describe('submitting a value', () => {
+  it('stores the value and dispatches the conversion to every pixel', async () => {
+    const cookie = await signIn();
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
+    const page = await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie });
+    const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`, {
+      cookie,
+      form: { _token: formTokenOf(page.text), value: '49.90', currency: 'eur' },
+    });
+    expect(res).toMatchObject({ status: 303, location: `/dashboard/sites/${tenant.site.siteId}?notice=value-saved` });
+    expect(await conversionRow(conversionId)).toEqual({ value: 49.9, currency: 'EUR', awaiting_manual_input: false, capi_status: 'pending' });
+    const sends = await db.pool.query('SELECT platform, status FROM sends WHERE conversion_id = $1 ORDER BY platform', [conversionId]);
+    expect(sends.rows).toEqual([{ platform: 'meta', status: 'pending' }, { platform: 'tiktok', status: 'pending' }]);
+    expect((await call(res.location!, { cookie })).text).toContain('The value was saved');
+
+    const again = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`, {
+      cookie,
+      form: { _token: formTokenOf(page.text), value: '10', currency: 'USD' },
+    });
+    expect(again.status).toBe(409);
+    expect((await conversionRow(conversionId)).value).toBe(49.9);
+  });
+
+  it('refuses a bad value or currency, shows why, and writes nothing', async () => {
+    const cookie = await signIn();
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
+    const token = formTokenOf((await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie })).text);
+    const cases: Array<[string, string, RegExp]> = [
+      ['0', 'USD', /greater than 0/],
+      ['-5', 'USD', /greater than 0/],
+      ['abc', 'USD', /greater than 0/],
+      ['1e3', 'USD', /greater than 0/],
+      ['', 'USD', /greater than 0/],
+      ['10000000000000', 'USD', /at most/],
+      ['10', 'XXX', /ISO 4217/],
+      ['10', '', /ISO 4217/],
+    ];
+    for (const [value, currency, why] of cases) {
+      const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`, { cookie, form: { _token: token, value, currency } });
+      expect(res.status, `${value} ${currency}`).toBe(400);
+      expect(res.text).toMatch(why);
+    }
+    expect(await conversionRow(conversionId)).toMatchObject({ value: null, awaiting_manual_input: true });
+    expect(await count(db.pool, 'sends WHERE conversion_id = $1', [conversionId])).toBe(0);
+  });
+
+  it('refuses a form without this session\'s token (another site cannot post it)', async () => {
+    const cookie = await signIn();
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
+    const path = `/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`;
+    const otherSession = issueSession(TEST_ADMIN_TOKEN, Date.now() - 1000);
+    const otherToken = formTokenOf((await call('/dashboard', { cookie: `capigram_admin=${otherSession}` })).text);
+    const forms: Record<string, string>[] = [{ value: '10', currency: 'USD' }, { _token: otherToken, value: '10', currency: 'USD' }, { _token: 'x', value: '10', currency: 'USD' }];
+    for (const form of forms) {
+      const res = await call(path, { cookie, form });
+      expect(res.status).toBe(403);
+    }
+    expect(await conversionRow(conversionId)).toMatchObject({ awaiting_manual_input: true });
+  });
+
+  it("cannot reach another site's conversion through this site's address", async () => {
+    const cookie = await signIn();
+    const theirs = await waitingJoin(db.pool, rival.site, newUser());
+    const token = formTokenOf((await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie })).text);
+    for (const id of [theirs.conversionId, 'not-a-uuid']) {
+      const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${id}/value`, { cookie, form: { _token: token, value: '10', currency: 'USD' } });
+      expect(res.status).toBe(404);
+    }
+    expect(await conversionRow(theirs.conversionId)).toMatchObject({ awaiting_manual_input: true, value: null });
+  });
+});
+
+describe('retrying a failed send', () => {
+  it('puts it back in the queue with a fresh budget, and refuses a sent one or another site\'s', async () => {
+    const cookie = await signIn();
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
+    await db.pool.query('UPDATE conversions SET awaiting_manual_input = false, value = 5, currency = $2 WHERE id = $1', [conversionId, 'USD']);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error)
+       SELECT $1::uuid, p.id, p.platform, 'cnv_' || $1::text, 'failed', 8, 'HTTP 400: invalid parameter' FROM pixels p WHERE p.site_id = $2 AND p.platform = 'meta'
+       RETURNING id`,
+      [conversionId, tenant.site.siteId],
+    );
+    const sendId = rows[0]!.id;
+    const page = (await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie })).text;
+    expect(page).toContain('HTTP 400: invalid parameter');
+    const token = formTokenOf(page);
+
+    expect((await call(`/dashboard/sites/${rival.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } })).status).toBe(404);
+    const res = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } });
+    expect(res).toMatchObject({ status: 303, location: `/dashboard/sites/${tenant.site.siteId}?notice=send-retried` });
+    expect((await db.pool.query('SELECT status, attempts FROM sends WHERE id = $1', [sendId])).rows[0]).toEqual({ status: 'pending', attempts: 0 });
+
+    await db.pool.query(`UPDATE sends SET status = 'sent' WHERE id = $1`, [sendId]);
+    const sent = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } });
+    expect(sent.status).toBe(409);
+    expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [sendId])).rows[0].status).toBe('sent');
+  });
+});
