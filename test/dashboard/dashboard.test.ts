@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueSession, SESSION_TTL_MS } from '../../backend/http/dashboard/session.js';
 import { TEST_ADMIN_TOKEN, startTestApp, type TestApp } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { count, newUser, seedTenant, waitingJoin, type Tenant } from '../api/support.js';
+import { attributedJoin, count, newUser, seedTenant, VISIT, waitingJoin, type Tenant } from '../api/support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -251,5 +251,52 @@ describe('retrying a failed send', () => {
     const sent = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } });
     expect(sent.status).toBe(409);
     expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [sendId])).rows[0].status).toBe('sent');
+  });
+});
+
+describe('finding a Telegram user', () => {
+  it('shows their leads, joins with the signals of the visit behind them, and conversions with their sends, without IP or User-Agent', async () => {
+    const cookie = await signIn();
+    const user = newUser();
+    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    await db.pool.query(
+      `INSERT INTO leads (site_id, telegram_user_id, external_user_id) VALUES ($1, $2, 'crm-42')`,
+      [tenant.site.siteId, user],
+    );
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, user);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error)
+       SELECT $1::uuid, p.id, p.platform, 'cnv_' || $1::text, 'failed', 3, 'HTTP 400: expired token' FROM pixels p WHERE p.site_id = $2 AND p.platform = 'meta'
+       RETURNING id`,
+      [conversionId, tenant.site.siteId],
+    );
+    expect(rows).toHaveLength(1);
+
+    const res = await call(`/dashboard/leads?user=${user}`, { cookie });
+    expect(res.status).toBe(200);
+    const page = res.text;
+    expect(page).toContain(`Telegram user ${user}`);
+    expect(page).toContain('crm-42');
+    expect(page).toContain('Main');
+    expect(page).toContain('fbc, fbp, IP, User-Agent');
+    expect(page).toContain('awaiting value');
+    expect(page).toContain('meta: failed (3 attempts)');
+    expect(page).toContain('HTTP 400: expired token');
+    expect(page).toContain(conversionId);
+    expect(page).not.toContain(VISIT.clientIp);
+    expect(page).not.toContain(VISIT.userAgent);
+  });
+
+  it('says when nothing is known, refuses what is not a user id, and is for the signed-in only', async () => {
+    const cookie = await signIn();
+    const unknown = await call(`/dashboard/leads?user=${newUser()}`, { cookie });
+    expect(unknown.status).toBe(200);
+    expect(unknown.text).toContain('Nothing is known about this user');
+    for (const bad of ['', 'abc', '-5', '0', '12.5', '99999999999999999', '<b>1</b>']) {
+      const res = await call(`/dashboard/leads?user=${encodeURIComponent(bad)}`, { cookie });
+      expect(res.status, bad).toBe(400);
+      expect(res.text).not.toContain('<b>1</b>');
+    }
+    expect(await call(`/dashboard/leads?user=1`)).toMatchObject({ status: 303, location: '/dashboard/login' });
   });
 });

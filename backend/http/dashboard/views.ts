@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
+import type { LeadJourney, VisitSignals } from '../../domain/dashboard/lead-journey.js';
 import type { ConversionLine, SiteDetail, SiteOverview } from '../../domain/dashboard/read-model.js';
 
 /**
@@ -12,7 +13,7 @@ type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 const STYLE = `
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 header{background:#1d2430;color:#fff;padding:10px 24px;display:flex;gap:16px;align-items:center}
-header a{color:#fff;text-decoration:none;font-weight:600}header form{margin-left:auto}
+header a{color:#fff;text-decoration:none;font-weight:600}header form.inline{margin-left:auto}
 main{padding:16px 24px;max-width:1200px}h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:8px 0}
 th,td{border:1px solid #dde1e6;padding:5px 8px;text-align:left;vertical-align:top}th{background:#eef0f3}
@@ -36,7 +37,8 @@ function page(title: string, body: Html, session?: { formToken: string }): Html 
 <meta name="referrer" content="no-referrer"><title>${title} · Capigram</title><style>${raw(STYLE)}</style></head>
 <body><header><a href="/dashboard">Capigram</a><span class="muted">operator dashboard</span>${
     session
-      ? html`<form method="post" action="/dashboard/logout"><input type="hidden" name="_token" value="${session.formToken}"><button>Sign out</button></form>`
+      ? html`<form class="inline" method="get" action="/dashboard/leads"><input type="text" name="user" inputmode="numeric" placeholder="Telegram user id" aria-label="Telegram user id" size="16"><button>Find</button></form>
+<form method="post" action="/dashboard/logout"><input type="hidden" name="_token" value="${session.formToken}"><button>Sign out</button></form>`
       : ''
   }</header><main>${body}</main></body></html>`;
 }
@@ -151,4 +153,41 @@ ${d.pixels.length === 0 ? html`<p class="warn">No pixel: nothing is sent to any 
 
 export function notFoundPage(what: string, session: { formToken: string }): Html {
   return page('Not found', html`<h1>Not found</h1><p>${what}</p><p><a href="/dashboard">All sites</a></p>`, session);
+}
+
+function visitCell(v: VisitSignals | null): Html {
+  if (v === null) return html`<span class="muted">no visit</span>`;
+  return html`${when(v.at)}${v.landingPage ? html`<br><code>${v.landingPage}</code>` : ''}${v.utmSource || v.utmCampaign ? html`<br>utm ${[v.utmSource, v.utmCampaign].filter(Boolean).join(' / ')}` : ''}<br>${
+    v.signals.length === 0 ? html`<span class="warn">no signal</span>` : v.signals.join(', ')
+  }`;
+}
+
+/** Everything known about one Telegram user, or the search form's answer when there is nothing. */
+export function journeyPage(query: string, journey: LeadJourney | null, session: { formToken: string }, error?: string): Html {
+  const heading = html`<h1>Telegram user ${query}</h1>`;
+  if (journey === null) return page('Find a user', html`${heading}${error ? html`<p class="error">${error}</p>` : ''}`, session);
+  const empty = journey.leads.length === 0 && journey.memberships.length === 0 && journey.conversions.length === 0;
+  if (empty) return page(`User ${query}`, html`${heading}<p>Nothing is known about this user: no join, no conversion, on any site.</p>`, session);
+  const leads = journey.leads.map(
+    (l) => html`<tr><td><a href="/dashboard/sites/${l.siteId}">${l.siteName}</a></td><td>${when(l.firstSeenAt)}</td><td>${when(l.lastSeenAt)}</td><td>${l.externalUserId ?? ''}</td></tr>`,
+  );
+  const memberships = journey.memberships.map(
+    (m) => html`<tr><td>${when(m.at)}</td><td>${m.siteName}</td><td>${m.channelTitle}</td><td>${m.kind}${m.viaJoinRequest ? ' (join request)' : ''}</td>
+<td>${m.kind === 'leave' ? '' : m.attributed ? html`<span class="ok">yes</span>` : html`<span class="warn">no</span>`}</td><td>${visitCell(m.visit)}</td></tr>`,
+  );
+  const conversions = journey.conversions.map(
+    (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${c.siteName}</td><td>${c.channelTitle ?? ''}</td><td>${c.eventType}</td><td class="num">${c.value === null ? '' : `${c.value} ${c.currency ?? ''}`}</td>
+<td>${c.source}${c.coldLead ? ' (cold)' : ''}</td><td>${c.visit !== null ? visitCell(c.visit) : c.override.length > 0 ? html`override: ${c.override.join(', ')}` : html`<span class="warn">none</span>`}</td>
+<td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td>
+<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.platform}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}</td>
+<td><code>${c.conversionId}</code></td></tr>`,
+  );
+  return page(
+    `User ${query}`,
+    html`${heading}
+<h2>Leads</h2>${journey.leads.length === 0 ? html`<p class="muted">No lead row.</p>` : html`<table><thead><tr><th>site</th><th>first seen (UTC)</th><th>last seen</th><th>external id</th></tr></thead><tbody>${leads}</tbody></table>`}
+<h2>Joins and leaves</h2>${journey.memberships.length === 0 ? html`<p class="muted">None seen by a bot.</p>` : html`<table><thead><tr><th>when (UTC)</th><th>site</th><th>channel</th><th>what</th><th>attributed</th><th>visit (signals it carried)</th></tr></thead><tbody>${memberships}</tbody></table>`}
+<h2>Conversions</h2>${journey.conversions.length === 0 ? html`<p class="muted">None.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>site</th><th>channel</th><th>event</th><th>value</th><th>source</th><th>attribution</th><th>status</th><th>sends</th><th>id</th></tr></thead><tbody>${conversions}</tbody></table>`}`,
+    session,
+  );
 }

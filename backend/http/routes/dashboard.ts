@@ -7,12 +7,13 @@ import { retrySend } from '../../delivery/admin.js';
 import { normalizeCurrency } from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
 import { findSite } from '../../domain/admin/sites.js';
+import { leadJourney } from '../../domain/dashboard/lead-journey.js';
 import { conversionOwner, dashboardOverview, dashboardSite, sendOfSite } from '../../domain/dashboard/read-model.js';
 import { ApiError } from '../../errors.js';
 import type { App, AppEnv } from '../app.js';
 import { createSignInLimit } from '../dashboard/sign-in-limit.js';
 import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from '../dashboard/session.js';
-import { loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from '../dashboard/views.js';
+import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from '../dashboard/views.js';
 import { MAX_VALUE } from './api/event-body.js';
 
 /**
@@ -123,6 +124,16 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
   app.get('/dashboard', signedIn, async (c) => {
     const since = new Date(nowMs() - OVERVIEW_HOURS * 3600_000);
     return c.html(overviewPage(await dashboardOverview(deps.pool, since), OVERVIEW_HOURS, { formToken: c.get('formToken') }));
+  });
+
+  app.get('/dashboard/leads', signedIn, async (c) => {
+    const query = (c.req.query('user') ?? '').trim().slice(0, 40);
+    const session = { formToken: c.get('formToken') };
+    const id = /^\d{1,16}$/.test(query) ? Number(query) : Number.NaN;
+    if (!(Number.isSafeInteger(id) && id > 0)) {
+      return c.html(journeyPage(query, null, session, 'A Telegram user id is a positive whole number, such as 123456789.'), 400);
+    }
+    return c.html(journeyPage(String(id), await leadJourney(deps.pool, id), session));
   });
 
   async function renderSite(c: Context<DashEnv>, siteRef: string, state: Omit<SitePageState, 'formToken'>, status: 200 | 400 | 404 | 409 = 200) {
