@@ -103,7 +103,7 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     const form = await c.req.parseBody();
     if (typeof form.token !== 'string' || !sameSecret(form.token.trim(), deps.adminToken)) {
       await signInLimit.failed(ip);
-      deps.log.warn({ requestId: c.get('requestId'), ip }, 'dashboard sign-in refused');
+      deps.log.warn({ requestId: c.get('requestId') }, 'dashboard sign-in refused');
       return c.html(loginPage('That is not the admin token.'), 401);
     }
     setCookie(c, SESSION_COOKIE, issueSession(deps.adminToken, nowMs()), {
