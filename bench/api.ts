@@ -30,7 +30,7 @@ import { createAccount } from '../backend/domain/admin/accounts.js';
 import { createApiKey } from '../backend/domain/admin/api-keys.js';
 import { createSite } from '../backend/domain/admin/sites.js';
 import { createApp } from '../backend/http/app.js';
-import { cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
+import { openBenchDatabase, option, roleDeps, RoundRow, serveRoleApp, spawnRole, type Batch, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_API_ROLE';
 const POOL_SIZE = 20;
@@ -66,12 +66,6 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
 interface Call {
   headers: Record<string, string>;
   body: string;
-}
-
-interface Batch {
-  latencies: number[];
-  failures: number;
-  seconds: number;
 }
 
 /** `total` POSTs over `concurrency` kept-alive connections; `next(i)` builds call i; 201 is success. */
@@ -111,44 +105,20 @@ async function load(url: string, total: number, concurrency: number, next: (i: n
   return { latencies, failures, seconds };
 }
 
-/** One row of the table: its batches from every round, with the server's CPU spent on them. */
-class Row {
-  private latencies: number[] = [];
-  private failures = 0;
-  private seconds = 0;
-  private cpuMicros = 0;
-  private dbMicros = 0;
-  private requests = 0;
-
+/** One row of the table: its batches from every round, with the server's and the database's CPU. */
+class Row extends RoundRow {
   constructor(
     readonly name: string,
-    private readonly child: RoleChild,
-    private readonly next: () => Call,
-  ) {}
-
-  async batch(total: number, concurrency: number): Promise<void> {
-    const before = await cpuOf(this.child);
-    const dbBefore = databaseCpuMicros();
-    const b = await load(this.child.url, total, concurrency, this.next);
-    this.dbMicros += databaseCpuMicros() - dbBefore;
-    this.cpuMicros += (await cpuOf(this.child)) - before;
-    this.latencies.push(...b.latencies);
-    this.failures += b.failures;
-    this.seconds += b.seconds;
-    this.requests += total;
-  }
-
-  get perSecond(): number {
-    return this.latencies.length / this.seconds;
+    child: RoleChild,
+    next: () => Call,
+  ) {
+    super(child, (total, concurrency) => load(child.url, total, concurrency, next), true);
   }
 
   line(): string {
-    const sorted = [...this.latencies].sort((a, b) => a - b);
-    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-    return `| ${this.name} | ${this.perSecond.toFixed(0)} | ${at(0.5).toFixed(2)} | ${at(0.99).toFixed(2)} | ${(this.cpuMicros / this.requests).toFixed(0)} | ${(this.dbMicros / this.requests).toFixed(0)} | ${this.failures} |`;
+    return `| ${this.name} | ${this.perSecond.toFixed(0)} | ${this.latency(0.5).toFixed(2)} | ${this.latency(0.99).toFixed(2)} | ${this.cpuPerRequest.toFixed(0)} | ${this.databasePerRequest.toFixed(0)} | ${this.failures} |`;
   }
 }
-
 
 /**
  * A site with one channel and a Meta pixel, an account API key, and `leads` warm leads: each an

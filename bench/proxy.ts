@@ -19,7 +19,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { pino } from 'pino';
 import { startProxyServer } from '../proxy/server.js';
-import { cpuOf, option, spawnRole, type RoleChild } from './support.js';
+import { cpuOf, option, RoundRow, spawnRole, type Batch, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_PROXY_ROLE';
 const PAGE = `<!doctype html><html><head><title>Landing</title></head><body>${'<p>Static landing page content.</p>'.repeat(120)}</body></html>`;
@@ -114,32 +114,9 @@ interface Result {
   cpuMicros?: number;
 }
 
-/** Batches of one row, gathered over the rounds: requests, latencies, time and the server's CPU. */
-class Row {
-  private latencies: number[] = [];
-  private failures = 0;
-  private seconds = 0;
-  private cpuMicros = 0;
-  private requests = 0;
-
-  constructor(
-    private readonly child: RoleChild,
-    private readonly headers: Record<string, string> = NAVIGATION_HEADERS,
-  ) {}
-
-  async batch(total: number, concurrency: number): Promise<void> {
-    const before = await cpuOf(this.child);
-    const b = await loadBatch(this.child.url, total, concurrency, this.headers);
-    this.cpuMicros += (await cpuOf(this.child)) - before;
-    this.latencies.push(...b.latencies);
-    this.failures += b.failures;
-    this.seconds += b.seconds;
-    this.requests += total;
-  }
-
-  result(): Result {
-    return { ...summarize(this.latencies, this.failures, this.seconds, this.requests), cpuMicros: this.cpuMicros / this.requests };
-  }
+/** A row's figures, from its batches of every round. */
+function resultOf(row: RoundRow): Result {
+  return { requests: row.requests, failures: row.failures, perSecond: row.perSecond, p50: row.latency(0.5), p99: row.latency(0.99), cpuMicros: row.cpuPerRequest };
 }
 
 function summarize(latencies: number[], failures: number, seconds: number, requests: number): Result {
@@ -155,7 +132,7 @@ async function loadBatch(
   total: number,
   concurrency: number,
   headers: Record<string, string>,
-): Promise<{ latencies: number[]; failures: number; seconds: number }> {
+): Promise<Batch> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -215,12 +192,13 @@ export async function run(args: string[] = []): Promise<void> {
     };
     // The rows with the tracker up take turns in rounds, so that a machine busy with something
     // else for a while slows them alike and the ratios stay meaningful.
-    const steady = [new Row(origin), new Row(bare), new Row(capigram, PLAIN_HEADERS), new Row(capigram)];
+    const row = (child: RoleChild, headers = NAVIGATION_HEADERS) => new RoundRow(child, (n, c) => loadBatch(child.url, n, c, headers));
+    const steady = [row(origin), row(bare), row(capigram, PLAIN_HEADERS), row(capigram)];
     for (const [child, headers] of [[origin], [bare], [capigram, PLAIN_HEADERS], [capigram]] as const) {
       await load(child.url, warmup, concurrency, headers);
     }
     for (let round = 0; round < rounds; round++) for (const row of steady) await row.batch(perRound, concurrency);
-    const [direct, forwarder, untracked, trackingUp] = steady.map((row) => row.result()) as [Result, Result, Result, Result];
+    const [direct, forwarder, untracked, trackingUp] = steady.map(resultOf) as [Result, Result, Result, Result];
     // Unloaded: one request at a time, so latency is the path's own, not a queue's.
     const calm = Math.min(2_000, total);
     const calmBare = await load(bare.url, calm, 1);

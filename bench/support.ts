@@ -161,3 +161,62 @@ export function databaseCpuMicros(): number {
 
 /** USER_HZ: 100 on every Linux this runs on (the kernel's ABI fixes it for /proc). */
 const CLOCK_TICKS_PER_SECOND = 100;
+
+/** What one batch of load measured: the latency of each successful request, the failures, the time. */
+export interface Batch {
+  latencies: number[];
+  failures: number;
+  seconds: number;
+}
+
+/**
+ * One row of a benchmark table, gathered over interleaved rounds: every batch's latencies and
+ * time, with the CPU the measured server process (and, with `database`, every PostgreSQL
+ * process) spent on it.
+ */
+export class RoundRow {
+  private latencies: number[] = [];
+  private sorted: number[] | null = null;
+  private seconds = 0;
+  private cpuMicros = 0;
+  private dbMicros = 0;
+  failures = 0;
+  requests = 0;
+
+  constructor(
+    private readonly child: RoleChild,
+    private readonly load: (total: number, concurrency: number) => Promise<Batch>,
+    private readonly database = false,
+  ) {}
+
+  async batch(total: number, concurrency: number): Promise<void> {
+    const before = await cpuOf(this.child);
+    const dbBefore = this.database ? databaseCpuMicros() : 0;
+    const b = await this.load(total, concurrency);
+    if (this.database) this.dbMicros += databaseCpuMicros() - dbBefore;
+    this.cpuMicros += (await cpuOf(this.child)) - before;
+    this.latencies.push(...b.latencies);
+    this.sorted = null;
+    this.failures += b.failures;
+    this.seconds += b.seconds;
+    this.requests += total;
+  }
+
+  get perSecond(): number {
+    return this.latencies.length / this.seconds;
+  }
+
+  /** The latency at quantile `q` (0.5, 0.99), in milliseconds. */
+  latency(q: number): number {
+    this.sorted ??= [...this.latencies].sort((a, b) => a - b);
+    return this.sorted[Math.min(this.sorted.length - 1, Math.floor(q * this.sorted.length))] ?? Number.NaN;
+  }
+
+  get cpuPerRequest(): number {
+    return this.cpuMicros / this.requests;
+  }
+
+  get databasePerRequest(): number {
+    return this.dbMicros / this.requests;
+  }
+}
