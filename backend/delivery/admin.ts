@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import { requireSite } from '../domain/admin/sites.js';
 import { wakeDeliveryNow } from '../domain/delivery-wake.js';
-import { lockConversions, refreshCapiStatus } from '../domain/sends.js';
+import { lockConversions, refreshCapiStatus, refreshCapiStatuses } from '../domain/sends.js';
 import { ApiError, validationError } from '../errors.js';
 
 /** Operator views of the outbox: `npm run admin -- sends list|retry`. */
@@ -81,5 +81,38 @@ export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: s
     return { sendId, status: 'pending' as const };
   });
   await wakeDeliveryNow(pool);
+  return result;
+}
+
+/** At most this many failed sends are put back by one `retryFailedSends`; the rest by the next. */
+export const RETRY_FAILED_BATCH = 5_000;
+
+/**
+ * Puts every failed send of a site's active pixels back in the queue, as `retrySend` does one
+ * (the dashboard's "Retry all failed", after a token was fixed, say). Sends of inactive pixels are
+ * left alone: they would only be skipped. The oldest `RETRY_FAILED_BATCH` go first; `more` says
+ * whether others are left.
+ */
+export async function retryFailedSends(pool: Pool, siteIdOrWebsiteId: string): Promise<{ retried: number; more: boolean }> {
+  const site = await requireSite(pool, siteIdOrWebsiteId);
+  const result = await withTx(pool, async (tx) => {
+    const { rows } = await tx.query<{ id: string; conversion_id: string | null }>(
+      `SELECT x.id, x.conversion_id FROM sends x JOIN pixels p ON p.id = x.pixel_id
+       WHERE p.site_id = $1 AND p.active AND x.status = 'failed' ORDER BY x.created_at, x.id LIMIT $2`,
+      [site.id, RETRY_FAILED_BATCH + 1],
+    );
+    const chosen = rows.slice(0, RETRY_FAILED_BATCH);
+    const conversions = [...new Set(chosen.flatMap((r) => (r.conversion_id ? [r.conversion_id] : [])))];
+    // The conversions' locks first, as delivery takes them, so that their capiStatus stays true.
+    await lockConversions(tx, conversions);
+    const updated = await tx.query<{ conversion_id: string | null }>(
+      `UPDATE sends SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now()
+       WHERE id = ANY($1::uuid[]) AND status = 'failed' RETURNING conversion_id`,
+      [chosen.map((r) => r.id)],
+    );
+    await refreshCapiStatuses(tx, [...new Set(updated.rows.flatMap((r) => (r.conversion_id ? [r.conversion_id] : [])))]);
+    return { retried: updated.rowCount ?? 0, more: rows.length > RETRY_FAILED_BATCH };
+  });
+  if (result.retried > 0) await wakeDeliveryNow(pool);
   return result;
 }

@@ -300,3 +300,54 @@ describe('finding a Telegram user', () => {
     expect(await call(`/dashboard/leads?user=1`)).toMatchObject({ status: 303, location: '/dashboard/login' });
   });
 });
+
+describe('retrying every failed send of a site', () => {
+  /** A failed send of the site's pixel on `platform` for a conversion no longer waiting. */
+  async function failedSend(site: Tenant['site'], platform: 'meta' | 'tiktok', conversionId?: string): Promise<{ sendId: string; conversionId: string }> {
+    const id = conversionId ?? (await waitingJoin(db.pool, site, newUser())).conversionId;
+    await db.pool.query(`UPDATE conversions SET awaiting_manual_input = false, value = 5, currency = 'USD', capi_status = 'failed' WHERE id = $1`, [id]);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error)
+       SELECT $1::uuid, p.id, p.platform, 'cnv_' || $1::text, 'failed', 8, 'HTTP 401: token expired' FROM pixels p WHERE p.site_id = $2 AND p.platform = $3
+       RETURNING id`,
+      [id, site.siteId, platform],
+    );
+    return { sendId: rows[0]!.id, conversionId: id };
+  }
+
+  it("puts back the failed sends of the site's active pixels only, and refreshes their conversions' status", async () => {
+    const cookie = await signIn();
+    const owner = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
+    const a = await failedSend(owner.site, 'meta');
+    const b = await failedSend(owner.site, 'tiktok');
+    const sent = await failedSend(owner.site, 'meta');
+    await db.pool.query(`UPDATE sends SET status = 'sent' WHERE id = $1`, [sent.sendId]);
+    const theirs = await failedSend(rival.site, 'meta');
+    // A failed send of a pixel switched off stays as it is: retrying it would only skip it.
+    const off = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
+    const inactive = await failedSend(off.site, 'meta');
+    await db.pool.query(`UPDATE pixels SET active = false WHERE site_id = $1`, [off.site.siteId]);
+
+    const page = await call(`/dashboard/sites/${owner.site.siteId}`, { cookie });
+    expect(page.text).toContain('Retry every failed send');
+    const res = await call(`/dashboard/sites/${owner.site.siteId}/sends/retry-failed`, { cookie, form: { _token: formTokenOf(page.text) } });
+    expect(res).toMatchObject({ status: 303, location: `/dashboard/sites/${owner.site.siteId}?notice=failed-retried` });
+
+    const status = async (sendId: string) => (await db.pool.query('SELECT status, attempts FROM sends WHERE id = $1', [sendId])).rows[0];
+    expect(await status(a.sendId)).toEqual({ status: 'pending', attempts: 0 });
+    expect(await status(b.sendId)).toEqual({ status: 'pending', attempts: 0 });
+    expect(await status(sent.sendId)).toEqual({ status: 'sent', attempts: 8 });
+    expect(await status(theirs.sendId)).toEqual({ status: 'failed', attempts: 8 });
+    expect((await call(`/dashboard/sites/${off.site.siteId}/sends/retry-failed`, { cookie, form: { _token: formTokenOf(page.text) } })).status).toBe(303);
+    expect(await status(inactive.sendId)).toEqual({ status: 'failed', attempts: 8 });
+    for (const id of [a.conversionId, b.conversionId]) expect((await conversionRow(id)).capi_status).toBe('pending');
+    expect((await conversionRow(theirs.conversionId)).capi_status).toBe('failed');
+  });
+
+  it('needs the form token', async () => {
+    const cookie = await signIn();
+    const f = await failedSend(tenant.site, 'tiktok');
+    expect((await call(`/dashboard/sites/${tenant.site.siteId}/sends/retry-failed`, { cookie, form: {} })).status).toBe(403);
+    expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [f.sendId])).rows[0].status).toBe('failed');
+  });
+});

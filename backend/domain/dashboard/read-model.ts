@@ -97,6 +97,8 @@ export interface SiteDetail {
   awaiting: ConversionLine[];
   recent: ConversionLine[];
   failedSends: FailedSendLine[];
+  /** How many of each list are shown at most. */
+  failedLimit: number;
 }
 
 const CONVERSION_FIELDS = `c.id, c.telegram_user_id::text AS telegram_user_id, c.event_type, c.custom_event_name, c.value::float8 AS value, c.currency,
@@ -159,6 +161,7 @@ export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, li
     pixels,
     awaiting: awaiting.rows.map(conversionLine),
     recent: recent.rows.map(conversionLine),
+    failedLimit: limit,
     failedSends: failed.rows.map((r) => ({
       sendId: r.id,
       platform: r.platform,

@@ -28,6 +28,7 @@ export const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('b
 export const NOTICES = {
   'value-saved': 'The value was saved and the conversion dispatched.',
   'send-retried': 'The send is back in the queue.',
+  'failed-retried': "The failed sends of the site's active pixels are back in the queue.",
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
@@ -139,8 +140,8 @@ ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${sta
 <p>Account ${site.accountName} · websiteId <code>${site.website_id}</code> · siteId <code>${site.id}</code> · domains ${site.domains.join(', ')} · dedup window ${site.dedup_window_seconds} s</p>
 <h2>Awaiting a value (${d.awaiting.length})</h2>
 ${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
-<h2>Failed sends (${d.failedSends.length})</h2>
-${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<table><thead><tr><th>last try (UTC)</th><th>platform</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
+<h2>Failed sends (${d.failedSends.length === d.failedLimit ? `${d.failedLimit} newest` : d.failedSends.length})</h2>
+${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>platform</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
 <h2>Latest conversions</h2>
 ${d.recent.length === 0 ? html`<p class="muted">No conversion yet.</p>` : html`<table><thead>${CONVERSION_HEAD}</thead><tbody>${conversionRows(d.recent)}</tbody></table>`}
 <h2>Channels</h2>

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { parseTrustedProxies, resolveForwardedChain } from '../../../shared/client-ip.js';
 import type { Deps } from '../../deps.js';
-import { retrySend } from '../../delivery/admin.js';
+import { retryFailedSends, retrySend } from '../../delivery/admin.js';
 import { normalizeCurrency } from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
 import { findSite } from '../../domain/admin/sites.js';
@@ -182,6 +182,15 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     }
     deps.log.info({ requestId: c.get('requestId'), conversionId }, 'dashboard: conversion value submitted');
     return c.redirect(`/dashboard/sites/${site.id}?notice=value-saved`, 303);
+  });
+
+  app.post('/dashboard/sites/:site/sends/retry-failed', signedIn, async (c) => {
+    const siteRef = c.req.param('site');
+    const site = await findSite(deps.pool, siteRef);
+    if (!site) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    const { retried, more } = await retryFailedSends(deps.pool, site.id);
+    deps.log.info({ requestId: c.get('requestId'), siteId: site.id, retried, more }, 'dashboard: failed sends retried');
+    return c.redirect(`/dashboard/sites/${site.id}?notice=failed-retried`, 303);
   });
 
   app.post('/dashboard/sites/:site/sends/:send/retry', signedIn, async (c) => {
