@@ -1,4 +1,4 @@
-import { SEND_STATUSES, listSends, retrySend } from '../delivery/admin.js';
+import { RETRY_FAILED_BATCH, SEND_STATUSES, listSends, retryFailedSends, retrySend } from '../delivery/admin.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -46,6 +46,22 @@ export const sendCommands = [
     async run({ deps }, v) {
       const out = await retrySend(deps.pool, v.send);
       return { json: out, human: `Send ${out.sendId} queued for delivery (pending)` };
+    },
+  }),
+
+  defineCommand({
+    group: 'sends',
+    name: 'retry-failed',
+    summary:
+      `Queues every failed send of the site's active pixels again (the oldest ${RETRY_FAILED_BATCH} per run), as sends retry does one: ` +
+      'for after fixing what made them fail, such as an expired access token.',
+    flags: {
+      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+    },
+    async run({ deps }, v) {
+      const out = await retryFailedSends(deps.pool, v.site);
+      const more = out.more ? '; more are left: run it again' : '';
+      return { json: out, human: `${out.retried} failed send${out.retried === 1 ? '' : 's'} queued for delivery again${more}` };
     },
   }),
 ];

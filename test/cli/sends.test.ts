@@ -116,3 +116,33 @@ describe('sends retry', () => {
     expect(await w.refused('sends', 'retry', '--send', 'latest')).toBe('error: send latest does not exist\n');
   });
 });
+
+describe('sends retry-failed', () => {
+  it("queues every failed send of the site's active pixels again, and only those", async () => {
+    const failed = async (site: string, platform: string) => {
+      const c = (await w.db.pool.query(
+        `INSERT INTO conversions (site_id, telegram_user_id, event_type, event_time, attributed_at, source, capi_status) VALUES ($1, 43, 'Lead', now(), now(), 'api', 'failed') RETURNING id`,
+        [site],
+      )).rows[0].id as string;
+      const s = (await w.db.pool.query(
+        `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error)
+         SELECT $1::uuid, id, platform, 'cnv_' || $1::text, 'failed', 8, 'token expired' FROM pixels WHERE site_id = $2 AND platform = $3 RETURNING id`,
+        [c, site, platform],
+      )).rows[0].id as string;
+      return { c, s };
+    };
+    const mine = [await failed(siteId, 'meta'), await failed(siteId, 'tiktok')];
+    const theirs = await failed(otherSiteId, 'meta');
+    expect(await w.ok('sends', 'retry-failed', '--site', websiteId)).toEqual({ retried: 2, more: false });
+    for (const { c, s } of mine) {
+      expect(await sendRow(s)).toMatchObject({ status: 'pending', attempts: 0 });
+      expect((await w.db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [c])).rows[0].capi_status).toBe('pending');
+    }
+    expect(await sendRow(theirs.s)).toMatchObject({ status: 'failed', attempts: 8 });
+
+    const again = await w.run('sends', 'retry-failed', '--site', siteId);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('0 failed sends queued for delivery again\n');
+    expect(await w.refused('sends', 'retry-failed', '--site', 'ws_nope')).toBe('error: site ws_nope does not exist\n');
+  });
+});
