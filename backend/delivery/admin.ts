@@ -55,6 +55,9 @@ export async function listSends(db: Queryable, input: z.input<typeof ListSendsIn
 
 const SendId = z.uuid();
 
+/** A failed or skipped send put back in the queue: a fresh attempt budget, due now. */
+const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now()`;
+
 /**
  * Puts a failed or skipped send back in the queue with a fresh attempt budget, due now, then
  * wakes a worker. A sent one is refused: delivering it again would be deduplicated by
@@ -74,7 +77,7 @@ export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: s
     // it would break a worker's lease), and the sweep finds it when it is due.
     if (status === 'pending') return { sendId, status: 'pending' as const };
     await tx.query(
-      `UPDATE sends SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now() WHERE id = $1`,
+      `UPDATE sends ${REQUEUE} WHERE id = $1`,
       [sendId],
     );
     if (send.conversion_id) await refreshCapiStatus(tx, send.conversion_id);
@@ -106,7 +109,7 @@ export async function retryFailedSends(pool: Pool, siteIdOrWebsiteId: string): P
     // The conversions' locks first, as delivery takes them, so that their capiStatus stays true.
     await lockConversions(tx, conversions);
     const updated = await tx.query<{ conversion_id: string | null }>(
-      `UPDATE sends SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now()
+      `UPDATE sends ${REQUEUE}
        WHERE id = ANY($1::uuid[]) AND status = 'failed' RETURNING conversion_id`,
       [chosen.map((r) => r.id)],
     );

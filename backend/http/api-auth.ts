@@ -41,6 +41,11 @@ export type ApiEnv = {
 };
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** The token of an `Authorization: Bearer <token>` header, if that is what the header holds. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return BEARER.exec(header ?? '')?.[1];
+}
 // Compared against when the prefix is unknown, so that a miss costs what a hit costs.
 const DUMMY_HASH = hashApiKey('cgk_000000000000_unknown-key-comparison-placeholder');
 // last_used_at is a hint for operators, not an audit log: write it at most once a minute per key.
@@ -72,7 +77,7 @@ type KeyRow = {
  */
 export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
-    const key = BEARER.exec(c.req.header('authorization') ?? '')?.[1];
+    const key = bearerToken(c.req.header('authorization'));
     const prefix = key === undefined ? null : apiKeyPrefix(key);
     if (key === undefined || prefix === null) throw unauthorized();
 

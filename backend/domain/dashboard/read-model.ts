@@ -132,8 +132,8 @@ function conversionLine(r: ConversionRow): ConversionLine {
 export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, limit = 25): Promise<SiteDetail | null> {
   const site = await findSite(db, siteIdOrWebsiteId);
   if (!site) return null;
-  const account = await db.query<{ name: string }>('SELECT name FROM accounts WHERE id = $1', [site.account_id]);
-  const [{ channels }, { pixels }, awaiting, recent, failed] = await Promise.all([
+  const [account, { channels }, { pixels }, awaiting, recent, failed] = await Promise.all([
+    db.query<{ name: string }>('SELECT name FROM accounts WHERE id = $1', [site.account_id]),
     listChannels(db, site.id),
     listPixels(db, site.id),
     db.query<ConversionRow>(

@@ -19,7 +19,8 @@ export interface BrowserContext {
   requestUserAgent: string | undefined;
 }
 
-function socketAddress(c: Context): string | undefined {
+/** The TCP peer of the request, when a Node socket is behind it. */
+export function socketAddress(c: Context): string | undefined {
   try {
     return getConnInfo(c).remote.address;
   } catch {

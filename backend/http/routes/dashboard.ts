@@ -1,4 +1,3 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { parseTrustedProxies, resolveForwardedChain } from '../../../shared/client-ip.js';
@@ -6,11 +5,14 @@ import type { Deps } from '../../deps.js';
 import { retryFailedSends, retrySend } from '../../delivery/admin.js';
 import { normalizeCurrency } from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
-import { findSite } from '../../domain/admin/sites.js';
+import { Uuid } from '../../domain/admin/schemas.js';
+import { findSite, type SiteRow } from '../../domain/admin/sites.js';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
 import { conversionOwner, dashboardOverview, dashboardSite, sendOfSite } from '../../domain/dashboard/read-model.js';
 import { ApiError } from '../../errors.js';
+import { bearerToken } from '../api-auth.js';
 import type { App, AppEnv } from '../app.js';
+import { socketAddress } from '../keyless/client-context.js';
 import { createSignInLimit } from '../dashboard/sign-in-limit.js';
 import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from '../dashboard/session.js';
 import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from '../dashboard/views.js';
@@ -25,7 +27,7 @@ import { MAX_VALUE } from './api/event-body.js';
 type DashEnv = AppEnv & { Variables: AppEnv['Variables'] & { formToken: string; session: string | null } };
 
 const OVERVIEW_HOURS = 24;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const isUuid = (s: string) => Uuid.safeParse(s).success;
 
 const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': `default-src 'none'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
@@ -48,19 +50,11 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
 
   const signInLimit = createSignInLimit(deps.pool);
   const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
-  const clientIp = (c: Context): string => {
-    let socket: string | undefined;
-    try {
-      socket = getConnInfo(c).remote.address;
-    } catch {
-      socket = undefined;
-    }
-    return resolveForwardedChain(socket, c.req.header('x-forwarded-for'), trust).clientIp;
-  };
+  const clientIp = (c: Context): string => resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust).clientIp;
 
   /** Signed in by cookie (the session, whose form token POSTs must carry) or by bearer token. */
   const signedIn: MiddlewareHandler<DashEnv> = async (c, next) => {
-    const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(c.req.header('authorization') ?? '')?.[1];
+    const bearer = bearerToken(c.req.header('authorization'));
     if (bearer !== undefined) {
       // Guessing the token as a bearer counts against the same budget as the sign-in form.
       const ip = clientIp(c);
@@ -136,6 +130,12 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     return c.html(journeyPage(String(id), await leadJourney(deps.pool, id), session));
   });
 
+  /** The site the URL names, or the not-found page to answer with. */
+  async function siteOf(c: Context<DashEnv>): Promise<SiteRow | Response> {
+    const siteRef = c.req.param('site') ?? '';
+    return (await findSite(deps.pool, siteRef)) ?? c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+  }
+
   async function renderSite(c: Context<DashEnv>, siteRef: string, state: Omit<SitePageState, 'formToken'>, status: 200 | 400 | 404 | 409 = 200) {
     const detail = await dashboardSite(deps.pool, siteRef);
     if (!detail) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
@@ -148,10 +148,9 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
   });
 
   app.post('/dashboard/sites/:site/conversions/:conversion/value', signedIn, async (c) => {
-    const siteRef = c.req.param('site');
     const conversionId = c.req.param('conversion');
-    const site = await findSite(deps.pool, siteRef);
-    if (!site) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
     const form = await c.req.parseBody();
     const rawValue = typeof form.value === 'string' ? form.value.trim() : '';
     const rawCurrency = typeof form.currency === 'string' ? form.currency.trim() : '';
@@ -164,7 +163,7 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
       : currency === undefined ? 'The currency must be an ISO 4217 code, such as USD or EUR.'
       : null;
     if (problem !== null) return renderSite(c, site.id, { error: problem, valueForm }, 400);
-    const owner = UUID.test(conversionId) ? await conversionOwner(deps.pool, site.id, conversionId) : null;
+    const owner = isUuid(conversionId) ? await conversionOwner(deps.pool, site.id, conversionId) : null;
     if (!owner) return renderSite(c, site.id, { error: 'That conversion is not one of this site\'s.' }, 404);
     try {
       await submitConversionValue(deps, { keyId: 'dashboard', accountId: owner.accountId, siteId: site.id }, {
@@ -185,20 +184,18 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
   });
 
   app.post('/dashboard/sites/:site/sends/retry-failed', signedIn, async (c) => {
-    const siteRef = c.req.param('site');
-    const site = await findSite(deps.pool, siteRef);
-    if (!site) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
     const { retried, more } = await retryFailedSends(deps.pool, site.id);
     deps.log.info({ requestId: c.get('requestId'), siteId: site.id, retried, more }, 'dashboard: failed sends retried');
     return c.redirect(`/dashboard/sites/${site.id}?notice=failed-retried`, 303);
   });
 
   app.post('/dashboard/sites/:site/sends/:send/retry', signedIn, async (c) => {
-    const siteRef = c.req.param('site');
     const sendId = c.req.param('send');
-    const site = await findSite(deps.pool, siteRef);
-    if (!site) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
-    if (!UUID.test(sendId) || !(await sendOfSite(deps.pool, site.id, sendId))) {
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
+    if (!isUuid(sendId) || !(await sendOfSite(deps.pool, site.id, sendId))) {
       return renderSite(c, site.id, { error: 'That send is not one of this site\'s.' }, 404);
     }
     try {
