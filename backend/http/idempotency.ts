@@ -179,6 +179,7 @@ export function answerRecorder<T>(
     ...(held.inWork
       ? {
           claim: {
+            id: `${held.apiKeyId}:${held.key}`,
             call: {
               name: 'capigram_idempotency_claim_in_work',
               sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',

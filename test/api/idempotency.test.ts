@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTaskList, TASKS } from '../../backend/worker/tasks/index.js';
+import { createPool } from '../../backend/db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, testClock, TEST_SECRET_KEY, type TestApp, type TestClock } from '../harness/app.js';
 import { waitUntil } from '../delivery/support.js';
@@ -203,13 +204,15 @@ describe('concurrency', () => {
     const key = freshKey();
     let first: ReturnType<typeof api.post>;
     let second: ReturnType<typeof api.post>;
+    let secondSettled = false;
     await holdingLeadLock(user, async () => {
       first = (await sentAndWaiting('advisory', () => api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }))).sent;
-      // The duplicate waits on the first one's claim, for longer than a poll for a claimed key would.
-      second = (
-        await sentAndWaiting('transactionid', () => api.post('/events/conversion', purchase(user, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key }))
-      ).sent;
+      // On the same server the duplicate waits behind the first one's batch, for longer than a poll
+      // for a claimed key would (which would answer 409 after a second).
+      second = api.post('/events/conversion', purchase(user, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key });
+      void second.then(() => (secondSettled = true), () => (secondSettled = true));
       await new Promise((r) => setTimeout(r, 1_200));
+      expect(secondSettled).toBe(false);
     });
     const [a, b] = await Promise.all([first!, second!]);
     expect(a.status).toBe(201);
@@ -217,6 +220,35 @@ describe('concurrency', () => {
     expect(b).toMatchObject({ status: 201, body: a.body });
     expect(b.headers.get('x-idempotent-replay')).toBe('true');
     expect(await conversionsOf(user)).toBe(1);
+  });
+
+  it('a duplicate sent to another server waits on the first one\'s claim in PostgreSQL, then replays its answer', async () => {
+    const user = await warmUser();
+    const key = freshKey();
+    // Another process: its own pool, so its own batches.
+    const otherPool = createPool(db.url, 4);
+    const other = await startTestApp(otherPool, { clock });
+    try {
+      let first: ReturnType<typeof api.post>;
+      let second: ReturnType<typeof api.post>;
+      await holdingLeadLock(user, async () => {
+        first = (await sentAndWaiting('advisory', () => api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }))).sent;
+        second = (
+          await sentAndWaiting('transactionid', () =>
+            apiClient(other.url).post('/events/conversion', purchase(user, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key }),
+          )
+        ).sent;
+        await new Promise((r) => setTimeout(r, 1_200));
+      });
+      const [a, b] = await Promise.all([first!, second!]);
+      expect(a.status).toBe(201);
+      expect(b).toMatchObject({ status: 201, body: a.body });
+      expect(b.headers.get('x-idempotent-replay')).toBe('true');
+      expect(await conversionsOf(user)).toBe(1);
+    } finally {
+      await other.stop();
+      await otherPool.end();
+    }
   });
 
   it('a server killed inside the event leaves no claim behind: the retry runs at once', async () => {

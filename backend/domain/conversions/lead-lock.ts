@@ -19,6 +19,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export type { PreparedCall };
 
+/** The text the lead lock is taken on: one per (account, Telegram user). */
+export function leadLockKey(accountId: string, telegramUserId: number): string {
+  if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId)) throw new Error('withLeadLock: malformed lock key');
+  return `${accountId}:${telegramUserId}`;
+}
+
 /** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
 export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
 
@@ -29,6 +35,8 @@ export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (row
  * back and `taken()` is thrown.
  */
 export interface LockedClaim {
+  /** What the claim claims (two claims with one id never run in one batch: see `lead-lock-batch.ts`). */
+  id: string;
   call: PreparedCall;
   taken: () => Error;
 }
@@ -46,11 +54,11 @@ export async function withLeadLock<T, R>(
   persist?: (result: T) => PreparedCall | null,
   claim?: LockedClaim,
 ): Promise<T> {
-  if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId)) throw new Error('withLeadLock: malformed lock key');
+  const key = leadLockKey(accountId, telegramUserId);
   return withSession(pool, async (client) => {
     await ensurePrepared(client, read);
     if (claim !== undefined) await ensurePrepared(client, claim.call);
-    const lock = `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${accountId}:${telegramUserId}'))`;
+    const lock = `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${key}'))`;
     const opened = (await client.query(
       claim === undefined
         ? `BEGIN; ${lock}; ${execute(client, read)}`

@@ -9,7 +9,8 @@ import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
-import { withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
+import { withLeadLockBatched } from './lead-lock-batch.js';
+import { type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
@@ -107,7 +108,7 @@ export async function submitBusinessEvent(
     customEventName: p.customEventName,
     now,
   });
-  const outcome = await withLeadLock(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
+  const outcome = await withLeadLockBatched(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
     const ctx = toEventContext(rows);
     if (!ctx) {
       if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');

@@ -1,0 +1,254 @@
+import pg from 'pg';
+import type { Pool, PoolClient } from '../../db/pool.js';
+import { ensurePrepared, execute } from '../../db/prepared-batch.js';
+import { LEAD_LOCK_CLASS, leadLockKey, withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
+
+/**
+ * Business events under the lead lock, several to a transaction when they arrive together.
+ *
+ * An event alone costs PostgreSQL more in round trips and in its commit than in its rows (see
+ * docs/benchmarks.md#business-api). So events that wait while others are in flight go together:
+ * one transaction takes their claims, their locks and their reads in one round trip, runs each
+ * event's rules in turn on the rows it read, and sends every event's write with the COMMIT in
+ * another (with Idempotency-Keys, one more for the answers, which need the writes' rows). A lone
+ * event is a batch of one, with the round trips `withLeadLock` would take.
+ *
+ * What keeps the batch equal to the events run one by one:
+ * - one batch never holds two events of one (account, Telegram user), nor two claims of one
+ *   Idempotency-Key, and none that a batch in flight holds; so no event's read can miss another
+ *   event of the batch that it would have seen, and no batch waits on another of this process;
+ * - locks are taken in the order of their keys and claims in the order of theirs, so batches (of
+ *   this or other processes) that do meet wait for each other rather than deadlock;
+ * - any failure before the COMMIT was sent (an event's rule refusing it, a statement failing, a
+ *   deadlock PostgreSQL broke) rolls the whole batch back, and every event of it is run again
+ *   alone by `withLeadLock`, which answers each as it would have been answered alone; a failure
+ *   of the round trip that carried the COMMIT is the one case whose outcome is unknown, and it is
+ *   reported to every event of the batch, as a lone event reports it.
+ */
+
+/** Events in flight at most per batch; more wait for the next. */
+export const MAX_BATCH_EVENTS = 32;
+/** Batches in flight at once per pool: enough to overlap one batch's commit with the next's reads. */
+export const MAX_BATCHES_IN_FLIGHT = 4;
+
+type Fn<T, R> = (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>;
+
+interface Job {
+  accountId: string;
+  telegramUserId: number;
+  lockKey: string;
+  claimId: string | undefined;
+  read: PreparedCall;
+  fn: Fn<unknown, unknown>;
+  persist: ((result: unknown) => PreparedCall | null) | undefined;
+  claim: LockedClaim | undefined;
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Where a job stands inside its batch. */
+interface Placed {
+  job: Job;
+  finish?: LockedFinish<unknown>;
+  result?: unknown;
+  done: boolean;
+}
+
+class LeadLockBatcher {
+  private queue: Job[] = [];
+  private inFlight = 0;
+  private readonly heldLocks = new Set<string>();
+  private readonly heldClaims = new Set<string>();
+
+  constructor(private readonly pool: Pool) {}
+
+  run<T, R>(
+    accountId: string,
+    telegramUserId: number,
+    read: PreparedCall,
+    fn: Fn<T, R>,
+    persist?: (result: T) => PreparedCall | null,
+    claim?: LockedClaim,
+  ): Promise<T> {
+    const lockKey = leadLockKey(accountId, telegramUserId);
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({
+        accountId,
+        telegramUserId,
+        lockKey,
+        claimId: claim?.id,
+        read,
+        fn: fn as Fn<unknown, unknown>,
+        persist: persist as ((result: unknown) => PreparedCall | null) | undefined,
+        claim,
+        resolve: resolve as (result: unknown) => void,
+        reject,
+      });
+      this.pump();
+    });
+  }
+
+  /** Starts batches while there is room and work that no batch in flight conflicts with. */
+  private pump(): void {
+    while (this.inFlight < MAX_BATCHES_IN_FLIGHT && this.queue.length > 0) {
+      const batch = this.take();
+      if (batch.length === 0) return;
+      this.inFlight += 1;
+      void this.runBatch(batch).finally(() => {
+        this.inFlight -= 1;
+        for (const job of batch) {
+          this.heldLocks.delete(job.lockKey);
+          if (job.claimId !== undefined) this.heldClaims.delete(job.claimId);
+        }
+        this.pump();
+      });
+    }
+  }
+
+  /** The oldest waiting events that can go together, in arrival order; the rest keep their places. */
+  private take(): Job[] {
+    const batch: Job[] = [];
+    const rest: Job[] = [];
+    for (const job of this.queue) {
+      const clash = this.heldLocks.has(job.lockKey) || (job.claimId !== undefined && this.heldClaims.has(job.claimId));
+      if (batch.length >= MAX_BATCH_EVENTS || clash) {
+        rest.push(job);
+        continue;
+      }
+      batch.push(job);
+      this.heldLocks.add(job.lockKey);
+      if (job.claimId !== undefined) this.heldClaims.add(job.claimId);
+    }
+    this.queue = rest;
+    return batch;
+  }
+
+  private async runBatch(jobs: Job[]): Promise<void> {
+    const placed: Placed[] = jobs.map((job) => ({ job, done: false }));
+    let client: PoolClient | undefined;
+    let commitSent = false;
+    try {
+      client = await this.pool.connect();
+      await this.steps(client, placed, () => (commitSent = true));
+      client.release();
+    } catch (error) {
+      const open = placed.filter((p) => !p.done);
+      if (commitSent && !(error instanceof pg.DatabaseError)) {
+        // The round trip carrying the COMMIT broke: whether it committed is unknown, as for a lone event.
+        client?.release(error instanceof Error ? error : true);
+        for (const p of open) p.job.reject(error);
+        return;
+      }
+      // PostgreSQL refused a statement (the COMMIT is then skipped) or nothing reached it, or an
+      // event's rule refused it: nothing of the batch was committed, and each event runs alone.
+      if (client !== undefined) {
+        const rolledBack = await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        );
+        client.release(!rolledBack);
+      }
+      await Promise.all(open.map((p) => this.alone(p.job)));
+      return;
+    }
+    for (const p of placed) if (!p.done) p.job.resolve(p.result);
+  }
+
+  private async alone(job: Job): Promise<void> {
+    try {
+      job.resolve(await withLeadLock(this.pool, job.accountId, job.telegramUserId, job.read, job.fn, job.persist, job.claim));
+    } catch (error) {
+      job.reject(error);
+    }
+  }
+
+  /** The batch's transaction, up to its COMMIT; each event's result is left in its place. */
+  private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
+    // Claims first and locks second, as `withLeadLock` takes them, each kind in its keys' order.
+    const claimed = placed.filter((p) => p.job.claim !== undefined).sort((a, b) => compare(a.job.claimId!, b.job.claimId!));
+    for (const p of placed) await ensurePrepared(client, p.job.read);
+    if (claimed.length > 0) await ensurePrepared(client, claimed[0]!.job.claim!.call);
+    const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
+    const statements = [
+      'BEGIN',
+      ...claimed.map((p) => execute(client, p.job.claim!.call)),
+      lockStatement(client, lockKeys),
+      ...placed.map((p) => execute(client, p.job.read)),
+    ];
+    const opened = results(await client.query(statements.join('; ')));
+    claimed.forEach((p, i) => {
+      if (opened[1 + i]!.rows.length > 0) return;
+      // Another request holds this Idempotency-Key and committed it: this event does not run.
+      p.done = true;
+      p.job.reject(p.job.claim!.taken());
+    });
+    const readsAt = 2 + claimed.length;
+    const running: Placed[] = [];
+    for (const [i, p] of placed.entries()) {
+      if (p.done) continue;
+      p.finish = await p.job.fn(client, opened[readsAt + i]!.rows);
+      if ('last' in p.finish) await ensurePrepared(client, p.finish.last);
+      running.push(p);
+    }
+    const writes = running.filter((p) => 'last' in p.finish!);
+    const writeSql = writes.map((p) => execute(client, (p.finish as { last: PreparedCall }).last));
+    const settle = (rows: { rows: unknown[] }[]) => {
+      writes.forEach((p, i) => (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(rows[i]!.rows as never[])));
+      for (const p of running) if (!('last' in p.finish!)) p.result = p.finish!.result;
+    };
+    if (!running.some((p) => p.job.persist !== undefined)) {
+      sendingCommit();
+      settle(results(await client.query([...writeSql, 'COMMIT'].join('; '))));
+      return;
+    }
+    // The answers to record need the writes' rows: the writes go first, the records with the COMMIT.
+    settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))));
+    const records: string[] = [];
+    for (const p of running) {
+      const record = p.job.persist?.(p.result) ?? null;
+      if (record === null) continue;
+      await ensurePrepared(client, record);
+      records.push(execute(client, record));
+    }
+    sendingCommit();
+    await client.query([...records, 'COMMIT'].join('; '));
+  }
+}
+
+/** Every lock of the batch in one statement, taken in ascending order of the lock's own value. */
+function lockStatement(client: PoolClient, keys: string[]): string {
+  if (keys.length === 1) return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext(${client.escapeLiteral(keys[0]!)}))`;
+  const list = keys.map((k) => client.escapeLiteral(k)).join(', ');
+  // Two keys may hash alike: DISTINCT takes such a lock once. The ordered subquery is not flattened,
+  // so the locks are taken in its order.
+  return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(ARRAY[${list}]::text[]) k ORDER BY 1) ordered`;
+}
+
+/** A multi-statement query's results, one per statement (pg returns a lone result bare). */
+function results(r: unknown): { rows: unknown[] }[] {
+  return Array.isArray(r) ? (r as { rows: unknown[] }[]) : [r as { rows: unknown[] }];
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const batchers = new WeakMap<Pool, LeadLockBatcher>();
+
+/**
+ * `withLeadLock`, batched with the other events of the pool that wait at the same time (same
+ * arguments, same results and errors).
+ */
+export function withLeadLockBatched<T, R>(
+  pool: Pool,
+  accountId: string,
+  telegramUserId: number,
+  read: PreparedCall,
+  fn: Fn<T, R>,
+  persist?: (result: T) => PreparedCall | null,
+  claim?: LockedClaim,
+): Promise<T> {
+  let batcher = batchers.get(pool);
+  if (batcher === undefined) batchers.set(pool, (batcher = new LeadLockBatcher(pool)));
+  return batcher.run(accountId, telegramUserId, read, fn, persist, claim);
+}

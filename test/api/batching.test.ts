@@ -1,0 +1,185 @@
+// Business events that arrive together share a transaction (backend/domain/conversions/lead-lock-batch.ts):
+// each still gets the answer it would get alone, an event refused by its rules or by PostgreSQL costs
+// the others nothing, and nothing is written twice or half.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS } from '../../backend/domain/conversions/lead-lock-batch.js';
+import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { startTestApp, type TestApp } from '../harness/app.js';
+import { waitUntil } from '../delivery/support.js';
+import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
+
+let db: TestDatabase;
+let t: TestApp;
+let api: ApiClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  db = await createTestDatabase(30);
+  t = await startTestApp(db.pool);
+  api = apiClient(t.url);
+  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
+});
+afterAll(async () => {
+  await t.stop();
+  await db.drop();
+});
+
+async function warmUser(): Promise<{ user: number; visitId: string }> {
+  const user = newUser();
+  const { visitId } = await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+  return { user, visitId };
+}
+const purchase = (user: number, extra: Record<string, unknown> = {}) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD', ...extra });
+const post = (body: unknown, idempotencyKey?: string) =>
+  api.post('/events/conversion', body, { key: tenant.accountKey, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+
+const advisoryWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'");
+
+/**
+ * Every batch slot of the server stuck on a lead lock the test holds, while `send` queues events
+ * behind them; then the slots are freed, and the queued events leave together. Resolves with what
+ * `send` returned and the answers of the events that held the slots.
+ */
+async function queuedTogether<T>(send: () => T): Promise<{ sent: T; blockers: ApiResponse[] }> {
+  const holder = await db.pool.connect();
+  const blockerUsers = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, () => warmUser()));
+  try {
+    await holder.query('BEGIN');
+    for (const { user } of blockerUsers) await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
+    const before = await advisoryWaiters();
+    // One at a time, so that each takes a slot of its own.
+    const blockers: Promise<ApiResponse>[] = [];
+    for (const { user } of blockerUsers) {
+      blockers.push(post(purchase(user)));
+      await waitUntil(async () => (await advisoryWaiters()) >= before + blockers.length, 10_000, 'a batch waiting on a held lead lock');
+    }
+    const sent = send();
+    // Let the queued requests reach the server.
+    await new Promise((r) => setTimeout(r, 300));
+    await holder.query('COMMIT');
+    return { sent, blockers: await Promise.all(blockers) };
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    holder.release();
+  }
+}
+
+/** The transaction that wrote each user's conversion (conversions of one batch share it). */
+async function writersOf(users: number[]): Promise<Map<number, string>> {
+  const { rows } = await db.pool.query<{ telegram_user_id: number; xid: string }>(
+    'SELECT telegram_user_id, xmin::text AS xid FROM conversions WHERE telegram_user_id = ANY($1::bigint[])',
+    [users],
+  );
+  return new Map(rows.map((r) => [r.telegram_user_id, r.xid]));
+}
+
+describe('events that arrive together', () => {
+  it('share one transaction, and each gets its own acquisition, conversion and sends', async () => {
+    const leads = await Promise.all(Array.from({ length: 12 }, () => warmUser()));
+    const { sent, blockers } = await queuedTogether(() => Promise.all(leads.map(({ user }) => post(purchase(user)))));
+    const answers = await sent;
+    for (const b of blockers) expect(b.status).toBe(201);
+    for (const a of answers) {
+      expect(a.status).toBe(201);
+      expect(a.body).toMatchObject({ capiStatus: 'pending', coldLead: false, dispatched: true, deduplicated: false });
+      expect((a.body.sends as unknown[]).length).toBe(2);
+    }
+    // Each answer is its own user's conversion, carrying that user's acquisition visit.
+    const { rows } = await db.pool.query<{ id: string; telegram_user_id: number; visit_id: string; sends: number }>(
+      `SELECT c.id, c.telegram_user_id, c.visit_id, (SELECT count(*)::int FROM sends s WHERE s.conversion_id = c.id) AS sends
+       FROM conversions c WHERE c.telegram_user_id = ANY($1::bigint[])`,
+      [leads.map((l) => l.user)],
+    );
+    expect(rows).toHaveLength(leads.length);
+    leads.forEach(({ user, visitId }, i) => {
+      const row = rows.find((r) => r.telegram_user_id === user)!;
+      expect(row).toMatchObject({ id: answers[i]!.body.conversionId, visit_id: visitId, sends: 2 });
+    });
+    // They went together: all twelve committed in one transaction.
+    const writers = await writersOf(leads.map((l) => l.user));
+    expect(new Set(writers.values()).size).toBe(1);
+  });
+
+  it(`never more than ${MAX_BATCH_EVENTS} to a transaction`, async () => {
+    const leads = await Promise.all(Array.from({ length: MAX_BATCH_EVENTS + 5 }, () => warmUser()));
+    const { sent } = await queuedTogether(() => Promise.all(leads.map(({ user }) => post(purchase(user)))));
+    for (const a of await sent) expect(a.status).toBe(201);
+    const perTransaction = new Map<string, number>();
+    for (const xid of (await writersOf(leads.map((l) => l.user))).values()) perTransaction.set(xid, (perTransaction.get(xid) ?? 0) + 1);
+    expect(Math.max(...perTransaction.values())).toBe(MAX_BATCH_EVENTS);
+    expect([...perTransaction.values()].reduce((a, b) => a + b, 0)).toBe(leads.length);
+  });
+
+  it('two events of one user never share a transaction: the second sees the first and reuses its conversion', async () => {
+    const { user } = await warmUser();
+    const { sent } = await queuedTogether(() => Promise.all([post(purchase(user)), post(purchase(user, { value: 25 }))]));
+    const [a, b] = await sent;
+    expect([a!.status, b!.status].sort()).toEqual([200, 201]);
+    const reused = a!.status === 200 ? a! : b!;
+    expect(reused.body).toMatchObject({ deduplicated: true, updatedExisting: true });
+    expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [user])).toBe(1);
+  });
+
+  it('an event its rules refuse gets its own error; the events beside it are written as usual', async () => {
+    const leads = await Promise.all(Array.from({ length: 5 }, () => warmUser()));
+    const cold = newUser(); // no acquisition and no site named: SITE_REQUIRED
+    const { sent } = await queuedTogether(() => Promise.all([...leads.map(({ user }) => post(purchase(user))), post(purchase(cold))]));
+    const answers = await sent;
+    for (const a of answers.slice(0, -1)) expect(a.status).toBe(201);
+    expect(answers.at(-1)).toMatchObject({ status: 400, body: { code: 'SITE_REQUIRED' } });
+    expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [leads.map((l) => l.user)])).toBe(leads.length);
+    expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [cold])).toBe(0);
+  });
+
+  it('a write PostgreSQL refuses fails that event alone, with nothing of it written', async () => {
+    const leads = await Promise.all(Array.from({ length: 5 }, () => warmUser()));
+    const doomed = await warmUser();
+    await db.pool.query(`CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.telegram_user_id = ${doomed.user} THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`);
+    await db.pool.query('CREATE TRIGGER refuse_doomed BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION refuse_doomed()');
+    try {
+      const { sent } = await queuedTogether(() => Promise.all([...leads.map(({ user }) => post(purchase(user))), post(purchase(doomed.user))]));
+      const answers = await sent;
+      for (const a of answers.slice(0, -1)) expect(a.status).toBe(201);
+      expect(answers.at(-1)!.status).toBeGreaterThanOrEqual(500);
+      expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [leads.map((l) => l.user)])).toBe(leads.length);
+      expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [doomed.user])).toBe(0);
+      expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [doomed.user])).toBe(0);
+    } finally {
+      await db.pool.query('DROP TRIGGER refuse_doomed ON conversions; DROP FUNCTION refuse_doomed()');
+    }
+  });
+
+  it('with Idempotency-Keys: each answer is stored with its own event, and a replay returns it', async () => {
+    const leads = await Promise.all(Array.from({ length: 6 }, () => warmUser()));
+    const keys = leads.map((_, i) => `batch-${Date.now()}-${i}`);
+    // Half keyed, half not, in one batch.
+    const { sent } = await queuedTogether(() => Promise.all(leads.map(({ user }, i) => post(purchase(user), i % 2 === 0 ? keys[i] : undefined))));
+    const answers = await sent;
+    for (const a of answers) expect(a.status).toBe(201);
+    const writers = await writersOf(leads.map((l) => l.user));
+    expect(new Set(writers.values()).size).toBe(1);
+    for (const [i, { user }] of leads.entries()) {
+      if (i % 2 !== 0) continue;
+      const replay = await post(purchase(user, { value: 99 }), keys[i]);
+      expect(replay.status).toBe(201);
+      expect(replay.headers.get('x-idempotent-replay')).toBe('true');
+      expect(replay.body).toEqual(answers[i]!.body);
+    }
+    expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [leads.map((l) => l.user)])).toBe(leads.length);
+  });
+
+  it('one Idempotency-Key sent twice at once runs once, whatever the bodies', async () => {
+    const [a, b] = await Promise.all([warmUser(), warmUser()]);
+    const key = `batch-twice-${Date.now()}`;
+    const { sent } = await queuedTogether(() => Promise.all([post(purchase(a.user), key), post(purchase(b.user), key)]));
+    const both = await sent;
+    const first = both.find((r) => r.headers.get('x-idempotent-replay') === null)!;
+    const second = both.find((r) => r !== first)!;
+    expect(first.status).toBe(201);
+    expect(second).toMatchObject({ status: 201, body: first.body });
+    expect(second.headers.get('x-idempotent-replay')).toBe('true');
+    expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [[a.user, b.user]])).toBe(1);
+  });
+});
