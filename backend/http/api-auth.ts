@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../crypto/api-keys.js';
+import { findApiKey } from './api-key-lookup.js';
 import type { Deps } from '../deps.js';
 import type { ApiCaller } from '../domain/conversions/site-scope.js';
 import { ApiError } from './errors.js';
@@ -84,17 +85,12 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
     const idempotencyKey = c.req.header('idempotency-key');
     const claimKey = idempotencyKey !== undefined && isIdempotencyKey(idempotencyKey) ? idempotencyKey : null;
     const now = deps.now();
-    // Prepared once per connection: one of them runs on every business request.
-    const { rows } = await deps.pool.query<KeyRow>(
-      claimInWork
-        ? {
-            name: 'capigram_api_key_by_prefix_and_prior_claim',
-            text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1)
-                   SELECT k.*, i.created_at AS prior_at, i.status_code AS prior_status, i.response_body AS prior_body
-                   FROM k LEFT JOIN idempotency_keys i ON i.api_key_id = k.id AND i.key = $2 AND k.secret_hash = $3`,
-            values: [prefix, claimKey, hashApiKey(key)],
-          }
-        : {
+    // One of these runs on every business request: the event endpoints' look-up is coalesced with
+    // its neighbours' (see api-key-lookup.ts); the others' is prepared once per connection.
+    const row: KeyRow | undefined = claimInWork
+      ? await findApiKey(deps.pool, { prefix, claimKey, hash: hashApiKey(key) })
+      : (
+          await deps.pool.query<KeyRow>({
             name: 'capigram_api_key_by_prefix_and_claim',
             text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
                    claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at)
@@ -102,9 +98,8 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
                              ON CONFLICT DO NOTHING RETURNING 1)
                    SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
             values: [prefix, claimKey, now, hashApiKey(key)],
-          },
-    );
-    const row = rows[0];
+          })
+        ).rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();
 

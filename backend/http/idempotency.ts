@@ -156,8 +156,8 @@ export interface AnswerRecorder<T> {
   persist(outcome: T): PreparedCall;
   /** Call once the work's transaction committed: the middleware then stores nothing more. */
   committed(): void;
-  /** For a key claimed in the work's transaction: the claim, to be made first in it. */
-  claim?: LockedClaim;
+  /** For a key claimed in the work's transaction: the claim, to be made first in it (or last, with the answer). */
+  claim?: LockedClaim<T>;
 }
 
 /**
@@ -175,6 +175,11 @@ export function answerRecorder<T>(
   const held = c.get('heldClaim');
   if (held === undefined) return undefined;
   let persisted = false;
+  /** Status, stored answer and completion time: the last three values of both statements that store an answer. */
+  const answered = (outcome: T): [number, StoredResponse, Date] => {
+    const { status, body } = answer(outcome);
+    return [status, { contentType: 'application/json', text: JSON.stringify(body) }, deps.now()];
+  };
   return {
     ...(held.inWork
       ? {
@@ -186,17 +191,24 @@ export function answerRecorder<T>(
               values: [held.apiKeyId, held.key, held.claimedAt],
             },
             taken: () => new ClaimTaken(),
+            withAnswer(outcome: T) {
+              persisted = true;
+              return {
+                name: 'capigram_idempotency_claim_with_work_answer',
+                sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
+                      VALUES ($1, $2, $3, $4, $5, $6)`,
+                values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome)],
+              };
+            },
           },
         }
       : {}),
     persist(outcome) {
-      const { status, body } = answer(outcome);
-      const stored: StoredResponse = { contentType: 'application/json', text: JSON.stringify(body) };
       persisted = true;
       return {
         name: 'capigram_idempotency_store_with_work',
         sql: STORE_SQL,
-        values: [held.apiKeyId, held.key, held.claimedAt, status, stored, deps.now()],
+        values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome)],
       };
     },
     committed() {

@@ -8,22 +8,25 @@ import { LEAD_LOCK_CLASS, leadLockKey, withLeadLock, type LockedClaim, type Lock
  *
  * An event alone costs PostgreSQL more in round trips and in its commit than in its rows (see
  * docs/benchmarks.md#business-api). So events that wait while others are in flight go together:
- * one transaction takes their claims, their locks and their reads in one round trip, runs each
- * event's rules in turn on the rows it read, and sends every event's write with the COMMIT in
- * another (with Idempotency-Keys, one more for the answers, which need the writes' rows). A lone
- * event is a batch of one, with the round trips `withLeadLock` would take.
+ * one transaction takes their locks and their reads in one round trip, runs each event's rules
+ * in turn on the rows it read, and sends every event's write with the COMMIT in another (with
+ * Idempotency-Keys, one more: the answers to store need the writes' rows, so the writes go alone
+ * and the answers, each with its key's claim, travel with the COMMIT). A lone event is a batch of
+ * one, with the round trips `withLeadLock` would take.
  *
  * What keeps the batch equal to the events run one by one:
- * - one batch never holds two events of one (account, Telegram user), nor two claims of one
+ * - one batch never holds two events of one (account, Telegram user), nor two of one
  *   Idempotency-Key, and none that a batch in flight holds; so no event's read can miss another
  *   event of the batch that it would have seen, and no batch waits on another of this process;
  * - locks are taken in the order of their keys and claims in the order of theirs, so batches (of
  *   this or other processes) that do meet wait for each other rather than deadlock;
+ * - a key is claimed at the end, with its answer, by a plain INSERT: when another request (of
+ *   another process) holds it, the unique violation rolls the batch back;
  * - any failure before the COMMIT was sent (an event's rule refusing it, a statement failing, a
- *   deadlock PostgreSQL broke) rolls the whole batch back, and every event of it is run again
- *   alone by `withLeadLock`, which answers each as it would have been answered alone; a failure
- *   of the round trip that carried the COMMIT is the one case whose outcome is unknown, and it is
- *   reported to every event of the batch, as a lone event reports it.
+ *   deadlock PostgreSQL broke, a claimed key) rolls the whole batch back, and every event of it is
+ *   run again alone by `withLeadLock`, which claims first and answers each event as it would have
+ *   been answered alone; a failure of the round trip that carried the COMMIT is the one case whose
+ *   outcome is unknown, and it is reported to every event of the batch, as a lone event reports it.
  */
 
 /** Events in flight at most per batch; more wait for the next. */
@@ -41,7 +44,7 @@ interface Job {
   read: PreparedCall;
   fn: Fn<unknown, unknown>;
   persist: ((result: unknown) => PreparedCall | null) | undefined;
-  claim: LockedClaim | undefined;
+  claim: LockedClaim<unknown> | undefined;
   resolve(result: unknown): void;
   reject(error: unknown): void;
 }
@@ -51,7 +54,6 @@ interface Placed {
   job: Job;
   finish?: LockedFinish<unknown>;
   result?: unknown;
-  done: boolean;
 }
 
 class LeadLockBatcher {
@@ -68,7 +70,7 @@ class LeadLockBatcher {
     read: PreparedCall,
     fn: Fn<T, R>,
     persist?: (result: T) => PreparedCall | null,
-    claim?: LockedClaim,
+    claim?: LockedClaim<T>,
   ): Promise<T> {
     const lockKey = leadLockKey(accountId, telegramUserId);
     return new Promise<T>((resolve, reject) => {
@@ -80,7 +82,7 @@ class LeadLockBatcher {
         read,
         fn: fn as Fn<unknown, unknown>,
         persist: persist as ((result: unknown) => PreparedCall | null) | undefined,
-        claim,
+        claim: claim as LockedClaim<unknown> | undefined,
         resolve: resolve as (result: unknown) => void,
         reject,
       });
@@ -124,7 +126,7 @@ class LeadLockBatcher {
   }
 
   private async runBatch(jobs: Job[]): Promise<void> {
-    const placed: Placed[] = jobs.map((job) => ({ job, done: false }));
+    const placed: Placed[] = jobs.map((job) => ({ job }));
     let client: PoolClient | undefined;
     let commitSent = false;
     try {
@@ -132,11 +134,10 @@ class LeadLockBatcher {
       await this.steps(client, placed, () => (commitSent = true));
       client.release();
     } catch (error) {
-      const open = placed.filter((p) => !p.done);
       if (commitSent && !(error instanceof pg.DatabaseError)) {
         // The round trip carrying the COMMIT broke: whether it committed is unknown, as for a lone event.
         client?.release(error instanceof Error ? error : true);
-        for (const p of open) p.job.reject(error);
+        for (const job of jobs) job.reject(error);
         return;
       }
       // PostgreSQL refused a statement (the COMMIT is then skipped) or nothing reached it, or an
@@ -148,10 +149,10 @@ class LeadLockBatcher {
         );
         client.release(!rolledBack);
       }
-      await Promise.all(open.map((p) => this.alone(p.job)));
+      await Promise.all(jobs.map((job) => this.alone(job)));
       return;
     }
-    for (const p of placed) if (!p.done) p.job.resolve(p.result);
+    for (const p of placed) p.job.resolve(p.result);
   }
 
   private async alone(job: Job): Promise<void> {
@@ -164,54 +165,39 @@ class LeadLockBatcher {
 
   /** The batch's transaction, up to its COMMIT; each event's result is left in its place. */
   private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
-    // Claims first and locks second, as `withLeadLock` takes them, each kind in its keys' order.
-    const claimed = placed.filter((p) => p.job.claim !== undefined).sort((a, b) => compare(a.job.claimId!, b.job.claimId!));
     for (const p of placed) await ensurePrepared(client, p.job.read);
-    if (claimed.length > 0) await ensurePrepared(client, claimed[0]!.job.claim!.call);
     const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
-    const statements = [
-      'BEGIN',
-      ...claimed.map((p) => execute(client, p.job.claim!.call)),
-      lockStatement(client, lockKeys),
-      ...placed.map((p) => execute(client, p.job.read)),
-    ];
-    const opened = results(await client.query(statements.join('; ')));
-    claimed.forEach((p, i) => {
-      if (opened[1 + i]!.rows.length > 0) return;
-      // Another request holds this Idempotency-Key and committed it: this event does not run.
-      p.done = true;
-      p.job.reject(p.job.claim!.taken());
-    });
-    const readsAt = 2 + claimed.length;
-    const running: Placed[] = [];
+    const opened = results(await client.query(['BEGIN', lockStatement(client, lockKeys), ...placed.map((p) => execute(client, p.job.read))].join('; ')));
     for (const [i, p] of placed.entries()) {
-      if (p.done) continue;
-      p.finish = await p.job.fn(client, opened[readsAt + i]!.rows);
+      p.finish = await p.job.fn(client, opened[2 + i]!.rows);
       if ('last' in p.finish) await ensurePrepared(client, p.finish.last);
-      running.push(p);
     }
-    const writes = running.filter((p) => 'last' in p.finish!);
+    const writes = placed.filter((p) => 'last' in p.finish!);
     const writeSql = writes.map((p) => execute(client, (p.finish as { last: PreparedCall }).last));
     const settle = (rows: { rows: unknown[] }[]) => {
       writes.forEach((p, i) => (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(rows[i]!.rows as never[])));
-      for (const p of running) if (!('last' in p.finish!)) p.result = p.finish!.result;
+      for (const p of placed) if (!('last' in p.finish!)) p.result = p.finish!.result;
     };
-    if (!running.some((p) => p.job.persist !== undefined)) {
+    if (!placed.some((p) => p.job.claim !== undefined || p.job.persist !== undefined)) {
       sendingCommit();
       settle(results(await client.query([...writeSql, 'COMMIT'].join('; '))));
       return;
     }
-    // The answers to record need the writes' rows: the writes go first, the records with the COMMIT.
+    // The answers to store need the writes' rows: the writes go first, the answers with the COMMIT.
+    // An Idempotency-Key is claimed here, with its answer, by a plain INSERT: if another request
+    // holds the key, the unique violation rolls the batch back and its events run alone, where
+    // the claim comes first and waits for the other request. Claims go in their keys' order.
     settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))));
-    const records: string[] = [];
-    for (const p of running) {
-      const record = p.job.persist?.(p.result) ?? null;
-      if (record === null) continue;
-      await ensurePrepared(client, record);
-      records.push(execute(client, record));
+    const answers: { order: string; call: PreparedCall }[] = [];
+    for (const p of placed) {
+      const call = p.job.claim !== undefined ? p.job.claim.withAnswer(p.result) : (p.job.persist?.(p.result) ?? null);
+      if (call === null) continue;
+      await ensurePrepared(client, call);
+      answers.push({ order: p.job.claimId ?? '', call });
     }
+    answers.sort((a, b) => compare(a.order, b.order));
     sendingCommit();
-    await client.query([...records, 'COMMIT'].join('; '));
+    await client.query([...answers.map((a) => execute(client, a.call)), 'COMMIT'].join('; '));
   }
 }
 
@@ -246,7 +232,7 @@ export function withLeadLockBatched<T, R>(
   read: PreparedCall,
   fn: Fn<T, R>,
   persist?: (result: T) => PreparedCall | null,
-  claim?: LockedClaim,
+  claim?: LockedClaim<T>,
 ): Promise<T> {
   let batcher = batchers.get(pool);
   if (batcher === undefined) batchers.set(pool, (batcher = new LeadLockBatcher(pool)));

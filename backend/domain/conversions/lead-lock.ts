@@ -34,11 +34,17 @@ export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (row
  * wait for its transaction; if that one commits, nothing is claimed, the transaction is rolled
  * back and `taken()` is thrown.
  */
-export interface LockedClaim {
+export interface LockedClaim<T = never> {
   /** What the claim claims (two claims with one id never run in one batch: see `lead-lock-batch.ts`). */
   id: string;
   call: PreparedCall;
   taken: () => Error;
+  /**
+   * The claim and the answer `persist` would store, as one plain INSERT, for a transaction that
+   * claims at its end instead (`lead-lock-batch.ts`): it fails with a unique violation when
+   * another request holds the key.
+   */
+  withAnswer: (result: T) => PreparedCall;
 }
 
 export async function withLeadLock<T, R>(
@@ -52,7 +58,7 @@ export async function withLeadLock<T, R>(
    * answer): it travels with the COMMIT, so the answer is stored exactly when the work is.
    */
   persist?: (result: T) => PreparedCall | null,
-  claim?: LockedClaim,
+  claim?: LockedClaim<T>,
 ): Promise<T> {
   const key = leadLockKey(accountId, telegramUserId);
   return withSession(pool, async (client) => {

@@ -82,7 +82,7 @@ export async function submitBusinessEvent(
   ev: BusinessEvent,
   mode: EventMode,
   persist?: (outcome: EventOutcome) => PreparedCall | null,
-  claim?: LockedClaim,
+  claim?: LockedClaim<EventOutcome>,
 ): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
