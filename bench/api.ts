@@ -6,8 +6,10 @@
  *    `conversions`, nothing else;
  * 2. Capigram without `Idempotency-Key`: key check, validation, the lead's acquisition and history
  *    on the site, the per-lead lock and recent-match look-up, the lead upsert, the conversion and
- *    one send per pixel, all in one transaction, then the delivery wake-up;
- * 3. the same with a fresh `Idempotency-Key` per request (claim before, stored answer after).
+ *    one send per pixel, all in one transaction, then the delivery wake-up (events that arrive
+ *    while others are in flight share look-ups and transactions: lead-lock-batch.ts);
+ * 3. the same with a fresh `Idempotency-Key` per request (claimed with its stored answer in the
+ *    event's transaction).
  *
  * Every request is for a warm lead (a join attributed to a visit, seeded beforehand) with an
  * account-scoped key and no site named, as a payment provider's webhook handler sends it: the site,

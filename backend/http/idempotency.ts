@@ -21,7 +21,8 @@ import { ApiError } from './errors.js';
  *
  * The event endpoints claim a new key inside their own transaction instead (`claimInWork`), which
  * changes the first and the third rules for them: nothing is claimed before the work, and a
- * duplicate waits on the claim's row for as long as the first request takes.
+ * duplicate waits for as long as the first request takes (behind it in this process's queue of
+ * events, or on the claim's row; see `lead-lock-batch.ts`).
  */
 export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_WAIT_MS = 1000;
