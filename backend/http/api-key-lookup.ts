@@ -2,13 +2,13 @@ import type { Pool } from '../db/pool.js';
 
 /**
  * The API key look-up of the event endpoints (with what is stored under the request's
- * Idempotency-Key), coalesced: while `MAX_LOOKUPS_IN_FLIGHT` look-ups are out, the requests that
- * arrive wait and then go together, as one statement, in one round trip. A lone request is looked
+ * Idempotency-Key), coalesced: while a look-up is out (a fraction of a millisecond), the requests
+ * that arrive wait and then go together, as one statement, in one round trip. A lone request is looked
  * up at once, as before. Every request runs one look-up, so under load this takes a round trip off
  * most of them (docs/benchmarks.md#business-api). Nothing is cached: a key revoked a moment ago is
  * refused by the next look-up.
  */
-export const MAX_LOOKUPS_IN_FLIGHT = 2;
+export const MAX_LOOKUPS_IN_FLIGHT = 1;
 const MAX_LOOKUPS_PER_STATEMENT = 64;
 
 export interface KeyLookup {

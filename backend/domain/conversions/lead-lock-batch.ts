@@ -31,8 +31,12 @@ import { LEAD_LOCK_CLASS, leadLockKey, withLeadLock, type LockedClaim, type Lock
 
 /** Events in flight at most per batch; more wait for the next. */
 export const MAX_BATCH_EVENTS = 32;
-/** Batches in flight at once per pool: enough to overlap one batch's commit with the next's reads. */
-export const MAX_BATCHES_IN_FLIGHT = 4;
+/**
+ * Batches in flight at once per pool: two, so that one batch's commit overlaps the next one's
+ * reads. More only makes the batches smaller and dearer (`npm run bench -- api`, two runs each:
+ * two in flight 0.57–0.59 of the bare ceiling, four 0.51–0.54, eight 0.44–0.48).
+ */
+export const MAX_BATCHES_IN_FLIGHT = 2;
 
 type Fn<T, R> = (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>;
 
