@@ -197,7 +197,9 @@ export async function run(args: string[] = []): Promise<void> {
     for (const [child, headers] of [[origin], [bare], [capigram, PLAIN_HEADERS], [capigram]] as const) {
       await load(child.url, warmup, concurrency, headers);
     }
+    const trackerBefore = await cpuOf(tracker);
     for (let round = 0; round < rounds; round++) for (const row of steady) await row.batch(perRound, concurrency);
+    const trackerMicros = ((await cpuOf(tracker)) - trackerBefore) / (perRound * rounds);
     const [direct, forwarder, untracked, trackingUp] = steady.map(resultOf) as [Result, Result, Result, Result];
     // Unloaded: one request at a time, so latency is the path's own, not a queue's.
     const calm = Math.min(2_000, total);
@@ -229,6 +231,7 @@ export async function run(args: string[] = []): Promise<void> {
       `throughput, Capigram / bare forwarder: ${(trackingUp.perSecond / forwarder.perSecond).toFixed(2)} (target >= 0.8)`,
       `added p50 over the bare forwarder: ${(trackingUp.p50 - forwarder.p50).toFixed(2)} ms at saturation, ${(calmCapigram.p50 - calmBare.p50).toFixed(2)} ms unloaded (${calm} sequential requests: p50 ${calmBare.p50.toFixed(2)} vs ${calmCapigram.p50.toFixed(2)} ms, p99 ${calmBare.p99.toFixed(2)} vs ${calmCapigram.p99.toFixed(2)} ms) (target <= 2 ms)`,
       `proxy CPU per request, Capigram / bare forwarder: ${((trackingUp.cpuMicros ?? 0) / (forwarder.cpuMicros ?? 1)).toFixed(2)}`,
+      `the canned tracker's own CPU per tracked pageview (another process on the same two cores): ${trackerMicros.toFixed(0)} µs`,
       `page p99, tracker stalled vs up: ${trackingStalled.p99.toFixed(2)} ms vs ${trackingUp.p99.toFixed(2)} ms`,
       `track/init calls the tracker answered during the tracker-up rows (saturated and unloaded) and their warm-up: ${counted.inits}`,
     ];
