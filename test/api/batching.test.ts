@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS } from '../../backend/domain/conversions/lead-lock-batch.js';
 import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
+import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
+import { spawnService } from '../harness/process.js';
+import { scratchDir } from '../harness/scratch.js';
 import { waitUntil } from '../delivery/support.js';
 import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
 
@@ -181,5 +183,76 @@ describe('events that arrive together', () => {
     expect(second).toMatchObject({ status: 201, body: first.body });
     expect(second.headers.get('x-idempotent-replay')).toBe('true');
     expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [[a.user, b.user]])).toBe(1);
+  });
+
+  it('a server killed while a shared transaction waits on its writes: retries elsewhere neither lose nor double anything', async () => {
+    const all = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT + 8 }, () => warmUser()));
+    const blockers = all.slice(0, MAX_BATCHES_IN_FLIGHT).map((b) => b.user);
+    const leads = all.slice(MAX_BATCHES_IN_FLIGHT);
+    const keys = leads.map((_, i) => (i % 2 === 0 ? `crash-${Date.now()}-${i}` : undefined));
+    const lockLead = (c: { query: (q: string, v: unknown[]) => Promise<unknown> }, user: number) =>
+      c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
+    const [slots, first, table] = [await db.pool.connect(), await db.pool.connect(), await db.pool.connect()];
+    const server = spawnService('backend/main.ts', {
+      DATABASE_URL: db.url,
+      DATA_DIR: scratchDir('api-batch-crash'),
+      SECRET_KEY: TEST_SECRET_KEY.toString('hex'),
+      PORT: '0',
+      WORKER: 'off',
+    });
+    try {
+      const [, url] = await server.waitFor(/Capigram listening on (\S+)/);
+      const remote = apiClient(url!);
+      const send = (user: number, key?: string) =>
+        void remote.post('/events/conversion', purchase(user), { key: tenant.accountKey, ...(key === undefined ? {} : { idempotencyKey: key }) }).catch(() => undefined);
+      const relationWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'relation'");
+      // Both batch slots of the server wait on lead locks the test holds; the events queue behind them.
+      await slots.query('BEGIN');
+      for (const user of blockers) await lockLead(slots, user);
+      await first.query('BEGIN');
+      await lockLead(first, leads[0]!.user);
+      const before = await advisoryWaiters();
+      for (const [i, user] of blockers.entries()) {
+        send(user);
+        await waitUntil(async () => (await advisoryWaiters()) >= before + i + 1, 10_000, 'a slot taken');
+      }
+      leads.forEach(({ user }, i) => send(user, keys[i]));
+      await new Promise((r) => setTimeout(r, 300));
+      // The slots free up; the queued events leave as one transaction, which stops at the first's lock.
+      await slots.query('COMMIT');
+      await waitUntil(async () => (await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [blockers])) === blockers.length, 10_000, 'the slot holders done');
+      await waitUntil(async () => (await advisoryWaiters()) === before + 1, 10_000, 'the shared transaction at the lock');
+      // It reads and decides, then stops at its writes; the server dies there.
+      await table.query('BEGIN');
+      await table.query('LOCK TABLE conversions IN SHARE MODE');
+      await first.query('COMMIT');
+      await waitUntil(async () => (await relationWaiters()) >= 1, 10_000, 'the shared transaction at its writes');
+      server.child.kill('SIGKILL');
+      await server.exit();
+      await table.query('COMMIT');
+      // The orphaned transaction finishes (PostgreSQL may still commit it: its client is gone, not its work).
+      await waitUntil(async () => (await relationWaiters()) === 0 && (await advisoryWaiters()) === before, 10_000, 'the orphan settled');
+    } finally {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+      for (const c of [slots, first, table]) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        c.release();
+      }
+    }
+    const users = leads.map((l) => l.user);
+    const left = await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [users]);
+    // All of the shared transaction or none of it.
+    expect([0, leads.length]).toContain(left);
+    // The clients retry on another server, with the same keys.
+    const retries = await Promise.all(leads.map(({ user }, i) => post(purchase(user), keys[i])));
+    for (const r of retries) expect([200, 201]).toContain(r.status);
+    const { rows } = await db.pool.query<{ telegram_user_id: number; conversions: number; sends: number }>(
+      `SELECT c.telegram_user_id, count(DISTINCT c.id)::int AS conversions, count(s.id)::int AS sends
+       FROM conversions c LEFT JOIN sends s ON s.conversion_id = c.id
+       WHERE c.telegram_user_id = ANY($1::bigint[]) GROUP BY c.telegram_user_id`,
+      [users],
+    );
+    expect(rows).toHaveLength(leads.length);
+    for (const r of rows) expect(r).toMatchObject({ conversions: 1, sends: 2 });
   });
 });
