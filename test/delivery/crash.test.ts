@@ -49,8 +49,14 @@ it('SIGKILL mid-request, restart: every conversion delivered, each event id at l
 
   const first = await startWorkerProcess();
   const ids: string[] = [];
+  // The conversions trickle in over a couple of seconds, so that the worker sends them in many
+  // requests: written all at once (a worker slow to start on a busy machine), they would all go
+  // in its first request, and there would be no request left to kill it in.
   const writing = Promise.all([0, 1].map(async () => {
-    for (let i = 0; i < 150; i++) ids.push((await createConversion(db.pool, siteId, { visitId })).conversionId);
+    for (let i = 0; i < 150; i++) {
+      ids.push((await createConversion(db.pool, siteId, { visitId })).conversionId);
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }));
 
   // Kill while a request is in flight: it has reached the platform, its answer has not come back.
