@@ -9,7 +9,7 @@ import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
 import { waitUntil } from '../delivery/support.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
+import { apiClient, attributedJoin, count, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -44,27 +44,15 @@ const advisoryWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = c
  * `send` returned and the answers of the events that held the slots.
  */
 async function queuedTogether<T>(send: () => T): Promise<{ sent: T; blockers: ApiResponse[] }> {
-  const holder = await db.pool.connect();
   const blockerUsers = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, () => warmUser()));
-  try {
-    await holder.query('BEGIN');
-    for (const { user } of blockerUsers) await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
-    const before = await advisoryWaiters();
-    // One at a time, so that each takes a slot of its own.
-    const blockers: Promise<ApiResponse>[] = [];
-    for (const { user } of blockerUsers) {
-      blockers.push(post(purchase(user)));
-      await waitUntil(async () => (await advisoryWaiters()) >= before + blockers.length, 10_000, 'a batch waiting on a held lead lock');
-    }
-    const sent = send();
-    // Let the queued requests reach the server.
-    await new Promise((r) => setTimeout(r, 300));
-    await holder.query('COMMIT');
-    return { sent, blockers: await Promise.all(blockers) };
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    holder.release();
-  }
+  return queuedBehind(db.pool, {
+    hold: async (holder) => {
+      for (const { user } of blockerUsers) await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
+    },
+    waiters: advisoryWaiters,
+    blockers: blockerUsers.map(({ user }) => () => post(purchase(user))),
+    send,
+  });
 }
 
 /** The transaction that wrote each user's conversion (conversions of one batch share it). */

@@ -6,8 +6,7 @@ import { revokeApiKey } from '../../backend/domain/admin/api-keys.js';
 import { MAX_LOOKUPS_IN_FLIGHT } from '../../backend/http/api-key-lookup.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
-import { waitUntil } from '../delivery/support.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
+import { apiClient, attributedJoin, count, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -43,25 +42,13 @@ const lockWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = curre
  * queues requests behind them; then the lock goes, and the queued look-ups leave as one statement.
  */
 async function lookedUpTogether<T>(send: () => T): Promise<{ sent: T; blockers: ApiResponse[] }> {
-  const holder = await db.pool.connect();
   const users = await Promise.all(Array.from({ length: MAX_LOOKUPS_IN_FLIGHT }, () => warmUser(a)));
-  try {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
-    const before = await lockWaiters();
-    const blockers: Promise<ApiResponse>[] = [];
-    for (const user of users) {
-      blockers.push(post(a.accountKey, purchase(user)));
-      await waitUntil(async () => (await lockWaiters()) >= before + blockers.length, 10_000, 'a look-up waiting on the held lock');
-    }
-    const sent = send();
-    await new Promise((r) => setTimeout(r, 300));
-    await holder.query('COMMIT');
-    return { sent, blockers: await Promise.all(blockers) };
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    holder.release();
-  }
+  return queuedBehind(db.pool, {
+    hold: (holder) => holder.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE'),
+    waiters: lockWaiters,
+    blockers: users.map((user) => () => post(a.accountKey, purchase(user))),
+    send,
+  });
 }
 
 describe('look-ups that go together', () => {

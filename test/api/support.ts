@@ -4,13 +4,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hashApiKey } from '../../backend/crypto/api-keys.js';
 import type { SecretBox } from '../../backend/crypto/secret-box.js';
-import { withTx, type Pool } from '../../backend/db/pool.js';
+import { withTx, type Pool, type PoolClient } from '../../backend/db/pool.js';
 import { recordConversion, type EventTypeName, type RecordedConversion } from '../../backend/domain/conversion-record.js';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { createApiKey } from '../../backend/domain/admin/api-keys.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
+import { waitUntil } from '../delivery/support.js';
 
 export const META_PIXEL = '1234567890';
 export const TIKTOK_PIXEL = 'CTIKTOKPIXEL01';
@@ -180,3 +181,33 @@ export async function count(pool: Pool, sql: string, params: unknown[] = []): Pr
 }
 
 export { randomUUID };
+
+/**
+ * Requests queued in the server behind others that are stuck on a lock the test holds: `hold`
+ * takes the lock on a connection of the test's, each `blocker` is sent in turn until `waiters()`
+ * (backends waiting on that kind of lock) shows it stuck, then `send` runs, and once its requests
+ * have reached the server the lock goes, so that the queued requests leave together.
+ */
+export async function queuedBehind<T>(
+  pool: Pool,
+  q: { hold: (holder: PoolClient) => Promise<unknown>; waiters: () => Promise<number>; blockers: (() => Promise<ApiResponse>)[]; send: () => T },
+): Promise<{ sent: T; blockers: ApiResponse[] }> {
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await q.hold(holder);
+    const before = await q.waiters();
+    const blockers: Promise<ApiResponse>[] = [];
+    for (const blocker of q.blockers) {
+      blockers.push(blocker());
+      await waitUntil(async () => (await q.waiters()) >= before + blockers.length, 10_000, 'a request stuck on the held lock');
+    }
+    const sent = q.send();
+    await new Promise((r) => setTimeout(r, 300));
+    await holder.query('COMMIT');
+    return { sent, blockers: await Promise.all(blockers) };
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    holder.release();
+  }
+}

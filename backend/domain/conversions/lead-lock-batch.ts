@@ -229,16 +229,8 @@ const batchers = new WeakMap<Pool, LeadLockBatcher>();
  * `withLeadLock`, batched with the other events of the pool that wait at the same time (same
  * arguments, same results and errors).
  */
-export function withLeadLockBatched<T, R>(
-  pool: Pool,
-  accountId: string,
-  telegramUserId: number,
-  read: PreparedCall,
-  fn: Fn<T, R>,
-  persist?: (result: T) => PreparedCall | null,
-  claim?: LockedClaim<T>,
-): Promise<T> {
+export const withLeadLockBatched: typeof withLeadLock = (pool, ...args) => {
   let batcher = batchers.get(pool);
   if (batcher === undefined) batchers.set(pool, (batcher = new LeadLockBatcher(pool)));
-  return batcher.run(accountId, telegramUserId, read, fn, persist, claim);
-}
+  return batcher.run(...args);
+};
