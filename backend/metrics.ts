@@ -39,7 +39,14 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120, 600],
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency };
+  const eventBatches = new Histogram({
+    name: 'capigram_event_batch_events',
+    help: "Business events per shared transaction, by outcome: committed; ran_alone (rolled back before its COMMIT, its events run one by one); unknown (the COMMIT's round trip broke)",
+    labelNames: ['outcome'] as const,
+    buckets: [1, 2, 4, 8, 16, 32],
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

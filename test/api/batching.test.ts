@@ -243,4 +243,13 @@ describe('events that arrive together', () => {
     expect(rows).toHaveLength(leads.length);
     for (const r of rows) expect(r).toMatchObject({ conversions: 1, sends: 2 });
   });
+
+  it('the metrics count shared transactions by outcome and size', async () => {
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"+]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    // The tests above: a transaction of twelve, one of 32, and the two refused ones that ran alone.
+    expect(value('capigram_event_batch_events_bucket{le="32",outcome="committed"}') - value('capigram_event_batch_events_bucket{le="16",outcome="committed"}')).toBeGreaterThanOrEqual(1);
+    expect(value('capigram_event_batch_events_sum{outcome="committed"}')).toBeGreaterThanOrEqual(12 + 32);
+    expect(value('capigram_event_batch_events_count{outcome="ran_alone"}')).toBeGreaterThanOrEqual(2);
+  });
 });

@@ -60,7 +60,12 @@ interface Placed {
   result?: unknown;
 }
 
+/** How a shared transaction ended, with how many events it held. */
+export type BatchOutcome = 'committed' | 'ran_alone' | 'unknown';
+export type BatchObserver = (events: number, outcome: BatchOutcome) => void;
+
 class LeadLockBatcher {
+  observer: BatchObserver = () => undefined;
   private queue: Job[] = [];
   private inFlight = 0;
   private readonly heldLocks = new Set<string>();
@@ -141,6 +146,7 @@ class LeadLockBatcher {
       if (commitSent && !(error instanceof pg.DatabaseError)) {
         // The round trip carrying the COMMIT broke: whether it committed is unknown, as for a lone event.
         client?.release(error instanceof Error ? error : true);
+        this.observer(jobs.length, 'unknown');
         for (const job of jobs) job.reject(error);
         return;
       }
@@ -153,9 +159,11 @@ class LeadLockBatcher {
         );
         client.release(!rolledBack);
       }
+      this.observer(jobs.length, 'ran_alone');
       await Promise.all(jobs.map((job) => this.alone(job)));
       return;
     }
+    this.observer(jobs.length, 'committed');
     for (const p of placed) p.job.resolve(p.result);
   }
 
@@ -229,8 +237,15 @@ const batchers = new WeakMap<Pool, LeadLockBatcher>();
  * `withLeadLock`, batched with the other events of the pool that wait at the same time (same
  * arguments, same results and errors).
  */
-export const withLeadLockBatched: typeof withLeadLock = (pool, ...args) => {
+export const withLeadLockBatched: typeof withLeadLock = (pool, ...args) => batcherOf(pool).run(...args);
+
+/** Tells `observer` how each shared transaction of the pool's events ended (the server's metrics). */
+export function observeEventBatches(pool: Pool, observer: BatchObserver): void {
+  batcherOf(pool).observer = observer;
+}
+
+function batcherOf(pool: Pool): LeadLockBatcher {
   let batcher = batchers.get(pool);
   if (batcher === undefined) batchers.set(pool, (batcher = new LeadLockBatcher(pool)));
-  return batcher.run(...args);
-};
+  return batcher;
+}

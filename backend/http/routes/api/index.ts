@@ -1,4 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { observeEventBatches } from '../../../domain/conversions/lead-lock-batch.js';
 import type { Deps } from '../../../deps.js';
 import type { ApiEnv } from '../../api-auth.js';
 import type { App } from '../../app.js';
@@ -16,6 +17,7 @@ import { registerReference } from './reference.js';
  */
 export function registerApiRoutes(app: App, deps: Deps): void {
   const api = new OpenAPIHono<ApiEnv>();
+  observeEventBatches(deps.pool, (events, outcome) => deps.metrics.eventBatches.observe({ outcome }, events));
   registerConversionEvent(api, deps);
   registerLeadEvent(api, deps);
   registerConversionValue(api, deps);
