@@ -2,7 +2,7 @@
 // each still gets the answer it would get alone, an event refused by its rules or by PostgreSQL costs
 // the others nothing, and nothing is written twice or half.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS } from '../../backend/domain/conversions/lead-lock-batch.js';
+import { configureEventBatches, MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/domain/conversions/lead-lock-batch.js';
 import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
@@ -43,7 +43,7 @@ const advisoryWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = c
  * behind them; then the slots are freed, and the queued events leave together. Resolves with what
  * `send` returned and the answers of the events that held the slots.
  */
-async function queuedTogether<T>(send: () => T): Promise<{ sent: T; blockers: ApiResponse[] }> {
+async function queuedTogether<T>(send: () => T, holdMs?: number): Promise<{ sent: T; blockers: ApiResponse[] }> {
   const blockerUsers = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, () => warmUser()));
   return queuedBehind(db.pool, {
     hold: async (holder) => {
@@ -52,6 +52,7 @@ async function queuedTogether<T>(send: () => T): Promise<{ sent: T; blockers: Ap
     waiters: advisoryWaiters,
     blockers: blockerUsers.map(({ user }) => () => post(purchase(user))),
     send,
+    ...(holdMs === undefined ? {} : { holdMs }),
   });
 }
 
@@ -242,6 +243,27 @@ describe('events that arrive together', () => {
     );
     expect(rows).toHaveLength(leads.length);
     for (const r of rows) expect(r).toMatchObject({ conversions: 1, sends: 2 });
+  });
+
+  it('an event that waits too long for a transaction gets 503 UNAVAILABLE, and is never written', async () => {
+    const { user } = await warmUser();
+    configureEventBatches(db.pool, { queueWaitMs: 500 });
+    try {
+      const { sent, blockers } = await queuedTogether(async () => {
+        const started = performance.now();
+        const answer = await post(purchase(user));
+        return { answer, waited: performance.now() - started };
+      }, 1_000);
+      const { answer, waited } = await sent;
+      expect(answer).toMatchObject({ status: 503, body: { code: 'UNAVAILABLE' } });
+      expect(waited).toBeGreaterThanOrEqual(450);
+      for (const b of blockers) expect(b.status).toBe(201);
+      expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [user])).toBe(0);
+      // Its retry goes through.
+      expect((await post(purchase(user))).status).toBe(201);
+    } finally {
+      configureEventBatches(db.pool, { queueWaitMs: QUEUE_WAIT_MS });
+    }
   });
 
   it('the metrics count shared transactions by outcome and size', async () => {

@@ -186,11 +186,12 @@ export { randomUUID };
  * Requests queued in the server behind others that are stuck on a lock the test holds: `hold`
  * takes the lock on a connection of the test's, each `blocker` is sent in turn until `waiters()`
  * (backends waiting on that kind of lock) shows it stuck, then `send` runs, and once its requests
- * have reached the server the lock goes, so that the queued requests leave together.
+ * have reached the server (`holdMs`, default 300) the lock goes, so that the queued requests leave
+ * together.
  */
 export async function queuedBehind<T>(
   pool: Pool,
-  q: { hold: (holder: PoolClient) => Promise<unknown>; waiters: () => Promise<number>; blockers: (() => Promise<ApiResponse>)[]; send: () => T },
+  q: { hold: (holder: PoolClient) => Promise<unknown>; waiters: () => Promise<number>; blockers: (() => Promise<ApiResponse>)[]; send: () => T; holdMs?: number },
 ): Promise<{ sent: T; blockers: ApiResponse[] }> {
   const holder = await pool.connect();
   try {
@@ -203,7 +204,7 @@ export async function queuedBehind<T>(
       await waitUntil(async () => (await q.waiters()) >= before + blockers.length, 10_000, 'a request stuck on the held lock');
     }
     const sent = q.send();
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, q.holdMs ?? 300));
     await holder.query('COMMIT');
     return { sent, blockers: await Promise.all(blockers) };
   } finally {

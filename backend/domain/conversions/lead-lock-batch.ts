@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ensurePrepared, execute } from '../../db/prepared-batch.js';
+import { ApiError } from '../../errors.js';
 import { LEAD_LOCK_CLASS, leadLockKey, withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 
 /**
@@ -41,6 +42,8 @@ export const MAX_BATCHES_IN_FLIGHT = 2;
 type Fn<T, R> = (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>;
 
 interface Job {
+  /** `performance.now()` when it was queued. */
+  queuedAt: number;
   accountId: string;
   telegramUserId: number;
   lockKey: string;
@@ -60,13 +63,22 @@ interface Placed {
   result?: unknown;
 }
 
+/**
+ * How long an event may wait for a transaction before it is answered 503 (the pool's own wait for
+ * a connection): only reached when PostgreSQL holds every open transaction on locks, or is gone.
+ */
+export const QUEUE_WAIT_MS = 10_000;
+
 /** How a shared transaction ended, with how many events it held. */
 export type BatchOutcome = 'committed' | 'ran_alone' | 'unknown';
 export type BatchObserver = (events: number, outcome: BatchOutcome) => void;
 
 class LeadLockBatcher {
   observer: BatchObserver = () => undefined;
+  private queueWaitMs = QUEUE_WAIT_MS;
   private queue: Job[] = [];
+  /** Armed while events wait: one timer for all of them, not one per event. */
+  private expiry: NodeJS.Timeout | undefined;
   private inFlight = 0;
   private readonly heldLocks = new Set<string>();
   private readonly heldClaims = new Set<string>();
@@ -84,6 +96,7 @@ class LeadLockBatcher {
     const lockKey = leadLockKey(accountId, telegramUserId);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({
+        queuedAt: performance.now(),
         accountId,
         telegramUserId,
         lockKey,
@@ -96,7 +109,33 @@ class LeadLockBatcher {
         reject,
       });
       this.pump();
+      this.armExpiry();
     });
+  }
+
+  setQueueWait(ms: number): void {
+    this.queueWaitMs = ms;
+    // The armed timer was set for the old wait.
+    clearTimeout(this.expiry);
+    this.expiry = undefined;
+    this.armExpiry();
+  }
+
+  private armExpiry(): void {
+    if (this.expiry !== undefined || this.queue.length === 0) return;
+    const due = Math.min(...this.queue.map((j) => j.queuedAt)) + this.queueWaitMs;
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined;
+      const now = performance.now();
+      const expired = this.queue.filter((j) => now - j.queuedAt >= this.queueWaitMs);
+      if (expired.length > 0) {
+        this.queue = this.queue.filter((j) => now - j.queuedAt < this.queueWaitMs);
+        const error = new ApiError('UNAVAILABLE', 'the database is too busy to take this event now; retry shortly');
+        for (const job of expired) job.reject(error);
+      }
+      this.armExpiry();
+    }, Math.max(0, due - performance.now()));
+    this.expiry.unref();
   }
 
   /** Starts batches while there is room and work that no batch in flight conflicts with. */
@@ -239,9 +278,14 @@ const batchers = new WeakMap<Pool, LeadLockBatcher>();
  */
 export const withLeadLockBatched: typeof withLeadLock = (pool, ...args) => batcherOf(pool).run(...args);
 
-/** Tells `observer` how each shared transaction of the pool's events ended (the server's metrics). */
-export function observeEventBatches(pool: Pool, observer: BatchObserver): void {
-  batcherOf(pool).observer = observer;
+/**
+ * For the pool's events: `observer` hears how each shared transaction ended (the server's
+ * metrics); `queueWaitMs` replaces `QUEUE_WAIT_MS` (tests).
+ */
+export function configureEventBatches(pool: Pool, settings: { observer?: BatchObserver; queueWaitMs?: number }): void {
+  const batcher = batcherOf(pool);
+  if (settings.observer !== undefined) batcher.observer = settings.observer;
+  if (settings.queueWaitMs !== undefined) batcher.setQueueWait(settings.queueWaitMs);
 }
 
 function batcherOf(pool: Pool): LeadLockBatcher {

@@ -1,5 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { observeEventBatches } from '../../../domain/conversions/lead-lock-batch.js';
+import { configureEventBatches } from '../../../domain/conversions/lead-lock-batch.js';
 import type { Deps } from '../../../deps.js';
 import type { ApiEnv } from '../../api-auth.js';
 import type { App } from '../../app.js';
@@ -17,7 +17,7 @@ import { registerReference } from './reference.js';
  */
 export function registerApiRoutes(app: App, deps: Deps): void {
   const api = new OpenAPIHono<ApiEnv>();
-  observeEventBatches(deps.pool, (events, outcome) => deps.metrics.eventBatches.observe({ outcome }, events));
+  configureEventBatches(deps.pool, { observer: (events, outcome) => deps.metrics.eventBatches.observe({ outcome }, events) });
   registerConversionEvent(api, deps);
   registerLeadEvent(api, deps);
   registerConversionValue(api, deps);
