@@ -39,6 +39,12 @@ export const MAX_BATCH_EVENTS = 32;
  */
 export const MAX_BATCHES_IN_FLIGHT = 2;
 
+/**
+ * How long an event may wait for a transaction before it is answered 503 (the pool's own wait for
+ * a connection): only reached when PostgreSQL holds every open transaction on locks, or is gone.
+ */
+export const QUEUE_WAIT_MS = 10_000;
+
 type Fn<T, R> = (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>;
 
 interface Job {
@@ -62,12 +68,6 @@ interface Placed {
   finish?: LockedFinish<unknown>;
   result?: unknown;
 }
-
-/**
- * How long an event may wait for a transaction before it is answered 503 (the pool's own wait for
- * a connection): only reached when PostgreSQL holds every open transaction on locks, or is gone.
- */
-export const QUEUE_WAIT_MS = 10_000;
 
 /** How a shared transaction ended, with how many events it held. */
 export type BatchOutcome = 'committed' | 'ran_alone' | 'unknown';
