@@ -266,6 +266,18 @@ describe('events that arrive together', () => {
     }
   });
 
+  it('a lone event its rules refuse is answered from its one run, not run again', async () => {
+    const outcomes = async () => {
+      const text = await (await fetch(`${t.url}/metrics`)).text();
+      const of = (outcome: string) => Number(new RegExp(`^capigram_event_batch_events_count\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      return { refused: of('refused'), alone: of('ran_alone') };
+    };
+    const before = await outcomes();
+    const answer = await post(purchase(newUser()));
+    expect(answer).toMatchObject({ status: 400, body: { code: 'SITE_REQUIRED' } });
+    expect(await outcomes()).toEqual({ refused: before.refused + 1, alone: before.alone });
+  });
+
   it('the metrics count shared transactions by outcome and size', async () => {
     const text = await (await fetch(`${t.url}/metrics`)).text();
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"+]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);

@@ -70,7 +70,7 @@ interface Placed {
 }
 
 /** How a shared transaction ended, with how many events it held. */
-export type BatchOutcome = 'committed' | 'ran_alone' | 'unknown';
+export type BatchOutcome = 'committed' | 'ran_alone' | 'refused' | 'unknown';
 export type BatchObserver = (events: number, outcome: BatchOutcome) => void;
 
 class LeadLockBatcher {
@@ -197,6 +197,14 @@ class LeadLockBatcher {
           () => false,
         );
         client.release(!rolledBack);
+      }
+      const [only] = jobs;
+      if (jobs.length === 1 && only!.claim === undefined && error instanceof ApiError) {
+        // A lone event its rules refused: alone it would be refused the same way, so it is not run
+        // again. (With an Idempotency-Key it is: alone, a key another request holds comes first.)
+        this.observer(1, 'refused');
+        only!.reject(error);
+        return;
       }
       this.observer(jobs.length, 'ran_alone');
       await Promise.all(jobs.map((job) => this.alone(job)));
