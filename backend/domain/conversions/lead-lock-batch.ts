@@ -185,7 +185,7 @@ class LeadLockBatcher {
       if (commitSent && !(error instanceof pg.DatabaseError)) {
         // The round trip carrying the COMMIT broke: whether it committed is unknown, as for a lone event.
         client?.release(error instanceof Error ? error : true);
-        this.observer(jobs.length, 'unknown');
+        this.report(jobs.length, 'unknown');
         for (const job of jobs) job.reject(error);
         return;
       }
@@ -202,16 +202,25 @@ class LeadLockBatcher {
       if (jobs.length === 1 && only!.claim === undefined && error instanceof ApiError) {
         // A lone event its rules refused: alone it would be refused the same way, so it is not run
         // again. (With an Idempotency-Key it is: alone, a key another request holds comes first.)
-        this.observer(1, 'refused');
+        this.report(1, 'refused');
         only!.reject(error);
         return;
       }
-      this.observer(jobs.length, 'ran_alone');
+      this.report(jobs.length, 'ran_alone');
       await Promise.all(jobs.map((job) => this.alone(job)));
       return;
     }
-    this.observer(jobs.length, 'committed');
+    this.report(jobs.length, 'committed');
     for (const p of placed) p.job.resolve(p.result);
+  }
+
+  /** Tells the observer, which must never keep an event from its answer. */
+  private report(events: number, outcome: BatchOutcome): void {
+    try {
+      this.observer(events, outcome);
+    } catch {
+      // Metrics only.
+    }
   }
 
   private async alone(job: Job): Promise<void> {
