@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../crypto/api-keys.js';
-import { findApiKey } from './api-key-lookup.js';
+import { findApiKey, type KeyRow as LookedUpKey } from './api-key-lookup.js';
 import type { Deps } from '../deps.js';
 import type { ApiCaller } from '../domain/conversions/site-scope.js';
 import { ApiError } from './errors.js';
@@ -59,10 +59,9 @@ function unauthorized(): ApiError {
   });
 }
 
-type KeyRow = {
-  id: string; account_id: string; site_id: string | null; secret_hash: Buffer; revoked_at: Date | null; last_used_at: Date | null;
-  claimed?: boolean; prior_at?: Date | null; prior_status?: number | null; prior_body?: { contentType: string; text: string } | null;
-};
+type Prior = 'prior_at' | 'prior_status' | 'prior_body';
+/** The look-up's row; what is stored under the Idempotency-Key only from the event endpoints' look-up, `claimed` only from the others'. */
+type KeyRow = Omit<LookedUpKey, Prior> & Partial<Pick<LookedUpKey, Prior>> & { claimed?: boolean };
 
 /**
  * `Authorization: Bearer <key>` for the business API. The key's public prefix finds the row; the

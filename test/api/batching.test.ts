@@ -3,13 +3,12 @@
 // the others nothing, and nothing is written twice or half.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureEventBatches, MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/domain/conversions/lead-lock-batch.js';
-import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
 import { waitUntil } from '../delivery/support.js';
-import { apiClient, attributedJoin, count, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
+import { apiClient, attributedJoin, count, lockLead, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -47,7 +46,7 @@ async function queuedTogether<T>(send: () => T, holdMs?: number): Promise<{ sent
   const blockerUsers = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, () => warmUser()));
   return queuedBehind(db.pool, {
     hold: async (holder) => {
-      for (const { user } of blockerUsers) await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
+      for (const { user } of blockerUsers) await lockLead(holder, tenant.accountId, user);
     },
     waiters: advisoryWaiters,
     blockers: blockerUsers.map(({ user }) => () => post(purchase(user))),
@@ -179,8 +178,6 @@ describe('events that arrive together', () => {
     const blockers = all.slice(0, MAX_BATCHES_IN_FLIGHT).map((b) => b.user);
     const leads = all.slice(MAX_BATCHES_IN_FLIGHT);
     const keys = leads.map((_, i) => (i % 2 === 0 ? `crash-${Date.now()}-${i}` : undefined));
-    const lockLead = (c: { query: (q: string, v: unknown[]) => Promise<unknown> }, user: number) =>
-      c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
     const [slots, first, table] = [await db.pool.connect(), await db.pool.connect(), await db.pool.connect()];
     const server = spawnService('backend/main.ts', {
       DATABASE_URL: db.url,
@@ -197,9 +194,9 @@ describe('events that arrive together', () => {
       const relationWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'relation'");
       // Both batch slots of the server wait on lead locks the test holds; the events queue behind them.
       await slots.query('BEGIN');
-      for (const user of blockers) await lockLead(slots, user);
+      for (const user of blockers) await lockLead(slots, tenant.accountId, user);
       await first.query('BEGIN');
-      await lockLead(first, leads[0]!.user);
+      await lockLead(first, tenant.accountId, leads[0]!.user);
       const before = await advisoryWaiters();
       for (const [i, user] of blockers.entries()) {
         send(user);

@@ -2,7 +2,6 @@
 // execution whatever the new body, per-API-key scope, concurrent duplicates, the 24-hour window,
 // the purge after two days (clock controlled), and 5xx answers never stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEAD_LOCK_CLASS } from '../../backend/domain/conversions/lead-lock.js';
 import { createTaskList, TASKS } from '../../backend/worker/tasks/index.js';
 import { createPool } from '../../backend/db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
@@ -10,7 +9,7 @@ import { startTestApp, testClock, TEST_SECRET_KEY, type TestApp, type TestClock 
 import { waitUntil } from '../delivery/support.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { apiClient, attributedJoin, count, lockLead, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -46,7 +45,7 @@ async function holdingLeadLock(user: number, fn: () => Promise<void>): Promise<v
   const holder = await db.pool.connect();
   try {
     await holder.query('BEGIN');
-    await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, `${tenant.accountId}:${user}`]);
+    await lockLead(holder, tenant.accountId, user);
     await fn();
   } finally {
     await holder.query('COMMIT');

@@ -11,6 +11,7 @@ import { createApiKey } from '../../backend/domain/admin/api-keys.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
+import { LEAD_LOCK_CLASS, leadLockKey } from '../../backend/domain/conversions/lead-lock.js';
 import { waitUntil } from '../delivery/support.js';
 
 export const META_PIXEL = '1234567890';
@@ -211,4 +212,9 @@ export async function queuedBehind<T>(
     await holder.query('ROLLBACK').catch(() => undefined);
     holder.release();
   }
+}
+
+/** Takes a lead's business-event lock on the test's own connection (inside its transaction). */
+export function lockLead(holder: Pick<PoolClient, 'query'>, accountId: string, telegramUserId: number): Promise<unknown> {
+  return holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, leadLockKey(accountId, telegramUserId)]);
 }

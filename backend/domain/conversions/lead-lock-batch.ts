@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ensurePrepared, execute } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
-import { LEAD_LOCK_CLASS, leadLockKey, withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
+import { leadLockKey, leadLockStatement, withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 
 /**
  * Business events under the lead lock, several to a transaction when they arrive together.
@@ -123,16 +123,15 @@ class LeadLockBatcher {
 
   private armExpiry(): void {
     if (this.expiry !== undefined || this.queue.length === 0) return;
-    const due = Math.min(...this.queue.map((j) => j.queuedAt)) + this.queueWaitMs;
+    // The queue stays in arrival order (`take` keeps the order of what it leaves), so its head is the oldest.
+    const due = this.queue[0]!.queuedAt + this.queueWaitMs;
     this.expiry = setTimeout(() => {
       this.expiry = undefined;
-      const now = performance.now();
-      const expired = this.queue.filter((j) => now - j.queuedAt >= this.queueWaitMs);
-      if (expired.length > 0) {
-        this.queue = this.queue.filter((j) => now - j.queuedAt < this.queueWaitMs);
-        const error = new ApiError('UNAVAILABLE', 'the database is too busy to take this event now; retry shortly');
-        for (const job of expired) job.reject(error);
-      }
+      const cutoff = performance.now() - this.queueWaitMs;
+      const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
+      const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
+      const error = new ApiError('UNAVAILABLE', 'the database is too busy to take this event now; retry shortly');
+      for (const job of expired) job.reject(error);
       this.armExpiry();
     }, Math.max(0, due - performance.now()));
     this.expiry.unref();
@@ -235,7 +234,7 @@ class LeadLockBatcher {
   private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
     for (const p of placed) await ensurePrepared(client, p.job.read);
     const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
-    const opened = results(await client.query(['BEGIN', lockStatement(client, lockKeys), ...placed.map((p) => execute(client, p.job.read))].join('; ')));
+    const opened = results(await client.query(['BEGIN', leadLockStatement(lockKeys), ...placed.map((p) => execute(client, p.job.read))].join('; ')));
     for (const [i, p] of placed.entries()) {
       p.finish = await p.job.fn(client, opened[2 + i]!.rows);
       if ('last' in p.finish) await ensurePrepared(client, p.finish.last);
@@ -267,15 +266,6 @@ class LeadLockBatcher {
     sendingCommit();
     await client.query([...answers.map((a) => execute(client, a.call)), 'COMMIT'].join('; '));
   }
-}
-
-/** Every lock of the batch in one statement, taken in ascending order of the lock's own value. */
-function lockStatement(client: PoolClient, keys: string[]): string {
-  if (keys.length === 1) return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext(${client.escapeLiteral(keys[0]!)}))`;
-  const list = keys.map((k) => client.escapeLiteral(k)).join(', ');
-  // Two keys may hash alike: DISTINCT takes such a lock once. The ordered subquery is not flattened,
-  // so the locks are taken in its order.
-  return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(ARRAY[${list}]::text[]) k ORDER BY 1) ordered`;
 }
 
 /** A multi-statement query's results, one per statement (pg returns a lone result bare). */

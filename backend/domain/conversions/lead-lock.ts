@@ -25,6 +25,18 @@ export function leadLockKey(accountId: string, telegramUserId: number): string {
   return `${accountId}:${telegramUserId}`;
 }
 
+/**
+ * The statement that takes the lead locks of `keys` (from `leadLockKey`, so safe to quote as they
+ * are), in ascending order of the lock's own value: transactions that take several never deadlock
+ * on each other. Two keys may hash alike: DISTINCT takes such a lock once; the ordered subquery is
+ * not flattened, so the locks are taken in its order.
+ */
+export function leadLockStatement(keys: readonly string[]): string {
+  if (keys.length === 1) return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${keys[0]}'))`;
+  const list = keys.map((k) => `'${k}'`).join(', ');
+  return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(ARRAY[${list}]::text[]) k ORDER BY 1) ordered`;
+}
+
 /** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
 export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
 
@@ -64,7 +76,7 @@ export async function withLeadLock<T, R>(
   return withSession(pool, async (client) => {
     await ensurePrepared(client, read);
     if (claim !== undefined) await ensurePrepared(client, claim.call);
-    const lock = `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, hashtext('${key}'))`;
+    const lock = leadLockStatement([key]);
     const opened = (await client.query(
       claim === undefined
         ? `BEGIN; ${lock}; ${execute(client, read)}`
