@@ -11,7 +11,8 @@
  * tracker opens the proxy's circuit breaker, which would spoil a tracked row after it).
  *
  * Options: `--requests=N` (per row, default 20000), `--concurrency=N` (default 50), `--rounds=N`
- * (default 4).
+ * (default 4). `--instructions` counts instructions per request under callgrind instead of timing
+ * (see `proxy-instructions.ts`; `--warmup=N`, default 12000, and `--requests=N`, default 3000).
  */
 import { once } from 'node:events';
 import { Agent, createServer, request } from 'node:http';
@@ -19,6 +20,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { pino } from 'pino';
 import { startProxyServer } from '../proxy/server.js';
+import { countInstructions, valgrindAvailable } from './proxy-instructions.js';
 import { cpuOf, option, RoundRow, spawnRole, type Batch, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_PROXY_ROLE';
@@ -172,7 +174,47 @@ async function load(url: string, total: number, concurrency: number, headers: Re
   return summarize(b.latencies, b.failures, b.seconds, total);
 }
 
+/** `--instructions`: the same servers, counted by callgrind rather than timed. */
+async function runInstructions(args: string[]): Promise<void> {
+  if (!valgrindAvailable()) {
+    process.stdout.write('valgrind not found: install it (apt-get install -y valgrind) to count instructions\n');
+    return;
+  }
+  const warmup = option(args, 'warmup', 12_000);
+  const requests = option(args, 'requests', 3_000);
+  const origin = await spawnRole(import.meta.url, ROLE_ENV, 'origin');
+  const tracker = await spawnRole(import.meta.url, ROLE_ENV, 'tracker');
+  try {
+    const rows = await countInstructions({
+      moduleUrl: import.meta.url,
+      roleEnv: ROLE_ENV,
+      roleArgs: [origin.url, tracker.url],
+      rows: [
+        { name: 'bare http-proxy-3 forwarder', role: 'bare', headers: NAVIGATION_HEADERS },
+        { name: 'Capigram proxy, not a navigation', role: 'capigram', headers: PLAIN_HEADERS },
+        { name: 'Capigram proxy, tracker up', role: 'capigram', headers: NAVIGATION_HEADERS },
+      ],
+      load: (url, n, concurrency, headers) => loadBatch(url, n, concurrency, headers),
+      warmup,
+      requests,
+    });
+    const forwarder = rows[0]!.perRequest;
+    const lines = [
+      `instructions per request under callgrind (user space, every thread of the server process), ${requests} requests counted after ${warmup} warm-up, 8 concurrent keep-alive connections`,
+      '',
+      '| target | instructions/req | vs forwarder |',
+      '|---|---:|---:|',
+      ...rows.map((r) => `| ${r.name} | ${Math.round(r.perRequest)} | ${(r.perRequest / forwarder).toFixed(2)} |`),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    origin.process.kill();
+    tracker.process.kill();
+  }
+}
+
 export async function run(args: string[] = []): Promise<void> {
+  if (args.includes('--instructions')) return runInstructions(args);
   const total = option(args, 'requests', 20_000);
   const concurrency = option(args, 'concurrency', 50);
   const rounds = option(args, 'rounds', 4);
