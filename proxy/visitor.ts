@@ -19,7 +19,7 @@ import {
   type CookieScope,
 } from '../shared/cookies.js';
 import { decideFbc, rawQueryParam } from '../shared/fbc.js';
-import { WIRE_LIMITS, type AttributionFields, type TrackInitBody } from '../shared/tracker-wire.js';
+import { hasNul, WIRE_LIMITS, type AttributionFields, type TrackInitBody } from '../shared/tracker-wire.js';
 import type { RequestView } from './request-view.js';
 
 export interface Visitor {
@@ -37,8 +37,9 @@ export interface Visitor {
   markFbpKnown: boolean;
 }
 
+/** A value the tracker wire can carry: not empty, not too long, no NUL (the tracker refuses one). */
 function usable(value: string | undefined, max: number): string | undefined {
-  return value === undefined || value === '' || value.length > max ? undefined : value;
+  return value === undefined || value === '' || value.length > max || hasNul(value) ? undefined : value;
 }
 
 /** Reads (or creates) the browser's ids and Meta cookies; `search` is the URL's query string. */
@@ -86,7 +87,7 @@ export function visitorCookies(visitor: Visitor, nowMs: number, scope: CookieSco
 }
 
 function clip(value: string | null | undefined, max: number): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
+  if (value === undefined || value === null || value === '' || hasNul(value)) return undefined;
   return value.length > max ? value.slice(0, max) : value;
 }
 

@@ -11,7 +11,10 @@
  */
 import { z } from 'zod';
 
-/** Maximum lengths, in UTF-16 code units, of the string fields. */
+/**
+ * Maximum lengths of the string fields, in characters as zod counts them (Unicode code points).
+ * Clients that measure UTF-16 units (the proxy, `tracker.js`) stay within them.
+ */
 export const WIRE_LIMITS = {
   websiteId: 128,
   channelId: 128,
@@ -21,11 +24,21 @@ export const WIRE_LIMITS = {
   utm: 256,
 } as const;
 
-const websiteId = z.string().min(1).max(WIRE_LIMITS.websiteId);
+/**
+ * A string that PostgreSQL can store: `text` refuses U+0000, so a NUL (`\u0000` in JSON, `%00` in
+ * a query) is a 400 here rather than a failed statement later.
+ */
+export function hasNul(value: string): boolean {
+  return value.includes('\0');
+}
+const text = (max: number) => z.string().max(max).refine((value) => !hasNul(value), 'must not contain U+0000');
+
+const websiteId = text(WIRE_LIMITS.websiteId).min(1);
+const channelId = text(WIRE_LIMITS.channelId).min(1);
 const uuid = z.uuid();
-const url = z.string().max(WIRE_LIMITS.url);
-const clickId = z.string().max(WIRE_LIMITS.clickId);
-const utm = z.string().max(WIRE_LIMITS.utm);
+const url = text(WIRE_LIMITS.url);
+const clickId = text(WIRE_LIMITS.clickId);
+const utm = text(WIRE_LIMITS.utm);
 
 /** Optional attribution fields common to `track/init` and `track/direct-invite`. */
 export const attributionFieldsSchema = z.object({
@@ -34,7 +47,7 @@ export const attributionFieldsSchema = z.object({
   /** Path plus query of the landing page. */
   landingPage: url.optional(),
   referrer: url.optional(),
-  userAgent: z.string().max(WIRE_LIMITS.userAgent).optional(),
+  userAgent: text(WIRE_LIMITS.userAgent).optional(),
   fbc: clickId.optional(),
   fbp: clickId.optional(),
   gclid: clickId.optional(),
@@ -81,7 +94,7 @@ export const trackDirectInviteBodySchema = z
     sessionId: uuid,
     visitRequestId: uuid.optional(),
     gatewayRequestId: uuid.optional(),
-    channelId: z.string().min(1).max(WIRE_LIMITS.channelId).optional(),
+    channelId: channelId.optional(),
     ...attributionFieldsSchema.shape,
   })
   // Either name carries the request id: legacy clients send only `gatewayRequestId`.
@@ -96,7 +109,7 @@ export const trackInviteQuerySchema = z.object({
   website: websiteId,
   tid: uuid,
   sid: uuid,
-  channel: z.string().min(1).max(WIRE_LIMITS.channelId).optional(),
+  channel: channelId.optional(),
 });
 export type TrackInviteQuery = z.infer<typeof trackInviteQuerySchema>;
 

@@ -38,6 +38,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return typeof e?.message === 'string' && /(timeout exceeded when trying to connect|Connection terminated|pool (?:after calling end|is ending))/i.test(e.message);
 }
 
+/** PostgreSQL's "invalid byte sequence" (22021) and "untranslatable character" (22P05). */
+function isUnstorableText(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === '22021' || code === '22P05';
+}
+
 /** Maps anything thrown in a request to an ApiError; unknown errors become INTERNAL (logged by the caller). */
 export function toApiError(err: unknown): { apiError: ApiError; unexpected: boolean } {
   if (err instanceof ApiError) return { apiError: err, unexpected: false };
@@ -54,5 +60,10 @@ export function toApiError(err: unknown): { apiError: ApiError; unexpected: bool
       return { apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'), unexpected: false };
   }
   if (isDatabaseUnavailable(err)) return { apiError: new ApiError('UNAVAILABLE', 'The database is unavailable'), unexpected: false };
+  // Text PostgreSQL cannot store (U+0000) that got past the edge's schemas: the client's input, not
+  // a bug. The statement failed, so its transaction wrote nothing.
+  if (isUnstorableText(err)) {
+    return { apiError: new ApiError('VALIDATION_FAILED', 'The request contains a character that cannot be stored (U+0000)'), unexpected: false };
+  }
   return { apiError: new ApiError('INTERNAL', 'An unexpected error occurred; it has been logged'), unexpected: true };
 }

@@ -108,4 +108,14 @@ describe('errors raised by framework middleware', () => {
     expect(toApiError(new HTTPException(415)).apiError.detail).toMatch(/Content-Type/);
     expect(toApiError(new Error('boom')).unexpected).toBe(true);
   });
+
+  it('maps text PostgreSQL cannot store (a NUL that got past a schema) to 400, not 500', async () => {
+    const { toApiError } = await import('../../backend/http/errors.js');
+    for (const code of ['22021', '22P05']) {
+      const { apiError, unexpected } = toApiError(Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code }));
+      expect(unexpected).toBe(false);
+      expect([apiError.status, apiError.code]).toEqual([400, 'VALIDATION_FAILED']);
+    }
+    expect(toApiError(Object.assign(new Error('x'), { code: '23505' })).unexpected).toBe(true);
+  });
 });

@@ -64,6 +64,14 @@ describe('a first visit', () => {
     });
   });
 
+  it('leaves out a query value with a NUL (%00), which the tracker would refuse, and keeps the rest', async () => {
+    await rig.navigate('/landing?utm_source=a%00b&utm_medium=cpc&gclid=G%00');
+    const [init] = await rig.tracker.waitFor('/backend/track/init');
+    expect(init?.body).toMatchObject({ landingPage: '/landing?utm_source=a%00b&utm_medium=cpc&gclid=G%00', utmMedium: 'cpc' });
+    expect(init?.body).not.toHaveProperty('utmSource');
+    expect(init?.body).not.toHaveProperty('gclid');
+  });
+
   it('reports the browser behind a trusted hop: its X-Forwarded-For, -Host and -Proto (then cookies are Secure)', async () => {
     const res = await rig.navigate('/page', {
       'x-forwarded-for': '198.51.100.23',

@@ -12,7 +12,16 @@ afterAll(async () => {
 });
 
 const uuidish = fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.constant('00000000-0000-0000-0000-000000000000'));
-const field = fc.oneof(fc.string({ maxLength: 64 }), fc.string({ unit: 'grapheme', maxLength: 32 }), fc.integer(), fc.constant(null), fc.boolean());
+// Control characters, NUL most of all: PostgreSQL's text refuses U+0000 (see nul.test.ts).
+const control = fc.string({ unit: fc.constantFrom('\u0000', '\u0001', '\n', '\u007f', 'a'), minLength: 1, maxLength: 8 });
+const field = fc.oneof(
+  fc.string({ maxLength: 64 }),
+  fc.string({ unit: 'grapheme', maxLength: 32 }),
+  control,
+  fc.integer(),
+  fc.constant(null),
+  fc.boolean(),
+);
 
 describe('fuzzed keyless requests', () => {
   it('track/init, update-fbp and direct-invite bodies → never 5xx', async () => {
@@ -45,7 +54,13 @@ describe('fuzzed keyless requests', () => {
   });
 
   it('invite and /r/ queries and paths → never 5xx', async () => {
-    const value = fc.oneof(uuidish, fc.constant(w.websiteId), fc.constant(w.channels.main), fc.string({ maxLength: 30 }));
+    const value = fc.oneof(
+      uuidish,
+      fc.constant(w.websiteId),
+      fc.constant(w.channels.main),
+      fc.string({ maxLength: 30 }),
+      control.map((junk) => `${w.websiteId}${junk}`),
+    );
     await fc.assert(
       fc.asyncProperty(value, value, value, value, fc.string({ maxLength: 20 }), async (website, tid, sid, channel, junk) => {
         const q = new URLSearchParams({ website, tid, sid, channel, fbclid: junk });

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { decideFbc, rawQueryParam } from '../../../shared/fbc.js';
-import { WIRE_LIMITS } from '../../../shared/tracker-wire.js';
+import { hasNul, WIRE_LIMITS } from '../../../shared/tracker-wire.js';
 import type { VisitAttribution } from '../../domain/tracker/visits.js';
 
 /**
@@ -14,14 +14,18 @@ export interface RedirectClick {
   clickId: string | undefined;
 }
 
-/** Click ids and UTM parameters from the query; values too long for the wire are dropped, not cut. */
+/**
+ * Click ids and UTM parameters from the query. A value the wire cannot carry (too long, or with a
+ * NUL, which PostgreSQL cannot store) is dropped rather than cut: the visitor still gets the link.
+ */
 export function redirectClick(
   search: string,
   query: (name: string) => string | undefined,
   cookieFbc: string | undefined,
   nowMs: number,
 ): RedirectClick {
-  const fit = (value: string | undefined, max: number) => (value === undefined || value === '' || value.length > max ? undefined : value);
+  const fit = (value: string | undefined, max: number) =>
+    value === undefined || value === '' || value.length > max || hasNul(value) ? undefined : value;
   const fbclid = fit(rawQueryParam(search, 'fbclid'), WIRE_LIMITS.clickId);
   const attribution: VisitAttribution = {
     fbc: decideFbc(cookieFbc, fbclid, nowMs).fbc,

@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import { parseTrustedProxies } from '../../../shared/client-ip.js';
 import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS, serializeTrackingCookie, TEMP_ID_COOKIE, TEMP_ID_MAX_AGE_SECONDS, isUuid } from '../../../shared/cookies.js';
 import {
+  hasNul,
   resolveVisitRequestId,
   trackDirectInviteBodySchema,
   trackInitBodySchema,
@@ -156,7 +157,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
   keyless.get('/r/:siteId/:channelId', async (c) => {
     const siteParam = c.req.param('siteId');
     const channelParam = c.req.param('channelId');
-    const site = siteParam.length <= WIRE_LIMITS.websiteId ? await sites.byIdOrWebsiteId(siteParam) : null;
+    const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
     const browser = c.get('browser');
     await limiter.consume('invite', site.id, browser.ip);

@@ -102,7 +102,8 @@
   }
 
   function put(body, key, value, max) {
-    if (value && value.length <= max) body[key] = value;
+    // A NUL (from %00 in the URL) would make the tracker refuse the whole visit: drop the field.
+    if (value && value.length <= max && value.indexOf('\u0000') === -1) body[key] = value;
   }
 
   function post(path, body, attempt, onSuccess) {
