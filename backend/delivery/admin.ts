@@ -56,7 +56,7 @@ export async function listSends(db: Queryable, input: z.input<typeof ListSendsIn
 const SendId = z.uuid();
 
 /** A failed or skipped send put back in the queue: a fresh attempt budget, due now. */
-const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), updated_at = now()`;
+const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()`;
 
 /**
  * Puts a failed or skipped send back in the queue with a fresh attempt budget, due now, then

@@ -56,7 +56,7 @@ export async function duePixels(pool: Pool): Promise<DuePixel[]> {
  */
 export async function claimBatch(pool: Pool, pixelId: string, max: number, leaseMs: number): Promise<Claim | null> {
   const { rows } = await pool.query<{ id: string; attempts: number; created_at: Date; lease_until: Date }>(
-    `UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, updated_at = now()
+    `UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, in_flight = true, updated_at = now()
      WHERE id IN (
        SELECT id FROM sends
        WHERE pixel_id = $1 AND status = 'pending' AND next_attempt_at <= now()

@@ -50,6 +50,7 @@ export async function writeOutcomes(
            -- a skipped send was never put to the platform: its claim was no attempt
            attempts = CASE WHEN o.kind = 'skipped' THEN s.attempts - 1 ELSE s.attempts END,
            next_attempt_at = CASE WHEN o.kind = 'retry' THEN now() + o.delay_ms * interval '1 millisecond' ELSE s.next_attempt_at END,
+           in_flight = false,
            updated_at = now()
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS o(id, kind, error, delay_ms)
          WHERE s.id = o.id AND s.status = 'pending' AND s.next_attempt_at = $6

@@ -17,7 +17,7 @@ export interface Redispatched {
 
 export async function redispatchConversion(tx: Queryable, conversionId: string, siteId: string): Promise<Redispatched> {
   await tx.query(
-    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), updated_at = now()
+    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()
      FROM pixels p
      WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active`,
     [conversionId],

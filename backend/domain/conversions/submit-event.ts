@@ -1,10 +1,11 @@
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import type { CapiStatus } from '../capi-status.js';
+import { capiStatusOf, type CapiStatus, type SendStatus } from '../capi-status.js';
 import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../conversion-record.js';
 import { wakeDelivery } from '../delivery-wake.js';
 import type { HashedPiiRecord } from '../hashed-pii.js';
 import { hashPii, type RawPii } from '../pii.js';
+import { lockConversions } from '../sends.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
@@ -154,9 +155,49 @@ function reuseSent(match: RecentMatch, eventType: EventTypeName): EventOutcome {
   };
 }
 
+/** A matching conversion one of whose sends a worker is delivering right now: left as it is. */
+function reuseInFlight(match: RecentMatch, eventType: EventTypeName): EventOutcome {
+  return {
+    created: false,
+    result: {
+      conversionId: match.conversionId,
+      capiStatus: 'pending',
+      coldLead: match.coldLead,
+      dispatched: false,
+      deduplicated: true,
+      updatedExisting: false,
+      warning: `a matching ${eventType} conversion received at ${match.receivedAt.toISOString()} is being sent right now with the values it had; it was not changed and nothing was sent again`,
+      sends: [],
+    },
+  };
+}
+
+/**
+ * The match's sends as they are now, locked (conversion first, then sends: the order delivery
+ * writes them in). The context was read before: since then a worker may have delivered a send,
+ * or claimed one and be sending the values it read. Locking the sends also keeps a worker from
+ * claiming them until this transaction ends (claims skip locked rows), so a send claimed later
+ * carries this event's update.
+ */
+async function sendsOfMatch(tx: PoolClient, conversionId: string): Promise<{ statuses: SendStatus[]; inFlight: boolean }> {
+  await lockConversions(tx, [conversionId]);
+  const { rows } = await tx.query<{ status: SendStatus; in_flight: boolean }>(
+    `SELECT status, (status = 'pending' AND in_flight AND next_attempt_at > now()) AS in_flight
+     FROM sends WHERE conversion_id = $1 ORDER BY id FOR UPDATE`,
+    [conversionId],
+  );
+  return { statuses: rows.map((r) => r.status), inFlight: rows.some((r) => r.in_flight) };
+}
+
 /** A matching conversion not sent yet: updated with what the event brings, then (re)dispatched. */
 async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch, p: PreparedEvent): Promise<EventOutcome> {
   const { ev, now } = p;
+  // What was read with the context may be stale by now: decide on the locked rows. A send on its
+  // way carries the values it was claimed with, and the platform keeps the first event under an
+  // event id, so an update now would leave Capigram saying one thing and the platform another.
+  const current = await sendsOfMatch(tx, match.conversionId);
+  if (current.inFlight) return reuseInFlight(match, ev.eventType);
+  if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent') return reuseSent(match, ev.eventType);
   const recovered = match.visitId ? null : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt);
   const patched = await patchConversion(
     tx,
