@@ -12,7 +12,8 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 
 /**
  * How long PostgreSQL lets a connection of ours sit idle inside a transaction before it ends the
- * session. No transaction of ours waits on anything but PostgreSQL, so only a process that froze
+ * session. No transaction of ours waits on anything but PostgreSQL (save the operator's `bot add`,
+ * which holds one open across a single setWebhook call of at most 5 s), so only a process that froze
  * or lost its network mid-transaction ever reaches it; then its locks (a lead's lock, an
  * Idempotency-Key claimed in an event's transaction) are released after this long instead of
  * whenever TCP notices, which can take hours.

@@ -117,4 +117,42 @@ describe('bot add', () => {
       `error: bot @${DEFAULT_BOT.username} is already registered for this account\n`,
     );
   });
+
+  // Telegram keeps one webhook per bot: a second setWebhook would re-point the live bot to a URL
+  // and secret never stored, and every update after it would fail the secret check.
+  it('refuses a bot already registered with its webhook without touching that webhook', async () => {
+    const { accountId: other } = await w.ok('account', 'create', '--name', 'Live');
+    await w.ok('bot', 'add', '--account', other, '--token', OTHER_BOT.token);
+    const live = { ...w.telegram.webhook(OTHER_BOT.token)! };
+    expect(w.telegram.calls('setWebhook')).toHaveLength(1);
+
+    expect(await w.refused('bot', 'add', '--account', other, '--token', OTHER_BOT.token)).toBe(
+      `error: bot @${OTHER_BOT.username} is already registered for this account\n`,
+    );
+    expect(w.telegram.calls('setWebhook')).toHaveLength(1);
+    expect(w.telegram.webhook(OTHER_BOT.token)).toEqual(live);
+    const { rows } = await w.db.pool.query('SELECT webhook_url, webhook_secret_hash FROM bots WHERE account_id = $1', [other]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].webhook_url).toBe(live.url);
+    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(live.secret_token!).digest())).toBe(true);
+  });
+
+  it('of two concurrent adds of one bot, one is stored and sets the webhook; the other is refused before setWebhook', async () => {
+    const { accountId: other } = await w.ok('account', 'create', '--name', 'Race');
+    // Slow answers make both pass getMe before either inserts, and keep the winner's transaction
+    // open during its setWebhook while the other reaches the insert.
+    w.telegram.latencyMs = 150;
+    const runs = await Promise.all([1, 2].map(() => w.run('bot', 'add', '--account', other, '--token', OTHER_BOT.token, '--json')));
+    expect(runs.map((r) => r.code).sort()).toEqual([0, 1]);
+    const loser = runs.find((r) => r.code === 1)!;
+    expect(loser.stderr).toBe(`error: bot @${OTHER_BOT.username} is already registered for this account\n`);
+    const winner = runs.find((r) => r.code === 0)!.json<{ botId: string; webhookUrl: string }>();
+
+    expect(w.telegram.calls('getMe')).toHaveLength(2);
+    expect(w.telegram.calls('setWebhook')).toHaveLength(1);
+    const hook = w.telegram.webhook(OTHER_BOT.token)!;
+    expect(hook.url).toBe(winner.webhookUrl);
+    const row = await botRow(winner.botId);
+    expect(row.webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(true);
+  });
 });

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { hashApiKey } from '../../crypto/api-keys.js';
 import type { SecretBox } from '../../crypto/secret-box.js';
-import type { Queryable } from '../../db/pool.js';
+import { withTx, type Pool, type Queryable } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
 import { ALLOWED_UPDATES, TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { requireAccount } from './accounts.js';
@@ -15,7 +15,7 @@ export const AddBotInput = z.object({
 });
 
 export interface BotDeps {
-  db: Queryable;
+  db: Pool;
   box: SecretBox;
   telegramApiUrl: string;
   publicUrl: string;
@@ -27,8 +27,14 @@ export function webhookUrlFor(publicUrl: string, botId: string): string {
 
 /**
  * Registers a bot: the token is checked with getMe, the webhook set with a fresh secret token
- * (unless disabled), then the bot is stored with its token encrypted and only the secret's hash.
- * Nothing is stored when Telegram refuses.
+ * (unless disabled), and the bot stored with its token encrypted and only the secret's hash.
+ *
+ * Telegram keeps one webhook per bot, so a setWebhook for a bot that then is not stored re-points
+ * a live bot to a secret nobody has. The row is therefore inserted first, in a transaction that
+ * commits only once setWebhook succeeded: the unique (account, bot) constraint refuses a
+ * duplicate before Telegram is touched beyond the read-only getMe, and of two concurrent adds the
+ * second waits on the first's uncommitted row, then is refused without calling setWebhook. When
+ * Telegram refuses the webhook the insert is rolled back and nothing is stored.
  */
 export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>): Promise<{ botId: string; webhookUrl: string }> {
   const parsed = AddBotInput.safeParse(input);
@@ -44,17 +50,18 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
   const botId = randomUUID();
   const secret = randomBytes(32).toString('base64url');
   const webhookUrl = webhookUrlFor(deps.publicUrl, botId);
-  if (b.webhook) {
-    await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
-      throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL; use --no-webhook to skip)`);
-    });
-  }
   try {
-    await deps.db.query(
-      `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null],
-    );
+    await withTx(deps.db, async (tx) => {
+      await tx.query(
+        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null],
+      );
+      if (!b.webhook) return;
+      await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
+        throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL; use --no-webhook to skip)`);
+      });
+    });
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw new ApiError('VALIDATION_FAILED', `bot @${me.username ?? me.id} is already registered for this account`);
     throw err;
