@@ -23,6 +23,7 @@ import { clientContext, userAgentOf } from '../keyless/client-context.js';
 import { corsResponses, preflight } from '../keyless/cors.js';
 import { checkDomains } from '../keyless/domains.js';
 import type { KeylessEnv } from '../keyless/env.js';
+import { isLinkLookup } from '../keyless/link-preview.js';
 import { createRateLimiter, rateLimitSettings } from '../keyless/rate-limit.js';
 import { clickRequestId, redirectClick } from '../keyless/redirect-click.js';
 import { registerTrackerScriptRoute } from './tracker-script.js';
@@ -118,6 +119,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     const site = await siteFor(query.website);
     admit(c, site);
     const browser = c.get('browser');
+    if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
     await limiter.consume('invite', site.id, browser.ip);
     const referer = c.req.header('referer');
     const outcome = await inviteClick(deps, {
@@ -160,6 +162,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
     const browser = c.get('browser');
+    if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
     await limiter.consume('invite', site.id, browser.ip);
 
     const url = new URL(c.req.url);
@@ -198,6 +201,17 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
 
   app.route('/', keyless);
   registerTrackerScriptRoute(app);
+}
+
+/**
+ * The answer to a look at a click link (`isLinkLookup`): a small page, nothing recorded and no
+ * invite link spent. Not a redirect: the Location would have to be an invite link, and handing
+ * one out is exactly what a look must not do.
+ */
+function linkLookupAnswer(c: Context<KeylessEnv>): Response {
+  c.header('cache-control', 'no-store');
+  c.header('x-robots-tag', 'noindex');
+  return c.html('<!doctype html><meta charset="utf-8"><meta name="robots" content="noindex"><title>Telegram</title><p>This link opens a Telegram channel.</p>');
 }
 
 function redirect(c: Context<KeylessEnv>, location: string): Response {
