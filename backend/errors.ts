@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'Idempotency-Key is invalid' },
   IDEMPOTENCY_IN_PROGRESS: { status: 409, title: 'A request with this Idempotency-Key is still executing' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'Request headers are too large' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   UNAVAILABLE: { status: 503, title: 'Service temporarily unavailable' },
   INTERNAL: { status: 500, title: 'Internal error' },

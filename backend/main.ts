@@ -2,6 +2,7 @@ import { serve } from '@hono/node-server';
 import type { Runner } from 'graphile-worker';
 import { ConfigError } from './config.js';
 import { createApp } from './http/app.js';
+import { answerUnparseableRequests } from './http/client-errors.js';
 import { openRuntime } from './runtime.js';
 import { startWorker } from './worker/runner.js';
 
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
         .join('\n') + '\n',
     );
   });
+  answerUnparseableRequests(server);
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
@@ -93,6 +94,34 @@ describe('error model', () => {
     expect(res.status).toBe(503);
     expect((await problem(res)).code).toBe('UNAVAILABLE');
     await t2.stop();
+  });
+});
+
+/** Sends raw bytes and reads the whole answer (the server closes the connection after it). */
+function raw(request: string): Promise<string> {
+  const { port } = new URL(t.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(request));
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+describe("requests Node's HTTP parser refuses", () => {
+  it.each([
+    ['headers over 16 KB', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
+    ['a malformed request line', 'GET /healthz HTTP/9\r\nHost: x\r\n\r\n', 400, 'VALIDATION_FAILED'],
+    ['a control character in a header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n', 400, 'VALIDATION_FAILED'],
+  ])('%s → problem+json %i %s, then the connection closes', async (_what, request, status, code) => {
+    const answer = await raw(request);
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`);
+    expect(head).toMatch(/\r\nContent-Type: application\/problem\+json\r\n/);
+    expect(head).toMatch(/\r\nConnection: close/);
+    expect(JSON.parse(body)).toMatchObject({ status, code, type: expect.stringContaining('https://capigram.dev/errors/') });
   });
 });
 

@@ -7,6 +7,7 @@ import type { Deps } from '../../backend/deps.js';
 import { createApp, type App } from '../../backend/http/app.js';
 import { createLogger } from '../../backend/log.js';
 import { createMetrics } from '../../backend/metrics.js';
+import { answerUnparseableRequests } from '../../backend/http/client-errors.js';
 import { startWorker, type WorkerOptions } from '../../backend/worker/runner.js';
 import { scratchDir } from './scratch.js';
 
@@ -68,6 +69,7 @@ export async function startTestApp(
   const app = createApp(deps);
   const server: ServerType = await new Promise((ok) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => ok(s));
+    answerUnparseableRequests(s);
   });
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
