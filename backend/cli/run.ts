@@ -29,19 +29,29 @@ export interface CliIo {
 
 /** Runs one command and returns the process exit code: 0 done, 1 refused (the reason on stderr). */
 export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const [group, name, ...rest] = argv;
-  if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
-    (group === undefined ? io.stderr : io.stdout).write(overview());
-    return group === undefined ? 1 : 0;
+  // `--json` counts wherever it stands, before the command's name too (`--json --help`).
+  const json = argv.includes('--json');
+  const [group, name, ...words] = argv.filter((a) => a !== '--json');
+  const rest = json ? [...words, '--json'] : words;
+  // Asked for with --json, help is still the one JSON object on stdout.
+  const help = (text: string): number => {
+    io.stdout.write(json ? `${JSON.stringify({ usage: text.trimEnd() })}\n` : text);
+    return 0;
+  };
+  if (group === '--help' || group === '-h' || group === 'help') return help(overview());
+  if (group === undefined) {
+    io.stderr.write(overview());
+    return 1;
   }
   const inGroup = COMMANDS.filter((c) => c.group === group);
   if (inGroup.length === 0) {
     io.stderr.write(`error: unknown command "${group}"\n\n${overview()}`);
     return 1;
   }
-  if (name === undefined || name === '--help' || name === '-h') {
-    (name === undefined ? io.stderr : io.stdout).write(groupHelp(group, inGroup));
-    return name === undefined ? 1 : 0;
+  if (name === '--help' || name === '-h') return help(groupHelp(group, inGroup));
+  if (name === undefined) {
+    io.stderr.write(groupHelp(group, inGroup));
+    return 1;
   }
   const cmd = inGroup.find((c) => c.name === name);
   if (!cmd) {
@@ -52,10 +62,7 @@ export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv =
   let runtime: Runtime | null = null;
   try {
     const parsed = parseCommandArgs(cmd, rest);
-    if (parsed.help) {
-      io.stdout.write(commandHelp(cmd, PROGRAM));
-      return 0;
-    }
+    if (parsed.help) return help(commandHelp(cmd, PROGRAM));
     cmd.check?.(parsed.values);
     const level = env.LOG_LEVEL && LOG_LEVELS.includes(env.LOG_LEVEL) ? env.LOG_LEVEL : 'warn';
     const log = createLogger(level, { write: (line: string) => void io.stderr.write(line) });

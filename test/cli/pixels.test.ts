@@ -70,16 +70,33 @@ describe('pixel add', () => {
   it('refuses malformed ids and tokens naming the flag, and an unknown site; nothing is written', async () => {
     const before = (await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n;
     expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', 'px-1', '--access-token', 'tokentoken'))
-      .toBe('error: --pixel-id: Meta pixel id must be digits\n');
+      .toBe('error: --pixel-id: Meta pixel id must be 5–20 digits\n');
     expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'short'))
       .toBe('error: --access-token: looks too short\n');
     expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'tiktok', '--pixel-code', 'a b', '--access-token', 'tokentoken'))
       .toBe('error: --pixel-code: TikTok pixel code must be 3–64 letters, digits, _ or -\n');
     expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '123', '--conversion-action', 'x',
       '--developer-token', 'devtokentoken', '--oauth-token', 'oauthtokentoken'))
-      .toBe('error: --customer-id: Google customer id must be 10 digits; --conversion-action: conversion action must be an id or a resource name\n');
+      .toBe('error: --customer-id: Google customer id must be 10 digits; --conversion-action: conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>\n');
     expect(await w.refused('pixel', 'add', '--site', 'ws_unknown', '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'tokentoken'))
       .toBe('error: site ws_unknown does not exist\n');
+    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n).toBe(before);
+  });
+
+  it('a refusal states the rule the value breaks, not just its kind', async () => {
+    const before = (await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n;
+    // Digits, but too few: "must be digits" would be no help here.
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '123', '--access-token', 'tokentoken'))
+      .toBe('error: --pixel-id: Meta pixel id must be 5–20 digits\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '123456789012345678901', '--access-token', 'tokentoken'))
+      .toBe('error: --pixel-id: Meta pixel id must be 5–20 digits\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'tokentoken', '--test-event-code', 'TEST 1'))
+      .toBe('error: --test-event-code: test event code must be 1–64 letters, digits, _ or -\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'snapchat', '--pixel-id', 'ab', '--access-token', 'tokentoken'))
+      .toBe('error: --pixel-id: Snap pixel id must be 3–64 letters, digits, _ or -\n');
+    expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '1234567890', '--conversion-action', '987654',
+      '--developer-token', 'devtokentoken', '--oauth-token', 'oauthtokentoken', '--login-customer-id', '123'))
+      .toBe('error: --login-customer-id: Google login customer id must be 10 digits\n');
     expect((await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n).toBe(before);
   });
 });

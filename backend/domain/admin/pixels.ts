@@ -9,7 +9,7 @@ import { requireSite } from './sites.js';
 
 const Token = z.string().trim().min(8, 'looks too short').max(2048);
 const Id = (what: string) => z.string().trim().regex(/^[A-Za-z0-9_-]{3,64}$/, `${what} must be 3–64 letters, digits, _ or -`);
-const TestCodeValue = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'test event code must be letters and digits');
+const TestCodeValue = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'test event code must be 1–64 letters, digits, _ or -');
 const TestCode = TestCodeValue.optional();
 /** Google OAuth client ids look like `1234-abc.apps.googleusercontent.com`. */
 const ClientId = z.string().trim().regex(/^[A-Za-z0-9._-]{3,256}$/, 'OAuth client id must be 3–256 letters, digits, ., _ or -');
@@ -20,21 +20,21 @@ const REFRESH_FLAGS = { refreshToken: '--refresh-token', clientId: '--client-id'
 
 /** Per platform: what is public (kept in clear) and what is secret (encrypted at rest). */
 export const AddPixelInput = z.discriminatedUnion('platform', [
-  z.object({ platform: z.literal('meta'), siteId: z.string().min(1), pixelId: z.string().trim().regex(/^\d{5,20}$/, 'Meta pixel id must be digits'), accessToken: Token, testEventCode: TestCode }),
+  z.object({ platform: z.literal('meta'), siteId: z.string().min(1), pixelId: z.string().trim().regex(/^\d{5,20}$/, 'Meta pixel id must be 5–20 digits'), accessToken: Token, testEventCode: TestCode }),
   z.object({ platform: z.literal('tiktok'), siteId: z.string().min(1), pixelCode: Id('TikTok pixel code'), accessToken: Token, testEventCode: TestCode }),
   z.object({ platform: z.literal('snapchat'), siteId: z.string().min(1), pixelId: Id('Snap pixel id'), accessToken: Token }),
   z.object({
     platform: z.literal('google'),
     siteId: z.string().min(1),
     customerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/, 'Google customer id must be 10 digits')),
-    conversionAction: z.string().trim().regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be an id or a resource name').transform((s) => s.split('/').pop()!),
+    conversionAction: z.string().trim().regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>').transform((s) => s.split('/').pop()!),
     developerToken: Token,
     /** Short-lived (about an hour): used as it is only when no refresh token is given. */
     oauthToken: Token.optional(),
     refreshToken: Token.optional(),
     clientId: ClientId.optional(),
     clientSecret: Token.optional(),
-    loginCustomerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/)).optional(),
+    loginCustomerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/, 'Google login customer id must be 10 digits')).optional(),
   }).superRefine((p, ctx) => {
     const given = REFRESH_FIELDS.filter((f) => p[f] !== undefined);
     if (given.length === 0 && p.oauthToken === undefined) {
