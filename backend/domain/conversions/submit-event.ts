@@ -117,7 +117,7 @@ export async function submitBusinessEvent(
     }
     const target = decideTarget({ mode, history: ctx, suppliedChannelId: ev.channelId, requestOverride: p.requestOverride });
     const match = ctx.recent.find((r) => r.channelId === target.channelId);
-    if (match?.capiStatus === 'sent') return { result: reuseSent(match, ev.eventType) };
+    if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
   }, persist, claim);
@@ -138,35 +138,25 @@ function notDispatchedWhy(ctx: EventContext, signals: boolean, awaiting?: { conv
   return 'no send was scheduled';
 }
 
-/** A matching conversion already sent: returned as it is, nothing sent again. */
-function reuseSent(match: RecentMatch, eventType: EventTypeName): EventOutcome {
+/**
+ * A matching conversion returned as it is, nothing changed and nothing sent again: it was already
+ * sent, or one of its sends is on its way right now (a worker delivering the values it claimed).
+ */
+function reuseUnchanged(match: RecentMatch, eventType: EventTypeName, state: 'sent' | 'in flight'): EventOutcome {
+  const received = `a matching ${eventType} conversion received at ${match.receivedAt.toISOString()}`;
   return {
     created: false,
     result: {
       conversionId: match.conversionId,
-      capiStatus: 'sent',
+      capiStatus: state === 'sent' ? 'sent' : 'pending',
       coldLead: match.coldLead,
       dispatched: false,
       deduplicated: true,
       updatedExisting: false,
-      warning: `a matching ${eventType} conversion received at ${match.receivedAt.toISOString()} was already sent; nothing was sent again`,
-      sends: [],
-    },
-  };
-}
-
-/** A matching conversion one of whose sends a worker is delivering right now: left as it is. */
-function reuseInFlight(match: RecentMatch, eventType: EventTypeName): EventOutcome {
-  return {
-    created: false,
-    result: {
-      conversionId: match.conversionId,
-      capiStatus: 'pending',
-      coldLead: match.coldLead,
-      dispatched: false,
-      deduplicated: true,
-      updatedExisting: false,
-      warning: `a matching ${eventType} conversion received at ${match.receivedAt.toISOString()} is being sent right now with the values it had; it was not changed and nothing was sent again`,
+      warning:
+        state === 'sent'
+          ? `${received} was already sent; nothing was sent again`
+          : `${received} is being sent right now with the values it had; it was not changed and nothing was sent again`,
       sends: [],
     },
   };
@@ -196,8 +186,8 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
   // way carries the values it was claimed with, and the platform keeps the first event under an
   // event id, so an update now would leave Capigram saying one thing and the platform another.
   const current = await sendsOfMatch(tx, match.conversionId);
-  if (current.inFlight) return reuseInFlight(match, ev.eventType);
-  if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent') return reuseSent(match, ev.eventType);
+  if (current.inFlight) return reuseUnchanged(match, ev.eventType, 'in flight');
+  if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent') return reuseUnchanged(match, ev.eventType, 'sent');
   const recovered = match.visitId ? null : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt);
   const patched = await patchConversion(
     tx,
