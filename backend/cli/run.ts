@@ -68,6 +68,9 @@ export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv =
     const log = createLogger(level, { write: (line: string) => void io.stderr.write(line) });
     runtime = await openRuntime({ env, log, poolSize: 3 });
     const warn = (message: string) => void io.stderr.write(message + '\n');
+    // The first command on a fresh DATA_DIR creates the admin token before any `npm start` could
+    // print it: say where it is (on stderr, so stdout stays the one JSON object).
+    if (runtime.generatedAdminToken) warn(`generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`);
     const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
     io.stdout.write(parsed.json ? JSON.stringify(result.json) + '\n' : result.human + '\n');
     return 0;
