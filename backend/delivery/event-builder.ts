@@ -1,6 +1,6 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Queryable } from '../db/pool.js';
-import { isSha256Hex, sha256Hex } from '../domain/pii.js';
+import { hashPii, isSha256Hex, sha256Hex } from '../domain/pii.js';
 import { isRecord } from '../platforms/response.js';
 import { pixelConfigSchema, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
 
@@ -21,6 +21,8 @@ export interface SendSubjectRow {
   currency: string | null;
   content_name: string | null;
   pii_hashed: unknown;
+  /** The request's external id, else the lead's at the time the conversion was recorded. */
+  external_user_id: string | null;
   telegram_user_id: number | null;
   event_time: Date | null;
   event_source_url: string | null;
@@ -43,7 +45,7 @@ export interface SendSubjectRow {
 
 export const SEND_SUBJECT_SQL = `
   SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
-         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.telegram_user_id, c.event_time,
+         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
          v.fbc, v.fbp, v.gclid, v.ttclid, v.sccid, v.created_at AS v_created_at
@@ -80,20 +82,23 @@ export function hashedPiiOf(stored: unknown): HashedPii {
 }
 
 /**
- * Every conversion belongs to a Telegram user, a stable first-party id: when the caller supplied no
- * external id, the hashed Telegram user id is the event's `external_id`, so all events of one lead
- * share a match key (the digest of the decimal id, e.g. sha256("777000111")).
+ * All events of one lead share a match key. A conversion recorded without an external id of its
+ * own carries the one its lead had stored (`recordConversion`), hashed here as the request's would
+ * have been. A lead that never had one is still a Telegram user, a stable first-party id: the
+ * hashed Telegram user id is its `external_id` (the digest of the decimal id, e.g. sha256("777000111")).
  */
-export function withTelegramExternalId(hashed: HashedPii, telegramUserId: number | null): HashedPii {
-  if (hashed.externalId || telegramUserId === null) return hashed;
-  return { ...hashed, externalId: sha256Hex(String(telegramUserId)) };
+export function withExternalId(hashed: HashedPii, externalUserId: string | null, telegramUserId: number | null): HashedPii {
+  if (hashed.externalId) return hashed;
+  const fromConversion = hashPii({ externalId: externalUserId }).externalId;
+  if (fromConversion) return { ...hashed, externalId: fromConversion };
+  return telegramUserId === null ? hashed : { ...hashed, externalId: sha256Hex(String(telegramUserId)) };
 }
 
 /**
  * A conversion takes its attribution (click ids, fbc/fbp, IP, User-Agent, landing URL) from its
  * acquisition visit (warm lead) or from the `apiVisitOverride` its caller supplied (cold lead);
- * the visit wins field by field, and the conversion's own IP and User-Agent (forwarded with the
- * business request) win over both. A visit is its own PageView, timed at its arrival.
+ * the visit wins field by field, and the conversion's own IP, User-Agent and page URL (forwarded
+ * with the business request) win over both. A visit is its own PageView, timed at its arrival.
  */
 export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
   if (row.conversion_id === null) {
@@ -123,7 +128,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     eventType: row.event_type as EventType,
     customEventName: row.custom_event_name,
     eventTimeMs: row.event_time.getTime(),
-    eventSourceUrl: first(row.event_source_url, row.href),
+    eventSourceUrl: first(row.event_source_url, row.href, field(o, 'eventSourceUrl')),
     referrer: row.referrer,
     clientIp: first(row.c_client_ip, row.v_client_ip, field(o, 'clientIp')),
     userAgent: first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent')),
@@ -132,7 +137,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     gclid: first(row.gclid, field(o, 'gclid')),
     ttclid: first(row.ttclid, field(o, 'ttclid')),
     sccid: first(row.sccid, field(o, 'sccid')),
-    hashed: withTelegramExternalId(hashedPiiOf(row.pii_hashed), row.telegram_user_id),
+    hashed: withExternalId(hashedPiiOf(row.pii_hashed), row.external_user_id, row.telegram_user_id),
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,

@@ -18,6 +18,11 @@ export interface ApiVisitOverride {
   gclid?: string | null;
   ttclid?: string | null;
   sccid?: string | null;
+  /**
+   * The page the first attributed event came from, carried to a cold lead's later events with the
+   * rest (a visit's `href` plays this part for a warm lead); a follow-up's own URL wins over it.
+   */
+  eventSourceUrl?: string | null;
 }
 
 export interface NewConversion {
@@ -59,7 +64,7 @@ function upsertLeadSql(site: string, user: string, externalId: string, seenAt: s
        SET last_seen_at = GREATEST(leads.last_seen_at, EXCLUDED.last_seen_at),
            first_seen_at = LEAST(leads.first_seen_at, EXCLUDED.first_seen_at),
            external_user_id = COALESCE(EXCLUDED.external_user_id, leads.external_user_id)
-     RETURNING id`;
+     RETURNING id, external_user_id`;
 }
 
 const UPSERT_LEAD_SQL = upsertLeadSql('$1', '$2', '$3', '$4');
@@ -88,6 +93,11 @@ export async function upsertLead(
  * the lead upsert, the conversion, and its sends with their delivery jobs (`sendsCte`). The initial
  * capiStatus (pending when something will be sent, else skipped) is read from the site's active
  * pixels in the same snapshot the sends are created from, so it agrees with them.
+ *
+ * The conversion keeps the lead's external id as it stands after the upsert: the request's, else
+ * the one an earlier event stored. Delivery hashes it from the conversion, not the lead, so every
+ * event of a lead carries the same `external_id`, and a retried send carries the one it was
+ * recorded with even if the lead's changes meanwhile.
  */
 const SENDS = sendsCte('conversion', 'SELECT id, site_id FROM conversion WHERE $22::boolean');
 
@@ -97,7 +107,7 @@ const RECORD_CONVERSION_SQL = `
     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
       event_time, attributed_at, received_at, source, awaiting_manual_input, capi_status)
-    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, lead.external_user_id, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
       CASE WHEN $22::boolean AND EXISTS (SELECT 1 FROM pixels WHERE site_id = $1 AND active) THEN 'pending' ELSE 'skipped' END
     FROM lead
     RETURNING id, lead_id, site_id, capi_status),

@@ -89,6 +89,7 @@ describe('errors', () => {
   it.each([
     ['value 0', { value: 0, currency: 'USD' }],
     ['a negative value', { value: -1, currency: 'USD' }],
+    ['a value that would be stored as 0 (below 0.0001)', { value: 0.00001, currency: 'EUR' }],
     ['no value', { currency: 'USD' }],
     ['no currency', { value: 10 }],
     ['a currency outside the whitelist', { value: 10, currency: 'BTC' }],
@@ -98,6 +99,12 @@ describe('errors', () => {
     const res = await api.post(path(w.user, w.conversionId), body, { key: tenant.accountKey });
     expect(res).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
     expect((await db.pool.query('SELECT awaiting_manual_input FROM conversions WHERE id = $1', [w.conversionId])).rows[0].awaiting_manual_input).toBe(true);
+  });
+
+  it('a value below what is stored names the smallest accepted value', async () => {
+    const w = await waiting(tenant.site);
+    const res = await api.post(path(w.user, w.conversionId), { value: 0.00001, currency: 'EUR' }, { key: tenant.accountKey });
+    expect(res.body.errors).toEqual([{ path: 'value', message: 'must be at least 0.0001 (values are kept to 4 decimal places)' }]);
   });
 
   it('a conversion id that is not a UUID → 400', async () => {

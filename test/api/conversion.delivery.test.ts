@@ -3,16 +3,19 @@
 // cold lead's overrides, a submitted manual value, and nothing at all for a reused sent conversion.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakes, type Fakes, type MetaAcceptedEvent } from '../fakes/index.js';
+import { startFakes, type Fakes, type MetaAcceptedEvent, type TikTokAcceptedEvent } from '../fakes/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
-import { META_PIXEL, VISIT, apiClient, attributedJoin, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
+import { loadSubjects, eventFromRow } from '../../backend/delivery/event-builder.js';
+import { META_PIXEL, TIKTOK_PIXEL, VISIT, apiClient, attributedJoin, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
 
 let fakes: Fakes;
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
 let tenant: Tenant;
+/** Meta and TikTok, both of which send an external id. */
+let both: Tenant;
 
 beforeAll(async () => {
   fakes = await startFakes();
@@ -20,6 +23,7 @@ beforeAll(async () => {
   t = await startTestApp(db.pool, { worker: true, env: { ...fakes.env } });
   api = apiClient(t.url);
   tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
+  both = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
 });
 afterAll(async () => {
   await t.stop();
@@ -39,6 +43,17 @@ async function metaEvent(conversionId: string): Promise<MetaAcceptedEvent> {
       return found[0]!;
     }
     if (Date.now() > deadline) throw new Error(`Meta never received ${eventId}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function tiktokEvent(conversionId: string): Promise<TikTokAcceptedEvent> {
+  const eventId = `cnv_${conversionId}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const found = fakes.tiktok.events(TIKTOK_PIXEL).filter((e) => e.event.event_id === eventId);
+    if (found.length > 0) return found[0]!;
+    if (Date.now() > deadline) throw new Error(`TikTok never received ${eventId}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -123,5 +138,63 @@ describe('what Meta receives', () => {
     expect(res).toMatchObject({ status: 200, body: { success: true } });
     const { event } = await metaEvent(waiting.conversionId);
     expect(event).toMatchObject({ event_name: 'Purchase', custom_data: { value: 120, currency: 'EUR' }, user_data: { fbc: VISIT.fbc } });
+  });
+});
+
+describe('what every event of a lead carries', () => {
+  it('a value is kept to 4 decimal places: below 0.0001 it is refused, beyond it rounded, and stored, shown and sent alike', async () => {
+    const user = newUser();
+    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    const tiny = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 0.0000001, currency: 'USD' }, { key: tenant.accountKey });
+    expect(tiny).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED', errors: [{ path: 'value', message: expect.stringContaining('0.0001') }] } });
+
+    const exact = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 10.005, currency: 'KWD' }, { key: tenant.accountKey });
+    const rounded = await api.post(`/leads/${user}/events`, { eventType: 'Custom', customEventName: 'Tip', value: 10.00005, currency: 'USD' }, { key: tenant.accountKey });
+    expect([exact.status, rounded.status]).toEqual([201, 201]);
+    const lead = await api.get(`/leads/${user}`, { key: tenant.site.siteKey });
+    const shown = (id: string) => lead.body.conversions.find((c: { conversionId: string }) => c.conversionId === id)?.eventValue;
+    expect([shown(exact.body.conversionId), shown(rounded.body.conversionId)]).toEqual([10.005, 10.0001]);
+    expect((await metaEvent(exact.body.conversionId)).event.custom_data).toMatchObject({ value: 10.005, currency: 'KWD' });
+    expect((await metaEvent(rounded.body.conversionId)).event.custom_data).toMatchObject({ value: 10.0001, currency: 'USD' });
+  });
+
+  it("the lead's stored externalUserId is every later event's external_id, on every platform that sends one, and stays the same on a retry", async () => {
+    const user = newUser();
+    await attributedJoin(db.pool, { siteId: both.site.siteId, channelId: both.site.channels.main, telegramUserId: user });
+    const first = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', externalUserId: 'crm-7001' }, { key: both.accountKey });
+    const later = await api.post(`/leads/${user}/events`, { eventType: 'CompleteRegistration' }, { key: both.accountKey });
+    expect((await api.get(`/leads/${user}`, { key: both.site.siteKey })).body.externalUserId).toBe('crm-7001');
+    for (const c of [first, later]) {
+      expect((await metaEvent(c.body.conversionId)).event.user_data.external_id).toEqual([sha('crm-7001')]);
+      expect((await tiktokEvent(c.body.conversionId)).event.user).toMatchObject({ external_id: sha('crm-7001') });
+    }
+
+    // The lead's id changes afterwards: the later conversion's sends, if retried, still carry the one they were recorded with.
+    await api.post(`/leads/${user}/events`, { eventType: 'Contact', externalUserId: 'crm-7002' }, { key: both.accountKey });
+    const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM sends WHERE conversion_id = $1', [later.body.conversionId]);
+    const again = await loadSubjects(db.pool, rows.map((r) => r.id));
+    expect(again.map((r) => eventFromRow(r).hashed.externalId)).toEqual([sha('crm-7001'), sha('crm-7001')]);
+  });
+
+  it("a cold lead's follow-up event carries its event source URL forward with the rest of its attribution", async () => {
+    const user = newUser();
+    const cold = {
+      fbc: 'fb.1.1700000000002.IwAR-cold2', fbp: 'fb.1.1700000000002.777', clientIp: '203.0.113.42', userAgent: 'Cold UA/2.0',
+      eventSourceUrl: 'https://shop.example.com/signup',
+    };
+    const first = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', siteId: tenant.site.siteId, channelId: tenant.site.channels.main, ...cold }, { key: tenant.accountKey });
+    expect(first.body.coldLead).toBe(true);
+    const next = await api.post(`/leads/${user}/events`, { eventType: 'CompleteRegistration' }, { key: tenant.accountKey });
+    const third = await api.post(`/leads/${user}/events`, { eventType: 'Subscribe' }, { key: tenant.accountKey });
+    const own = await api.post(`/leads/${user}/events`, { eventType: 'Contact', eventSourceUrl: 'https://shop.example.com/contact' }, { key: tenant.accountKey });
+    for (const [res, url] of [[next, cold.eventSourceUrl], [third, cold.eventSourceUrl], [own, 'https://shop.example.com/contact']] as const) {
+      expect(res.body).toMatchObject({ coldLead: false, dispatched: true });
+      const { event } = await metaEvent(res.body.conversionId);
+      expect(event).toMatchObject({
+        event_source_url: url,
+        user_data: { fbc: cold.fbc, fbp: cold.fbp, client_ip_address: cold.clientIp, client_user_agent: cold.userAgent },
+      });
+      expect(await capiStatus(res.body.conversionId)).toBe('sent');
+    }
   });
 });

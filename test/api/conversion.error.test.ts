@@ -75,6 +75,8 @@ describe('400 VALIDATION_FAILED', () => {
     ['Purchase with value 0', { eventType: 'Purchase', value: 0, currency: 'USD' }, 'value'],
     ['a negative value', { eventType: 'Purchase', value: -5, currency: 'USD' }, 'value'],
     ['a value beyond a trillion', { eventType: 'Purchase', value: 1e13, currency: 'USD' }, 'value'],
+    ['a Purchase value that would be stored as 0 (below 0.0001)', { eventType: 'Purchase', value: 0.0000001, currency: 'USD' }, 'value'],
+    ['a value on another type that would be stored as 0', { eventType: 'Lead', value: 0.00004, currency: 'USD' }, 'value'],
     ['a value as a string', { eventType: 'Purchase', value: '10', currency: 'USD' }, 'value'],
     ['a currency that is not ISO 4217', { eventType: 'Purchase', value: 10, currency: 'XYZ' }, 'currency'],
     ['a metal instead of a currency', { eventType: 'Purchase', value: 10, currency: 'XAU' }, 'currency'],
@@ -109,6 +111,11 @@ describe('400 VALIDATION_FAILED', () => {
     await expectProblem(res, 400, 'VALIDATION_FAILED');
     expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     expect(await count(db.pool, 'conversions')).toBe(before);
+  });
+
+  it('a value below what is stored names the smallest accepted value', async () => {
+    const res = await api.post('/events/conversion', { telegramUserId: warmUser, eventType: 'Purchase', value: 0.00009, currency: 'JPY' }, { key: tenant.accountKey });
+    expect(res.body.errors).toEqual([{ path: 'value', message: 'a Purchase value must be at least 0.0001 (values are kept to 4 decimal places)' }]);
   });
 
   it('the contract example: Purchase without value says so', async () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../backend/errors.js';
 import { clientContext } from '../../backend/domain/conversions/client-context.js';
-import { normalizeCurrency } from '../../backend/domain/conversions/currencies.js';
+import { normalizeCurrency, valueProblem } from '../../backend/domain/conversions/currencies.js';
 import { eventTimeProblem } from '../../backend/domain/conversions/event-time.js';
 import { hasAttributionSignals, type SignalSources } from '../../backend/domain/conversions/signals.js';
 import { compactOverride, decideTarget, type TargetInput } from '../../backend/domain/conversions/target.js';
@@ -36,6 +36,23 @@ describe('normalizeCurrency', () => {
     ['XAU', undefined], ['XTS', undefined], ['XXX', undefined], ['BTC', undefined], ['US', undefined], ['USDT', undefined], ['', undefined],
   ])('%s → %s', (code, expected) => {
     expect(normalizeCurrency(code)).toBe(expected);
+  });
+});
+
+describe('valueProblem: a value must not be stored as 0 unless it is 0', () => {
+  const below = '(values are kept to 4 decimal places)';
+  it.each<[number, boolean, string | undefined]>([
+    [0.0001, true, undefined],
+    [10.005, true, undefined],
+    [10.00005, true, undefined],
+    [0, false, undefined],
+    [0.0001, false, undefined],
+    [0, true, `must be at least 0.0001 ${below}`],
+    [0.00009, true, `must be at least 0.0001 ${below}`],
+    [0.0000001, true, `must be at least 0.0001 ${below}`],
+    [0.00004, false, `must be 0 or at least 0.0001 ${below}`],
+  ])('%d (positive: %s) → %s', (value, positive, expected) => {
+    expect(valueProblem(value, { positive })).toBe(expected);
   });
 });
 
@@ -73,6 +90,7 @@ describe('hasAttributionSignals', () => {
     ['a User-Agent', { userAgent: 'UA' }, true],
     ['a hashed email', { piiHashed: { em: 'a'.repeat(64) } }, true],
     ['an external id', { externalUserId: 'crm-1' }, true],
+    ['an override holding only a page URL', { apiVisitOverride: { eventSourceUrl: 'https://shop.example/' } }, false],
   ])('%s → %s', (_label, s, expected) => {
     expect(hasAttributionSignals({ ...none, ...s })).toBe(expected);
   });
@@ -88,8 +106,9 @@ describe('compactOverride', () => {
 
 describe('decideTarget', () => {
   const acquisition = { siteId: 's', channelId: 'acqCh', visitId: 'acqVisit', at: new Date(NOW) };
-  const latest = { conversionId: 'c2', channelId: 'latestCh', visitId: null, apiVisitOverride: null, receivedAt: new Date(NOW) };
-  const coldFirst = { conversionId: 'c1', channelId: 'coldCh', visitId: null, apiVisitOverride: { fbc: 'first', clientIp: '1.1.1.1' }, receivedAt: new Date(NOW) };
+  const latest = { conversionId: 'c2', channelId: 'latestCh', visitId: null, apiVisitOverride: null, eventSourceUrl: null, receivedAt: new Date(NOW) };
+  const coldFirst = { conversionId: 'c1', channelId: 'coldCh', visitId: null, apiVisitOverride: { fbc: 'first', clientIp: '1.1.1.1' }, eventSourceUrl: null, receivedAt: new Date(NOW) };
+  const coldPage = { ...coldFirst, eventSourceUrl: 'https://shop.example/signup' };
   const request = { fbc: 'req', fbp: 'reqFbp', clientIp: null };
   const base: TargetInput = { mode: 'conversion', history: { acquisition: null, latest: null, attributed: null, channelOnSite: null }, suppliedChannelId: null, requestOverride: request };
   const h = (x: Partial<TargetInput['history']>) => ({ ...base.history, ...x });
@@ -104,6 +123,13 @@ describe('decideTarget', () => {
     ['cold: the request becomes the override', { history: h({ channelOnSite: true }), suppliedChannelId: 'mine' }, { coldLead: true, channelId: 'mine', visitId: null, apiVisitOverride: { fbc: 'req', fbp: 'reqFbp' } }],
   ])('%s', (_label, input, expected) => {
     expect(decideTarget({ ...base, ...input })).toEqual(expected);
+  });
+
+  it("known: the first attribution's page comes with it, stays first, and is never carried alone", () => {
+    const known = (attributed: TargetInput['history']['attributed'], l: TargetInput['history']['latest'] = latest) => decideTarget({ ...base, history: h({ latest: l, attributed }) }).apiVisitOverride;
+    expect(known(coldPage)).toEqual({ fbc: 'first', fbp: 'reqFbp', clientIp: '1.1.1.1', eventSourceUrl: 'https://shop.example/signup' });
+    expect(known({ ...coldPage, apiVisitOverride: { fbc: 'first', eventSourceUrl: 'https://shop.example/landing' } })).toEqual({ fbc: 'first', fbp: 'reqFbp', eventSourceUrl: 'https://shop.example/landing' });
+    expect(known(null, { ...latest, eventSourceUrl: 'https://shop.example/x' })).toEqual({ fbc: 'req', fbp: 'reqFbp' });
   });
 
   it.each<[string, Partial<TargetInput>, string]>([

@@ -187,6 +187,7 @@ describe('submitting a value', () => {
       ['abc', 'USD', /greater than 0/],
       ['1e3', 'USD', /greater than 0/],
       ['', 'USD', /greater than 0/],
+      ['0.00001', 'USD', /at least 0\.0001/],
       ['10000000000000', 'USD', /at most/],
       ['10', 'XXX', /ISO 4217/],
       ['10', '', /ISO 4217/],

@@ -2,7 +2,7 @@
 // how a pixel's config is assembled, and when to retry.
 import { describe, expect, it } from 'vitest';
 import { retryDecision } from '../../backend/delivery/backoff.js';
-import { eventFromRow, hashedPiiOf, pixelConfigOf, withTelegramExternalId, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
+import { eventFromRow, hashedPiiOf, pixelConfigOf, withExternalId, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
 import { deliveryOptions } from '../../backend/delivery/options.js';
 import { createSecretBox } from '../../backend/crypto/secret-box.js';
 import { TEST_SECRET_KEY } from '../harness/app.js';
@@ -10,12 +10,14 @@ import { TEST_SECRET_KEY } from '../harness/app.js';
 const H = (c: string) => c.repeat(64);
 // printf %s 777000111 | sha256sum
 const SHA_777 = '5e80e3e462faef4d7e68ca918156694a8afc5bf320935a5b3b638062368aacaf';
+// printf %s crm-7001 | sha256sum
+const SHA_CRM = '2bdaf3d26e21341e6777adc1d3e54221aa3bc0dc41e6ca8925ce9b2ed382c1f6';
 const T = new Date('2026-05-10T12:00:00.789Z');
 
 function row(over: Partial<SendSubjectRow>): SendSubjectRow {
   return {
     send_id: 's1', event_id: 'cnv_c1', created_at: T, conversion_id: 'c1', event_type: 'Subscribe', custom_event_name: null, value: null,
-    currency: null, content_name: null, pii_hashed: {}, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
+    currency: null, content_name: null, pii_hashed: {}, external_user_id: null, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
     api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
     gclid: null, ttclid: null, sccid: null, v_created_at: null,
     ...over,
@@ -25,16 +27,21 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
 const visit = { visit_id: 'v1', href: 'https://a.example/landing', referrer: 'https://ref.example/', v_client_ip: '203.0.113.1', v_user_agent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', ttclid: 't', sccid: 's', v_created_at: new Date('2026-05-10T11:00:00Z') };
 const override = { fbc: 'fb.1.9.o', fbp: 'fb.1.9.9', clientIp: '192.0.2.9', userAgent: 'OverrideUA', gclid: 'og', ttclid: 'ot', sccid: 'os' };
 
-describe('withTelegramExternalId', () => {
-  it('uses the SHA-256 of the decimal Telegram user id when no external id was supplied', () => {
-    expect(withTelegramExternalId({}, 777000111)).toEqual({ externalId: SHA_777 });
+describe('withExternalId', () => {
+  it('uses the SHA-256 of the decimal Telegram user id when the conversion has no external id', () => {
+    expect(withExternalId({}, null, 777000111)).toEqual({ externalId: SHA_777 });
   });
-  it('keeps a supplied external id, and adds nothing without a user', () => {
-    expect(withTelegramExternalId({ externalId: H('a') }, 777000111)).toEqual({ externalId: H('a') });
-    expect(withTelegramExternalId({ em: H('b') }, null)).toEqual({ em: H('b') });
+  it("hashes the conversion's external id (the request's, else the lead's) as a request's would be", () => {
+    expect(withExternalId({}, ' crm-7001 ', 777000111)).toEqual({ externalId: SHA_CRM });
+    expect(withExternalId({}, H('A'), 777000111)).toEqual({ externalId: H('a') });
+  });
+  it('keeps a hashed external id, and adds nothing without a user', () => {
+    expect(withExternalId({ externalId: H('a') }, 'crm-7001', 777000111)).toEqual({ externalId: H('a') });
+    expect(withExternalId({ em: H('b') }, null, null)).toEqual({ em: H('b') });
   });
   it('a conversion event carries it', () => {
     expect(eventFromRow(row({ telegram_user_id: 777000111 })).hashed).toEqual({ externalId: SHA_777 });
+    expect(eventFromRow(row({ telegram_user_id: 777000111, external_user_id: 'crm-7001' })).hashed).toEqual({ externalId: SHA_CRM });
   });
 });
 
@@ -62,6 +69,13 @@ describe('eventFromRow', () => {
       [visit.href, '192.0.2.9', 'VisitUA', 'fb.1.1.x', 'fb.1.1.2', 'g', 't', 's']],
   ])('%s', (_name, r, expected) => {
     expect(attribution(r)).toEqual(expected);
+  });
+
+  it("a cold lead's follow-up sends the page carried in its override, unless it brought its own", () => {
+    const carried = { ...override, eventSourceUrl: 'https://a.example/first' };
+    expect(attribution(row({ api_visit_override: carried }))).toEqual(['https://a.example/first', '192.0.2.9', 'OverrideUA', 'fb.1.9.o', 'fb.1.9.9', 'og', 'ot', 'os']);
+    expect(eventFromRow(row({ api_visit_override: carried, event_source_url: 'https://a.example/paid' })).eventSourceUrl).toBe('https://a.example/paid');
+    expect(eventFromRow(row({ ...visit, api_visit_override: carried })).eventSourceUrl).toBe(visit.href);
   });
 
   it('a conversion carries its type, name, money, content, the conversion id as order id, and its event time in ms', () => {

@@ -19,3 +19,19 @@ export function normalizeCurrency(code: string): string | undefined {
   const upper = code.trim().toUpperCase();
   return CURRENCIES.has(upper) ? upper : undefined;
 }
+
+/**
+ * Amounts are stored as `numeric(18,4)`: four decimal places, one more than any currency's minor
+ * unit (KWD, BHD, OMR have three). PostgreSQL rounds extra decimals half away from zero
+ * (10.00005 → 10.0001), and what is stored is what is shown and sent. A value under 0.0001 would
+ * be stored, shown and sent as 0, so it is refused instead: 0.0001 is the smallest non-zero value.
+ */
+export const VALUE_DECIMALS = 4;
+export const MIN_VALUE = 0.0001;
+
+/** Why a value cannot be stored as given, for the request's error; undefined when it can. */
+export function valueProblem(value: number, opts: { positive: boolean }): string | undefined {
+  if (opts.positive ? value >= MIN_VALUE : value === 0 || value >= MIN_VALUE) return undefined;
+  const rule = opts.positive ? `must be at least ${MIN_VALUE}` : `must be 0 or at least ${MIN_VALUE}`;
+  return `${rule} (values are kept to ${VALUE_DECIMALS} decimal places)`;
+}

@@ -35,6 +35,7 @@ export interface PriorConversion {
   channelId: string | null;
   visitId: string | null;
   apiVisitOverride: ApiVisitOverride | null;
+  eventSourceUrl: string | null;
   receivedAt: Date;
 }
 
@@ -78,16 +79,24 @@ interface PriorJson {
   channel_id: string | null;
   visit_id: string | null;
   api_visit_override: ApiVisitOverride | null;
+  event_source_url: string | null;
   received_at: string;
 }
 
 function prior(j: PriorJson | null): PriorConversion | null {
   return j
-    ? { conversionId: j.id, channelId: j.channel_id, visitId: j.visit_id, apiVisitOverride: j.api_visit_override, receivedAt: new Date(j.received_at) }
+    ? {
+        conversionId: j.id,
+        channelId: j.channel_id,
+        visitId: j.visit_id,
+        apiVisitOverride: j.api_visit_override,
+        eventSourceUrl: j.event_source_url,
+        receivedAt: new Date(j.received_at),
+      }
     : null;
 }
 
-const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.received_at';
+const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at';
 
 /**
  * Everything an event needs, in one round trip. Without a named site the event lands on the site

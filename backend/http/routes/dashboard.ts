@@ -3,7 +3,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { parseTrustedProxies, resolveForwardedChain } from '../../../shared/client-ip.js';
 import type { Deps } from '../../deps.js';
 import { retryFailedSends, retrySend } from '../../delivery/admin.js';
-import { normalizeCurrency } from '../../domain/conversions/currencies.js';
+import { MIN_VALUE, normalizeCurrency, VALUE_DECIMALS } from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
 import { Uuid } from '../../domain/admin/schemas.js';
 import { findSite, type SiteRow } from '../../domain/admin/sites.js';
@@ -159,6 +159,7 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     const currency = normalizeCurrency(rawCurrency);
     const problem =
       !(value > 0) ? 'The value must be a number greater than 0.'
+      : value < MIN_VALUE ? `The value must be at least ${MIN_VALUE} (values are kept to ${VALUE_DECIMALS} decimal places).`
       : value > MAX_VALUE ? `The value must be at most ${MAX_VALUE}.`
       : currency === undefined ? 'The currency must be an ISO 4217 code, such as USD or EUR.'
       : null;

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { normalizeIp } from '../../../../shared/client-ip.js';
 import { clientContext } from '../../../domain/conversions/client-context.js';
-import { normalizeCurrency } from '../../../domain/conversions/currencies.js';
+import { MIN_VALUE, normalizeCurrency, valueProblem } from '../../../domain/conversions/currencies.js';
 import type { BusinessEvent } from '../../../domain/conversions/submit-event.js';
 import { IdempotencyHeaders, orNull, text } from './common.js';
 
@@ -44,7 +44,12 @@ const eventFields = {
   websiteId: text(100).nullish().openapi({ description: 'public website id, alternative to siteId' }),
   eventType: z.enum(EVENT_TYPES),
   customEventName: text(50).nullish().openapi({ description: 'required when eventType is Custom' }),
-  value: z.number().min(0).max(MAX_VALUE).nullish().openapi({ description: 'required (> 0) when eventType is Purchase' }),
+  value: z
+    .number()
+    .min(0)
+    .max(MAX_VALUE)
+    .nullish()
+    .openapi({ description: `required (at least ${MIN_VALUE}) when eventType is Purchase; 0 or at least ${MIN_VALUE} otherwise; kept to 4 decimal places` }),
   currency: Currency.nullish(),
   contentName: text(500).nullish(),
   pii: Pii.nullish(),
@@ -62,13 +67,19 @@ const eventFields = {
 
 type EventFields = z.infer<z.ZodObject<typeof eventFields>>;
 
+function addValueProblem(ctx: z.core.$RefinementCtx<EventFields>, value: number, subject: string, opts: { positive: boolean }): void {
+  const problem = valueProblem(value, opts);
+  if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: `${subject} ${problem}` });
+}
+
 function eventRules(b: EventFields, ctx: z.core.$RefinementCtx<EventFields>): void {
   if (b.eventType === 'Purchase') {
     if (b.value === null || b.value === undefined) ctx.addIssue({ code: 'custom', path: ['value'], message: 'value is required when eventType is Purchase' });
-    else if (b.value <= 0) ctx.addIssue({ code: 'custom', path: ['value'], message: 'value must be greater than 0 for a Purchase' });
+    else addValueProblem(ctx, b.value, 'a Purchase value', { positive: true });
     if (!b.currency) ctx.addIssue({ code: 'custom', path: ['currency'], message: 'currency is required when eventType is Purchase' });
-  } else if (b.value !== null && b.value !== undefined && !b.currency) {
-    ctx.addIssue({ code: 'custom', path: ['currency'], message: 'currency is required with a value' });
+  } else if (b.value !== null && b.value !== undefined) {
+    addValueProblem(ctx, b.value, 'value', { positive: false });
+    if (!b.currency) ctx.addIssue({ code: 'custom', path: ['currency'], message: 'currency is required with a value' });
   }
   if (b.eventType === 'Custom' && !b.customEventName?.trim()) {
     ctx.addIssue({ code: 'custom', path: ['customEventName'], message: 'customEventName is required when eventType is Custom' });

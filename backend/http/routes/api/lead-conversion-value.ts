@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { normalizeCurrency } from '../../../domain/conversions/currencies.js';
+import { MIN_VALUE, normalizeCurrency, valueProblem } from '../../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../../domain/conversions/submit-value.js';
 import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, TelegramUserIdParam, keyedJson, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
 import { Currency, MAX_VALUE, Pii } from './event-body.js';
@@ -24,7 +24,14 @@ export function registerConversionValue(api: ApiApp, deps: ApiDeps): void {
           'application/json': {
             schema: z
               .object({
-                value: z.number().gt(0, 'must be greater than 0').max(MAX_VALUE),
+                value: z
+                  .number()
+                  .max(MAX_VALUE)
+                  .superRefine((v, ctx) => {
+                    const problem = valueProblem(v, { positive: true });
+                    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+                  })
+                  .openapi({ description: `at least ${MIN_VALUE}; kept to 4 decimal places` }),
                 currency: Currency,
                 pii: Pii.nullish(),
               })
