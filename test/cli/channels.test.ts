@@ -8,11 +8,14 @@ const adminChat = (id: number) => ({ id, title: `Chat ${id}`, type: 'channel' as
 const LIST_CHAT = adminChat(-1007000000001);
 const LIST_PLAIN_CHAT = { id: -1007000000002, title: 'Plain', type: 'channel' as const, admins: {} };
 const HUMAN_CHAT = adminChat(-1007000000003);
+// A bot belongs to one account (Telegram delivers its updates to one webhook only): another
+// account's bot is another bot.
+const FOREIGN_BOT = { token: '777333:Foreign-bot-token-abcdefghij', id: 777333, first_name: 'Foreign', username: 'foreign_test_bot' };
 
 let w: CliWorld;
 let s: Awaited<ReturnType<typeof seed>>;
 beforeAll(async () => {
-  w = await cliWorld({ chats: [DEFAULT_CHAT, NOT_ADMIN_CHAT, LIST_CHAT, LIST_PLAIN_CHAT, HUMAN_CHAT] });
+  w = await cliWorld({ bots: [DEFAULT_BOT, FOREIGN_BOT], chats: [DEFAULT_CHAT, NOT_ADMIN_CHAT, LIST_CHAT, LIST_PLAIN_CHAT, HUMAN_CHAT] });
   s = await seed(w);
 });
 afterAll(async () => {
@@ -101,7 +104,7 @@ describe('channel add', () => {
     expect(await w.refused(...args(site, 'bot-1'))).toBe('error: --bot: must be a UUID\n');
 
     const { accountId: other } = await w.ok('account', 'create', '--name', 'Other');
-    const { botId: foreignBot } = await w.ok('bot', 'add', '--account', other, '--token', DEFAULT_BOT.token, '--no-webhook');
+    const { botId: foreignBot } = await w.ok('bot', 'add', '--account', other, '--token', FOREIGN_BOT.token, '--no-webhook');
     expect(await w.refused(...args(site, foreignBot))).toBe('error: the bot belongs to another account than the site\n');
 
     await w.ok(...args(site, s.botId));

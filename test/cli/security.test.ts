@@ -6,13 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSecretBox, parseSecretKey } from '../../backend/crypto/secret-box.js';
 import { DEFAULT_BOT, SECRET_KEY_HEX, cliWorld, runWith, seed, type CliWorld } from './harness.js';
 
+// The bot added without SECRET_KEY belongs to an account of its own, so it is a bot of its own:
+// a bot belongs to one account (Telegram delivers its updates to one webhook only).
+const GEN_BOT = { token: '777444:Generated-key-bot-token-abcd', id: 777444, first_name: 'Gen', username: 'gen_key_test_bot' };
+
 let w: CliWorld;
 const secrets: string[] = [];
 let botId: string;
 let siteId: string;
 
 beforeAll(async () => {
-  w = await cliWorld();
+  w = await cliWorld({ bots: [DEFAULT_BOT, GEN_BOT] });
   const s = await seed(w);
   botId = s.botId;
   siteId = s.siteId;
@@ -84,12 +88,12 @@ describe('secrets at rest', () => {
     const { SECRET_KEY: _, ...env } = w.env;
     const dataDir = `${w.dataDir}/generated`;
     const { accountId } = (await runWith({ ...env, DATA_DIR: dataDir }, ['account', 'create', '--name', 'Gen', '--json'])).json<{ accountId: string }>();
-    const r = await runWith({ ...env, DATA_DIR: dataDir }, ['bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token, '--no-webhook', '--json']);
+    const r = await runWith({ ...env, DATA_DIR: dataDir }, ['bot', 'add', '--account', accountId, '--token', GEN_BOT.token, '--no-webhook', '--json']);
     expect(r.code, r.stderr).toBe(0);
     const generated = readFileSync(join(dataDir, 'secret-key'), 'utf8').trim();
     expect(generated).toMatch(/^[0-9a-f]{64}$/);
     const { rows } = await w.db.pool.query<{ token_enc: string }>('SELECT token_enc FROM bots WHERE id = $1', [r.json().botId]);
-    expect(createSecretBox(parseSecretKey(generated)).open(rows[0]!.token_enc)).toBe(DEFAULT_BOT.token);
+    expect(createSecretBox(parseSecretKey(generated)).open(rows[0]!.token_enc)).toBe(GEN_BOT.token);
     expect(() => createSecretBox(parseSecretKey(SECRET_KEY_HEX)).open(rows[0]!.token_enc)).toThrow();
   });
 });

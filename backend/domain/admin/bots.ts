@@ -43,7 +43,7 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
   await requireAccount(deps.db, b.accountId);
   const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: b.token });
   const me = await tg.getMe().catch((err: unknown) => {
-    throw refusal(err, 'the token was refused by Telegram (getMe)');
+    throw refusal(err, 'the token could not be checked with Telegram (getMe)');
   });
   if (me.is_bot === false) throw new ApiError('VALIDATION_FAILED', 'the token does not belong to a bot');
 
@@ -52,6 +52,17 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
   const webhookUrl = webhookUrlFor(deps.publicUrl, botId);
   try {
     await withTx(deps.db, async (tx) => {
+      // Telegram sends a bot's updates to one webhook only: a bot shared by two accounts would
+      // leave one of them deaf, so it belongs to one account. The lock serialises concurrent adds
+      // of one bot (the unique key is per account, so it cannot decide this by itself).
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:bot:' || $1::text, 0))`, [me.id]);
+      const taken = await tx.query('SELECT 1 FROM bots WHERE telegram_bot_id = $1 AND account_id <> $2 LIMIT 1', [me.id, b.accountId]);
+      if (taken.rowCount !== 0) {
+        throw new ApiError(
+          'VALIDATION_FAILED',
+          `bot @${me.username ?? me.id} is already registered by another account; Telegram delivers a bot's updates to one webhook only, so each account needs its own bot`,
+        );
+      }
       await tx.query(
         `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
