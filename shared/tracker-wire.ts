@@ -10,6 +10,7 @@
  * Unknown keys are stripped (zod's default), so older and newer clients keep working.
  */
 import { z } from 'zod';
+import { hasNul } from './text.js';
 
 /**
  * Maximum lengths of the string fields, in characters as zod counts them (Unicode code points).
@@ -24,13 +25,12 @@ export const WIRE_LIMITS = {
   utm: 256,
 } as const;
 
+export { hasNul };
+
 /**
  * A string that PostgreSQL can store: `text` refuses U+0000, so a NUL (`\u0000` in JSON, `%00` in
  * a query) is a 400 here rather than a failed statement later.
  */
-export function hasNul(value: string): boolean {
-  return value.includes('\0');
-}
 const text = (max: number) => z.string().max(max).refine((value) => !hasNul(value), 'must not contain U+0000');
 
 const websiteId = text(WIRE_LIMITS.websiteId).min(1);

@@ -1,5 +1,15 @@
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { ApiError } from '../errors.js';
+
+/** Body limits: JSON APIs get small bodies; Telegram updates can carry long messages. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** The answer to a body over its limit (`limitBody`'s `onError`). */
+export function payloadTooLarge(): never {
+  throw new ApiError('PAYLOAD_TOO_LARGE', 'Request body exceeds the limit');
+}
 
 /**
  * A request body size limit that costs nothing when the request declares its length.

@@ -95,6 +95,10 @@ describe('bodies the webhook does not act on', () => {
     ['a join request without from', '{"update_id": 9008, "chat_join_request": {"chat": {"id": -1001000000001}, "date": 1}}'],
     ['deep nesting', `{"update_id": 9009, "message": ${'['.repeat(5000)}${']'.repeat(5000)}}`],
     ['lone surrogates and NUL', '{"update_id": 9010, "message": "\\ud800\\u0000"}'],
+    // PostgreSQL cannot store a NUL: in a field the database gets, it makes the update malformed.
+    ['a NUL in the invite link', `{"update_id": 9012, "chat_member": ${JSON.stringify({ ...joinBody(), invite_link: { invite_link: 'https://t.me/+ab\u0000cd' } })}}`],
+    ['a NUL in a member status', `{"update_id": 9013, "chat_member": ${JSON.stringify({ ...joinBody(), new_chat_member: { status: 'mem\u0000ber', user: { id: 7 } } })}}`],
+    ['a NUL in a join request link', `{"update_id": 9014, "chat_join_request": ${JSON.stringify({ chat: { id: -1001000000001 }, from: { id: 8 }, date: 1, invite_link: { invite_link: '\u0000' } })}}`],
     ['__proto__ keys', '{"update_id": 9011, "__proto__": {"chat_member": 1}, "constructor": {"prototype": {}}}'],
   ];
 
@@ -120,8 +124,28 @@ describe('bodies the webhook does not act on', () => {
     expect((await footprint()).memberships).toBe(before.memberships + 1);
   });
 
+  it('a body over 1 MiB with a wrong secret is 401: the secret is checked before the size', async () => {
+    await expectUnauthorized(await post(w.webhookUrl, JSON.stringify({ update_id: 9302, message: { text: 'x'.repeat(1_100_000) } }), 'wrong-secret'));
+  });
+
   it('a body over 1 MiB is refused with 413 PAYLOAD_TOO_LARGE', async () => {
     const res = await post(w.webhookUrl, JSON.stringify({ update_id: 9300, message: { text: 'x'.repeat(1_100_000) } }), w.secret);
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('a chunked body (no Content-Length) over 1 MiB is counted as it arrives and refused with 413', async () => {
+    const res = await fetch(w.webhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': w.secret },
+      body: new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let sent = 0; sent < 1_200_000; sent += 65_536) controller.enqueue(new Uint8Array(65_536).fill(0x20));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
     expect(res.status).toBe(413);
     expect(((await res.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
   });

@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps.js';
 import { authenticateWebhook, handleWebhookUpdate } from '../../domain/telegram/webhook.js';
 import type { App } from '../app.js';
+import { limitBody, payloadTooLarge, WEBHOOK_BODY_LIMIT_BYTES } from '../body-limit.js';
 
 /**
  * `POST /backend/telegram/{botId}`: Telegram's webhook. The secret token is checked before the
@@ -8,9 +9,15 @@ import type { App } from '../app.js';
  * resends whatever is not answered 2xx; Bot API calls the update causes run later as jobs.
  */
 export function registerTelegramRoutes(app: App, deps: Pick<Deps, 'pool' | 'log' | 'now'>): void {
+  const limited = limitBody(WEBHOOK_BODY_LIMIT_BYTES, payloadTooLarge);
   app.post('/backend/telegram/:botId', async (c) => {
     const bot = await authenticateWebhook(deps, c.req.param('botId'), c.req.header('x-telegram-bot-api-secret-token'));
-    await handleWebhookUpdate(deps, bot, await c.req.text());
+    // Only then the size: a caller without the secret learns nothing but 401, whatever it sends.
+    let body = '';
+    await limited(c, async () => {
+      body = await c.req.text();
+    });
+    await handleWebhookUpdate(deps, bot, body);
     return c.json({ ok: true });
   });
 }
