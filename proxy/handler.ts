@@ -17,7 +17,7 @@ import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import { pino, type Logger } from 'pino';
 import type { CookieScope } from '../shared/cookies.js';
-import { WIRE_LIMITS, type TrackInitBody } from '../shared/tracker-wire.js';
+import type { TrackInitBody } from '../shared/tracker-wire.js';
 import { resolveProxySettings, type ProxySettingsInput } from './options.js';
 import { sendInviteLater, sendNotFound, sendRedirect, sendUpstreamUnavailable } from './pages.js';
 import { isHtmlNavigation, isPageResponse, setForwardedHeaders, viewRequest, type RequestView } from './request-view.js';
@@ -105,6 +105,9 @@ function onResponseHead(
   } as ServerResponse['writeHead'];
 }
 
+/** What an upgrade gets when the upstream cannot be reached: a plain 502, then the socket closes. */
+const UPGRADE_FAILED = 'HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 32\r\nconnection: close\r\n\r\nThe site is unavailable just now';
+
 function isObject(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
 }
@@ -154,6 +157,15 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   // about 25 µs a request under load, more than all of the pageview's own work (docs/proxy.md).
   const pageviews = new WeakMap<ServerResponse, Pageview>();
   proxy?.on('proxyRes', (proxyRes, _req, res) => {
+    // An upstream that drops its connection mid-body: http-proxy-3's pipe just stops, and the
+    // visitor would wait for the rest forever. Cut the visitor's response too, so the browser
+    // sees a broken download (and may retry) instead of a hang.
+    proxyRes.once('close', () => {
+      if (!proxyRes.complete && !res.destroyed) {
+        log.warn({ status: proxyRes.statusCode }, 'upstream closed the connection mid-response');
+        res.destroy();
+      }
+    });
     const pageview = pageviews.get(res);
     if (pageview === undefined) return;
     pageviews.delete(res);
@@ -164,7 +176,10 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   proxy?.on('error', (error, req, res) => {
     log.warn({ err: error.message, method: req.method, url: req.url }, 'upstream failed');
     if (!('writeHead' in res)) {
-      (res as Socket).destroy();
+      // A WebSocket upgrade: the client still waits for an HTTP answer to its handshake.
+      const socket = res as Socket;
+      if (socket.writable) socket.end(UPGRADE_FAILED);
+      else socket.destroy();
     } else if (res.headersSent) {
       res.destroy();
     } else {
@@ -245,9 +260,10 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     } else {
       void patchFbp(visitor, view);
     }
+    // A channel the link names is asked for as it is, even one the tracker will refuse (then the
+    // visitor gets the fallback): silently swapping in the default would send them elsewhere.
     const requested = new URLSearchParams(view.search).get('channel');
-    const channel =
-      requested !== null && requested !== '' && requested.length <= WIRE_LIMITS.channelId ? requested : settings.channel;
+    const channel = requested !== null && requested !== '' ? requested : settings.channel;
     const location = await tracker.invite(
       { website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(channel === undefined ? {} : { channel }) },
       context,

@@ -76,10 +76,25 @@ export function setForwardedHeaders(headers: IncomingHttpHeaders, view: RequestV
   if (view.host === undefined) delete headers['x-forwarded-host'];
   else headers['x-forwarded-host'] = view.host;
   if (!view.peerTrusted) {
-    delete headers['x-forwarded-port'];
-    delete headers.forwarded;
+    // What only a trusted hop may say about the request: many frameworks act on these (the
+    // client's address, the path prefix or original URL behind a rewrite).
+    for (const name of UNTRUSTED_FORWARDING_HEADERS) delete headers[name];
   }
 }
+
+const UNTRUSTED_FORWARDING_HEADERS = [
+  'forwarded',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-server',
+  'x-forwarded-ssl',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'x-original-url',
+  'x-rewrite-url',
+] as const;
 
 const ASSET_EXTENSION =
   /\.(?:js|mjs|cjs|css|map|json|xml|txt|webmanifest|png|jpe?g|gif|webp|avif|svg|ico|bmp|tiff?|woff2?|ttf|otf|eot|mp4|webm|mov|mp3|wav|ogg|m4a|pdf|zip|gz|br|wasm|csv)$/i;

@@ -50,6 +50,12 @@ describe('invite clicks', () => {
     expect(rig.tracker.calls[0]?.query.get('channel')).toBe('ch_vip');
   });
 
+  it('ask for the channel the link names even when it is too long, never silently for the default one', async () => {
+    const named = 'a'.repeat(300);
+    await send(`${rig.proxy.url}/capigram/invite?channel=${named}`, { headers: BROWSER });
+    expect(rig.tracker.calls[0]?.query.get('channel')).toBe(named);
+  });
+
   it('record a visit first when the browser has no session yet, then invite with the new ids', async () => {
     const res = await send(`${rig.proxy.url}/capigram/invite`, {
       headers: { 'user-agent': 'Fresh/1.0', referer: 'https://t.co/x' },

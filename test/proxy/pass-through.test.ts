@@ -136,6 +136,13 @@ describe('pass-through', () => {
     expect(rig.upstream.requests).toHaveLength(before);
     expect(rig.tracker.calls).toHaveLength(0);
   });
+
+  it('answers headers over 16 KB with 431, and passes nothing on', async () => {
+    const before = rig.upstream.requests.length;
+    const answer = await raw(`GET /page HTTP/1.1\r\nHost: x\r\nCookie: a=${'b'.repeat(20_000)}\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+    expect(rig.upstream.requests).toHaveLength(before);
+  });
 });
 
 /**
@@ -176,6 +183,11 @@ describe('X-Forwarded-* towards the upstream', () => {
           'x-forwarded-host': 'evil.example',
           'x-forwarded-port': '443',
           forwarded: 'for=6.6.6.6',
+          'x-real-ip': '6.6.6.6',
+          'x-forwarded-prefix': '/evil',
+          'x-forwarded-server': 'evil',
+          'x-original-url': '/admin',
+          'true-client-ip': '6.6.6.6',
         },
       });
       const seen = strict.upstream.requests.at(-1)!.headers;
@@ -184,6 +196,9 @@ describe('X-Forwarded-* towards the upstream', () => {
       expect(seen['x-forwarded-host']).toBe('shop.example.com');
       expect(seen['x-forwarded-port']).toBeUndefined();
       expect(seen.forwarded).toBeUndefined();
+      for (const name of ['x-real-ip', 'x-forwarded-prefix', 'x-forwarded-server', 'x-original-url', 'true-client-ip']) {
+        expect(seen[name], name).toBeUndefined();
+      }
     } finally {
       await strict.close();
     }
@@ -225,7 +240,48 @@ describe('WebSockets', () => {
   });
 });
 
+describe('when the upstream fails mid-response', () => {
+  it('cuts the visitor’s response too, instead of leaving it waiting for the rest', async () => {
+    const outcome = await new Promise<{ status: number; received: string; ended: 'aborted' | 'complete' }>((resolve, reject) => {
+      const req = httpRequest(`${rig.proxy.url}/drops-mid-body`, { agent: false }, (res) => {
+        let received = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (received += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, received, ended: res.complete ? 'complete' : 'aborted' }));
+        res.on('error', () => resolve({ status: res.statusCode ?? 0, received, ended: 'aborted' }));
+      });
+      req.on('error', reject);
+      req.setTimeout(5_000, () => reject(new Error('the proxy left the response hanging')));
+      req.end();
+    });
+    expect(outcome).toEqual({ status: 200, received: '<p>partial', ended: 'aborted' });
+    expect(rig.logs.some((line) => line.msg === 'upstream closed the connection mid-response')).toBe(true);
+  });
+});
+
 describe('when the upstream is down', () => {
+  it('answers a WebSocket upgrade with a plain 502, not a silently closed socket', async () => {
+    const broken = await startRig();
+    await broken.upstream.close();
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(new URL(broken.proxy.url).port), '127.0.0.1', () =>
+          socket.write('GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'),
+        );
+        let data = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (chunk: string) => (data += chunk));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 502 Bad Gateway');
+      expect(answer).toMatch(/\r\n\r\nThe site is unavailable just now$/);
+    } finally {
+      await broken.proxy.stop();
+      await broken.tracker.close();
+    }
+  });
+
   it('answers 502 with a plain page and tracks nothing', async () => {
     const broken = await startRig();
     await broken.upstream.close();

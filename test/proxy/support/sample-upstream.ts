@@ -87,6 +87,12 @@ export async function startSampleUpstream(): Promise<SampleUpstream> {
           res.write('<p>first</p>');
           release = () => res.end('<p>last</p>');
           return;
+        case '/drops-mid-body':
+          // Promises more than it sends, then its connection dies (a crashed upstream).
+          res.writeHead(200, { 'content-type': 'text/html', 'content-length': '1000' });
+          res.write('<p>partial');
+          setTimeout(() => res.socket?.destroy(), 50);
+          return;
         default:
           res.writeHead(404, { 'content-type': 'text/html' });
           res.end('<p>no such page</p>');
