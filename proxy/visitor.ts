@@ -19,7 +19,8 @@ import {
   type CookieScope,
 } from '../shared/cookies.js';
 import { decideFbc, rawQueryParam } from '../shared/fbc.js';
-import { hasNul, WIRE_LIMITS, type AttributionFields, type TrackInitBody } from '../shared/tracker-wire.js';
+import { hasNul } from '../shared/text.js';
+import { WIRE_LIMITS, type AttributionFields, type TrackInitBody } from '../shared/tracker-wire.js';
 import type { RequestView } from './request-view.js';
 
 export interface Visitor {

@@ -10,7 +10,7 @@
  * Unknown keys are stripped (zod's default), so older and newer clients keep working.
  */
 import { z } from 'zod';
-import { hasNul } from './text.js';
+import { storableText } from './text.js';
 
 /**
  * Maximum lengths of the string fields, in characters as zod counts them (Unicode code points).
@@ -25,20 +25,15 @@ export const WIRE_LIMITS = {
   utm: 256,
 } as const;
 
-export { hasNul };
+// Every string is one PostgreSQL can store: a NUL (`\u0000` in JSON, `%00` in a query) is a 400
+// here, not a failed statement later.
 
-/**
- * A string that PostgreSQL can store: `text` refuses U+0000, so a NUL (`\u0000` in JSON, `%00` in
- * a query) is a 400 here rather than a failed statement later.
- */
-const text = (max: number) => z.string().max(max).refine((value) => !hasNul(value), 'must not contain U+0000');
-
-const websiteId = text(WIRE_LIMITS.websiteId).min(1);
-const channelId = text(WIRE_LIMITS.channelId).min(1);
+const websiteId = storableText(WIRE_LIMITS.websiteId).min(1);
+const channelId = storableText(WIRE_LIMITS.channelId).min(1);
 const uuid = z.uuid();
-const url = text(WIRE_LIMITS.url);
-const clickId = text(WIRE_LIMITS.clickId);
-const utm = text(WIRE_LIMITS.utm);
+const url = storableText(WIRE_LIMITS.url);
+const clickId = storableText(WIRE_LIMITS.clickId);
+const utm = storableText(WIRE_LIMITS.utm);
 
 /** Optional attribution fields common to `track/init` and `track/direct-invite`. */
 export const attributionFieldsSchema = z.object({
@@ -47,7 +42,7 @@ export const attributionFieldsSchema = z.object({
   /** Path plus query of the landing page. */
   landingPage: url.optional(),
   referrer: url.optional(),
-  userAgent: text(WIRE_LIMITS.userAgent).optional(),
+  userAgent: storableText(WIRE_LIMITS.userAgent).optional(),
   fbc: clickId.optional(),
   fbp: clickId.optional(),
   gclid: clickId.optional(),

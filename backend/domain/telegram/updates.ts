@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hasNul } from '../../../shared/text.js';
+import { storableText } from '../../../shared/text.js';
 
 /**
  * The Telegram updates Capigram acts on, as zod schemas of only the fields it reads. Unknown
@@ -14,15 +14,11 @@ const UnixSeconds = z.number().int().min(0).max(253_402_300_799);
 const User = z.object({ id: TelegramId, is_bot: z.boolean().optional() });
 const Chat = z.object({ id: TelegramId });
 
-/**
- * The strings an update hands on to the database. One with a NUL (which PostgreSQL cannot store)
- * makes the update malformed: dropped with a 200, like any other, rather than refused with a
- * status Telegram would answer by resending it for a day.
- */
-const storable = (max: number) => z.string().max(max).refine((s) => !hasNul(s), 'must not contain U+0000');
-
+// The strings an update hands on to the database are `storableText`: one with a NUL (which
+// PostgreSQL cannot store) makes the update malformed, dropped with a 200 like any other, rather
+// than refused with a status Telegram would answer by resending it for a day.
 export const ChatMember = z.object({
-  status: storable(32),
+  status: storableText(32),
   user: User,
   /** Only on `restricted` members: whether they are still in the chat. */
   is_member: z.boolean().optional(),
@@ -30,7 +26,7 @@ export const ChatMember = z.object({
 });
 export type ChatMember = z.infer<typeof ChatMember>;
 
-const InviteLink = z.object({ invite_link: storable(2048).min(1) });
+const InviteLink = z.object({ invite_link: storableText(2048).min(1) });
 
 export const ChatMemberUpdated = z.object({
   chat: Chat,

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { decideFbc, rawQueryParam } from '../../../shared/fbc.js';
-import { hasNul, WIRE_LIMITS } from '../../../shared/tracker-wire.js';
+import { hasNul } from '../../../shared/text.js';
+import { WIRE_LIMITS } from '../../../shared/tracker-wire.js';
 import type { VisitAttribution } from '../../domain/tracker/visits.js';
 
 /**

@@ -1,8 +1,8 @@
 import { Hono, type Context } from 'hono';
 import { parseTrustedProxies } from '../../../shared/client-ip.js';
+import { hasNul } from '../../../shared/text.js';
 import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS, serializeTrackingCookie, TEMP_ID_COOKIE, TEMP_ID_MAX_AGE_SECONDS, isUuid } from '../../../shared/cookies.js';
 import {
-  hasNul,
   resolveVisitRequestId,
   trackDirectInviteBodySchema,
   trackInitBodySchema,
