@@ -205,6 +205,20 @@ describe('X-Forwarded-* towards the upstream', () => {
   });
 });
 
+describe('X-Capigram-* from the visitor', () => {
+  it('never reach the upstream from a trusted peer, on a page or any other request', async () => {
+    const forged = { 'x-capigram-client-ip': '6.6.6.6', 'x-capigram-client-user-agent': 'forged', 'X-Capigram-Anything': '1' };
+    await send(`${rig.proxy.url}/headers`, { headers: { ...forged, accept: 'text/html' } });
+    const seen = lastUpstream().headers;
+    for (const name of Object.keys(forged)) expect(seen[name.toLowerCase()], name).toBeUndefined();
+    // Other custom headers pass untouched.
+    await send(`${rig.proxy.url}/headers`, { headers: { ...forged, 'x-capigram': 'not the prefix', 'x-other': 'kept' } });
+    expect(lastUpstream().headers['x-other']).toBe('kept');
+    expect(lastUpstream().headers['x-capigram']).toBe('not the prefix');
+    expect(lastUpstream().headers['x-capigram-client-ip']).toBeUndefined();
+  });
+});
+
 describe('WebSockets', () => {
   it('are upgraded through the proxy and carry bytes both ways', async () => {
     const key = randomBytes(16).toString('base64');
@@ -217,6 +231,7 @@ describe('WebSockets', () => {
           'sec-websocket-key': key,
           'sec-websocket-version': '13',
           'x-forwarded-for': '203.0.113.77',
+          'x-capigram-client-ip': '6.6.6.6',
         },
       });
       req.on('upgrade', (res, upgraded) =>
@@ -236,6 +251,7 @@ describe('WebSockets', () => {
     expect(echoed).toBe('ping through the proxy');
     const upgrade = rig.upstream.requests.find((r) => r.method === 'UPGRADE');
     expect(upgrade?.headers['x-forwarded-for']).toBe('203.0.113.77, 127.0.0.1');
+    expect(upgrade?.headers['x-capigram-client-ip']).toBeUndefined();
     expect(rig.tracker.calls).toHaveLength(0);
   });
 });
