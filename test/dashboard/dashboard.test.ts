@@ -92,9 +92,11 @@ describe('signing in', () => {
 
   it('refuses forged, tampered, expired and foreign sessions', async () => {
     const now = Date.now();
-    const good = issueSession(TEST_ADMIN_TOKEN, now);
+    const good = (await signIn()).slice('capigram_admin='.length);
     const [expires, mac] = good.split('.') as [string, string];
     const forged = [
+      // Made with the right token, but never opened by a sign-in.
+      issueSession(TEST_ADMIN_TOKEN, now),
       'anything',
       `${expires}.${mac.slice(0, -2)}AA`,
       `${Number(expires) + 60_000}.${mac}`,
@@ -121,6 +123,16 @@ describe('signing in', () => {
     const out = await call('/dashboard/logout', { cookie, form: { _token: formTokenOf(page) } });
     expect(out).toMatchObject({ status: 303, location: '/dashboard/login' });
     expect(out.setCookie.join(';')).toMatch(/capigram_admin=;.*Max-Age=0/i);
+  });
+
+  it('signs out on the server: a copy of the cookie kept from before is refused afterwards, other sessions stay', async () => {
+    const cookie = await signIn();
+    const other = await signIn();
+    const page = (await call('/dashboard', { cookie })).text;
+    expect((await call('/dashboard/logout', { cookie, form: { _token: formTokenOf(page) } })).status).toBe(303);
+    expect(await call('/dashboard', { cookie })).toMatchObject({ status: 303, location: '/dashboard/login' });
+    expect((await call('/dashboard/login', { cookie })).status).toBe(200);
+    expect((await call('/dashboard', { cookie: other })).status).toBe(200);
   });
 });
 
@@ -205,8 +217,8 @@ describe('submitting a value', () => {
     const cookie = await signIn();
     const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
     const path = `/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`;
-    const otherSession = issueSession(TEST_ADMIN_TOKEN, Date.now() - 1000);
-    const otherToken = formTokenOf((await call('/dashboard', { cookie: `capigram_admin=${otherSession}` })).text);
+    const otherSession = await signIn();
+    const otherToken = formTokenOf((await call('/dashboard', { cookie: otherSession })).text);
     const forms: Record<string, string>[] = [{ value: '10', currency: 'USD' }, { _token: otherToken, value: '10', currency: 'USD' }, { _token: 'x', value: '10', currency: 'USD' }];
     for (const form of forms) {
       const res = await call(path, { cookie, form });

@@ -1,9 +1,10 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * The dashboard's sign-in, without server-side session state: the operator proves they hold
- * ADMIN_TOKEN once, and gets a cookie that carries its expiry and an HMAC of it keyed by the
- * token. Changing ADMIN_TOKEN signs every browser out. Forms carry a token derived from the
+ * The dashboard's sign-in cookie: the operator proves they hold ADMIN_TOKEN once, and gets a
+ * cookie that carries its expiry and an HMAC of it keyed by the token. Changing ADMIN_TOKEN signs
+ * every browser out. The server also keeps a digest of each session it opened
+ * (`domain/dashboard/sessions.ts`), so that signing out ends the session, not just the cookie. Forms carry a token derived from the
  * session (synchronizer token), on top of `SameSite=Strict`, so another site cannot post them.
  * Pure functions of their inputs; every comparison is constant-time.
  */

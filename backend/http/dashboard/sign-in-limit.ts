@@ -11,10 +11,14 @@ export const SIGN_IN_FAILURES_ALLOWED = 10;
 export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
 
 export interface SignInLimit {
-  /** Milliseconds until the address may try again, or 0 when it may try now. */
-  blockedFor(ip: string): Promise<number>;
-  /** Counts a failed attempt. */
-  failed(ip: string): Promise<void>;
+  /**
+   * Takes one try from the address's budget, before the token is looked at: 0 when the try may
+   * go ahead, else the milliseconds until the address may try again. One atomic upsert, so
+   * parallel guesses (from any process) cannot all pass a check made before any of them counted.
+   */
+  take(ip: string): Promise<number>;
+  /** Gives a taken try back: the token was right, and right tokens never use up the budget. */
+  giveBack(ip: string): Promise<void>;
 }
 
 export function createSignInLimit(pool: Pool): SignInLimit {
@@ -28,17 +32,18 @@ export function createSignInLimit(pool: Pool): SignInLimit {
     duration: SIGN_IN_WINDOW_SECONDS,
   });
   return {
-    async blockedFor(ip) {
-      const res = await limiter.get(ip);
-      return res !== null && res.consumedPoints >= SIGN_IN_FAILURES_ALLOWED ? Math.max(1000, res.msBeforeNext) : 0;
-    },
-    async failed(ip) {
+    async take(ip) {
       try {
         await limiter.consume(ip);
+        return 0;
       } catch (err) {
-        // Over the budget already: the count stays where it is, the answer is the same refusal.
-        if (!(err instanceof RateLimiterRes)) throw err;
+        // Over the budget: the try was not granted.
+        if (err instanceof RateLimiterRes) return Math.max(1000, err.msBeforeNext);
+        throw err;
       }
+    },
+    async giveBack(ip) {
+      await limiter.reward(ip, 1);
     },
   };
 }

@@ -8,6 +8,7 @@ import { submitConversionValue } from '../../domain/conversions/submit-value.js'
 import { Uuid } from '../../domain/admin/schemas.js';
 import { findSite, type SiteRow } from '../../domain/admin/sites.js';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
+import { closeSession, openSession, sessionOpen } from '../../domain/dashboard/sessions.js';
 import { conversionOwner, dashboardOverview, dashboardSite, sendOfSite } from '../../domain/dashboard/read-model.js';
 import { ApiError } from '../../errors.js';
 import { bearerToken } from '../api-auth.js';
@@ -52,24 +53,29 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
   const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
   const clientIp = (c: Context): string => resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust).clientIp;
 
+  /** A cookie this ADMIN_TOKEN issued, unexpired, whose session was not signed out. */
+  const honoured = async (session: string | undefined): Promise<boolean> =>
+    session !== undefined && sessionValid(deps.adminToken, session, nowMs()) && (await sessionOpen(deps.pool, session, deps.now()));
+
   /** Signed in by cookie (the session, whose form token POSTs must carry) or by bearer token. */
   const signedIn: MiddlewareHandler<DashEnv> = async (c, next) => {
     const bearer = bearerToken(c.req.header('authorization'));
     if (bearer !== undefined) {
       // Guessing the token as a bearer counts against the same budget as the sign-in form.
       const ip = clientIp(c);
-      const blockedMs = await signInLimit.blockedFor(ip);
+      const blockedMs = await signInLimit.take(ip);
       if (blockedMs > 0) throw new ApiError('RATE_LIMITED', 'too many failed sign-ins from this address', { headers: { 'Retry-After': String(Math.ceil(blockedMs / 1000)) } });
       if (!sameSecret(bearer, deps.adminToken)) {
-        await signInLimit.failed(ip);
+        deps.log.warn({ requestId: c.get('requestId') }, 'dashboard bearer token refused');
         throw new ApiError('UNAUTHORIZED', 'the admin token is required', { headers: { 'www-authenticate': 'Bearer realm="capigram-admin"' } });
       }
+      await signInLimit.giveBack(ip);
       c.set('session', null);
       c.set('formToken', '');
       return next();
     }
     const session = getCookie(c, SESSION_COOKIE);
-    if (session === undefined || !sessionValid(deps.adminToken, session, nowMs())) return c.redirect('/dashboard/login', 303);
+    if (session === undefined || !(await honoured(session))) return c.redirect('/dashboard/login', 303);
     c.set('session', session);
     c.set('formToken', formToken(deps.adminToken, session));
     if (c.req.method === 'POST') {
@@ -81,14 +87,14 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     return next();
   };
 
-  app.get('/dashboard/login', (c) => {
-    if (sessionValid(deps.adminToken, getCookie(c, SESSION_COOKIE), nowMs())) return c.redirect('/dashboard', 303);
+  app.get('/dashboard/login', async (c) => {
+    if (await honoured(getCookie(c, SESSION_COOKIE))) return c.redirect('/dashboard', 303);
     return c.html(loginPage());
   });
 
   app.post('/dashboard/login', async (c) => {
     const ip = clientIp(c);
-    const blockedMs = await signInLimit.blockedFor(ip);
+    const blockedMs = await signInLimit.take(ip);
     if (blockedMs > 0) {
       const minutes = Math.ceil(blockedMs / 60_000);
       c.header('Retry-After', String(Math.ceil(blockedMs / 1000)));
@@ -96,11 +102,13 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     }
     const form = await c.req.parseBody();
     if (typeof form.token !== 'string' || !sameSecret(form.token.trim(), deps.adminToken)) {
-      await signInLimit.failed(ip);
       deps.log.warn({ requestId: c.get('requestId') }, 'dashboard sign-in refused');
       return c.html(loginPage('That is not the admin token.'), 401);
     }
-    setCookie(c, SESSION_COOKIE, issueSession(deps.adminToken, nowMs()), {
+    await signInLimit.giveBack(ip);
+    const session = issueSession(deps.adminToken, nowMs());
+    await openSession(deps.pool, session, new Date(nowMs() + SESSION_TTL_MS));
+    setCookie(c, SESSION_COOKIE, session, {
       path: '/dashboard',
       httpOnly: true,
       sameSite: 'Strict',
@@ -110,7 +118,9 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     return c.redirect('/dashboard', 303);
   });
 
-  app.post('/dashboard/logout', signedIn, (c) => {
+  app.post('/dashboard/logout', signedIn, async (c) => {
+    const session = c.get('session');
+    if (session !== null) await closeSession(deps.pool, session);
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard', secure });
     return c.redirect('/dashboard/login', 303);
   });
