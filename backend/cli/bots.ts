@@ -1,5 +1,17 @@
-import { addBot } from '../domain/admin/bots.js';
+import { addBot, listBots, removeBot, setBotWebhook, type BotDeps } from '../domain/admin/bots.js';
+import type { Deps } from '../deps.js';
 import { defineCommand } from './command.js';
+import { table } from './table.js';
+
+const botDeps = (deps: Pick<Deps, 'pool' | 'box' | 'config'>): BotDeps => ({
+  db: deps.pool,
+  box: deps.box,
+  telegramApiUrl: deps.config.TELEGRAM_API_URL,
+  publicUrl: deps.config.PUBLIC_URL,
+});
+
+const httpsWarning = (publicUrl: string) =>
+  `warning: PUBLIC_URL (${publicUrl}) is not https; Telegram refuses such webhooks. Set PUBLIC_URL to your public https address`;
 
 export const botCommands = [
   defineCommand({
@@ -17,18 +29,71 @@ export const botCommands = [
     async run({ deps, warn }, v) {
       const webhook = !v['no-webhook'];
       if (webhook && !deps.config.PUBLIC_URL.startsWith('https://')) {
-        warn(
-          `warning: PUBLIC_URL (${deps.config.PUBLIC_URL}) is not https; Telegram refuses such webhooks. ` +
-            'Set PUBLIC_URL to your public https address, or pass --no-webhook.',
-        );
+        warn(`${httpsWarning(deps.config.PUBLIC_URL)}, or pass --no-webhook.`);
       }
       const out = await addBot(
-        { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL, publicUrl: deps.config.PUBLIC_URL },
+        botDeps(deps),
         { accountId: v.account, token: v.token, webhook },
       );
       return {
         json: out,
         human: `Bot added: ${out.botId}\n  webhook: ${out.webhookUrl} (${webhook ? 'set with Telegram' : 'not set: --no-webhook'})`,
+      };
+    },
+  }),
+
+  defineCommand({
+    group: 'bot',
+    name: 'list',
+    summary: 'Lists the bots in use, of an account or of all, with their webhook and how many active channels they serve (never their tokens).',
+    flags: {
+      account: { type: 'string', placeholder: 'ACCOUNT_ID', field: 'accountId', help: "only this account's bots" },
+    },
+    async run({ deps }, v) {
+      const out = await listBots(deps.pool, v.account);
+      const human =
+        out.bots.length === 0
+          ? 'No bots.'
+          : table(
+              ['botId', 'username', 'channels', 'webhook', 'account'],
+              out.bots.map((b) => [b.botId, b.username ? `@${b.username}` : String(b.telegramBotId), String(b.channels), b.webhookSetAt ? `set ${b.webhookSetAt}` : 'not set', b.accountId]),
+            );
+      return { json: out, human };
+    },
+  }),
+
+  defineCommand({
+    group: 'bot',
+    name: 'webhook',
+    summary:
+      "Sets a bot's webhook with Telegram, or sets it again: for a bot added with --no-webhook, after PUBLIC_URL changed, " +
+      'or when something else re-pointed it. A new secret token is generated and stored.',
+    flags: {
+      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
+    },
+    notes: ['The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.'],
+    async run({ deps, warn }, v) {
+      if (!deps.config.PUBLIC_URL.startsWith('https://')) warn(`${httpsWarning(deps.config.PUBLIC_URL)}.`);
+      const out = await setBotWebhook(botDeps(deps), v.bot);
+      return { json: out, human: `Webhook set: ${out.webhookUrl}` };
+    },
+  }),
+
+  defineCommand({
+    group: 'bot',
+    name: 'remove',
+    summary:
+      'Stops using a bot: deletes its webhook with Telegram and deactivates its channels. Their visits and conversions stay; ' +
+      'the bot can be added again later.',
+    flags: {
+      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
+    },
+    async run({ deps, warn }, v) {
+      const out = await removeBot(botDeps(deps), v.bot);
+      if (out.warning !== undefined) warn(`warning: ${out.warning}`);
+      return {
+        json: out,
+        human: `Bot removed: ${out.botId}\n  channels deactivated: ${out.channelsDeactivated}\n  webhook: ${out.webhookDeleted ? 'deleted with Telegram' : 'could not be deleted with Telegram'}`,
       };
     },
   }),

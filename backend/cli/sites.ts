@@ -1,5 +1,6 @@
-import { MAX_DEDUP_WINDOW_SECONDS, createSite, updateSite } from '../domain/admin/sites.js';
+import { MAX_DEDUP_WINDOW_SECONDS, createSite, listSites, updateSite } from '../domain/admin/sites.js';
 import { UsageError, defineCommand } from './command.js';
+import { table } from './table.js';
 
 export const siteCommands = [
   defineCommand({
@@ -49,6 +50,26 @@ export const siteCommands = [
     async run({ deps }, v) {
       const out = await updateSite(deps.pool, { siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'] });
       return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s` };
+    },
+  }),
+
+  defineCommand({
+    group: 'site',
+    name: 'list',
+    summary: 'Lists the sites of an account, or of every account, with their websiteId, domains, active channels and pixels.',
+    flags: {
+      account: { type: 'string', placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'only this account\'s sites' },
+    },
+    async run({ deps }, v) {
+      const out = await listSites(deps.pool, v.account);
+      const human =
+        out.sites.length === 0
+          ? 'No sites.'
+          : table(
+              ['siteId', 'websiteId', 'name', 'domains', 'channels', 'pixels', 'account'],
+              out.sites.map((s) => [s.siteId, s.websiteId, s.name, s.domains.join(','), String(s.channels), String(s.activePixels), s.accountId]),
+            );
+      return { json: out, human };
     },
   }),
 ];

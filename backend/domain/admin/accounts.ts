@@ -18,3 +18,22 @@ export async function requireAccount(db: Queryable, accountId: string): Promise<
   const { rowCount } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
   if (!rowCount) throw new ApiError('NOT_FOUND', `account ${accountId} does not exist`);
 }
+
+export interface AccountListItem {
+  accountId: string;
+  name: string;
+  createdAt: string;
+  sites: number;
+  bots: number;
+}
+
+/** Every account, oldest first, with what it owns: an account id is otherwise printed only once, by `account create`. */
+export async function listAccounts(db: Queryable): Promise<{ accounts: AccountListItem[] }> {
+  const { rows } = await db.query<{ id: string; name: string; created_at: Date; sites: number; bots: number }>(
+    `SELECT a.id, a.name, a.created_at,
+       (SELECT count(*)::int FROM sites s WHERE s.account_id = a.id) AS sites,
+       (SELECT count(*)::int FROM bots b WHERE b.account_id = a.id AND b.removed_at IS NULL) AS bots
+     FROM accounts a ORDER BY a.created_at, a.id`,
+  );
+  return { accounts: rows.map((r) => ({ accountId: r.id, name: r.name, createdAt: r.created_at.toISOString(), sites: r.sites, bots: r.bots })) };
+}

@@ -56,7 +56,7 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
       // leave one of them deaf, so it belongs to one account. The lock serialises concurrent adds
       // of one bot (the unique key is per account, so it cannot decide this by itself).
       await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:bot:' || $1::text, 0))`, [me.id]);
-      const taken = await tx.query('SELECT 1 FROM bots WHERE telegram_bot_id = $1 AND account_id <> $2 LIMIT 1', [me.id, b.accountId]);
+      const taken = await tx.query('SELECT 1 FROM bots WHERE telegram_bot_id = $1 AND account_id <> $2 AND removed_at IS NULL LIMIT 1', [me.id, b.accountId]);
       if (taken.rowCount !== 0) {
         throw new ApiError(
           'VALIDATION_FAILED',
@@ -97,11 +97,105 @@ export interface BotRow {
   webhook_secret_hash: Buffer;
 }
 
+/** A bot in use (a removed bot is found by nothing: its webhook is refused, no channel can be added to it). */
 export async function findBot(db: Queryable, botId: string): Promise<BotRow | null> {
   if (!Uuid.safeParse(botId).success) return null;
   const { rows } = await db.query<BotRow>(
-    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash FROM bots WHERE id = $1',
+    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash FROM bots WHERE id = $1 AND removed_at IS NULL',
     [botId],
   );
   return rows[0] ?? null;
+}
+
+/** A bot in use, or NOT_FOUND naming it. */
+async function requireBot(db: Queryable, botId: string): Promise<BotRow> {
+  if (!Uuid.safeParse(botId).success) throw new ApiError('VALIDATION_FAILED', `bot "${botId}" is not a valid id`);
+  const bot = await findBot(db, botId);
+  if (!bot) throw new ApiError('NOT_FOUND', `bot ${botId} does not exist (or was removed)`);
+  return bot;
+}
+
+export interface BotListItem {
+  botId: string;
+  accountId: string;
+  telegramBotId: number;
+  username: string | null;
+  webhookUrl: string | null;
+  /** When `bot add` or `bot webhook` last set the webhook with Telegram; null: never (`--no-webhook`). */
+  webhookSetAt: string | null;
+  /** Active channels that see their joins through this bot. */
+  channels: number;
+}
+
+/** The bots in use, of one account or of all. Never the token. */
+export async function listBots(db: Queryable, accountId?: string): Promise<{ bots: BotListItem[] }> {
+  if (accountId !== undefined) await requireAccount(db, accountId);
+  const { rows } = await db.query<{
+    id: string; account_id: string; telegram_bot_id: number; username: string | null; webhook_url: string | null; webhook_set_at: Date | null; channels: number;
+  }>(
+    `SELECT b.id, b.account_id, b.telegram_bot_id, b.username, b.webhook_url, b.webhook_set_at,
+       (SELECT count(*)::int FROM channels c WHERE c.bot_id = b.id AND c.active) AS channels
+     FROM bots b WHERE b.removed_at IS NULL AND ($1::uuid IS NULL OR b.account_id = $1) ORDER BY b.created_at, b.id`,
+    [accountId ?? null],
+  );
+  return {
+    bots: rows.map((r) => ({
+      botId: r.id,
+      accountId: r.account_id,
+      telegramBotId: r.telegram_bot_id,
+      username: r.username,
+      webhookUrl: r.webhook_url,
+      webhookSetAt: r.webhook_set_at?.toISOString() ?? null,
+      channels: r.channels,
+    })),
+  };
+}
+
+/**
+ * Sets (or sets again) a bot's webhook: a bot added with `--no-webhook`, a PUBLIC_URL that
+ * changed, a webhook someone else re-pointed. A fresh secret each time, stored in the same
+ * transaction that calls setWebhook and committed only once Telegram took it, so the stored
+ * secret is always the one Telegram sends (for the moment between the two, Telegram's calls
+ * with the new secret are refused and it sends them again). The bot's row lock serialises two
+ * concurrent calls.
+ */
+export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ botId: string; webhookUrl: string }> {
+  const bot = await requireBot(deps.db, botId);
+  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: deps.box.open(bot.token_enc) });
+  const secret = randomBytes(32).toString('base64url');
+  const webhookUrl = webhookUrlFor(deps.publicUrl, bot.id);
+  await withTx(deps.db, async (tx) => {
+    const { rowCount } = await tx.query(
+      `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now() WHERE id = $1 AND removed_at IS NULL`,
+      [bot.id, hashApiKey(secret), webhookUrl],
+    );
+    if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
+    await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
+      throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL)`);
+    });
+  });
+  return { botId: bot.id, webhookUrl };
+}
+
+/**
+ * Stops using a bot: Telegram's webhook is deleted (so Telegram stops sending its updates here),
+ * its channels are deactivated, and the bot is marked removed. Nothing is deleted: the channels'
+ * visits and conversions stay for reports and the lead API, and the bot can be added again.
+ * If Telegram cannot be told (token revoked, Telegram unreachable), the bot is removed all the
+ * same and the answer says so: updates Telegram still sends are refused.
+ */
+export async function removeBot(deps: BotDeps, botId: string): Promise<{ botId: string; removed: true; channelsDeactivated: number; webhookDeleted: boolean; warning?: string }> {
+  const bot = await requireBot(deps.db, botId);
+  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: deps.box.open(bot.token_enc) });
+  let warning: string | undefined;
+  await tg.deleteWebhook().catch((err: unknown) => {
+    warning = `${refusal(err, 'Telegram could not be told to stop sending updates (deleteWebhook)').message}; updates it still sends are refused`;
+  });
+  const channelsDeactivated = await withTx(deps.db, async (tx) => {
+    const { rowCount } = await tx.query('UPDATE bots SET removed_at = now(), webhook_set_at = NULL WHERE id = $1 AND removed_at IS NULL', [bot.id]);
+    if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
+    const channels = await tx.query('UPDATE channels SET active = false WHERE bot_id = $1 AND active', [bot.id]);
+    return channels.rowCount ?? 0;
+  });
+  return { botId: bot.id, removed: true, channelsDeactivated, webhookDeleted: warning === undefined, ...(warning === undefined ? {} : { warning }) };
 }

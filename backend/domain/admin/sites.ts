@@ -106,3 +106,45 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
 function fieldError(path: string, message: string): ApiError {
   return new ApiError('VALIDATION_FAILED', `site: ${path}: ${message}`, { errors: [{ path, message }] });
 }
+
+export interface SiteListItem {
+  siteId: string;
+  websiteId: string;
+  accountId: string;
+  name: string;
+  url: string | null;
+  domains: string[];
+  defaultChannelId: string | null;
+  channels: number;
+  activePixels: number;
+  createdAt: string;
+}
+
+/** The sites of one account, or of every account, oldest first. */
+export async function listSites(db: Queryable, accountId?: string): Promise<{ sites: SiteListItem[] }> {
+  if (accountId !== undefined) await requireAccount(db, accountId);
+  const { rows } = await db.query<{
+    id: string; website_id: string; account_id: string; name: string; url: string | null; domains: string[];
+    default_channel_id: string | null; channels: number; active_pixels: number; created_at: Date;
+  }>(
+    `SELECT s.id, s.website_id, s.account_id, s.name, s.url, s.domains, s.default_channel_id, s.created_at,
+       (SELECT count(*)::int FROM channels c WHERE c.site_id = s.id AND c.active) AS channels,
+       (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active) AS active_pixels
+     FROM sites s WHERE $1::uuid IS NULL OR s.account_id = $1 ORDER BY s.created_at, s.id`,
+    [accountId ?? null],
+  );
+  return {
+    sites: rows.map((r) => ({
+      siteId: r.id,
+      websiteId: r.website_id,
+      accountId: r.account_id,
+      name: r.name,
+      url: r.url,
+      domains: r.domains,
+      defaultChannelId: r.default_channel_id,
+      channels: r.channels,
+      activePixels: r.active_pixels,
+      createdAt: r.created_at.toISOString(),
+    })),
+  };
+}
