@@ -1,8 +1,8 @@
 import { spawn, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { arch, platform } from 'node:os';
-import { resolve, join } from 'node:path';
+import { dirname, resolve, join } from 'node:path';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -43,22 +43,75 @@ async function binaries(): Promise<Binaries> {
   }
 }
 
+/**
+ * Who PostgreSQL runs as, and how its commands are started. PostgreSQL refuses to run as root.
+ * As root we run it as the `postgres` user (created if needed) when that user can reach the
+ * binaries and the data directory. A clone under a directory others cannot enter (`/root`, mode
+ * 700, is the default on most servers; so is what `mktemp -d` makes) hides both from that user;
+ * then PostgreSQL runs in a user namespace instead, where root appears as the `postgres` user:
+ * to PostgreSQL it is not root, to the kernel it is still root, so every path root can reach, it
+ * can reach, and its files stay root's.
+ */
 interface RunAs {
+  /** setuid/setgid of the child (the plain `postgres` user). */
   uid?: number;
   gid?: number;
+  /** The user namespace's ids: commands go through `unshare`. */
+  namespace?: { uid: number; gid: number };
 }
 
-/** PostgreSQL refuses to run as root; as root we run it as the `postgres` user, created if needed. */
-async function runAs(): Promise<RunAs> {
+/** The command line that starts `cmd` as `user`, and the options to start it with. */
+function command(user: RunAs, cmd: string, args: string[]): { file: string; args: string[]; ids: { uid?: number; gid?: number } } {
+  if (user.namespace !== undefined) {
+    const { uid, gid } = user.namespace;
+    return { file: 'unshare', args: ['--user', `--map-user=${uid}`, `--map-group=${gid}`, '--', cmd, ...args], ids: {} };
+  }
+  return { file: cmd, args, ids: user.uid === undefined ? {} : { uid: user.uid, gid: user.gid } };
+}
+
+function run(user: RunAs, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv } = {}) {
+  const c = command(user, cmd, args);
+  return execFileAsync(c.file, c.args, { ...c.ids, ...opts });
+}
+
+async function runAs(bin: Binaries, root: string, pgdata: string): Promise<RunAs> {
   if (process.getuid?.() !== 0) return {};
   const id = async (flag: string) => Number((await execFileAsync('id', [flag, 'postgres'])).stdout.trim());
+  let ids: { uid: number; gid: number };
   try {
-    return { uid: await id('-u'), gid: await id('-g') };
+    ids = { uid: await id('-u'), gid: await id('-g') };
   } catch {
     await execFileAsync('groupadd', ['-f', 'postgres']).catch(() => undefined);
     await execFileAsync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']).catch(() => undefined);
-    return { uid: await id('-u'), gid: await id('-g') };
+    ids = { uid: await id('-u'), gid: await id('-g') };
   }
+  // A data directory made earlier tells how it was made: PostgreSQL insists on owning it.
+  const existing = existsSync(join(pgdata, 'PG_VERSION')) ? statSync(pgdata).uid : undefined;
+  if (existing === ids.uid) return ids;
+  if (existing === undefined && (await reaches(ids, [bin.postgres, bin.initdb], existsSync(root) ? root : dirname(root)))) return ids;
+  const namespace = { namespace: ids };
+  try {
+    await run(namespace, 'true', []);
+  } catch (err) {
+    const where = existing === undefined ? `the PostgreSQL binaries (${dirname(bin.postgres)}) or ${root}` : `${pgdata} (owned by root)`;
+    throw new Error(
+      `the embedded PostgreSQL cannot run as root and the "postgres" user cannot reach ${where}; ` +
+        `nor could it run in a user namespace (${(err as { stderr?: string }).stderr?.trim() || String(err)}). ` +
+        'Run Capigram as an ordinary user, clone it under a directory others can enter, or set DATABASE_URL.',
+    );
+  }
+  return namespace;
+}
+
+/** Whether `user` can run the binaries and enter (and write) the directory. */
+async function reaches(user: { uid: number; gid: number }, binaries: string[], dir: string): Promise<boolean> {
+  const test = (args: string[]) =>
+    execFileAsync('test', args, user).then(
+      () => true,
+      () => false,
+    );
+  const results = await Promise.all([...binaries.map((b) => test(['-x', b])), test(['-x', dir])]);
+  return results.every(Boolean);
 }
 
 function freePort(): Promise<number> {
@@ -130,7 +183,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
   const passwordFile = join(root, 'pg-password');
   const ownerFile = join(root, 'pg-owner.pid');
   const bin = await binaries();
-  const user = await runAs();
+  const user = await runAs(bin, root, pgdata);
   mkdirSync(root, { recursive: true, mode: 0o700 });
 
   if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(24).toString('hex'), { mode: 0o600 });
@@ -159,7 +212,9 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
     ...opts.settings,
   };
   const args = ['-D', pgdata, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-  const child = spawn(bin.postgres, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'] });
+  const start = command(user, bin.postgres, args);
+  // `unshare` execs PostgreSQL in its own place (no fork), so the child is PostgreSQL either way.
+  const child = spawn(start.file, start.args, { ...start.ids, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = opts.onLog ?? (() => undefined);
   child.stdout.on('data', (d: Buffer) => log(d.toString()));
   child.stderr.on('data', (d: Buffer) => log(d.toString()));
@@ -205,18 +260,20 @@ async function initdb(bin: Binaries, user: RunAs, pgdata: string, root: string, 
   const pwfile = join(root, `.initdb-pw-${process.pid}`);
   writeFileSync(pwfile, password + '\n', { mode: 0o600 });
   if (user.uid !== undefined && user.gid !== undefined) {
+    // (In a user namespace root's files already belong to PostgreSQL's user.)
     chownSync(root, user.uid, user.gid);
     chownSync(pgdata, user.uid, user.gid);
     chownSync(pwfile, user.uid, user.gid);
   }
   try {
-    await execFileAsync(
+    await run(
+      user,
       bin.initdb,
       [`--pgdata=${pgdata}`, '--username=capigram', `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'],
-      { ...user, env: { ...process.env, LC_ALL: 'C' } },
+      { env: { ...process.env, LC_ALL: 'C' } },
     );
   } catch (err) {
-    throw new Error(`initdb failed for ${pgdata}: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+    throw new Error(`initdb failed for ${pgdata}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`);
   } finally {
     try {
       (await import('node:fs')).unlinkSync(pwfile);
@@ -227,6 +284,6 @@ async function initdb(bin: Binaries, user: RunAs, pgdata: string, root: string, 
 }
 
 async function pgCtlStop(bin: Binaries, user: RunAs, pgdata: string, ownerFile: string): Promise<void> {
-  await execFileAsync(bin.pg_ctl, ['stop', '-D', pgdata, '-m', 'fast', '-w'], user).catch(() => undefined);
+  await run(user, bin.pg_ctl, ['stop', '-D', pgdata, '-m', 'fast', '-w']).catch(() => undefined);
   writeFileSync(ownerFile, '');
 }
