@@ -1,4 +1,6 @@
-import { ConfigError } from '../config.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ConfigError, loadConfig } from '../config.js';
 import { ApiError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { openRuntime, type Runtime } from '../runtime.js';
@@ -66,8 +68,10 @@ export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv =
     cmd.check?.(parsed.values);
     const level = env.LOG_LEVEL && LOG_LEVELS.includes(env.LOG_LEVEL) ? env.LOG_LEVEL : 'warn';
     const log = createLogger(level, { write: (line: string) => void io.stderr.write(line) });
-    runtime = await openRuntime({ env, log, poolSize: 3 });
     const warn = (message: string) => void io.stderr.write(message + '\n');
+    const fresh = await refuseSecondDatabase(env);
+    runtime = await openRuntime({ env, log, poolSize: 3 });
+    if (fresh !== null) warn(`created a new database in ${fresh} (DATA_DIR ${runtime.deps.config.DATA_DIR}; set DATA_DIR or DATABASE_URL to use another)`);
     // The first command on a fresh DATA_DIR creates the admin token before any `npm start` could
     // print it: say where it is (on stderr, so stdout stays the one JSON object).
     if (runtime.generatedAdminToken) warn(`generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`);
@@ -80,6 +84,32 @@ export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv =
   } finally {
     await runtime?.close();
   }
+}
+
+/**
+ * Without DATABASE_URL a command on a DATA_DIR that has no database creates one. When a Capigram
+ * server already answers on this configuration's address, its data is somewhere else (another
+ * DATA_DIR, another working directory, DATABASE_URL in its environment only): a new, empty
+ * database here is never what the operator meant, so the command is refused with the way out.
+ * Returns the new database's directory when one is about to be created.
+ */
+async function refuseSecondDatabase(env: NodeJS.ProcessEnv): Promise<string | null> {
+  const config = loadConfig(env);
+  const pgdata = resolve(config.DATA_DIR, 'pg');
+  if (config.DATABASE_URL !== undefined || existsSync(join(pgdata, 'PG_VERSION'))) return null;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
+  const answer = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(500) })
+    .then(async (res) => (res.ok ? ((await res.json()) as { status?: unknown }) : null))
+    .catch(() => null);
+  if (answer?.status === 'ok') {
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `there is no database in DATA_DIR ${resolve(config.DATA_DIR)}, but a Capigram server answers at ${url}: its data is elsewhere. ` +
+        "Run this command with that server's DATA_DIR (or DATABASE_URL), or stop the server to start a new database here",
+    );
+  }
+  return pgdata;
 }
 
 /** The reason for a refusal, in the operator's terms: validation messages name the flag. */
