@@ -120,7 +120,9 @@ describe('tracker.js in Chromium', () => {
       page.waitForResponse((r) => r.url().includes('/backend/track/invite')),
       page.click('#join span'),
     ]);
-    expect(response.status()).toBe(302);
+    // A plain click asks for the link as JSON, then goes there.
+    expect(response.status()).toBe(200);
+    expect(response.headers()['content-type']).toContain('application/json');
     await page.waitForURL(/^https:\/\/t\.me\/\+/);
     const { rows } = await w.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [page.url()]);
     expect(rows).toEqual([{ visit_id: visit!.id }]);
@@ -144,5 +146,48 @@ describe('tracker.js in Chromium', () => {
     const latest = (await visitsOfSite()).at(-1)!;
     expect(latest.visit_request_id).toBe(bodies[0]!.visitRequestId);
     await page.context().close();
+  });
+
+  describe('a join click when Capigram cannot hand out a link', () => {
+    it('goes to the link\'s own href when Capigram is unreachable', async () => {
+      const page = await newPage();
+      await page.goto(`${pageOrigin}/down`);
+      await page.route('**/backend/track/invite**', (route) => route.abort('connectionrefused'));
+      await page.click('#join span');
+      await page.waitForURL('https://t.me/not_tracked');
+      await page.context().close();
+    });
+
+    it.each([400, 403, 404, 429, 500, 503])('goes to the link\'s own href when Capigram answers %i', async (status) => {
+      const page = await newPage();
+      await page.goto(`${pageOrigin}/refused-${status}`);
+      await page.route('**/backend/track/invite**', (route) =>
+        route.fulfill({ status, contentType: 'application/problem+json', headers: { 'access-control-allow-origin': pageOrigin }, body: '{"code":"X"}' }),
+      );
+      await page.click('#join span');
+      await page.waitForURL('https://t.me/not_tracked');
+      await page.context().close();
+    });
+
+    it('goes to the link\'s own href when Capigram does not answer in time', async () => {
+      const page = await newPage();
+      await page.goto(`${pageOrigin}/slow`);
+      await page.route('**/backend/track/invite**', () => undefined); // never answered
+      const t0 = Date.now();
+      await page.click('#join span');
+      await page.waitForURL('https://t.me/not_tracked', { timeout: 10_000 });
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(3_500);
+      await page.context().close();
+    });
+
+    it('a real refusal (a channel that is not the site\'s: the docs\' own placeholder) sends the visitor to the own href too', async () => {
+      const page = await newPage();
+      await page.goto(`${pageOrigin}/landing`);
+      await page.evaluate(() => document.getElementById('join')!.setAttribute('data-channel', 'CHANNEL_ID'));
+      const [response] = await Promise.all([page.waitForResponse((r) => r.url().includes('/backend/track/invite')), page.click('#join span')]);
+      expect(response.status()).toBe(404);
+      await page.waitForURL('https://t.me/not_tracked');
+      await page.context().close();
+    });
   });
 });

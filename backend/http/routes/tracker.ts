@@ -24,6 +24,7 @@ import { corsResponses, preflight } from '../keyless/cors.js';
 import { checkDomains } from '../keyless/domains.js';
 import type { KeylessEnv } from '../keyless/env.js';
 import { isLinkLookup } from '../keyless/link-preview.js';
+import { isBrowserNavigation, navigationFallback, type FallbackTarget } from '../keyless/navigation-fallback.js';
 import { createRateLimiter, rateLimitSettings } from '../keyless/rate-limit.js';
 import { clickRequestId, redirectClick } from '../keyless/redirect-click.js';
 import { registerTrackerScriptRoute } from './tracker-script.js';
@@ -115,25 +116,35 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
   });
 
   keyless.get('/backend/track/invite', async (c) => {
-    const query = readQuery(c, trackInviteQuerySchema);
-    const site = await siteFor(query.website);
-    admit(c, site);
-    const browser = c.get('browser');
-    if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
-    await limiter.consume('invite', site.id, browser.ip);
-    const referer = c.req.header('referer');
-    const outcome = await inviteClick(deps, {
-      siteId: site.id,
-      tempId: query.tid,
-      sessionId: query.sid,
-      channelId: query.channel,
-      click: {
-        href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
-        clientIp: browser.ip,
-        userAgent: userAgentOf(browser, undefined),
-      },
-    });
-    return redirect(c, outcome.inviteLink);
+    const target: FallbackTarget = { siteId: undefined, channelId: c.req.query('channel') };
+    try {
+      const query = readQuery(c, trackInviteQuerySchema);
+      const site = await siteFor(query.website);
+      target.siteId = site.id;
+      admit(c, site);
+      const browser = c.get('browser');
+      if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
+      await limiter.consume('invite', site.id, browser.ip);
+      const referer = c.req.header('referer');
+      const outcome = await inviteClick(deps, {
+        siteId: site.id,
+        tempId: query.tid,
+        sessionId: query.sid,
+        channelId: query.channel,
+        click: {
+          href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+          clientIp: browser.ip,
+          userAgent: userAgentOf(browser, undefined),
+        },
+      });
+      // tracker.js asks for the link as JSON, so that it can send the visitor to the link's own
+      // href instead whenever Capigram answers anything else, or not in time.
+      if (wantsJson(c)) return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
+      return redirect(c, outcome.inviteLink);
+    } catch (err) {
+      if (!isBrowserNavigation(c)) throw err;
+      return navigationFallback(c, err, target, deps);
+    }
   });
 
   keyless.post('/backend/track/direct-invite', async (c) => {
@@ -157,10 +168,21 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
   });
 
   keyless.get('/r/:siteId/:channelId', async (c) => {
-    const siteParam = c.req.param('siteId');
     const channelParam = c.req.param('channelId');
+    const target: FallbackTarget = { siteId: undefined, channelId: channelParam };
+    try {
+      return await redirectClickRoute(c, c.req.param('siteId'), channelParam, (siteId) => (target.siteId = siteId));
+    } catch (err) {
+      if (!isBrowserNavigation(c)) throw err;
+      return navigationFallback(c, err, target, deps);
+    }
+  });
+
+  /** `/r/{siteId}/{channelId}`; tells `siteFound` the site as soon as it is known (for the fallback). */
+  async function redirectClickRoute(c: Context<KeylessEnv>, siteParam: string, channelParam: string, siteFound: (siteId: string) => void): Promise<Response> {
     const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
+    siteFound(site.id);
     const browser = c.get('browser');
     if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
     await limiter.consume('invite', site.id, browser.ip);
@@ -197,7 +219,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
     c.header('cache-control', 'no-store');
     return redirect(c, outcome.inviteLink);
-  });
+  }
 
   app.route('/', keyless);
   registerTrackerScriptRoute(app);
@@ -212,6 +234,12 @@ function linkLookupAnswer(c: Context<KeylessEnv>): Response {
   c.header('cache-control', 'no-store');
   c.header('x-robots-tag', 'noindex');
   return c.html('<!doctype html><meta charset="utf-8"><meta name="robots" content="noindex"><title>Telegram</title><p>This link opens a Telegram channel.</p>');
+}
+
+/** A caller that asked for JSON (and not for a page): `fetch` from tracker.js. */
+function wantsJson(c: Context<KeylessEnv>): boolean {
+  const accept = c.req.header('accept') ?? '';
+  return /application\/json/i.test(accept) && !/text\/html/i.test(accept);
 }
 
 function redirect(c: Context<KeylessEnv>, location: string): Response {

@@ -29,6 +29,7 @@
   var RETRY_DELAYS_MS = [1000, 3000, 9000];
   var FBP_POLL_MS = 500;
   var FBP_WAIT_MS = 10000;
+  var INVITE_WAIT_MS = 4000;
   var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
   var secure = location.protocol === 'https:';
   var startedAt = Date.now();
@@ -175,11 +176,59 @@
     );
   }
 
-  /** Join links go through the tracker, which hands out an invite link of this very visit. */
+  /**
+   * Join links go through the tracker, which hands out an invite link of this very visit. A plain
+   * click asks for the link as JSON and goes there, or to the link's own href when Capigram answers
+   * anything else or not within INVITE_WAIT_MS: the visitor reaches the channel either way, never an
+   * error page. A click that opens another tab or window (middle click, a modifier key, a target,
+   * the context menu) cannot wait for an answer: the href itself is pointed at the tracker, whose
+   * failures still send a browser on to the channel's public link.
+   */
   function route(event) {
     var target = event.target;
     var link = target && target.closest ? target.closest('a[data-capigram-join]') : null;
-    if (link) link.href = inviteUrl(link);
+    if (!link) return;
+    // The link's own href, as the page wrote it: a click that opened a tab already replaced it.
+    if (!link.__capigramOwn) link.__capigramOwn = link.getAttribute('href') ? link.href : '';
+    var own = link.__capigramOwn;
+    var plain =
+      event.type === 'click' && event.button === 0 && !event.defaultPrevented &&
+      !event.metaKey && !event.ctrlKey && !event.shiftKey && !event.altKey &&
+      (!link.target || link.target === '_self') && !link.hasAttribute('download') &&
+      own && typeof fetch === 'function' && typeof AbortController === 'function';
+    if (!plain) {
+      link.href = inviteUrl(link);
+      return;
+    }
+    event.preventDefault();
+    if (link.__capigramPending) return;
+    link.__capigramPending = true;
+    var fallback = own;
+    var settled = false;
+    var go = function (url) {
+      if (settled) return;
+      settled = true;
+      link.__capigramPending = false;
+      location.href = url;
+    };
+    var abort = new AbortController();
+    var timer = setTimeout(function () {
+      abort.abort();
+      go(fallback);
+    }, INVITE_WAIT_MS);
+    fetch(inviteUrl(link), { headers: { Accept: 'application/json' }, credentials: 'omit', signal: abort.signal })
+      .then(function (res) {
+        return res.ok ? res.json() : null;
+      })
+      .then(function (answer) {
+        clearTimeout(timer);
+        var url = answer && typeof answer.inviteUrl === 'string' ? answer.inviteUrl : '';
+        go(/^(https:|tg:)/.test(url) ? url : fallback);
+      })
+      .catch(function () {
+        clearTimeout(timer);
+        go(fallback);
+      });
   }
 
   try {
