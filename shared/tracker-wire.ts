@@ -105,6 +105,8 @@ export const trackInviteQuerySchema = z.object({
   tid: uuid,
   sid: uuid,
   channel: channelId.optional(),
+  /** `json`: answer 200 `{visitId, inviteUrl}` instead of the 302 (tracker.js, to fall back on its own). */
+  format: z.literal('json').optional(),
 });
 export type TrackInviteQuery = z.infer<typeof trackInviteQuerySchema>;
 

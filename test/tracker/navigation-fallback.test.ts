@@ -35,15 +35,16 @@ function get(path: string, headers: Record<string, string>): Promise<Response> {
   });
 }
 
-function invite(q: { website?: string; channel?: string }, headers: Record<string, string>) {
+function invite(q: { website?: string; channel?: string; format?: string }, headers: Record<string, string>) {
   const params = new URLSearchParams({ website: q.website ?? w.websiteId, tid: randomUUID(), sid: randomUUID() });
   if (q.channel !== undefined) params.set('channel', q.channel);
+  if (q.format !== undefined) params.set('format', q.format);
   return get(`/backend/track/invite?${params.toString()}`, { referer: `${ORIGIN}/landing`, ...headers });
 }
 
 describe('track/invite asked for JSON (tracker.js)', () => {
   it('answers 200 with the visit and its invite link instead of a redirect', async () => {
-    const res = await invite({}, { accept: 'application/json', origin: ORIGIN });
+    const res = await invite({ format: 'json' }, { origin: ORIGIN });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { visitId: string; inviteUrl: string };
     expect(body.inviteUrl).toMatch(/^https:\/\/t\.me\/\+/);
@@ -53,8 +54,15 @@ describe('track/invite asked for JSON (tracker.js)', () => {
   });
 
   it('keeps problem+json for its refusals, so the script falls back', async () => {
-    const res = await invite({ channel: 'CHANNEL_ID' }, { accept: 'application/json', origin: ORIGIN });
+    const res = await invite({ channel: 'CHANNEL_ID', format: 'json' }, { origin: ORIGIN });
     expect((await problem(res)).status).toBe(404);
+    expect(await problem(await invite({ format: 'xml' }, { origin: ORIGIN }))).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
+  });
+
+  it('without format=json a caller that accepts JSON still gets the 302 (the proxy and the recipes read its Location)', async () => {
+    const res = await invite({}, { accept: 'application/json', origin: ORIGIN });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toMatch(/^https:\/\/t\.me\/\+/);
   });
 });
 

@@ -139,7 +139,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       });
       // tracker.js asks for the link as JSON, so that it can send the visitor to the link's own
       // href instead whenever Capigram answers anything else, or not in time.
-      if (wantsJson(c)) return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
+      if (query.format === 'json') return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
       return redirect(c, outcome.inviteLink);
     } catch (err) {
       if (!isBrowserNavigation(c)) throw err;
@@ -234,12 +234,6 @@ function linkLookupAnswer(c: Context<KeylessEnv>): Response {
   c.header('cache-control', 'no-store');
   c.header('x-robots-tag', 'noindex');
   return c.html('<!doctype html><meta charset="utf-8"><meta name="robots" content="noindex"><title>Telegram</title><p>This link opens a Telegram channel.</p>');
-}
-
-/** A caller that asked for JSON (and not for a page): `fetch` from tracker.js. */
-function wantsJson(c: Context<KeylessEnv>): boolean {
-  const accept = c.req.header('accept') ?? '';
-  return /application\/json/i.test(accept) && !/text\/html/i.test(accept);
 }
 
 function redirect(c: Context<KeylessEnv>, location: string): Response {

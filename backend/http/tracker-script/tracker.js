@@ -216,7 +216,7 @@
       abort.abort();
       go(fallback);
     }, INVITE_WAIT_MS);
-    fetch(inviteUrl(link), { headers: { Accept: 'application/json' }, credentials: 'omit', signal: abort.signal })
+    fetch(inviteUrl(link) + '&format=json', { credentials: 'omit', signal: abort.signal })
       .then(function (res) {
         return res.ok ? res.json() : null;
       })
