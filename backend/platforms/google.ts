@@ -1,3 +1,4 @@
+import { DEFAULT_API_VERSIONS } from './api-versions.js';
 import { DAY_MS, firstFailure, present, timeWindow } from './precheck.js';
 import { assertBatch, finiteNumber, opt, pixelFor, stripTrailingSlash, upperCurrency } from './request.js';
 import {
@@ -15,7 +16,7 @@ import {
 } from './response.js';
 import type { DeliveryEvent, EventOutcome, PixelConfigOf, PlatformAdapter } from './types.js';
 
-export const GOOGLE_DEFAULT_API_VERSION = 'v21';
+export const GOOGLE_DEFAULT_API_VERSION = DEFAULT_API_VERSIONS.google;
 
 const MAX_BATCH = 2000;
 // The longest click-through conversion window Google Ads allows.

@@ -131,7 +131,7 @@ export type EventOutcome =
 export type PrecheckResult = { ok: true } | { ok: false; skipReason: string };
 
 export interface BuildOptions {
-  /** Meta `vNN.0` (default `v21.0`), TikTok `v1.3`, Google `vNN` (default `v21`). */
+  /** Meta `vNN.0`, TikTok `v1.3`, Google `vNN`; the defaults are in `api-versions.ts`. */
   apiVersion?: string;
 }
 

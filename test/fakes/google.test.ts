@@ -7,7 +7,7 @@ const ACTION = 'customers/1234567890/conversionActions/555';
 let google: GoogleFake;
 
 const upload = (body: unknown, headers: Record<string, string> = AUTH) =>
-  call(`${google.url}/v17/customers/1234567890:uploadClickConversions`, { json: body, headers });
+  call(`${google.url}/v25/customers/1234567890:uploadClickConversions`, { json: body, headers });
 
 function row(gclid: string, overrides: Record<string, unknown> = {}) {
   return { gclid, conversionAction: ACTION, conversionDateTime: '2025-11-22 02:00:00+00:00', conversionValue: 10, currencyCode: 'EUR', orderId: `cnv_${gclid}`, ...overrides };
@@ -20,11 +20,20 @@ afterAll(() => google.close());
 beforeEach(() => google.reset());
 
 describe('Google Ads click-conversion fake', () => {
+  it('answers 404 to a sunset version, as Google does once it is turned off', async () => {
+    for (const version of ['v21', 'v22']) {
+      const res = await call(`${google.url}/${version}/customers/1234567890:uploadClickConversions`, { json: { conversions: [row('Cj0KCQiA')], partialFailure: true }, headers: AUTH });
+      expect(res.status).toBe(404);
+      expect(res.body.error.status).toBe('NOT_FOUND');
+    }
+    expect(google.conversions()).toEqual([]);
+  });
+
   it('accepts valid rows, echoes them in results and records them', async () => {
     const res = await upload({ conversions: [row('Cj0KCQiA')], partialFailure: true });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ results: [{ gclid: 'Cj0KCQiA', conversionAction: ACTION, conversionDateTime: '2025-11-22 02:00:00+00:00' }] });
-    expect(google.conversions('1234567890')).toEqual([expect.objectContaining({ version: 'v17', conversion: expect.objectContaining({ orderId: 'cnv_Cj0KCQiA' }) })]);
+    expect(google.conversions('1234567890')).toEqual([expect.objectContaining({ version: 'v25', conversion: expect.objectContaining({ orderId: 'cnv_Cj0KCQiA' }) })]);
     expect(google.received[0]?.headers['login-customer-id']).toBe('9998887777');
   });
 
@@ -41,7 +50,7 @@ describe('Google Ads click-conversion fake', () => {
     expect(pfe.code).toBe(3);
     expect(pfe.message).toContain('conversions[1]');
     const [detail] = pfe.details;
-    expect(detail['@type']).toBe('type.googleapis.com/google.ads.googleads.v17.errors.GoogleAdsFailure');
+    expect(detail['@type']).toBe('type.googleapis.com/google.ads.googleads.v25.errors.GoogleAdsFailure');
     const byIndex = detail.errors.map((e: any) => [e.location.fieldPathElements[0].index, e.errorCode]);
     expect(byIndex).toEqual([
       [1, { conversionUploadError: 'UNPARSEABLE_GCLID' }],

@@ -21,7 +21,14 @@ export interface GoogleFakeOptions extends FakeOptions {
   refreshTokens?: string[];
   /** `expires_in` of issued access tokens, in seconds; they stop working after it. Default 3599. */
   accessTokenLifetimeSec?: number;
+  /**
+   * API versions that answer. Others are sunset (or never existed) and answer 404, as Google's do.
+   * Default: those Google serves in November 2026 (v21 was sunset on 5 Aug 2026, v22 on 7 Oct 2026).
+   */
+  liveVersions?: string[];
 }
+
+export const GOOGLE_LIVE_VERSIONS = ['v23', 'v24', 'v25', 'v26'];
 
 export interface ClickConversion {
   gclid: string;
@@ -83,6 +90,7 @@ export class GoogleFake extends FakeServer {
   /** Issued access token → when it stops working (`Date.now()` ms). */
   private issued = new Map<string, number>();
   accessTokenLifetimeSec: number;
+  private readonly liveVersions: Set<string>;
 
   constructor(options: GoogleFakeOptions = {}) {
     super('google', options);
@@ -93,6 +101,7 @@ export class GoogleFake extends FakeServer {
     this.initialRefreshTokens = options.refreshTokens ?? ['google-refresh-token'];
     this.refreshTokens = new Set(this.initialRefreshTokens);
     this.accessTokenLifetimeSec = options.accessTokenLifetimeSec ?? 3599;
+    this.liveVersions = new Set(options.liveVersions ?? GOOGLE_LIVE_VERSIONS);
   }
 
   /** Every access token issued so far stops working at once, as when an hour has passed. */
@@ -172,6 +181,10 @@ export class GoogleFake extends FakeServer {
       return { status: 404, body: { error: { code: 404, message: `Method not found: ${req.method} ${req.path}`, status: 'NOT_FOUND' } } };
     }
     const [, version = 'v17', customerId = ''] = match;
+    if (!this.liveVersions.has(version)) {
+      // A sunset version's URLs are gone: Google answers as for any unknown method.
+      return { status: 404, body: { error: { code: 404, message: `Method not found: the Google Ads API ${version} is not available (sunset or unknown).`, status: 'NOT_FOUND' } } };
+    }
     const auth = req.headers.authorization;
     const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
     if (!bearer || !this.acceptsBearer(bearer)) return unauthenticated(version, bearer === undefined);

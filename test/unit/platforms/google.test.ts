@@ -33,7 +33,7 @@ describe('google buildRequest', () => {
       gEvent({ eventId: 'e2', eventType: 'Subscribe', gclid: 'Cj0-second', eventTimeMs: NOW - 61_000, orderId: null }),
     ];
     const req = googleAdapter.buildRequest(events, { ...pixel, loginCustomerId: '111-222-3333' }, `${BASE}/`);
-    expect(req.url).toBe(`${BASE}/v21/customers/1234567890:uploadClickConversions`);
+    expect(req.url).toBe(`${BASE}/v25/customers/1234567890:uploadClickConversions`);
     expect(req.headers).toEqual({
       'content-type': 'application/json',
       authorization: 'Bearer ya29.token',
