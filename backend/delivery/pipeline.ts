@@ -142,7 +142,7 @@ class ClaimRun {
         early.push({ sendId: row.send_id, kind: 'failed', error: (err as Error).message });
         continue;
       }
-      const check = this.adapter.precheck(event, nowMs);
+      const check = this.adapter.precheck(event, nowMs, pixel.config);
       if (!check.ok) {
         early.push({ sendId: row.send_id, kind: 'skipped', reason: check.skipReason });
         continue;

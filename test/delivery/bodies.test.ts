@@ -133,6 +133,8 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
         conversionValue: 49.9,
         currencyCode: 'USD',
         orderId: conversionId,
+        // Enhanced conversions: Google's e-mail digest (no dots to drop here) and the E.164 phone digest.
+        userIdentifiers: [{ userIdentifierSource: 'FIRST_PARTY', hashedEmail: EM }, { userIdentifierSource: 'FIRST_PARTY', hashedPhoneNumber: PH_E164 }],
       }],
       partialFailure: true,
     });

@@ -35,7 +35,7 @@ export function pixelInput(siteId: string, platform: PixelPlatform, testEventCod
     case 'snapchat':
       return { platform, siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' };
     case 'google':
-      return { platform, siteId, customerId: GOOGLE_CUSTOMER, conversionAction: GOOGLE_ACTION, developerToken: 'google-dev-token', oauthToken: 'google-oauth-token' };
+      return { platform, siteId, customerId: GOOGLE_CUSTOMER, conversionActions: [GOOGLE_ACTION], developerToken: 'google-dev-token', oauthToken: 'google-oauth-token' };
   }
 }
 
