@@ -74,7 +74,7 @@ function field(o: unknown, key: string): unknown {
 /** Only digests leave the building: anything in `pii_hashed` that is not a SHA-256 hex is dropped. */
 export function hashedPiiOf(stored: unknown): HashedPii {
   const out: HashedPii = {};
-  for (const key of ['em', 'ph', 'phE164', 'fn', 'ln', 'externalId'] as const) {
+  for (const key of ['em', 'emGoogle', 'ph', 'phE164', 'fn', 'ln', 'externalId'] as const) {
     const v = field(stored, key);
     if (typeof v === 'string' && isSha256Hex(v)) out[key] = v.toLowerCase();
   }

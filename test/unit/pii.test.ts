@@ -145,6 +145,8 @@ describe('hashPii', () => {
       ),
     ).toEqual({
       em: H.johnSmithEmail,
+      // No dot in the local part: Google's form is the same.
+      emGoogle: H.johnSmithEmail,
       ph: H.us6505551212,
       phE164: H.us6505551212Plus,
       fn: H.mary,
