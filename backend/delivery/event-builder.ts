@@ -38,6 +38,8 @@ export interface SendSubjectRow {
   fbc: string | null;
   fbp: string | null;
   gclid: string | null;
+  gbraid: string | null;
+  wbraid: string | null;
   ttclid: string | null;
   sccid: string | null;
   v_created_at: Date | null;
@@ -48,7 +50,7 @@ export const SEND_SUBJECT_SQL = `
          c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
-         v.fbc, v.fbp, v.gclid, v.ttclid, v.sccid, v.created_at AS v_created_at
+         v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.created_at AS v_created_at
   FROM sends s
   LEFT JOIN conversions c ON c.id = s.conversion_id
   LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
@@ -114,6 +116,9 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
       fbc: row.fbc,
       fbp: row.fbp,
       gclid: row.gclid,
+      gbraid: row.gbraid,
+      wbraid: row.wbraid,
+      landingIp: row.v_client_ip,
       ttclid: row.ttclid,
       sccid: row.sccid,
       hashed: {},
@@ -135,6 +140,10 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     fbc: first(row.fbc, field(o, 'fbc')),
     fbp: first(row.fbp, field(o, 'fbp')),
     gclid: first(row.gclid, field(o, 'gclid')),
+    gbraid: first(row.gbraid, field(o, 'gbraid')),
+    wbraid: first(row.wbraid, field(o, 'wbraid')),
+    // Google wants the device's IP on the landing page: the visit's (or a cold lead's supplied one).
+    landingIp: first(row.v_client_ip, field(o, 'clientIp')),
     ttclid: first(row.ttclid, field(o, 'ttclid')),
     sccid: first(row.sccid, field(o, 'sccid')),
     hashed: withExternalId(hashedPiiOf(row.pii_hashed), row.external_user_id, row.telegram_user_id),
