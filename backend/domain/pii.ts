@@ -120,12 +120,11 @@ export function hashPii(raw: RawPii, opts: HashPiiOptions = {}): HashedPii {
   const out: HashedPii = {};
   const em = hashWith(raw.email, normalizeEmail);
   if (em) out.em = em;
-  // Google normalises e-mails its own way; a digest given as such can only be the common one.
-  const email = blankToUndefined(raw.email);
-  if (email !== undefined && !isSha256Hex(email)) {
-    const emGoogle = hashWith(email, normalizeGoogleEmail);
-    if (emGoogle) out.emGoogle = emGoogle;
-  }
+  // Google normalises e-mails its own way. A digest given as such is the caller's best for every
+  // platform (its normal form is unknown); setting both keeps a later merge from pairing one
+  // address's digest with another's.
+  const emGoogle = hashWith(raw.email, normalizeGoogleEmail);
+  if (emGoogle) out.emGoogle = emGoogle;
 
   const phone = blankToUndefined(raw.phone);
   if (phone !== undefined && isSha256Hex(phone)) {

@@ -183,7 +183,7 @@ describe('hashPii', () => {
     const upper = H.test.toUpperCase();
     expect(
       hashPii({ email: H.johnSmithEmail, phone: ` ${upper} `, firstName: H.mary, lastName: upper, externalId: H.test }),
-    ).toEqual({ em: H.johnSmithEmail, ph: H.test, fn: H.mary, ln: H.test, externalId: H.test });
+    ).toEqual({ em: H.johnSmithEmail, emGoogle: H.johnSmithEmail, ph: H.test, fn: H.mary, ln: H.test, externalId: H.test });
   });
 
   it('leaves out empty, blank and unusable values', () => {
