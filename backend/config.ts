@@ -44,6 +44,8 @@ const EnvSchema = z.object({
   SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
   GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v25').default(DEFAULT_API_VERSIONS.google),
+  // The consent.adUserData sent for sites that set none (site --google-ad-user-data); unspecified: none sent.
+  GOOGLE_ADS_AD_USER_DATA_CONSENT: z.enum(['granted', 'denied', 'unspecified'], { message: 'GOOGLE_ADS_AD_USER_DATA_CONSENT must be granted, denied or unspecified' }).default('unspecified'),
   GOOGLE_OAUTH_URL: url('GOOGLE_OAUTH_URL').default('https://oauth2.googleapis.com'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
   // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.

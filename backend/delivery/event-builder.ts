@@ -43,6 +43,8 @@ export interface SendSubjectRow {
   ttclid: string | null;
   sccid: string | null;
   v_created_at: Date | null;
+  /** The site's Google ad-user-data consent (`GRANTED`/`DENIED`), null when it sets none. */
+  google_ad_user_data: string | null;
 }
 
 export const SEND_SUBJECT_SQL = `
@@ -50,10 +52,12 @@ export const SEND_SUBJECT_SQL = `
          c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
-         v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.created_at AS v_created_at
+         v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.created_at AS v_created_at,
+         st.google_ad_user_data
   FROM sends s
   LEFT JOIN conversions c ON c.id = s.conversion_id
   LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
+  LEFT JOIN sites st ON st.id = COALESCE(c.site_id, v.site_id)
   WHERE s.id = ANY($1::uuid[])`;
 
 export async function loadSubjects(db: Queryable, sendIds: readonly string[]): Promise<SendSubjectRow[]> {
@@ -151,7 +155,12 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,
     orderId: row.conversion_id,
+    adUserDataConsent: consentOf(row.google_ad_user_data),
   };
+}
+
+function consentOf(v: string | null): 'GRANTED' | 'DENIED' | null {
+  return v === 'GRANTED' || v === 'DENIED' ? v : null;
 }
 
 export interface PixelRow {

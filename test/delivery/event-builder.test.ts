@@ -19,7 +19,7 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
     send_id: 's1', event_id: 'cnv_c1', created_at: T, conversion_id: 'c1', event_type: 'Subscribe', custom_event_name: null, value: null,
     currency: null, content_name: null, pii_hashed: {}, external_user_id: null, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
     api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
-    gclid: null, gbraid: null, wbraid: null, ttclid: null, sccid: null, v_created_at: null,
+    gclid: null, gbraid: null, wbraid: null, ttclid: null, sccid: null, v_created_at: null, google_ad_user_data: null,
     ...over,
   };
 }
@@ -88,6 +88,11 @@ describe('eventFromRow', () => {
   it('a conversion carries its type, name, money, content, the conversion id as order id, and its event time in ms', () => {
     const e = eventFromRow(row({ event_type: 'Custom', custom_event_name: 'Vip', value: 10.5, currency: 'EUR', content_name: 'Main', event_id: 'cnv_c1' }));
     expect(e).toMatchObject({ eventId: 'cnv_c1', eventType: 'Custom', customEventName: 'Vip', value: 10.5, currency: 'EUR', contentName: 'Main', orderId: 'c1', eventTimeMs: T.getTime() });
+  });
+
+  it("a conversion carries its site's Google consent, when the site sets one", () => {
+    expect(eventFromRow(row({ google_ad_user_data: 'DENIED' })).adUserDataConsent).toBe('DENIED');
+    expect(eventFromRow(row({})).adUserDataConsent).toBeNull();
   });
 
   it('refuses a row without a usable subject', () => {
