@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../backend/config.js';
+import { openRuntime } from '../../../backend/runtime.js';
 import { API_VERSIONS, DEFAULT_API_VERSIONS, daysToSunset, knownVersion, newestVersion, sunsetProblem } from '../../../backend/platforms/api-versions.js';
 
 const TODAY = new Date();
@@ -23,6 +24,10 @@ describe('platform API versions', () => {
     // The day before the sunset it still works; a version newer than the table is let through.
     expect(loadConfig({ GOOGLE_ADS_API_VERSION: 'v22' }, new Date('2026-10-06T23:59:59Z')).GOOGLE_ADS_API_VERSION).toBe('v22');
     expect(loadConfig({ GOOGLE_ADS_API_VERSION: 'v27', META_API_VERSION: 'v27.0' }, now).GOOGLE_ADS_API_VERSION).toBe('v27');
+  });
+
+  it('the process refuses to start with a sunset version, before opening anything', async () => {
+    await expect(openRuntime({ env: { GOOGLE_ADS_API_VERSION: 'v21', DATA_DIR: '/nonexistent/capigram' } })).rejects.toThrow(/GOOGLE_ADS_API_VERSION: Google Ads API v21 was sunset on 2026-08-05/);
   });
 
   it('defaults to the supported versions', () => {
