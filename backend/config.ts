@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_API_VERSIONS, sunsetProblem } from './platforms/api-versions.js';
 
 /**
  * The process environment, parsed once at start-up. Everything else receives the typed `Config`;
@@ -37,12 +38,14 @@ const EnvSchema = z.object({
   META_GRAPH_URL: url('META_GRAPH_URL').default('https://graph.facebook.com'),
   META_API_VERSION: z
     .string()
-    .regex(/^v\d+\.\d+$/, 'META_API_VERSION must look like v21.0')
-    .default('v21.0'),
+    .regex(/^v\d+\.\d+$/, 'META_API_VERSION must look like v26.0')
+    .default(DEFAULT_API_VERSIONS.meta),
   TIKTOK_API_URL: url('TIKTOK_API_URL').default('https://business-api.tiktok.com'),
   SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
-  GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v21').default('v21'),
+  GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v25').default(DEFAULT_API_VERSIONS.google),
+  // The consent.adUserData sent for sites that set none (site --google-ad-user-data); unspecified: none sent.
+  GOOGLE_ADS_AD_USER_DATA_CONSENT: z.enum(['granted', 'denied', 'unspecified'], { message: 'GOOGLE_ADS_AD_USER_DATA_CONSENT must be granted, denied or unspecified' }).default('unspecified'),
   GOOGLE_OAUTH_URL: url('GOOGLE_OAUTH_URL').default('https://oauth2.googleapis.com'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
   // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.
@@ -64,9 +67,17 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses the environment or throws a ConfigError listing every bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
+/**
+ * Parses the environment or throws a ConfigError listing every bad variable. An API version past
+ * its sunset (`platforms/api-versions.ts`) is one: every request to it would fail.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, now: Date = new Date()): Config {
+  const parsed = EnvSchema.superRefine((e, ctx) => {
+    const meta = sunsetProblem('meta', e.META_API_VERSION, now);
+    if (meta) ctx.addIssue({ code: 'custom', path: ['META_API_VERSION'], message: meta });
+    const google = sunsetProblem('google', e.GOOGLE_ADS_API_VERSION, now);
+    if (google) ctx.addIssue({ code: 'custom', path: ['GOOGLE_ADS_API_VERSION'], message: google });
+  }).safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

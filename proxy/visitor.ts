@@ -123,6 +123,8 @@ export function attributionOf(view: RequestView, referrer: string | undefined, v
   if (view.search.length > 1) {
     const query = new URLSearchParams(view.search);
     put(fields, 'gclid', clickId(query.get('gclid')));
+    put(fields, 'gbraid', clickId(query.get('gbraid')));
+    put(fields, 'wbraid', clickId(query.get('wbraid')));
     put(fields, 'ttclid', clickId(query.get('ttclid')));
     put(fields, 'sccid', clickId(paramIgnoringCase(query, 'sccid')));
     put(fields, 'utmSource', clip(query.get('utm_source'), WIRE_LIMITS.utm));

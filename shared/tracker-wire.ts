@@ -46,6 +46,9 @@ export const attributionFieldsSchema = z.object({
   fbc: clickId.optional(),
   fbp: clickId.optional(),
   gclid: clickId.optional(),
+  /** Google's click ids for iOS traffic (app and web), sent where there is no gclid. */
+  gbraid: clickId.optional(),
+  wbraid: clickId.optional(),
   ttclid: clickId.optional(),
   sccid: clickId.optional(),
   utmSource: utm.optional(),

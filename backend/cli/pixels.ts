@@ -7,7 +7,7 @@ const PLATFORM_FLAGS = {
   meta: { required: ['pixel-id', 'access-token'], optional: ['test-event-code'] },
   tiktok: { required: ['pixel-code', 'access-token'], optional: ['test-event-code'] },
   snapchat: { required: ['pixel-id', 'access-token'], optional: [] },
-  google: { required: ['customer-id', 'conversion-action', 'developer-token'], optional: ['oauth-token', 'refresh-token', 'client-id', 'client-secret', 'login-customer-id'] },
+  google: { required: ['customer-id', 'conversion-action', 'developer-token'], optional: ['oauth-token', 'refresh-token', 'client-id', 'client-secret', 'login-customer-id', 'validate-only', 'send-ip-address'] },
 } as const satisfies Record<AddPixelInput['platform'], { required: readonly string[]; optional: readonly string[] }>;
 
 type Platform = keyof typeof PLATFORM_FLAGS;
@@ -26,6 +26,31 @@ function checkRefreshFlags(given: (flag: string) => boolean): boolean {
   }
   return true;
 }
+
+/** A repeatable flag's value is an empty list when it is absent. */
+function isGiven(value: unknown): boolean {
+  return value !== undefined && value !== false && !(Array.isArray(value) && value.length === 0);
+}
+
+const GOOGLE_ACTION_FLAG = {
+  type: 'string',
+  multiple: true,
+  placeholder: 'EVENT=ACTION_ID',
+  field: 'conversionActions',
+  help: 'google: the conversion action (id or resource name) an event type goes to; repeat per event type (EVENT: an event type, Custom:<name>, Custom or *)',
+} as const;
+
+const GOOGLE_SETTING_FLAGS = {
+  'validate-only': { type: 'boolean', help: 'google: Google checks each upload and records nothing (for trying a pixel out)' },
+  'send-ip-address': { type: 'boolean', help: "google: send the visit's IP as userIpAddress (only for accounts Google has allowlisted)" },
+} as const;
+
+const GOOGLE_ACTION_NOTES = [
+  'Google: an event type with no --conversion-action is not uploaded (its send is skipped, naming the missing mapping).',
+  '  e.g. --conversion-action Subscribe=111 --conversion-action Purchase=222 --conversion-action Custom:Demo=333',
+];
+
+const SINGLE_ACTION = 'warning: a --conversion-action without EVENT= maps every event type to that one action, so joins, leads and purchases are counted as the same conversion; map one action per event type instead';
 
 const OAUTH_FLAG_HELP = {
   'oauth-token': { type: 'string', placeholder: 'TOKEN', help: 'google: an OAuth access token, used as it is (short-lived; prefer a refresh token)' },
@@ -47,25 +72,28 @@ export const pixelCommands = [
       'access-token': { type: 'string', placeholder: 'TOKEN', help: 'meta, tiktok, snapchat: the Conversions API access token' },
       'test-event-code': { type: 'string', placeholder: 'CODE', help: 'meta, tiktok: send events as test events under this code' },
       'customer-id': { type: 'string', placeholder: 'ID', help: 'google: the Google Ads customer id (123-456-7890)' },
-      'conversion-action': { type: 'string', placeholder: 'ID', help: 'google: the conversion action id or resource name' },
+      'conversion-action': GOOGLE_ACTION_FLAG,
       'developer-token': { type: 'string', placeholder: 'TOKEN', help: 'google: the Google Ads developer token' },
       ...OAUTH_FLAG_HELP,
       'login-customer-id': { type: 'string', placeholder: 'ID', help: 'google: the manager account id, when access goes through one' },
+      ...GOOGLE_SETTING_FLAGS,
     },
     notes: [
       'Per platform:',
       '  --platform meta      --pixel-id P --access-token T [--test-event-code C]',
       '  --platform tiktok    --pixel-code P --access-token T [--test-event-code C]',
       '  --platform snapchat  --pixel-id P --access-token T',
-      '  --platform google    --customer-id C --conversion-action A --developer-token D',
+      '  --platform google    --customer-id C --conversion-action EVENT=ACTION [--conversion-action …] --developer-token D',
       '                       (--refresh-token R --client-id ID --client-secret S | --oauth-token O) [--login-customer-id M]',
+      '                       [--validate-only] [--send-ip-address]',
       'A Google access token (--oauth-token) expires within the hour; a refresh token keeps the pixel working.',
+      ...GOOGLE_ACTION_NOTES,
     ],
     check(v) {
       const platform = v.platform as Platform;
       if (!PLATFORMS.includes(platform)) throw new UsageError(`--platform must be ${PLATFORMS.join(', ')}; got "${v.platform}"`);
       const spec = PLATFORM_FLAGS[platform];
-      const given = (flag: string) => v[flag as keyof typeof v] !== undefined;
+      const given = (flag: string) => isGiven(v[flag as keyof typeof v]);
       const allowed: readonly string[] = [...spec.required, ...spec.optional];
       for (const flag of CREDENTIAL_FLAGS) {
         if (given(flag) && !allowed.includes(flag)) throw new UsageError(`--${flag} is not used with --platform ${platform}`);
@@ -87,7 +115,9 @@ export const pixelCommands = [
         accessToken: v['access-token'],
         testEventCode: v['test-event-code'],
         customerId: v['customer-id'],
-        conversionAction: v['conversion-action'],
+        conversionActions: v['conversion-action'],
+        validateOnly: v['validate-only'] || undefined,
+        sendUserIpAddress: v['send-ip-address'] || undefined,
         developerToken: v['developer-token'],
         oauthToken: v['oauth-token'],
         refreshToken: v['refresh-token'],
@@ -97,6 +127,7 @@ export const pixelCommands = [
       } as AddPixelInput;
       const out = await addPixel({ db: deps.pool, box: deps.box }, input);
       if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
+      if (v['conversion-action'].some((a) => !a.includes('='))) warn(SINGLE_ACTION);
       return { json: out, human: `Pixel added: ${out.pixelId} (${platform})` };
     },
   }),
@@ -112,19 +143,27 @@ export const pixelCommands = [
       'no-test-event-code': { type: 'boolean', help: 'meta, tiktok: send events as real events again' },
       ...OAUTH_FLAG_HELP,
       'developer-token': { type: 'string', placeholder: 'TOKEN', help: 'google: a new Google Ads developer token' },
+      'conversion-action': { ...GOOGLE_ACTION_FLAG, help: `${GOOGLE_ACTION_FLAG.help}; the entries given replace the pixel's whole mapping` },
+      ...GOOGLE_SETTING_FLAGS,
+      'no-validate-only': { type: 'boolean', help: 'google: record uploads again' },
+      'no-send-ip-address': { type: 'boolean', help: 'google: stop sending userIpAddress' },
     },
     notes: [
       'Per platform:',
       '  meta, tiktok  [--access-token T] [--test-event-code C | --no-test-event-code]',
       '  snapchat      [--access-token T]',
       '  google        [--refresh-token R [--client-id ID --client-secret S]] [--oauth-token O] [--developer-token D]',
+      '                [--conversion-action EVENT=ACTION …] [--validate-only | --no-validate-only] [--send-ip-address | --no-send-ip-address]',
       'A Google pixel that has its client id and secret can have its refresh token replaced alone.',
       'Refresh credentials replace a Google access token; a pixel with a refresh token takes no --oauth-token.',
     ],
     check(v) {
       if (v['test-event-code'] !== undefined && v['no-test-event-code']) throw new UsageError('--test-event-code and --no-test-event-code cannot be given together');
-      const changes = ['access-token', 'test-event-code', 'oauth-token', 'developer-token', ...REFRESH_FLAGS].filter((f) => v[f as keyof typeof v] !== undefined);
-      if (changes.length === 0 && !v['no-test-event-code']) throw new UsageError('nothing to change: give at least one credential or test event code flag');
+      if (v['validate-only'] && v['no-validate-only']) throw new UsageError('--validate-only and --no-validate-only cannot be given together');
+      if (v['send-ip-address'] && v['no-send-ip-address']) throw new UsageError('--send-ip-address and --no-send-ip-address cannot be given together');
+      const changes = ['access-token', 'test-event-code', 'oauth-token', 'developer-token', 'conversion-action', ...REFRESH_FLAGS].filter((f) => isGiven(v[f as keyof typeof v]));
+      const switches = ['no-test-event-code', 'validate-only', 'no-validate-only', 'send-ip-address', 'no-send-ip-address'].some((f) => v[f as keyof typeof v] === true);
+      if (changes.length === 0 && !switches) throw new UsageError('nothing to change: give at least one credential, setting or test event code flag');
     },
     async run({ deps, warn }, v) {
       const out = await updatePixel(
@@ -138,6 +177,9 @@ export const pixelCommands = [
           clientId: v['client-id'],
           clientSecret: v['client-secret'],
           developerToken: v['developer-token'],
+          conversionActions: v['conversion-action'].length > 0 ? v['conversion-action'] : undefined,
+          validateOnly: v['validate-only'] ? true : v['no-validate-only'] ? false : undefined,
+          sendUserIpAddress: v['send-ip-address'] ? true : v['no-send-ip-address'] ? false : undefined,
         },
       );
       if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
@@ -193,6 +235,6 @@ async function setActive({ deps }: CommandContext, pixelId: string, active: bool
 
 function publicIds(p: PixelSummary): string {
   return Object.entries(p.publicConfig)
-    .map(([k, v]) => `${k}=${String(v)}`)
+    .map(([k, v]) => (v !== null && typeof v === 'object' ? `${k}=${Object.entries(v).map(([e, a]) => `${e}:${String(a)}`).join(',')}` : `${k}=${String(v)}`))
     .join(' ');
 }

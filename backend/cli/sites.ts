@@ -2,6 +2,14 @@ import { MAX_DEDUP_WINDOW_SECONDS, createSite, listSites, updateSite } from '../
 import { UsageError, defineCommand } from './command.js';
 import { table } from './table.js';
 
+/** Google's `consent.adUserData` for the site's conversions; the domain checks the value. */
+const GOOGLE_CONSENT_FLAG = {
+  type: 'string',
+  placeholder: 'granted|denied|default',
+  field: 'googleAdUserData',
+  help: "google: the visitors' consent to sending their data to Google for ads (consent.adUserData); default: GOOGLE_ADS_AD_USER_DATA_CONSENT",
+} as const;
+
 export const siteCommands = [
   defineCommand({
     group: 'site',
@@ -19,10 +27,11 @@ export const siteCommands = [
         help: 'a domain the tracker accepts visits from (subdomains included); repeat for several',
       },
       url: { type: 'string', placeholder: 'URL', help: "the site's address (http or https)" },
+      'google-ad-user-data': GOOGLE_CONSENT_FLAG,
     },
     notes: ['The websiteId printed is public: it goes into tracker.js and the proxy (--website-id).'],
     async run({ deps }, v) {
-      const out = await createSite(deps.pool, { accountId: v.account, name: v.name, domains: v.domain, url: v.url });
+      const out = await createSite(deps.pool, { accountId: v.account, name: v.name, domains: v.domain, url: v.url, googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined });
       return { json: out, human: `Site created: ${out.siteId}\n  websiteId: ${out.websiteId} (public identifier for the tracker and the proxy)` };
     },
   }),
@@ -41,15 +50,19 @@ export const siteCommands = [
       },
       'add-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'addDomains', help: 'a domain to accept visits from; repeat for several' },
       'remove-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'removeDomains', help: 'a domain to stop accepting; a site keeps at least one' },
+      'google-ad-user-data': GOOGLE_CONSENT_FLAG,
     },
     check(v) {
-      if (v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0) {
-        throw new UsageError('nothing to change: give --dedup-window-seconds, --add-domain or --remove-domain');
+      if (v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0 && v['google-ad-user-data'] === undefined) {
+        throw new UsageError('nothing to change: give --dedup-window-seconds, --add-domain, --remove-domain or --google-ad-user-data');
       }
     },
     async run({ deps }, v) {
-      const out = await updateSite(deps.pool, { siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'] });
-      return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s` };
+      const out = await updateSite(deps.pool, {
+        siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'], googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
+      });
+      const consent = out.googleAdUserData === null ? '' : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
+      return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}` };
     },
   }),
 

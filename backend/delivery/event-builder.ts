@@ -38,9 +38,13 @@ export interface SendSubjectRow {
   fbc: string | null;
   fbp: string | null;
   gclid: string | null;
+  gbraid: string | null;
+  wbraid: string | null;
   ttclid: string | null;
   sccid: string | null;
   v_created_at: Date | null;
+  /** The site's Google ad-user-data consent (`GRANTED`/`DENIED`), null when it sets none. */
+  google_ad_user_data: string | null;
 }
 
 export const SEND_SUBJECT_SQL = `
@@ -48,10 +52,12 @@ export const SEND_SUBJECT_SQL = `
          c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
-         v.fbc, v.fbp, v.gclid, v.ttclid, v.sccid, v.created_at AS v_created_at
+         v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.created_at AS v_created_at,
+         st.google_ad_user_data
   FROM sends s
   LEFT JOIN conversions c ON c.id = s.conversion_id
   LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
+  LEFT JOIN sites st ON st.id = COALESCE(c.site_id, v.site_id)
   WHERE s.id = ANY($1::uuid[])`;
 
 export async function loadSubjects(db: Queryable, sendIds: readonly string[]): Promise<SendSubjectRow[]> {
@@ -74,7 +80,7 @@ function field(o: unknown, key: string): unknown {
 /** Only digests leave the building: anything in `pii_hashed` that is not a SHA-256 hex is dropped. */
 export function hashedPiiOf(stored: unknown): HashedPii {
   const out: HashedPii = {};
-  for (const key of ['em', 'ph', 'phE164', 'fn', 'ln', 'externalId'] as const) {
+  for (const key of ['em', 'emGoogle', 'ph', 'phE164', 'fn', 'ln', 'externalId'] as const) {
     const v = field(stored, key);
     if (typeof v === 'string' && isSha256Hex(v)) out[key] = v.toLowerCase();
   }
@@ -114,6 +120,9 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
       fbc: row.fbc,
       fbp: row.fbp,
       gclid: row.gclid,
+      gbraid: row.gbraid,
+      wbraid: row.wbraid,
+      landingIp: row.v_client_ip,
       ttclid: row.ttclid,
       sccid: row.sccid,
       hashed: {},
@@ -135,6 +144,10 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     fbc: first(row.fbc, field(o, 'fbc')),
     fbp: first(row.fbp, field(o, 'fbp')),
     gclid: first(row.gclid, field(o, 'gclid')),
+    gbraid: first(row.gbraid, field(o, 'gbraid')),
+    wbraid: first(row.wbraid, field(o, 'wbraid')),
+    // Google wants the device's IP on the landing page: the visit's (or a cold lead's supplied one).
+    landingIp: first(row.v_client_ip, field(o, 'clientIp')),
     ttclid: first(row.ttclid, field(o, 'ttclid')),
     sccid: first(row.sccid, field(o, 'sccid')),
     hashed: withExternalId(hashedPiiOf(row.pii_hashed), row.external_user_id, row.telegram_user_id),
@@ -142,7 +155,12 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,
     orderId: row.conversion_id,
+    adUserDataConsent: consentOf(row.google_ad_user_data),
   };
+}
+
+function consentOf(v: string | null): 'GRANTED' | 'DENIED' | null {
+  return v === 'GRANTED' || v === 'DENIED' ? v : null;
 }
 
 export interface PixelRow {

@@ -87,8 +87,13 @@ function endpoint(config: Config, platform: Platform): { baseUrl: string; build:
     case 'snapchat':
       return { baseUrl: config.SNAPCHAT_API_URL, build: {} };
     case 'google':
-      return { baseUrl: config.GOOGLE_ADS_API_URL, build: { apiVersion: config.GOOGLE_ADS_API_VERSION } };
+      return { baseUrl: config.GOOGLE_ADS_API_URL, build: { apiVersion: config.GOOGLE_ADS_API_VERSION, ...googleConsent(config) } };
   }
+}
+
+function googleConsent(config: Config): BuildOptions {
+  const c = config.GOOGLE_ADS_AD_USER_DATA_CONSENT;
+  return c === 'granted' ? { adUserDataConsent: 'GRANTED' } : c === 'denied' ? { adUserDataConsent: 'DENIED' } : {};
 }
 
 /** What is kept of a successful answer: its status and (small) body, for operators. */
@@ -142,7 +147,7 @@ class ClaimRun {
         early.push({ sendId: row.send_id, kind: 'failed', error: (err as Error).message });
         continue;
       }
-      const check = this.adapter.precheck(event, nowMs);
+      const check = this.adapter.precheck(event, nowMs, pixel.config);
       if (!check.ok) {
         early.push({ sendId: row.send_id, kind: 'skipped', reason: check.skipReason });
         continue;

@@ -16,6 +16,8 @@ export interface ApiVisitOverride {
   clientIp?: string | null;
   userAgent?: string | null;
   gclid?: string | null;
+  gbraid?: string | null;
+  wbraid?: string | null;
   ttclid?: string | null;
   sccid?: string | null;
   /**

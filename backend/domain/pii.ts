@@ -38,10 +38,26 @@ export function normalizeEmail(raw: string | null | undefined): string | undefin
   return blankToUndefined(raw)?.toLowerCase();
 }
 
+const GOOGLE_MAIL_DOMAINS: ReadonlySet<string> = new Set(['gmail.com', 'googlemail.com']);
+
+/**
+ * Google's rule for enhanced conversions: trimmed, lowercase, and for gmail.com and googlemail.com
+ * addresses every `.` of the local part removed (Gmail ignores them, so Google matches without
+ * them). Nothing else changes: a `+tag` stays, other domains keep their dots.
+ */
+export function normalizeGoogleEmail(raw: string | null | undefined): string | undefined {
+  const email = normalizeEmail(raw);
+  if (email === undefined) return undefined;
+  const at = email.lastIndexOf('@');
+  if (at <= 0) return email;
+  const domain = email.slice(at + 1);
+  return GOOGLE_MAIL_DOMAINS.has(domain) ? `${email.slice(0, at).replaceAll('.', '')}@${domain}` : email;
+}
+
 export interface NormalizedPhone {
   /** Country code and number, digits only, no `+`: what Meta and Snapchat hash. */
   digits: string;
-  /** E.164 with the `+`: what TikTok hashes. */
+  /** E.164 with the `+`: what TikTok and Google hash. */
   e164: string;
 }
 
@@ -95,7 +111,8 @@ function hashWith(raw: string | null | undefined, normalize: (v: string) => stri
 }
 
 /**
- * Normalises and hashes whatever PII is present. A phone given already hashed fills `ph` only:
+ * Normalises and hashes whatever PII is present, once per platform rule where the rules differ
+ * (`em` / `emGoogle`, `ph` / `phE164`): the raw value is gone once this returns. A phone given already hashed fills `ph` only:
  * which of the two forms it was hashed from cannot be known, and `ph` (digits, no `+`) is the
  * form Meta documents.
  */
@@ -103,6 +120,11 @@ export function hashPii(raw: RawPii, opts: HashPiiOptions = {}): HashedPii {
   const out: HashedPii = {};
   const em = hashWith(raw.email, normalizeEmail);
   if (em) out.em = em;
+  // Google normalises e-mails its own way. A digest given as such is the caller's best for every
+  // platform (its normal form is unknown); setting both keeps a later merge from pairing one
+  // address's digest with another's.
+  const emGoogle = hashWith(raw.email, normalizeGoogleEmail);
+  if (emGoogle) out.emGoogle = emGoogle;
 
   const phone = blankToUndefined(raw.phone);
   if (phone !== undefined && isSha256Hex(phone)) {

@@ -1,3 +1,5 @@
+import { DEFAULT_API_VERSIONS } from './api-versions.js';
+import { conversionActionFor, missingMappingReason } from './google-actions.js';
 import { DAY_MS, firstFailure, present, timeWindow } from './precheck.js';
 import { assertBatch, finiteNumber, opt, pixelFor, stripTrailingSlash, upperCurrency } from './request.js';
 import {
@@ -15,7 +17,7 @@ import {
 } from './response.js';
 import type { DeliveryEvent, EventOutcome, PixelConfigOf, PlatformAdapter } from './types.js';
 
-export const GOOGLE_DEFAULT_API_VERSION = 'v21';
+export const GOOGLE_DEFAULT_API_VERSION = DEFAULT_API_VERSIONS.google;
 
 const MAX_BATCH = 2000;
 // The longest click-through conversion window Google Ads allows.
@@ -35,10 +37,32 @@ function digitsOnly(id: string): string {
   return id.replace(/[\s-]/g, '');
 }
 
-function conversionActionName(p: PixelConfigOf<'google'>): string {
-  const action = p.conversionAction.trim();
-  if (action.startsWith('customers/')) return action;
-  return `customers/${digitsOnly(p.customerId)}/conversionActions/${action}`;
+function conversionActionName(p: PixelConfigOf<'google'>, action: string): string {
+  const id = action.trim();
+  if (id.startsWith('customers/')) return id;
+  return `customers/${digitsOnly(p.customerId)}/conversionActions/${id}`;
+}
+
+/** Google takes one click id per conversion, the gclid first; gbraid and wbraid come from iOS traffic. */
+export function googleClickId(e: DeliveryEvent): { gclid: string } | { gbraid: string } | { wbraid: string } | undefined {
+  if (present(e.gclid)) return { gclid: e.gclid.trim() };
+  if (present(e.gbraid)) return { gbraid: e.gbraid.trim() };
+  if (present(e.wbraid)) return { wbraid: e.wbraid.trim() };
+  return undefined;
+}
+
+/**
+ * Enhanced conversions: the hashed e-mail (Google's own normal form; a digest stored before it
+ * existed falls back to the common one, right for every address but dotted Gmail ones) and the
+ * phone in E.164. The upload service takes only these two kinds (names and addresses are refused
+ * with UNSUPPORTED_USER_IDENTIFIER), at most five.
+ */
+export function googleUserIdentifiers(e: DeliveryEvent): Array<Record<string, string>> {
+  const ids: Array<Record<string, string>> = [];
+  const email = e.hashed.emGoogle ?? e.hashed.em;
+  if (email) ids.push({ userIdentifierSource: 'FIRST_PARTY', hashedEmail: email });
+  if (e.hashed.phE164) ids.push({ userIdentifierSource: 'FIRST_PARTY', hashedPhoneNumber: e.hashed.phE164 });
+  return ids;
 }
 
 function apiVersion(v: string | undefined): string {
@@ -166,12 +190,19 @@ export const googleAdapter: PlatformAdapter = {
   maxBatch: MAX_BATCH,
   maxEventAgeMs: MAX_EVENT_AGE_MS,
 
-  precheck(e, nowMs) {
+  precheck(e, nowMs, pixel) {
     return firstFailure(
       () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Google Ads'"),
-      // One conversion action per pixel: counting every landing-page view as that conversion would corrupt it.
+      // Counting every landing-page view as a conversion would corrupt the advertiser's numbers.
       () => (e.eventType === 'PageView' ? 'page views are not uploaded to Google Ads' : undefined),
-      () => (present(e.gclid) ? undefined : 'no gclid (Google Ads accepts click conversions only)'),
+      () => {
+        if (pixel?.platform !== 'google') return undefined;
+        return conversionActionFor(pixel.conversionActions, e.eventType, e.customEventName) === undefined ? missingMappingReason(e.eventType, e.customEventName) : undefined;
+      },
+      () =>
+        googleClickId(e) !== undefined || googleUserIdentifiers(e).length > 0
+          ? undefined
+          : 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
     );
   },
 
@@ -179,16 +210,24 @@ export const googleAdapter: PlatformAdapter = {
     const p = pixelFor(pixel, 'google');
     assertBatch(events, MAX_BATCH, 'google');
     const customerId = digitsOnly(p.customerId);
-    const action = conversionActionName(p);
+    const consent = opts.adUserDataConsent;
     const conversions = events.map((e) => {
+      const action = conversionActionFor(p.conversionActions, e.eventType, e.customEventName);
+      // The pipeline prechecks with the pixel, so an unmapped event here is a programming error.
+      if (action === undefined) throw new Error(missingMappingReason(e.eventType, e.customEventName));
       const value = finiteNumber(e.value) ? e.value : undefined;
+      const identifiers = googleUserIdentifiers(e);
+      const adUserData = e.adUserDataConsent ?? consent;
       return {
-        gclid: opt(e.gclid),
-        conversionAction: action,
+        ...googleClickId(e),
+        conversionAction: conversionActionName(p, action),
         conversionDateTime: googleDateTime(e.eventTimeMs),
         conversionValue: value,
         currencyCode: value === undefined ? undefined : upperCurrency(e.currency),
         orderId: opt(e.orderId) ?? e.eventId,
+        userIdentifiers: identifiers.length > 0 ? identifiers : undefined,
+        consent: adUserData === undefined ? undefined : { adUserData },
+        userIpAddress: p.sendUserIpAddress ? opt(e.landingIp) : undefined,
       };
     });
     const headers: Record<string, string> = {
@@ -202,7 +241,7 @@ export const googleAdapter: PlatformAdapter = {
       method: 'POST',
       url: `${stripTrailingSlash(baseUrl)}/${apiVersion(opts.apiVersion)}/customers/${customerId}:uploadClickConversions`,
       headers,
-      body: JSON.stringify({ conversions, partialFailure: true }),
+      body: JSON.stringify({ conversions, partialFailure: true, ...(p.validateOnly ? { validateOnly: true } : {}) }),
     };
   },
 

@@ -1,3 +1,4 @@
+import { DEFAULT_API_VERSIONS } from './api-versions.js';
 import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
 import {
@@ -25,7 +26,7 @@ import {
 } from './response.js';
 import type { DeliveryEvent, PlatformAdapter } from './types.js';
 
-export const META_DEFAULT_API_VERSION = 'v21.0';
+export const META_DEFAULT_API_VERSION = DEFAULT_API_VERSIONS.meta;
 
 /** Error codes Meta documents as temporary: unknown (1), service (2), throttling (4, 17, 341, 80003), temporary block (368). */
 export const META_RETRY_CODES: ReadonlySet<number> = new Set([1, 2, 4, 17, 341, 80003, 368]);

@@ -17,10 +17,12 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /**
  * SHA-256 digests (lowercase hex) of normalised PII, produced by `domain/pii.ts` on receipt.
  * `ph` hashes the digits with country code and no `+` (Meta, Snapchat); `phE164` hashes the
- * E.164 form with the `+` (TikTok). Adapters send these as they are and never hash again.
+ * E.164 form with the `+` (TikTok, Google). Adapters send these as they are and never hash again.
  */
 export interface HashedPii {
   em?: string;
+  /** The e-mail as Google normalises it (dots dropped from gmail.com / googlemail.com local parts). */
+  emGoogle?: string;
   ph?: string;
   phE164?: string;
   fn?: string;
@@ -39,10 +41,15 @@ export interface DeliveryEvent {
   eventSourceUrl?: string | null;
   referrer?: string | null;
   clientIp?: string | null;
+  /** The IP of the visit (the device on the landing page), not of a later business request. */
+  landingIp?: string | null;
   userAgent?: string | null;
   fbc?: string | null;
   fbp?: string | null;
   gclid?: string | null;
+  /** Google's click ids for iOS app (`gbraid`) and web (`wbraid`) traffic, sent when there is no gclid. */
+  gbraid?: string | null;
+  wbraid?: string | null;
   ttclid?: string | null;
   sccid?: string | null;
   ttp?: string | null;
@@ -52,6 +59,8 @@ export interface DeliveryEvent {
   contentName?: string | null;
   /** Google's `orderId`: the conversion id. Falls back to `eventId` when absent. */
   orderId?: string | null;
+  /** The site's `ad_user_data` consent for Google (`GRANTED`/`DENIED`); null: the configured default. */
+  adUserDataConsent?: 'GRANTED' | 'DENIED' | null;
 }
 
 const nonEmpty = z.string().trim().min(1);
@@ -79,8 +88,15 @@ export const pixelConfigSchema = z.discriminatedUnion('platform', [
     .object({
       platform: z.literal('google'),
       customerId: nonEmpty,
-      /** A conversion action id, or its full resource name `customers/{cid}/conversionActions/{id}`. */
-      conversionAction: nonEmpty,
+      /**
+       * Conversion action id (or full resource name `customers/{cid}/conversionActions/{id}`) per
+       * event type, `Custom:<name>`, `Custom` or `*` (see `google-actions.ts`).
+       */
+      conversionActions: z.record(z.string(), nonEmpty).refine((m) => Object.keys(m).length > 0, { message: 'at least one conversion action is required' }),
+      /** Uploads are validated by Google and not recorded (`validateOnly`): a pixel being tried out. */
+      validateOnly: z.boolean().optional(),
+      /** Send the visit's IP as `userIpAddress`, which Google accepts only from allowlisted accounts. */
+      sendUserIpAddress: z.boolean().optional(),
       developerToken: nonEmpty,
       /**
        * The OAuth access token sent as `Bearer`. Stored, it is short-lived (about an hour); with a
@@ -131,7 +147,9 @@ export type EventOutcome =
 export type PrecheckResult = { ok: true } | { ok: false; skipReason: string };
 
 export interface BuildOptions {
-  /** Meta `vNN.0` (default `v21.0`), TikTok `v1.3`, Google `vNN` (default `v21`). */
+  /** Google: the `ad_user_data` consent sent when the event's site sets none (from configuration). */
+  adUserDataConsent?: 'GRANTED' | 'DENIED';
+  /** Meta `vNN.0`, TikTok `v1.3`, Google `vNN`; the defaults are in `api-versions.ts`. */
   apiVersion?: string;
 }
 
@@ -141,8 +159,11 @@ export interface PlatformAdapter {
   maxBatch: number;
   /** Oldest event the platform accepts, measured from `nowMs` at send time. */
   maxEventAgeMs: number;
-  /** Whether the event can be valid at all for this platform; a failed check means "skip the send". */
-  precheck(e: DeliveryEvent, nowMs: number): PrecheckResult;
+  /**
+   * Whether the event can be valid at all for this platform (and, when given, this pixel: a Google
+   * pixel takes only the event types it maps); a failed check means "skip the send".
+   */
+  precheck(e: DeliveryEvent, nowMs: number, pixel?: PixelConfig): PrecheckResult;
   /** Builds the request for 1..maxBatch prechecked events; throws on a programming error (wrong pixel, empty batch). */
   buildRequest(events: DeliveryEvent[], pixel: PixelConfig, baseUrl: string, opts?: BuildOptions): HttpRequestSpec;
   /**

@@ -103,7 +103,7 @@ function initBody(r, p) {
     websiteId: WEBSITE_ID, tempId: p.tid, sessionId: p.sid, visitRequestId: p.visitRequestId,
     href: pick(r.variables.scheme + '://' + r.variables.host + target, 2048), landingPage: pick(target, 2048),
     referrer: pick(r.headersIn.Referer, 2048), userAgent: pick(r.headersIn['User-Agent'], 1024),
-    fbc: p.fbc, fbp: p.fbp, gclid: id(q.gclid), ttclid: id(q.ttclid), sccid: id(q.ScCid || q.sccid),
+    fbc: p.fbc, fbp: p.fbp, gclid: id(q.gclid), gbraid: id(q.gbraid), wbraid: id(q.wbraid), ttclid: id(q.ttclid), sccid: id(q.ScCid || q.sccid),
     utmSource: pick(q.utm_source, 256), utmMedium: pick(q.utm_medium, 256), utmCampaign: pick(q.utm_campaign, 256),
     utmContent: pick(q.utm_content, 256), utmTerm: pick(q.utm_term, 256),
   });

@@ -49,7 +49,7 @@ describe('happy path', () => {
     const res = await api.post(path(user, conversionId), { value: 99.5, currency: 'gbp', pii: { email: 'Buyer@Example.com' } }, { key: tenant.site.siteKey });
     expect(res).toMatchObject({ status: 200, body: { success: true } });
     const { rows } = await db.pool.query('SELECT value, currency, awaiting_manual_input, capi_status, pii_hashed FROM conversions WHERE id = $1', [conversionId]);
-    expect(rows[0]).toEqual({ value: 99.5, currency: 'GBP', awaiting_manual_input: false, capi_status: 'pending', pii_hashed: { em: sha('buyer@example.com') } });
+    expect(rows[0]).toEqual({ value: 99.5, currency: 'GBP', awaiting_manual_input: false, capi_status: 'pending', pii_hashed: { em: sha('buyer@example.com'), emGoogle: sha('buyer@example.com') } });
     const sends = await db.pool.query('SELECT platform, status FROM sends WHERE conversion_id = $1 ORDER BY platform', [conversionId]);
     expect(sends.rows).toEqual([{ platform: 'meta', status: 'pending' }, { platform: 'tiktok', status: 'pending' }]);
   });

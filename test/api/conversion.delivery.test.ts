@@ -7,6 +7,7 @@ import { startFakes, type Fakes, type MetaAcceptedEvent, type TikTokAcceptedEven
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { loadSubjects, eventFromRow } from '../../backend/delivery/event-builder.js';
+import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { META_PIXEL, TIKTOK_PIXEL, VISIT, apiClient, attributedJoin, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
 
 let fakes: Fakes;
@@ -196,5 +197,52 @@ describe('what every event of a lead carries', () => {
       });
       expect(await capiStatus(res.body.conversionId)).toBe('sent');
     }
+  });
+});
+
+describe('Google Ads, from the business API', () => {
+  let google: Tenant;
+  const ACTION = 'customers/1234567890/conversionActions/222';
+
+  beforeAll(async () => {
+    google = await seedTenant(db.pool, t.deps.box, { platforms: [] });
+    await addPixel({ db: db.pool, box: t.deps.box }, {
+      platform: 'google', siteId: google.site.siteId, customerId: '1234567890', developerToken: 'google-dev-token', oauthToken: 'google-oauth-token',
+      conversionActions: ['Purchase=222'],
+    });
+  });
+
+  async function googleRow(conversionId: string) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const found = fakes.google.conversions('1234567890').find((c) => c.conversion.orderId === conversionId);
+      if (found) return found.conversion;
+      if (Date.now() > deadline) throw new Error(`Google never received ${conversionId}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  it("a cold Purchase with only an e-mail is uploaded with the digest of Google's normal form", async () => {
+    const res = await api.post(
+      '/events/conversion',
+      { telegramUserId: newUser(), eventType: 'Purchase', value: 19, currency: 'EUR', channelId: google.site.channels.main, pii: { email: 'John.Smith@Gmail.com' } },
+      { key: google.site.siteKey },
+    );
+    expect(res.status).toBe(201);
+    const row = await googleRow(res.body.conversionId);
+    expect(row).toMatchObject({ conversionAction: ACTION, userIdentifiers: [{ userIdentifierSource: 'FIRST_PARTY', hashedEmail: sha('johnsmith@gmail.com') }] });
+    expect(row.gclid).toBeUndefined();
+  });
+
+  it("a cold lead's gbraid is uploaded as the click id", async () => {
+    const res = await api.post(
+      '/events/conversion',
+      { telegramUserId: newUser(), eventType: 'Purchase', value: 19, currency: 'EUR', channelId: google.site.channels.main, gbraid: '0AAAAA-api_gb' },
+      { key: google.site.siteKey },
+    );
+    expect(res.status).toBe(201);
+    const row = await googleRow(res.body.conversionId);
+    expect(row).toMatchObject({ gbraid: '0AAAAA-api_gb', conversionAction: ACTION });
+    expect(row.gclid).toBeUndefined();
   });
 });

@@ -49,7 +49,7 @@ describe('warm lead', () => {
       event_type: 'Purchase', value: 49.9, currency: 'USD', content_name: 'Pro plan', external_user_id: 'crm-42', api_visit_override: null,
     });
     expect(c.pii_hashed).toEqual({
-      em: sha('ann@example.com'), ph: sha('442079460958'), phE164: sha('+442079460958'), fn: sha('ann'), externalId: sha('crm-42'),
+      em: sha('ann@example.com'), emGoogle: sha('ann@example.com'), ph: sha('442079460958'), phE164: sha('+442079460958'), fn: sha('ann'), externalId: sha('crm-42'),
     });
     expect(JSON.stringify(c)).not.toMatch(/ann@example|7946/i);
     const sends = await db.pool.query('SELECT id, platform, status FROM sends WHERE conversion_id = $1 ORDER BY platform', [c.id]);
@@ -129,6 +129,16 @@ describe('cold lead', () => {
       client_ip: '203.0.113.50', user_agent: 'Cold UA/1.0',
       api_visit_override: { fbc: 'fb.1.1700000000000.IwAR-cold', fbp: 'fb.1.1700000000000.987', gclid: 'Cj0-gclid', ttclid: 'tt-1', sccid: 'sc-1', clientIp: '203.0.113.50', userAgent: 'Cold UA/1.0' },
     });
+  });
+
+  it("keeps Google's iOS click ids (gbraid, wbraid) in the override", async () => {
+    const res = await api.post(
+      '/events/conversion',
+      { telegramUserId: newUser(), eventType: 'Purchase', value: 5, currency: 'EUR', channelId: tenant.site.channels.main, gbraid: '0AAAA-gb', wbraid: 'CjkK-wb' },
+      { key: tenant.site.siteKey },
+    );
+    expect(res.status).toBe(201);
+    expect((await conversion(res.body.conversionId)).api_visit_override).toEqual({ gbraid: '0AAAA-gb', wbraid: 'CjkK-wb' });
   });
 
   it('an account key names the site by websiteId', async () => {

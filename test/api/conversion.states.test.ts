@@ -133,7 +133,7 @@ describe('recent matching conversion', () => {
     expect(again.body.sends.map((s: { sendId: string }) => s.sendId).sort()).toEqual(firstSends.map((s) => s.id).sort());
     const c = await conversion(first.body.conversionId);
     expect(c).toMatchObject({ value: 25, currency: 'EUR', content_name: 'Annual' });
-    expect(Object.keys(c.pii_hashed).sort()).toEqual(['em', 'ph', 'phE164']);
+    expect(Object.keys(c.pii_hashed).sort()).toEqual(['em', 'emGoogle', 'ph', 'phE164']);
     expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [user])).toBe(1);
     expect(await sendsOf(first.body.conversionId)).toHaveLength(2);
     expect(await dueNow(firstSends.map((s) => s.id))).toBe(2);

@@ -86,7 +86,7 @@ describe('tracker.js in Chromium', () => {
   it('sets the cookies, records the visit, patches a late _fbp and routes the join click', async () => {
     const page = await newPage();
     const before = Date.now();
-    await page.goto(`${pageOrigin}/landing?fbclid=IwAR_browser-1&utm_source=fb`);
+    await page.goto(`${pageOrigin}/landing?fbclid=IwAR_browser-1&utm_source=fb&gbraid=0AAA-browser_1`);
 
     await expect.poll(async () => (await visitsOfSite()).length, { timeout: 10_000 }).toBe(1);
     const cookies = Object.fromEntries((await page.context().cookies(pageOrigin)).map((c) => [c.name, c]));
@@ -103,10 +103,11 @@ describe('tracker.js in Chromium', () => {
     expect(visit).toMatchObject({
       temp_id: tid.value,
       session_id: sid.value,
-      href: `${pageOrigin}/landing?fbclid=IwAR_browser-1&utm_source=fb`,
-      landing_page: '/landing?fbclid=IwAR_browser-1&utm_source=fb',
+      href: `${pageOrigin}/landing?fbclid=IwAR_browser-1&utm_source=fb&gbraid=0AAA-browser_1`,
+      landing_page: '/landing?fbclid=IwAR_browser-1&utm_source=fb&gbraid=0AAA-browser_1',
       fbc: cookies._fbc!.value,
       utm_source: 'fb',
+      gbraid: '0AAA-browser_1',
       client_ip: '127.0.0.1',
     });
     expect(visit!.visit_request_id).toMatch(/^[0-9a-f-]{36}$/);

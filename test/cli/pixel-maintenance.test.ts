@@ -10,7 +10,7 @@ let siteId: string;
 let websiteId: string;
 const box = createSecretBox(parseSecretKey(SECRET_KEY_HEX));
 
-const GOOGLE = ['--platform', 'google', '--customer-id', '123-456-7890', '--conversion-action', '987654', '--developer-token', 'dev-token-maint-1'];
+const GOOGLE = ['--platform', 'google', '--customer-id', '123-456-7890', '--conversion-action', 'Subscribe=987654', '--developer-token', 'dev-token-maint-1'];
 const REFRESH = ['--refresh-token', '1//refresh-token-maint-1', '--client-id', '123-abc.apps.googleusercontent.com', '--client-secret', 'GOCSPX-client-secret-1'];
 /** Every secret given to the CLI in this file: none may be found in clear in any table. */
 const SECRETS = [
@@ -40,13 +40,34 @@ async function google(...extra: string[]): Promise<string> {
   return (await w.ok<{ pixelId: string }>('pixel', 'add', '--site', siteId, ...GOOGLE, ...extra)).pixelId;
 }
 
+describe('Google conversion actions per event type, test mode and IP', () => {
+  it('a bare action (the single-action form) maps every event type, with a warning', async () => {
+    const r = await w.run('pixel', 'add', '--site', siteId, ...GOOGLE.slice(0, 4), '--conversion-action', '555', '--developer-token', 'dev-token-maint-1', '--oauth-token', 'ya29.oauth-maint-1', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^warning: a --conversion-action without EVENT= maps every event type to that one action/);
+    expect((await pixelRow(r.json().pixelId)).public_config).toEqual({ customerId: '1234567890', conversionActions: { '*': '555' } });
+  });
+
+  it('update replaces the whole mapping and switches test mode and the IP on and off', async () => {
+    const pixelId = await google('--oauth-token', 'ya29.oauth-maint-1', '--validate-only');
+    expect((await pixelRow(pixelId)).public_config).toEqual({ customerId: '1234567890', conversionActions: { Subscribe: '987654' }, validateOnly: true });
+    await w.ok('pixel', 'update', '--pixel', pixelId, '--conversion-action', 'Purchase=22', '--conversion-action', 'Custom:Demo=33', '--no-validate-only', '--send-ip-address');
+    expect((await pixelRow(pixelId)).public_config).toEqual({ customerId: '1234567890', conversionActions: { Purchase: '22', 'Custom:Demo': '33' }, sendUserIpAddress: true });
+    // The credentials are untouched by a settings-only update.
+    expect(await secretsOf(pixelId)).toEqual({ developerToken: 'dev-token-maint-1', oauthToken: 'ya29.oauth-maint-1' });
+    expect(await w.refused('pixel', 'update', '--pixel', pixelId, '--validate-only', '--no-validate-only')).toBe('error: --validate-only and --no-validate-only cannot be given together (see npm run admin -- pixel update --help)\n');
+    const meta = (await w.ok<{ pixelId: string }>('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '55555', '--access-token', 'meta-token-maint-1')).pixelId;
+    expect(await w.refused('pixel', 'update', '--pixel', meta, '--conversion-action', 'Lead=1')).toBe('error: --conversion-action: is not used by a meta pixel\n');
+  });
+});
+
 describe('pixel add --platform google with a refresh token', () => {
   it('seals the refresh token with its client; no access token is needed', async () => {
     const pixelId = await google(...REFRESH);
     expect(await secretsOf(pixelId)).toEqual({
       developerToken: 'dev-token-maint-1', refreshToken: '1//refresh-token-maint-1', clientId: '123-abc.apps.googleusercontent.com', clientSecret: 'GOCSPX-client-secret-1',
     });
-    expect((await pixelRow(pixelId)).public_config).toEqual({ customerId: '1234567890', conversionAction: '987654' });
+    expect((await pixelRow(pixelId)).public_config).toEqual({ customerId: '1234567890', conversionActions: { Subscribe: '987654' } });
   });
 
   it('an --oauth-token given too is not stored, with a warning', async () => {
@@ -168,7 +189,7 @@ describe('pixel list', () => {
     ]);
     expect(out.pixels).toMatchObject([
       { pixelId: meta, platform: 'meta', publicConfig: { pixelId: '222222' }, testEventCode: 'TEST1', active: false },
-      { pixelId: g, platform: 'google', publicConfig: { customerId: '1234567890', conversionAction: '987654' }, testEventCode: null, active: true },
+      { pixelId: g, platform: 'google', publicConfig: { customerId: '1234567890', conversionActions: { Subscribe: '987654' } }, testEventCode: null, active: true },
     ]);
     expect(Date.parse(out.pixels[0].createdAt)).not.toBeNaN();
     const human = await w.run('pixel', 'list', '--site', site.siteId);

@@ -52,11 +52,11 @@ describe('pixel add', () => {
   it('google: customer id without dashes, conversion action from a resource name, two sealed tokens', async () => {
     const out = await w.ok(
       'pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '123-456-7890',
-      '--conversion-action', 'customers/1234567890/conversionActions/987654', '--developer-token', 'dev-token-google-1',
+      '--conversion-action', 'Purchase=customers/1234567890/conversionActions/987654', '--conversion-action', 'Custom:Demo call=42', '--developer-token', 'dev-token-google-1',
       '--oauth-token', 'ya29.oauth-token-google', '--login-customer-id', '111-222-3333',
     );
     const row = await pixelRow(out.pixelId);
-    expect(row).toMatchObject({ platform: 'google', public_config: { customerId: '1234567890', conversionAction: '987654', loginCustomerId: '1112223333' } });
+    expect(row).toMatchObject({ platform: 'google', public_config: { customerId: '1234567890', conversionActions: { Purchase: '987654', 'Custom:Demo call': '42' }, loginCustomerId: '1112223333' } });
     expect(JSON.parse(box.open(row.secrets_enc))).toEqual({ developerToken: 'dev-token-google-1', oauthToken: 'ya29.oauth-token-google' });
   });
 
@@ -78,6 +78,11 @@ describe('pixel add', () => {
     expect(await w.refused('pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '123', '--conversion-action', 'x',
       '--developer-token', 'devtokentoken', '--oauth-token', 'oauthtokentoken'))
       .toBe('error: --customer-id: Google customer id must be 10 digits; --conversion-action: conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>\n');
+    const google = ['pixel', 'add', '--site', siteId, '--platform', 'google', '--customer-id', '1234567890', '--developer-token', 'devtokentoken', '--oauth-token', 'oauthtokentoken'];
+    expect(await w.refused(...google, '--conversion-action', 'PageView=1')).toBe('error: --conversion-action: PageView is not uploaded to Google Ads\n');
+    expect(await w.refused(...google, '--conversion-action', 'Join=1')).toBe('error: --conversion-action: "Join" is not an event type: use Contact, Lead, Purchase, CompleteRegistration, Subscribe, Custom, Custom:<name> or *\n');
+    expect(await w.refused(...google, '--conversion-action', 'Lead=1', '--conversion-action', 'Lead=2')).toBe('error: --conversion-action: Lead is mapped twice\n');
+    expect(await w.refused(...google, '--conversion-action', 'Custom:=1')).toBe('error: --conversion-action: "Custom:": a custom event name must be 1–100 characters\n');
     expect(await w.refused('pixel', 'add', '--site', 'ws_unknown', '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'tokentoken'))
       .toBe('error: site ws_unknown does not exist\n');
     expect((await w.db.pool.query('SELECT count(*)::int AS n FROM pixels')).rows[0].n).toBe(before);

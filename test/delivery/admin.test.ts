@@ -60,7 +60,7 @@ describe('listSends', () => {
       lastError: 'Error validating access token: Session has expired. (code 190/463)', conversionId: failedConversion, visitId: null,
     });
     const google = byId.sends.find((s) => s.conversionId === failedConversion && s.platform === 'google')!;
-    expect(google).toMatchObject({ status: 'skipped', attempts: 0, lastError: 'no gclid (Google Ads accepts click conversions only)' });
+    expect(google).toMatchObject({ status: 'skipped', attempts: 0, lastError: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' });
     const otherSends = await listSends(db.pool, { siteId: other.siteId });
     expect(otherSends.sends).toHaveLength(1);
     expect(byId.sends.map((s) => s.sendId)).not.toContain(otherSends.sends[0]!.sendId);
@@ -99,7 +99,7 @@ describe('listSends', () => {
       const [skipped] = await sendsOf(db.pool, `conversion_id = $1 AND platform = 'google'`, [failedConversion]);
       await retrySend(db.pool, skipped!.id);
       const [after] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'id = $1', [skipped!.id]));
-      expect(after).toMatchObject({ status: 'skipped', skip_reason: 'no gclid (Google Ads accepts click conversions only)' });
+      expect(after).toMatchObject({ status: 'skipped', skip_reason: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' });
     });
 
     it('refuses a delivered send, and unknown or malformed ids with NOT_FOUND', async () => {

@@ -61,7 +61,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
 
   it('Meta: one request to the pixel with the access token, the exact event and the test event code', () => {
     const req = only(h.fakes.meta.received);
-    expect(req.path).toBe(`/v21.0/${META_PIXEL}/events`);
+    expect(req.path).toBe(`/v26.0/${META_PIXEL}/events`);
     expect(req.query).toEqual({ access_token: 'meta-test-token' });
     expect(req.body).toEqual({
       data: [{
@@ -121,7 +121,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
 
   it('Google: the gclid, the action resource name, the UTC date-time, value and the conversion id as orderId', () => {
     const req = only(h.fakes.google.received);
-    expect(req.path).toBe(`/v21/customers/${GOOGLE_CUSTOMER}:uploadClickConversions`);
+    expect(req.path).toBe(`/v25/customers/${GOOGLE_CUSTOMER}:uploadClickConversions`);
     expect(req.headers.authorization).toBe('Bearer google-oauth-token');
     expect(req.headers['developer-token']).toBe('google-dev-token');
     const dt = eventTime.toISOString().slice(0, 19).replace('T', ' ') + '+00:00';
@@ -133,6 +133,8 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
         conversionValue: 49.9,
         currencyCode: 'USD',
         orderId: conversionId,
+        // Enhanced conversions: Google's e-mail digest (no dots to drop here) and the E.164 phone digest.
+        userIdentifiers: [{ userIdentifierSource: 'FIRST_PARTY', hashedEmail: EM }, { userIdentifierSource: 'FIRST_PARTY', hashedPhoneNumber: PH_E164 }],
       }],
       partialFailure: true,
     });

@@ -19,7 +19,7 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
     send_id: 's1', event_id: 'cnv_c1', created_at: T, conversion_id: 'c1', event_type: 'Subscribe', custom_event_name: null, value: null,
     currency: null, content_name: null, pii_hashed: {}, external_user_id: null, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
     api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
-    gclid: null, ttclid: null, sccid: null, v_created_at: null,
+    gclid: null, gbraid: null, wbraid: null, ttclid: null, sccid: null, v_created_at: null, google_ad_user_data: null,
     ...over,
   };
 }
@@ -49,8 +49,15 @@ describe('eventFromRow', () => {
   it('a visit is a PageView with its own id, time, URL and attribution, and no PII', () => {
     expect(eventFromRow(row({ conversion_id: null, event_type: null, event_time: null, event_id: 'pv_v1', ...visit }))).toEqual({
       eventId: 'pv_v1', eventType: 'PageView', eventTimeMs: visit.v_created_at.getTime(), eventSourceUrl: visit.href, referrer: visit.referrer,
-      clientIp: '203.0.113.1', userAgent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', ttclid: 't', sccid: 's', hashed: {},
+      clientIp: '203.0.113.1', landingIp: '203.0.113.1', userAgent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', gbraid: null, wbraid: null, ttclid: 't', sccid: 's', hashed: {},
     });
+  });
+
+  it("Google's iOS click ids come from the visit, else the override; the landing IP is the visit's, not the business request's", () => {
+    const warm = eventFromRow(row({ ...visit, gclid: null, gbraid: 'GB-visit', c_client_ip: '198.51.100.1', api_visit_override: { gbraid: 'GB-o', wbraid: 'WB-o' } }));
+    expect([warm.gclid, warm.gbraid, warm.wbraid, warm.clientIp, warm.landingIp]).toEqual([null, 'GB-visit', 'WB-o', '198.51.100.1', '203.0.113.1']);
+    const cold = eventFromRow(row({ api_visit_override: { wbraid: 'WB-o', clientIp: '192.0.2.9' } }));
+    expect([cold.gbraid, cold.wbraid, cold.landingIp]).toEqual([null, 'WB-o', '192.0.2.9']);
   });
 
   const attribution = (r: SendSubjectRow) => {
@@ -83,6 +90,11 @@ describe('eventFromRow', () => {
     expect(e).toMatchObject({ eventId: 'cnv_c1', eventType: 'Custom', customEventName: 'Vip', value: 10.5, currency: 'EUR', contentName: 'Main', orderId: 'c1', eventTimeMs: T.getTime() });
   });
 
+  it("a conversion carries its site's Google consent, when the site sets one", () => {
+    expect(eventFromRow(row({ google_ad_user_data: 'DENIED' })).adUserDataConsent).toBe('DENIED');
+    expect(eventFromRow(row({})).adUserDataConsent).toBeNull();
+  });
+
   it('refuses a row without a usable subject', () => {
     expect(() => eventFromRow(row({ conversion_id: null }))).toThrow(/has no subject/);
     expect(() => eventFromRow(row({ event_type: 'Unknown' }))).toThrow(/no usable event type/);
@@ -91,8 +103,8 @@ describe('eventFromRow', () => {
 
 describe('hashedPiiOf', () => {
   it('keeps SHA-256 digests (lower-cased) and drops anything else, so raw PII can never leave', () => {
-    expect(hashedPiiOf({ em: H('A'), ph: 'john@example.com', phE164: H('b'), fn: 42, ln: H('c').slice(1), externalId: H('d'), extra: H('e') }))
-      .toEqual({ em: H('a'), phE164: H('b'), externalId: H('d') });
+    expect(hashedPiiOf({ em: H('A'), emGoogle: H('F'), ph: 'john@example.com', phE164: H('b'), fn: 42, ln: H('c').slice(1), externalId: H('d'), extra: H('e') }))
+      .toEqual({ em: H('a'), emGoogle: H('f'), phE164: H('b'), externalId: H('d') });
     expect(hashedPiiOf(null)).toEqual({});
     expect(hashedPiiOf('x')).toEqual({});
   });

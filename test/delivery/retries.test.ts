@@ -156,14 +156,14 @@ describe('permanent failures are not retried', () => {
 });
 
 describe('sends that cannot be valid are skipped with the reason', () => {
-  it('no User-Agent (Meta, TikTok, Snapchat) and no gclid (Google); capiStatus skipped', async () => {
+  it('no User-Agent (Meta, TikTok, Snapchat) and no click id or e-mail or phone (Google); capiStatus skipped', async () => {
     const { conversionId } = await conversionOn(['meta', 'tiktok', 'snapchat', 'google'], {}, { userAgent: null, gclid: null });
     const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
     expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual({
       meta: ['skipped', 'missing user agent (required for website events)', 0],
       tiktok: ['skipped', 'missing user agent (required for website events)', 0],
       snapchat: ['skipped', 'missing user agent (required for website events)', 0],
-      google: ['skipped', 'no gclid (Google Ads accepts click conversions only)', 0],
+      google: ['skipped', 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with', 0],
     });
     expect(h.fakes.meta.received.length + h.fakes.tiktok.received.length + h.fakes.snapchat.received.length + h.fakes.google.received.length).toBe(0);
     expect(await capiStatus(conversionId)).toBe('skipped');

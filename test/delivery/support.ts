@@ -35,7 +35,7 @@ export function pixelInput(siteId: string, platform: PixelPlatform, testEventCod
     case 'snapchat':
       return { platform, siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' };
     case 'google':
-      return { platform, siteId, customerId: GOOGLE_CUSTOMER, conversionAction: GOOGLE_ACTION, developerToken: 'google-dev-token', oauthToken: 'google-oauth-token' };
+      return { platform, siteId, customerId: GOOGLE_CUSTOMER, conversionActions: [GOOGLE_ACTION], developerToken: 'google-dev-token', oauthToken: 'google-oauth-token' };
   }
 }
 
@@ -55,6 +55,8 @@ export interface VisitInput {
   fbc?: string | null;
   fbp?: string | null;
   gclid?: string | null;
+  gbraid?: string | null;
+  wbraid?: string | null;
   ttclid?: string | null;
   sccid?: string | null;
   createdAt?: Date;
@@ -66,9 +68,9 @@ export const UA = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleW
 export async function createVisit(pool: Pool, siteId: string, v: VisitInput = {}, pageView = false): Promise<string> {
   const visitId = await withTx(pool, async (tx) => {
     const { rows } = await tx.query<{ id: string }>(
-      `INSERT INTO visits (site_id, temp_id, session_id, href, referrer, client_ip, user_agent, fbc, fbp, gclid, ttclid, sccid, created_at)
-       VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now())) RETURNING id`,
-      [siteId, v.href ?? null, v.referrer ?? null, v.clientIp ?? null, v.userAgent ?? null, v.fbc ?? null, v.fbp ?? null, v.gclid ?? null, v.ttclid ?? null, v.sccid ?? null, v.createdAt ?? null],
+      `INSERT INTO visits (site_id, temp_id, session_id, href, referrer, client_ip, user_agent, fbc, fbp, gclid, ttclid, sccid, created_at, gbraid, wbraid)
+       VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), $12, $13) RETURNING id`,
+      [siteId, v.href ?? null, v.referrer ?? null, v.clientIp ?? null, v.userAgent ?? null, v.fbc ?? null, v.fbp ?? null, v.gclid ?? null, v.ttclid ?? null, v.sccid ?? null, v.createdAt ?? null, v.gbraid ?? null, v.wbraid ?? null],
     );
     const id = rows[0]!.id;
     if (pageView) await createSends(tx, { kind: 'visit', id, siteId });

@@ -3,6 +3,7 @@
 // in `partialFailureError`, which is why `partialFailure: true` is mandatory.
 // It also plays Google's OAuth token endpoint (`POST /token`, grant_type=refresh_token): the access
 // tokens it issues are accepted by the upload endpoint until they expire or are expired on purpose.
+import { isIP } from 'node:net';
 import {
   FakeServer, isRecord, randomId,
   type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure,
@@ -21,16 +22,117 @@ export interface GoogleFakeOptions extends FakeOptions {
   refreshTokens?: string[];
   /** `expires_in` of issued access tokens, in seconds; they stop working after it. Default 3599. */
   accessTokenLifetimeSec?: number;
+  /**
+   * API versions that answer. Others are sunset (or never existed) and answer 404, as Google's do.
+   * Default: those Google serves in November 2026 (v21 was sunset on 5 Aug 2026, v22 on 7 Oct 2026).
+   */
+  liveVersions?: string[];
 }
 
+export const GOOGLE_LIVE_VERSIONS = ['v23', 'v24', 'v25', 'v26'];
+
 export interface ClickConversion {
-  gclid: string;
+  gclid?: string;
+  gbraid?: string;
+  wbraid?: string;
   conversionAction: string;
   conversionDateTime: string;
   conversionValue?: number;
   currencyCode?: string;
   orderId?: string;
+  userIdentifiers?: Array<Record<string, string>>;
+  consent?: { adUserData?: string };
+  userIpAddress?: string;
   [field: string]: unknown;
+}
+
+/**
+ * Field names of the v25 `UploadClickConversionsRequest`, `ClickConversion`, `UserIdentifier` and
+ * `Consent` messages (google-ads-node 25.1.0 protos). JSON may spell them lowerCamel or snake_case;
+ * any other name is refused with Google's "Cannot find field" error.
+ */
+const REQUEST_FIELDS = ['customerId', 'conversions', 'partialFailure', 'validateOnly', 'jobId'];
+const CONVERSION_FIELDS = [
+  'gclid', 'gbraid', 'wbraid', 'conversionAction', 'conversionDateTime', 'conversionValue', 'currencyCode', 'orderId',
+  'externalAttributionData', 'customVariables', 'cartData', 'userIdentifiers', 'conversionEnvironment', 'consent',
+  'customerType', 'userIpAddress', 'sessionAttributesEncoded', 'sessionAttributesKeyValuePairs',
+];
+const IDENTIFIER_FIELDS = ['userIdentifierSource', 'hashedEmail', 'hashedPhoneNumber', 'mobileId', 'thirdPartyUserId', 'addressInfo'];
+const CONSENT_FIELDS = ['adUserData', 'adPersonalization'];
+const CONSENT_VALUES = new Set(['UNSPECIFIED', 'UNKNOWN', 'GRANTED', 'DENIED']);
+const IDENTIFIER_SOURCES = new Set(['UNSPECIFIED', 'UNKNOWN', 'FIRST_PARTY', 'THIRD_PARTY']);
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const camel = (name: string) => name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** The first key of `o` that is not a field of the message, in either spelling. */
+function unknownField(o: Record<string, unknown>, fields: readonly string[]): string | undefined {
+  return Object.keys(o).find((k) => !fields.includes(camel(k)) || (k !== camel(k) && k !== snake(camel(k))));
+}
+
+/** The request-level refusal of a JSON name the message does not have (400, google.rpc.BadRequest). */
+function unknownName(name: string, at: string): Reply {
+  const description = `Invalid JSON payload received. Unknown name "${name}" at '${at}': Cannot find field.`;
+  return {
+    status: 400,
+    body: { error: { code: 400, message: description, status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: at, description }] }] } },
+  };
+}
+
+function invalidEnum(value: unknown, at: string): Reply {
+  const description = `Invalid value at '${at}', "${String(value)}"`;
+  return {
+    status: 400,
+    body: { error: { code: 400, message: description, status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: at, description }] }] } },
+  };
+}
+
+/** Google's JSON parser refuses unknown names and bad enum values for the whole request. */
+function parseProblem(body: Record<string, unknown>): Reply | undefined {
+  const top = unknownField(body, REQUEST_FIELDS);
+  if (top !== undefined) return unknownName(top, '');
+  const rows = body.conversions;
+  if (!Array.isArray(rows)) return undefined;
+  for (const [i, row] of rows.entries()) {
+    if (!isRecord(row)) continue;
+    const at = `conversions[${i}]`;
+    const field = unknownField(row, CONVERSION_FIELDS);
+    if (field !== undefined) return unknownName(field, at);
+    const ids = row.userIdentifiers ?? row.user_identifiers;
+    if (Array.isArray(ids)) {
+      for (const [j, id] of ids.entries()) {
+        if (!isRecord(id)) continue;
+        const bad = unknownField(id, IDENTIFIER_FIELDS);
+        if (bad !== undefined) return unknownName(bad, `${at}.user_identifiers[${j}]`);
+        const source = id.userIdentifierSource ?? id.user_identifier_source;
+        if (source !== undefined && !IDENTIFIER_SOURCES.has(String(source))) return invalidEnum(source, `${at}.user_identifiers[${j}].user_identifier_source`);
+      }
+    }
+    const consent = row.consent;
+    if (isRecord(consent)) {
+      const bad = unknownField(consent, CONSENT_FIELDS);
+      if (bad !== undefined) return unknownName(bad, `${at}.consent`);
+      for (const [k, v] of Object.entries(consent)) {
+        if (!CONSENT_VALUES.has(String(v))) return invalidEnum(v, `${at}.consent.${snake(camel(k))}`);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Canonical lowerCamel names, so that the checks below read one spelling. */
+function camelRow(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [camel(k), v]));
+}
+
+/** `yyyy-mm-dd hh:mm:ss+|-hh:mm` naming a real calendar time and an offset Google knows (±14:00). */
+export function validConversionDateTime(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})([+-])(\d{2}):(\d{2})$/.exec(text);
+  if (!m) return false;
+  const [y, mo, d, h, mi, s, , oh, om] = m.slice(1).map(Number) as number[];
+  const date = new Date(Date.UTC(y!, mo! - 1, d!, h!, mi!, s!));
+  const real = date.getUTCFullYear() === y && date.getUTCMonth() === mo! - 1 && date.getUTCDate() === d && date.getUTCHours() === h && date.getUTCMinutes() === mi && date.getUTCSeconds() === s;
+  return real && (oh! < 14 || (oh === 14 && om === 0)) && om! < 60;
 }
 
 export interface GoogleAcceptedConversion {
@@ -54,6 +156,11 @@ export type GoogleRowErrorName =
 
 const MESSAGES: Record<string, string> = {
   UNPARSEABLE_GCLID: 'The click identifier could not be decoded.',
+  UNPARSEABLE_GBRAID: "Can't parse event import data. Check if your gbraid parameter was not modified and try again.",
+  UNPARSEABLE_WBRAID: "Can't parse event import data. Check if your wbraid parameter was not modified and try again.",
+  GBRAID_WBRAID_BOTH_SET: "Can't use both gbraid and wbraid parameters. Use only 1 and try again.",
+  INVALID_USER_IDENTIFIER: 'Make sure you hash user provided data using SHA-256 and ensure you are normalizing according to the guidelines.',
+  UNSUPPORTED_USER_IDENTIFIER: 'The provided user identifiers are not supported. Use only hashed email or phone number and try again.',
   CLICK_CONVERSION_ALREADY_EXISTS: 'This conversion has already been uploaded for this click.',
   TOO_RECENT_CONVERSION_ACTION: 'The conversion action was created too recently. Try the upload again after 4-6 hours.',
   TOO_RECENT_EVENT: 'The click associated with this conversion happened too recently. Try the upload again after 4-6 hours.',
@@ -68,7 +175,6 @@ type RowFailure = { errorCode: Record<string, string>; message: string; field?: 
 const PATH = /^\/(v\d+)\/customers\/(\d+):uploadClickConversions$/;
 const TOKEN_PATH = '/token';
 const ACTION = /^customers\/(\d+)\/conversionActions\/(\d+)$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$/;
 
 export class GoogleFake extends FakeServer {
   readonly oauthTokens: Set<string>;
@@ -77,12 +183,15 @@ export class GoogleFake extends FakeServer {
   private accepted: GoogleAcceptedConversion[] = [];
   private rowErrors: GoogleRowError[][] = [];
   private outcomes = new Map<string, { code: string; remaining: number }>();
+  /** Rows a `validateOnly` request found valid (and did not record). */
+  validated = 0;
   private readonly oauthClients: Map<string, string>;
   private readonly initialRefreshTokens: string[];
   private refreshTokens: Set<string>;
   /** Issued access token → when it stops working (`Date.now()` ms). */
   private issued = new Map<string, number>();
   accessTokenLifetimeSec: number;
+  private readonly liveVersions: Set<string>;
 
   constructor(options: GoogleFakeOptions = {}) {
     super('google', options);
@@ -93,6 +202,7 @@ export class GoogleFake extends FakeServer {
     this.initialRefreshTokens = options.refreshTokens ?? ['google-refresh-token'];
     this.refreshTokens = new Set(this.initialRefreshTokens);
     this.accessTokenLifetimeSec = options.accessTokenLifetimeSec ?? 3599;
+    this.liveVersions = new Set(options.liveVersions ?? GOOGLE_LIVE_VERSIONS);
   }
 
   /** Every access token issued so far stops working at once, as when an hour has passed. */
@@ -117,8 +227,9 @@ export class GoogleFake extends FakeServer {
     return this.received.filter((r) => r.path !== TOKEN_PATH);
   }
 
-  /** Rows with this gclid fail with `code` for the next `times` uploads (default: always), so
-   *  retryable outcomes such as TOO_RECENT_CONVERSION_ACTION can clear up on a later attempt. */
+  /** Rows with this click id (gclid, gbraid or wbraid; the order id of a row without one) fail with
+   *  `code` for the next `times` uploads (default: always), so retryable outcomes such as
+   *  TOO_RECENT_CONVERSION_ACTION can clear up on a later attempt. */
   setGclidOutcome(gclid: string, code: GoogleRowErrorName, times = Infinity): this {
     this.outcomes.set(gclid, { code, remaining: times });
     return this;
@@ -138,6 +249,7 @@ export class GoogleFake extends FakeServer {
     this.accepted = [];
     this.rowErrors = [];
     this.outcomes.clear();
+    this.validated = 0;
     this.issued.clear();
     this.refreshTokens = new Set(this.initialRefreshTokens);
   }
@@ -172,6 +284,10 @@ export class GoogleFake extends FakeServer {
       return { status: 404, body: { error: { code: 404, message: `Method not found: ${req.method} ${req.path}`, status: 'NOT_FOUND' } } };
     }
     const [, version = 'v17', customerId = ''] = match;
+    if (!this.liveVersions.has(version)) {
+      // A sunset version's URLs are gone: Google answers as for any unknown method.
+      return { status: 404, body: { error: { code: 404, message: `Method not found: the Google Ads API ${version} is not available (sunset or unknown).`, status: 'NOT_FOUND' } } };
+    }
     const auth = req.headers.authorization;
     const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
     if (!bearer || !this.acceptsBearer(bearer)) return unauthenticated(version, bearer === undefined);
@@ -180,7 +296,9 @@ export class GoogleFake extends FakeServer {
       return adsError(403, 'PERMISSION_DENIED', 'The caller does not have permission', version, [{ errorCode: { authenticationError: 'DEVELOPER_TOKEN_INVALID' }, message: 'The developer token is not valid.' }]);
     }
     if (!isRecord(req.body)) return { status: 400, body: { error: { code: 400, message: `Invalid JSON payload received. ${req.bodyError ?? 'Expected an object.'}`, status: 'INVALID_ARGUMENT' } } };
-    const { conversions, partialFailure } = req.body;
+    const problem = parseProblem(req.body);
+    if (problem) return problem;
+    const { conversions, partialFailure } = camelRow(req.body);
     if (!Array.isArray(conversions) || conversions.length === 0) {
       return invalidArgument(version, { requestError: 'REQUIRED_FIELD_MISSING' }, 'The conversions field is required and must not be empty.');
     }
@@ -190,10 +308,15 @@ export class GoogleFake extends FakeServer {
     if (partialFailure !== true) {
       return invalidArgument(version, { partialFailureError: 'PARTIAL_FAILURE_MODE_REQUIRED' }, 'The partial failure field must be set to true.');
     }
-    return this.upload(customerId, version, conversions, req.receivedAt);
+    const validateOnly = camelRow(req.body).validateOnly === true;
+    return this.upload(customerId, version, conversions.map((c) => (isRecord(c) ? camelRow(c) : c)), req.receivedAt, validateOnly);
   }
 
-  private upload(customerId: string, version: string, rows: unknown[], receivedAt: number): Reply {
+  /**
+   * Rows are checked one by one; with `validateOnly` nothing is recorded and, as Google does, no
+   * results come back (only the errors).
+   */
+  private upload(customerId: string, version: string, rows: unknown[], receivedAt: number, validateOnly: boolean): Reply {
     const errors: (RowFailure & { index: number })[] = [];
     const results: Record<string, unknown>[] = [];
     rows.forEach((row, index) => {
@@ -204,11 +327,15 @@ export class GoogleFake extends FakeServer {
         return;
       }
       const c = row as ClickConversion;
+      if (validateOnly) {
+        this.validated++;
+        return;
+      }
       this.accepted.push({ customerId, version, receivedAt, conversion: c });
-      results.push({ gclid: c.gclid, conversionAction: c.conversionAction, conversionDateTime: c.conversionDateTime });
+      results.push({ gclid: c.gclid, gbraid: c.gbraid, wbraid: c.wbraid, conversionAction: c.conversionAction, conversionDateTime: c.conversionDateTime });
     });
     this.rowErrors.push(errors.map(({ index, errorCode, message }) => ({ index, errorCode, message })));
-    if (errors.length === 0) return { status: 200, body: { results } };
+    if (errors.length === 0) return { status: 200, body: validateOnly ? {} : { results } };
     const partialFailureError = {
       code: 3,
       message: errors.map((e) => `${e.message}, at conversions[${e.index}]${e.field ? `.${e.field}` : ''}`).join('\n'),
@@ -222,7 +349,21 @@ export class GoogleFake extends FakeServer {
         requestId: randomId(22),
       }],
     };
-    return { status: 200, body: { results, partialFailureError } };
+    return { status: 200, body: validateOnly ? { partialFailureError } : { results, partialFailureError } };
+  }
+
+  /** Only hashed e-mails and phones, as 64 lowercase hex digits, at most five (ConversionUploadService). */
+  private checkIdentifiers(ids: unknown[]): string | undefined {
+    if (ids.length > 5) return 'INVALID_USER_IDENTIFIER';
+    for (const raw of ids) {
+      if (!isRecord(raw)) return 'INVALID_USER_IDENTIFIER';
+      const id = camelRow(raw);
+      const kinds = Object.keys(id).filter((k) => k !== 'userIdentifierSource');
+      if (kinds.length !== 1) return 'INVALID_USER_IDENTIFIER';
+      if (kinds[0] !== 'hashedEmail' && kinds[0] !== 'hashedPhoneNumber') return 'UNSUPPORTED_USER_IDENTIFIER';
+      if (typeof id[kinds[0]] !== 'string' || !/^[0-9a-f]{64}$/.test(id[kinds[0]] as string)) return 'INVALID_USER_IDENTIFIER';
+    }
+    return undefined;
   }
 
   /** Why a row fails, or undefined when it is accepted (accepting records its dedup keys). */
@@ -233,29 +374,45 @@ export class GoogleFake extends FakeServer {
       ...(field ? { field } : {}),
     });
     if (!isRecord(row)) return { errorCode: { requestError: 'INVALID_INPUT' }, message: 'Each conversion must be an object.' };
-    if (typeof row.gclid !== 'string' || row.gclid === '') return { errorCode: { fieldError: 'REQUIRED' }, message: 'The required field was not present.', field: 'gclid' };
-    if (!/^[A-Za-z0-9_-]+$/.test(row.gclid)) return upload('UNPARSEABLE_GCLID', 'gclid');
+    const clickIds = (['gclid', 'gbraid', 'wbraid'] as const).filter((k) => row[k] !== undefined && row[k] !== '');
+    const identifiers = Array.isArray(row.userIdentifiers) ? row.userIdentifiers : [];
+    if (row.gbraid !== undefined && row.wbraid !== undefined) return upload('GBRAID_WBRAID_BOTH_SET', 'wbraid');
+    if (clickIds.length > 1) return { errorCode: { fieldError: 'VALUE_MUST_BE_UNSET' }, message: 'The field must be unset: a conversion takes one of gclid, gbraid and wbraid.', field: clickIds[1] };
+    const clickId = clickIds[0];
+    // Without a click id, a conversion is matched by its user identifiers (enhanced conversions for leads).
+    if (clickId === undefined && identifiers.length === 0) return { errorCode: { fieldError: 'REQUIRED' }, message: 'The required field was not present.', field: 'gclid' };
+    if (clickId !== undefined && (typeof row[clickId] !== 'string' || !/^[A-Za-z0-9_-]+$/.test(row[clickId] as string))) {
+      return upload(clickId === 'gclid' ? 'UNPARSEABLE_GCLID' : clickId === 'gbraid' ? 'UNPARSEABLE_GBRAID' : 'UNPARSEABLE_WBRAID', clickId);
+    }
+    const identifierProblem = this.checkIdentifiers(identifiers);
+    if (identifierProblem) return upload(identifierProblem, 'user_identifiers');
+    if (isRecord(row.consent) && row.consent.adPersonalization !== undefined) {
+      return { errorCode: { fieldError: 'VALUE_MUST_BE_UNSET' }, message: 'ad_personalization can only be set for OfflineUserDataJobService and UserDataService.', field: 'consent.ad_personalization' };
+    }
+    if (row.userIpAddress !== undefined && (typeof row.userIpAddress !== 'string' || isIP(row.userIpAddress) === 0)) {
+      return { errorCode: { fieldError: 'INVALID_VALUE' }, message: 'user_ip_address must be an IPv4 or IPv6 address.', field: 'user_ip_address' };
+    }
     const action = typeof row.conversionAction === 'string' ? ACTION.exec(row.conversionAction) : null;
     if (!action) return { errorCode: { requestError: 'RESOURCE_NAME_MALFORMED' }, message: 'The resource name is malformed.', field: 'conversion_action' };
     if (action[1] !== customerId || (this.conversionActions && !this.conversionActions.has(row.conversionAction as string))) {
       return upload('NO_CONVERSION_ACTION_FOUND', 'conversion_action');
     }
-    if (typeof row.conversionDateTime !== 'string' || !DATE_TIME.test(row.conversionDateTime) || Number.isNaN(Date.parse(row.conversionDateTime.replace(' ', 'T')))) {
+    if (!validConversionDateTime(row.conversionDateTime)) {
       return { errorCode: { dateError: 'INVALID_FIELD_VALUES_IN_DATE_TIME' }, message: 'The field values in the date time are invalid (expected yyyy-mm-dd hh:mm:ss+|-hh:mm).', field: 'conversion_date_time' };
     }
     if (row.conversionValue !== undefined && typeof row.conversionValue !== 'number') return { errorCode: { fieldError: 'INVALID_VALUE' }, message: 'conversionValue must be a number.', field: 'conversion_value' };
     if (row.currencyCode !== undefined && !(typeof row.currencyCode === 'string' && /^[A-Z]{3}$/.test(row.currencyCode))) {
       return { errorCode: { fieldError: 'INVALID_VALUE' }, message: 'currencyCode must be a 3-letter ISO 4217 code.', field: 'currency_code' };
     }
-    const forced = this.outcomes.get(row.gclid);
+    const forced = this.outcomes.get(String(clickId === undefined ? row.orderId : row[clickId]));
     if (forced && forced.remaining > 0) {
       forced.remaining--;
-      return upload(forced.code, 'gclid');
+      return upload(forced.code, clickId ?? 'order_id');
     }
-    // Google refuses the same click (gclid + action + time) twice, and an order id reused within an action.
+    // Google refuses the same click (click id + action + time) twice, and an order id reused within an action.
     const duplicate = this.accepted.some(({ conversion: c }) =>
       c.conversionAction === row.conversionAction &&
-      ((c.gclid === row.gclid && c.conversionDateTime === row.conversionDateTime) || (row.orderId !== undefined && c.orderId === row.orderId)));
+      ((clickId !== undefined && c[clickId] === row[clickId] && c.conversionDateTime === row.conversionDateTime) || (row.orderId !== undefined && c.orderId === row.orderId)));
     if (duplicate) return upload('CLICK_CONVERSION_ALREADY_EXISTS');
     return undefined;
   }

@@ -37,6 +37,7 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
     [{ META_API_VERSION: '21' }, 'META_API_VERSION'],
+    [{ GOOGLE_ADS_AD_USER_DATA_CONSENT: 'yes' }, 'GOOGLE_ADS_AD_USER_DATA_CONSENT'],
     [{ ADMIN_TOKEN: 'tiny' }, 'ADMIN_TOKEN'],
   ])('refuses %o with a message naming the variable', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

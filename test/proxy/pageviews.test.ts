@@ -64,6 +64,13 @@ describe('a first visit', () => {
     });
   });
 
+  it("reads Google's iOS click ids (gbraid, wbraid) from the landing URL", async () => {
+    await rig.navigate('/landing?gbraid=0AAAAA-gb_1&wbraid=CjkKC-wb_2');
+    const [init] = await rig.tracker.waitFor('/backend/track/init');
+    expect(init?.body).toMatchObject({ gbraid: '0AAAAA-gb_1', wbraid: 'CjkKC-wb_2' });
+    expect(init?.body).not.toHaveProperty('gclid');
+  });
+
   it('leaves out a query value with a NUL (%00), which the tracker would refuse, and keeps the rest', async () => {
     await rig.navigate('/landing?utm_source=a%00b&utm_medium=cpc&gclid=G%00');
     const [init] = await rig.tracker.waitFor('/backend/track/init');

@@ -93,6 +93,14 @@ describe('GET /r/{siteId}/{channelId}', () => {
     return out;
   }
 
+  it("records Google's iOS click ids from an ad click's /r/ URL", async () => {
+    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}?gbraid=0AAAAA-gb&wbraid=CjkK-wb`, { 'x-capigram-client-ip': '203.0.113.51' });
+    expect(res.status).toBe(302);
+    const { rows } = await w.db.pool.query(
+      'SELECT v.gclid, v.gbraid, v.wbraid FROM invitations i JOIN visits v ON v.id = i.visit_id WHERE i.invite_link = $1', [res.headers.get('location')]);
+    expect(rows[0]).toEqual({ gclid: null, gbraid: '0AAAAA-gb', wbraid: 'CjkK-wb' });
+  });
+
   it('redirects straight to a link, records the click ids and sets the browser cookies', async () => {
     const before = Date.now();
     const res = await w.get(`/r/${w.websiteId}/${w.channels.main}?fbclid=IwAR2F4-Ab_c&utm_source=fb&utm_campaign=Spring%20sale&gclid=G1`, {

@@ -79,6 +79,12 @@ describe('track/init records a visit', () => {
     await expect.poll(() => w.count(`graphile_worker.jobs WHERE task_identifier = 'deliver_due' AND key = 'deliver_due' AND run_at <= now()`)).toBe(1);
   });
 
+  it("stores Google's iOS click ids (gbraid, wbraid)", async () => {
+    const id = await init(initBody(w, { gbraid: '0AAAAAgbraid-1', wbraid: 'CjkKwbraid_2' }));
+    const { rows } = await w.db.pool.query('SELECT gclid, gbraid, wbraid FROM visits WHERE id = $1', [id]);
+    expect(rows[0]).toEqual({ gclid: null, gbraid: '0AAAAAgbraid-1', wbraid: 'CjkKwbraid_2' });
+  });
+
   it('takes the UA from the body without the forwarding header, else from the request', async () => {
     const fromBody = await init(initBody(w, { userAgent: 'Body-UA/1.0' }), { 'user-agent': 'Request-UA/3.0' });
     expect((await visit(fromBody)).user_agent).toBe('Body-UA/1.0');

@@ -145,6 +145,8 @@ describe('hashPii', () => {
       ),
     ).toEqual({
       em: H.johnSmithEmail,
+      // No dot in the local part: Google's form is the same.
+      emGoogle: H.johnSmithEmail,
       ph: H.us6505551212,
       phE164: H.us6505551212Plus,
       fn: H.mary,
@@ -181,7 +183,7 @@ describe('hashPii', () => {
     const upper = H.test.toUpperCase();
     expect(
       hashPii({ email: H.johnSmithEmail, phone: ` ${upper} `, firstName: H.mary, lastName: upper, externalId: H.test }),
-    ).toEqual({ em: H.johnSmithEmail, ph: H.test, fn: H.mary, ln: H.test, externalId: H.test });
+    ).toEqual({ em: H.johnSmithEmail, emGoogle: H.johnSmithEmail, ph: H.test, fn: H.mary, ln: H.test, externalId: H.test });
   });
 
   it('leaves out empty, blank and unusable values', () => {

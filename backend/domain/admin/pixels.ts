@@ -3,7 +3,8 @@ import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Pool, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
-import { pixelConfigSchema } from '../../platforms/types.js';
+import { ANY_EVENT, CUSTOM_PREFIX } from '../../platforms/google-actions.js';
+import { EVENT_TYPES, pixelConfigSchema } from '../../platforms/types.js';
 import { Uuid } from './schemas.js';
 import { requireSite } from './sites.js';
 
@@ -13,6 +14,47 @@ const TestCodeValue = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'test eve
 const TestCode = TestCodeValue.optional();
 /** Google OAuth client ids look like `1234-abc.apps.googleusercontent.com`. */
 const ClientId = z.string().trim().regex(/^[A-Za-z0-9._-]{3,256}$/, 'OAuth client id must be 3–256 letters, digits, ., _ or -');
+
+const ActionId = z
+  .string()
+  .trim()
+  .regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>')
+  .transform((s) => s.split('/').pop()!);
+
+const MAPPABLE = new Set<string>(EVENT_TYPES.filter((t) => t !== 'PageView'));
+
+/** `EVENT=ACTION_ID` → [key, id]; a bare `ACTION_ID` (the form of a single action) stands for every event type. */
+function mappingEntry(entry: string, ctx: z.RefinementCtx, index: number): [string, string] | undefined {
+  const eq = entry.indexOf('=');
+  const key = eq < 0 ? ANY_EVENT : entry.slice(0, eq).trim();
+  const action = ActionId.safeParse(eq < 0 ? entry : entry.slice(eq + 1));
+  const issue = (message: string) => ctx.addIssue({ code: 'custom', path: [index], message });
+  if (key.startsWith(CUSTOM_PREFIX)) {
+    const name = key.slice(CUSTOM_PREFIX.length).trim();
+    if (name === '' || name.length > 100) return void issue(`"${key}": a custom event name must be 1–100 characters`);
+  } else if (key !== ANY_EVENT && !MAPPABLE.has(key)) {
+    return void issue(key === 'PageView'
+      ? 'PageView is not uploaded to Google Ads'
+      : `"${key}" is not an event type: use ${[...MAPPABLE].join(', ')}, Custom:<name> or *`);
+  }
+  if (!action.success) return void issue(action.error.issues[0]!.message);
+  return [key.startsWith(CUSTOM_PREFIX) ? `${CUSTOM_PREFIX}${key.slice(CUSTOM_PREFIX.length).trim()}` : key, action.data];
+}
+
+/** Google conversion actions per event type, given as `EVENT=ACTION_ID` entries (see `platforms/google-actions.ts`). */
+const ConversionActions = z
+  .array(z.string())
+  .min(1, 'give at least one --conversion-action EVENT=ACTION_ID')
+  .transform((entries, ctx) => {
+    const map: Record<string, string> = {};
+    entries.forEach((entry, i) => {
+      const kv = mappingEntry(entry, ctx, i);
+      if (kv === undefined) return;
+      if (kv[0] in map) ctx.addIssue({ code: 'custom', path: [i], message: `${kv[0]} is mapped twice` });
+      map[kv[0]] = kv[1];
+    });
+    return map;
+  });
 
 /** The credentials that let Capigram fetch Google access tokens itself, all three or none. */
 const REFRESH_FIELDS = ['refreshToken', 'clientId', 'clientSecret'] as const;
@@ -27,7 +69,9 @@ export const AddPixelInput = z.discriminatedUnion('platform', [
     platform: z.literal('google'),
     siteId: z.string().min(1),
     customerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/, 'Google customer id must be 10 digits')),
-    conversionAction: z.string().trim().regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>').transform((s) => s.split('/').pop()!),
+    conversionActions: ConversionActions,
+    validateOnly: z.boolean().optional(),
+    sendUserIpAddress: z.boolean().optional(),
     developerToken: Token,
     /** Short-lived (about an hour): used as it is only when no refresh token is given. */
     oauthToken: Token.optional(),
@@ -54,7 +98,7 @@ export async function addPixel(deps: { db: Queryable; box: SecretBox }, input: A
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
   const p = parsed.data;
   const site = await requireSite(deps.db, p.siteId);
-  let pub: Record<string, string>;
+  let pub: Record<string, unknown>;
   let secrets: Record<string, string>;
   let testEventCode: string | null = null;
   switch (p.platform) {
@@ -73,7 +117,13 @@ export async function addPixel(deps: { db: Queryable; box: SecretBox }, input: A
       secrets = { accessToken: p.accessToken };
       break;
     case 'google':
-      pub = { customerId: p.customerId, conversionAction: p.conversionAction, ...(p.loginCustomerId ? { loginCustomerId: p.loginCustomerId } : {}) };
+      pub = {
+        customerId: p.customerId,
+        conversionActions: p.conversionActions,
+        ...(p.loginCustomerId ? { loginCustomerId: p.loginCustomerId } : {}),
+        ...(p.validateOnly ? { validateOnly: true } : {}),
+        ...(p.sendUserIpAddress ? { sendUserIpAddress: true } : {}),
+      };
       // With a refresh token, access tokens are fetched as needed: a given one would expire unused.
       secrets = p.refreshToken
         ? { developerToken: p.developerToken, refreshToken: p.refreshToken, clientId: p.clientId!, clientSecret: p.clientSecret! }
@@ -145,6 +195,10 @@ export const UpdatePixelInput = z.object({
   clientId: ClientId.optional(),
   clientSecret: Token.optional(),
   developerToken: Token.optional(),
+  /** Google: replaces the whole mapping of conversion actions. */
+  conversionActions: ConversionActions.optional(),
+  validateOnly: z.boolean().optional(),
+  sendUserIpAddress: z.boolean().optional(),
 });
 export type UpdatePixelInput = z.input<typeof UpdatePixelInput>;
 type UpdateField = Exclude<keyof UpdatePixelInput, 'pixelId'>;
@@ -154,8 +208,11 @@ const UPDATABLE: Record<string, readonly UpdateField[]> = {
   meta: ['accessToken', 'testEventCode'],
   tiktok: ['accessToken', 'testEventCode'],
   snapchat: ['accessToken'],
-  google: ['oauthToken', 'refreshToken', 'clientId', 'clientSecret', 'developerToken'],
+  google: ['oauthToken', 'refreshToken', 'clientId', 'clientSecret', 'developerToken', 'conversionActions', 'validateOnly', 'sendUserIpAddress'],
 };
+
+/** Settings kept in the pixel's public config rather than in its sealed secrets. */
+const PUBLIC_FIELDS = ['conversionActions', 'validateOnly', 'sendUserIpAddress'] as const;
 
 function refused(path: string, message: string): ApiError {
   return new ApiError('VALIDATION_FAILED', `pixel: ${path}: ${message}`, { errors: [{ path, message }] });
@@ -169,9 +226,13 @@ function refused(path: string, message: string): ApiError {
 export async function updatePixel(deps: { db: Pool; box: SecretBox }, input: UpdatePixelInput): Promise<PixelSummary> {
   const parsed = UpdatePixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
-  const { pixelId, ...changes } = parsed.data;
-  const given = (Object.keys(changes) as UpdateField[]).filter((k) => changes[k] !== undefined);
-  if (given.length === 0) throw new ApiError('VALIDATION_FAILED', 'nothing to change: give at least one credential or test event code');
+  const { pixelId, conversionActions, validateOnly, sendUserIpAddress, ...changes } = parsed.data;
+  const publicChanges = { conversionActions, validateOnly, sendUserIpAddress };
+  const given = [
+    ...(Object.keys(changes) as UpdateField[]).filter((k) => changes[k as keyof typeof changes] !== undefined),
+    ...PUBLIC_FIELDS.filter((k) => publicChanges[k] !== undefined),
+  ];
+  if (given.length === 0) throw new ApiError('VALIDATION_FAILED', 'nothing to change: give at least one credential, setting or test event code');
   return withTx(deps.db, async (tx) => {
     const { rows } = await tx.query<PixelListRow & { secrets_enc: string }>(`SELECT ${SUMMARY_COLUMNS}, secrets_enc FROM pixels WHERE id = $1 FOR UPDATE`, [pixelId]);
     const row = rows[0];
@@ -199,13 +260,19 @@ export async function updatePixel(deps: { db: Pool; box: SecretBox }, input: Upd
       next.oauthToken = changes.oauthToken;
     }
     const testEventCode = changes.testEventCode === undefined ? row.test_event_code : changes.testEventCode;
-    const complete = pixelConfigSchema.safeParse({ ...row.public_config, ...next, platform: row.platform, testEventCode });
+    const pub: Record<string, unknown> = { ...row.public_config };
+    if (conversionActions !== undefined) pub.conversionActions = conversionActions;
+    for (const flag of ['validateOnly', 'sendUserIpAddress'] as const) {
+      if (publicChanges[flag] === true) pub[flag] = true;
+      else if (publicChanges[flag] === false) delete pub[flag];
+    }
+    const complete = pixelConfigSchema.safeParse({ ...pub, ...next, platform: row.platform, testEventCode });
     if (!complete.success) {
       throw new ApiError('VALIDATION_FAILED', "the pixel's stored credentials cannot be read (was SECRET_KEY changed?): give every credential the pixel needs");
     }
     const updated = await tx.query<PixelListRow>(
-      `UPDATE pixels SET secrets_enc = $2, test_event_code = $3 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`,
-      [pixelId, deps.box.seal(JSON.stringify(next)), testEventCode],
+      `UPDATE pixels SET secrets_enc = $2, test_event_code = $3, public_config = $4 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`,
+      [pixelId, deps.box.seal(JSON.stringify(next)), testEventCode, pub],
     );
     return summaryOf(updated.rows[0]!);
   });

@@ -10,7 +10,13 @@ export const CreateSiteInput = z.object({
   name: Name,
   domains: z.array(Domain).min(1, 'at least one --domain is required').max(50),
   url: z.string().trim().url().max(2048).refine((u) => /^https?:/.test(u), 'must be an http(s) URL').optional(),
+  googleAdUserData: z.enum(['granted', 'denied', 'default'], { message: 'must be granted, denied or default' }).optional(),
 });
+
+/** `default` (or nothing): the configured GOOGLE_ADS_AD_USER_DATA_CONSENT applies. */
+function consentColumn(v: 'granted' | 'denied' | 'default' | undefined): 'GRANTED' | 'DENIED' | null {
+  return v === 'granted' ? 'GRANTED' : v === 'denied' ? 'DENIED' : null;
+}
 
 /** Public site identifier: safe in URLs and cookies, unguessable enough not to enumerate sites. */
 export function newWebsiteId(): string {
@@ -24,8 +30,8 @@ export async function createSite(db: Queryable, input: z.input<typeof CreateSite
   await requireAccount(db, s.accountId);
   const websiteId = newWebsiteId();
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO sites (account_id, website_id, name, url, domains) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-    [s.accountId, websiteId, s.name, s.url ?? null, [...new Set(s.domains)]],
+    `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    [s.accountId, websiteId, s.name, s.url ?? null, [...new Set(s.domains)], consentColumn(s.googleAdUserData)],
   );
   return { siteId: rows[0]!.id, websiteId };
 }
@@ -65,12 +71,15 @@ export const UpdateSiteInput = z.object({
   dedupWindowSeconds: z.number().int('must be a whole number of seconds').min(0, 'must be 0 or more').max(MAX_DEDUP_WINDOW_SECONDS, `must be at most ${MAX_DEDUP_WINDOW_SECONDS} (90 days)`).optional(),
   addDomains: z.array(Domain).max(50).default([]),
   removeDomains: z.array(Domain).max(50).default([]),
+  googleAdUserData: CreateSiteInput.shape.googleAdUserData,
 });
 
 export interface SiteSettings {
   siteId: string;
   domains: string[];
   dedupWindowSeconds: number;
+  /** The site's Google ad-user-data consent; null: the configured default. */
+  googleAdUserData: 'GRANTED' | 'DENIED' | null;
 }
 
 /**
@@ -82,15 +91,16 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
   const parsed = UpdateSiteInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'site');
   const u = parsed.data;
-  if (u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0) {
-    throw new ApiError('VALIDATION_FAILED', 'nothing to change: give --dedup-window-seconds, --add-domain or --remove-domain');
+  if (u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0 && u.googleAdUserData === undefined) {
+    throw new ApiError('VALIDATION_FAILED', 'nothing to change: give --dedup-window-seconds, --add-domain, --remove-domain or --google-ad-user-data');
   }
   const both = u.addDomains.filter((d) => u.removeDomains.includes(d));
   if (both.length > 0) throw fieldError('removeDomains', `${both[0]} is both added and removed`);
   return withTx(pool, async (tx) => {
     const found = await findSite(tx, u.siteId);
     if (!found) throw new ApiError('NOT_FOUND', `site ${u.siteId} does not exist`);
-    const { rows } = await tx.query<{ domains: string[]; dedup_window_seconds: number }>('SELECT domains, dedup_window_seconds FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
+    const { rows } = await tx.query<{ domains: string[]; dedup_window_seconds: number; google_ad_user_data: 'GRANTED' | 'DENIED' | null }>(
+      'SELECT domains, dedup_window_seconds, google_ad_user_data FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
     const current = rows[0]!;
     const missing = u.removeDomains.find((d) => !current.domains.includes(d));
     if (missing !== undefined) throw fieldError('removeDomains', `${missing} is not one of the site's domains (${current.domains.join(', ')})`);
@@ -98,8 +108,9 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     if (domains.length === 0) throw fieldError('removeDomains', 'a site keeps at least one domain: add its replacement in the same command');
     if (domains.length > 50) throw fieldError('addDomains', 'a site has at most 50 domains');
     const dedup = u.dedupWindowSeconds ?? current.dedup_window_seconds;
-    await tx.query('UPDATE sites SET domains = $2, dedup_window_seconds = $3 WHERE id = $1', [found.id, domains, dedup]);
-    return { siteId: found.id, domains, dedupWindowSeconds: dedup };
+    const consent = u.googleAdUserData === undefined ? current.google_ad_user_data : consentColumn(u.googleAdUserData);
+    await tx.query('UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4 WHERE id = $1', [found.id, domains, dedup, consent]);
+    return { siteId: found.id, domains, dedupWindowSeconds: dedup, googleAdUserData: consent };
   });
 }
 

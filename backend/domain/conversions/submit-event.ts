@@ -35,7 +35,7 @@ export interface BusinessEvent {
   pii: Omit<RawPii, 'externalId'>;
   externalUserId: string | null;
   eventTimeMs: number | null;
-  clickIds: Pick<ApiVisitOverride, 'fbc' | 'fbp' | 'gclid' | 'ttclid' | 'sccid'>;
+  clickIds: Pick<ApiVisitOverride, 'fbc' | 'fbp' | 'gclid' | 'gbraid' | 'wbraid' | 'ttclid' | 'sccid'>;
   client: ClientContext;
   eventSourceUrl: string | null;
 }

@@ -24,6 +24,8 @@ export interface VisitAttribution {
   fbc?: string | undefined;
   fbp?: string | undefined;
   gclid?: string | undefined;
+  gbraid?: string | undefined;
+  wbraid?: string | undefined;
   ttclid?: string | undefined;
   sccid?: string | undefined;
   utmSource?: string | undefined;
@@ -42,6 +44,8 @@ const ATTRIBUTION_COLUMNS: readonly (readonly [keyof VisitAttribution, string])[
   ['fbc', 'fbc'],
   ['fbp', 'fbp'],
   ['gclid', 'gclid'],
+  ['gbraid', 'gbraid'],
+  ['wbraid', 'wbraid'],
   ['ttclid', 'ttclid'],
   ['sccid', 'sccid'],
   ['utmSource', 'utm_source'],

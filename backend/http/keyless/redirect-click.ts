@@ -31,6 +31,8 @@ export function redirectClick(
   const attribution: VisitAttribution = {
     fbc: decideFbc(cookieFbc, fbclid, nowMs).fbc,
     gclid: fit(query('gclid'), WIRE_LIMITS.clickId),
+    gbraid: fit(query('gbraid'), WIRE_LIMITS.clickId),
+    wbraid: fit(query('wbraid'), WIRE_LIMITS.clickId),
     ttclid: fit(query('ttclid'), WIRE_LIMITS.clickId),
     // Snap writes its click id as ScCid.
     sccid: fit(query('ScCid') ?? query('sccid'), WIRE_LIMITS.clickId),
@@ -40,7 +42,7 @@ export function redirectClick(
     utmContent: fit(query('utm_content'), WIRE_LIMITS.utm),
     utmTerm: fit(query('utm_term'), WIRE_LIMITS.utm),
   };
-  return { attribution, clickId: fbclid ?? attribution.gclid ?? attribution.ttclid ?? attribution.sccid };
+  return { attribution, clickId: fbclid ?? attribution.gclid ?? attribution.gbraid ?? attribution.wbraid ?? attribution.ttclid ?? attribution.sccid };
 }
 
 /**

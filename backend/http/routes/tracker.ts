@@ -83,6 +83,8 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       fbc: body.fbc,
       fbp: body.fbp,
       gclid: body.gclid,
+      gbraid: body.gbraid,
+      wbraid: body.wbraid,
       ttclid: body.ttclid,
       sccid: body.sccid,
       utmSource: body.utmSource,

@@ -154,6 +154,8 @@
     put(body, 'fbc', fbc(), MAX_CLICK_ID);
     put(body, 'fbp', readCookie('_fbp'), MAX_CLICK_ID);
     put(body, 'gclid', param('gclid'), MAX_CLICK_ID);
+    put(body, 'gbraid', param('gbraid'), MAX_CLICK_ID);
+    put(body, 'wbraid', param('wbraid'), MAX_CLICK_ID);
     put(body, 'ttclid', param('ttclid'), MAX_CLICK_ID);
     put(body, 'sccid', param('ScCid') || param('sccid'), MAX_CLICK_ID);
     put(body, 'utmSource', param('utm_source'), MAX_UTM);

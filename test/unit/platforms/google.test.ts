@@ -7,7 +7,7 @@ const BASE = 'https://ads.example.test';
 const pixel: PixelConfig = {
   platform: 'google',
   customerId: '123-456-7890',
-  conversionAction: '987654',
+  conversionActions: { '*': '987654' },
   developerToken: 'dev-token',
   oauthToken: 'ya29.token',
 };
@@ -33,7 +33,7 @@ describe('google buildRequest', () => {
       gEvent({ eventId: 'e2', eventType: 'Subscribe', gclid: 'Cj0-second', eventTimeMs: NOW - 61_000, orderId: null }),
     ];
     const req = googleAdapter.buildRequest(events, { ...pixel, loginCustomerId: '111-222-3333' }, `${BASE}/`);
-    expect(req.url).toBe(`${BASE}/v21/customers/1234567890:uploadClickConversions`);
+    expect(req.url).toBe(`${BASE}/v25/customers/1234567890:uploadClickConversions`);
     expect(req.headers).toEqual({
       'content-type': 'application/json',
       authorization: 'Bearer ya29.token',
@@ -50,6 +50,7 @@ describe('google buildRequest', () => {
             conversionValue: 120.5,
             currencyCode: 'USD',
             orderId: 'cnv_42',
+            userIdentifiers: [{ userIdentifierSource: 'FIRST_PARTY', hashedEmail: HASH.email }],
           },
           {
             gclid: 'Cj0-second',
@@ -66,7 +67,7 @@ describe('google buildRequest', () => {
   it('keeps a full resource name, honours apiVersion, and sends no login-customer-id when unset', () => {
     const req = googleAdapter.buildRequest(
       [gEvent()],
-      { ...pixel, conversionAction: 'customers/555/conversionActions/777', loginCustomerId: null },
+      { ...pixel, conversionActions: { '*': 'customers/555/conversionActions/777' }, loginCustomerId: null },
       BASE,
       { apiVersion: '19' },
     );
@@ -88,14 +89,86 @@ describe('google precheck', () => {
   it.each<[string, Partial<DeliveryEvent>, { ok: true } | { ok: false; skipReason: string }]>([
     ['a conversion with a gclid', {}, { ok: true }],
     ['no user agent or URL (Google needs neither)', { userAgent: null, eventSourceUrl: null }, { ok: true }],
-    ['no gclid', { gclid: null }, { ok: false, skipReason: 'no gclid (Google Ads accepts click conversions only)' }],
-    ['a blank gclid', { gclid: ' ' }, { ok: false, skipReason: 'no gclid (Google Ads accepts click conversions only)' }],
+    ['no click id and no e-mail or phone', { gclid: null }, { ok: false, skipReason: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' }],
+    ['a blank gclid', { gclid: ' ', hashed: { fn: HASH.email } }, { ok: false, skipReason: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' }],
+    ['no click id but an e-mail (enhanced conversions)', { gclid: null, hashed: { em: HASH.email } }, { ok: true }],
+    ['no click id but a phone in E.164', { gclid: null, hashed: { phE164: HASH.email } }, { ok: true }],
+    ['a gbraid alone', { gclid: null, gbraid: 'GBRAID_1' }, { ok: true }],
+    ['a wbraid alone', { gclid: null, wbraid: 'WBRAID_1' }, { ok: true }],
     ['a page view', { eventType: 'PageView' }, { ok: false, skipReason: 'page views are not uploaded to Google Ads' }],
     ['an event 90 days old', { eventTimeMs: NOW - 90 * DAY }, { ok: true }],
     ['an event older than 90 days', { eventTimeMs: NOW - 90 * DAY - 1 }, { ok: false, skipReason: "event is older than Google Ads' 90-day window" }],
     ['an event in the future', { eventTimeMs: NOW + DAY }, { ok: false, skipReason: 'event time is more than 5 minutes in the future' }],
   ])('%s', (_name, overrides, expected) => {
     expect(googleAdapter.precheck(gEvent(overrides), NOW)).toStrictEqual(expected);
+  });
+
+  it('skips an event type the pixel maps to no conversion action, naming the missing mapping', () => {
+    const mapped: PixelConfig = { ...pixel, conversionActions: { Subscribe: '1', Purchase: '2', 'Custom:Demo': '3' } };
+    expect(googleAdapter.precheck(gEvent({ eventType: 'Purchase' }), NOW, mapped)).toStrictEqual({ ok: true });
+    expect(googleAdapter.precheck(gEvent({ eventType: 'Lead' }), NOW, mapped)).toStrictEqual({
+      ok: false,
+      skipReason: 'no Google Ads conversion action for Lead on this pixel (map one with pixel update --conversion-action Lead=ACTION_ID)',
+    });
+    expect(googleAdapter.precheck(gEvent({ eventType: 'Custom', customEventName: 'Demo' }), NOW, mapped)).toStrictEqual({ ok: true });
+    expect(googleAdapter.precheck(gEvent({ eventType: 'Custom', customEventName: 'Other' }), NOW, mapped)).toMatchObject({ ok: false, skipReason: expect.stringContaining('Custom:Other=ACTION_ID') });
+  });
+});
+
+describe('google conversions per event type, click ids, identifiers, consent, test mode', () => {
+  const mapped: PixelConfig = { ...pixel, conversionActions: { Subscribe: '11', Purchase: '22', Custom: '33', 'Custom:Demo': '44' } };
+  const rows = (events: DeliveryEvent[], p: PixelConfig = mapped, opts = {}) => JSON.parse(googleAdapter.buildRequest(events, p, BASE, opts).body);
+
+  it('sends each event to the action of its type, the most specific mapping first', () => {
+    const body = rows([
+      gEvent({ eventId: 'a', eventType: 'Subscribe' }),
+      gEvent({ eventId: 'b', eventType: 'Purchase' }),
+      gEvent({ eventId: 'c', eventType: 'Custom', customEventName: 'Demo' }),
+      gEvent({ eventId: 'd', eventType: 'Custom', customEventName: 'Webinar' }),
+    ]);
+    expect(body.conversions.map((c: { conversionAction: string }) => c.conversionAction.split('/').pop())).toEqual(['11', '22', '44', '33']);
+    expect(() => googleAdapter.buildRequest([gEvent({ eventType: 'Lead' })], mapped, BASE)).toThrow(/no Google Ads conversion action for Lead/);
+  });
+
+  it('carries one click id at most, the gclid first, then gbraid, then wbraid', () => {
+    const body = rows([
+      gEvent({ eventId: 'a', gclid: 'G1', gbraid: 'GB1', wbraid: 'WB1' }),
+      gEvent({ eventId: 'b', gclid: null, gbraid: 'GB2', wbraid: 'WB2' }),
+      gEvent({ eventId: 'c', gclid: ' ', gbraid: null, wbraid: 'WB3' }),
+      gEvent({ eventId: 'd', gclid: null, hashed: { em: HASH.email } }),
+    ]);
+    const ids = body.conversions.map((c: Record<string, unknown>) => [c.gclid, c.gbraid, c.wbraid]);
+    expect(ids).toEqual([['G1', undefined, undefined], [undefined, 'GB2', undefined], [undefined, undefined, 'WB3'], [undefined, undefined, undefined]]);
+  });
+
+  it("sends Google's e-mail digest when stored (else the common one) and the E.164 phone digest; never names", () => {
+    const [a, b] = rows([
+      gEvent({ eventId: 'a', hashed: { em: 'e'.repeat(64), emGoogle: 'f'.repeat(64), ph: '1'.repeat(64), phE164: '2'.repeat(64), fn: '3'.repeat(64), ln: '4'.repeat(64) } }),
+      gEvent({ eventId: 'b', hashed: { em: 'e'.repeat(64) } }),
+    ]).conversions;
+    expect(a.userIdentifiers).toEqual([
+      { userIdentifierSource: 'FIRST_PARTY', hashedEmail: 'f'.repeat(64) },
+      { userIdentifierSource: 'FIRST_PARTY', hashedPhoneNumber: '2'.repeat(64) },
+    ]);
+    expect(b.userIdentifiers).toEqual([{ userIdentifierSource: 'FIRST_PARTY', hashedEmail: 'e'.repeat(64) }]);
+    expect(rows([gEvent()]).conversions[0].userIdentifiers).toBeUndefined();
+  });
+
+  it("sends the site's consent, else the configured default, else none", () => {
+    const [a, b] = rows([gEvent({ eventId: 'a', adUserDataConsent: 'DENIED' }), gEvent({ eventId: 'b' })], mapped, { adUserDataConsent: 'GRANTED' }).conversions;
+    expect(a.consent).toEqual({ adUserData: 'DENIED' });
+    expect(b.consent).toEqual({ adUserData: 'GRANTED' });
+    expect(rows([gEvent()]).conversions[0].consent).toBeUndefined();
+  });
+
+  it('sends the landing IP only for a pixel that asks for it, and validateOnly for a pixel in test mode', () => {
+    const ev = gEvent({ clientIp: '198.51.100.9', landingIp: '203.0.113.7' });
+    expect(rows([ev]).conversions[0].userIpAddress).toBeUndefined();
+    expect(rows([ev]).validateOnly).toBeUndefined();
+    const body = rows([ev], { ...mapped, sendUserIpAddress: true, validateOnly: true });
+    expect(body.conversions[0].userIpAddress).toBe('203.0.113.7');
+    expect(body.validateOnly).toBe(true);
+    expect(body.partialFailure).toBe(true);
   });
 });
 

@@ -123,7 +123,7 @@ describe('meta buildRequest', () => {
   it('keeps the order and ids of a batch, and uses the default version', () => {
     const events = [event({ eventId: 'a' }), event({ eventId: 'b', eventType: 'Lead' })];
     const req = metaAdapter.buildRequest(events, pixel, `${BASE}/`);
-    expect(req.url).toBe(`${BASE}/v21.0/1234567890/events?access_token=EAAB-token`);
+    expect(req.url).toBe(`${BASE}/v26.0/1234567890/events?access_token=EAAB-token`);
     const data = (JSON.parse(req.body) as { data: Array<{ event_id: string; event_name: string }> }).data;
     expect(data.map((d) => [d.event_id, d.event_name])).toEqual([
       ['a', 'Subscribe'],

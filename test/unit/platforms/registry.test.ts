@@ -30,7 +30,7 @@ describe('pixelConfigSchema', () => {
     [{ platform: 'meta', pixelId: '1', accessToken: 't', testEventCode: 'TEST1' }],
     [{ platform: 'tiktok', pixelCode: 'C1', accessToken: 't' }],
     [{ platform: 'snapchat', pixelId: 's', accessToken: 't' }],
-    [{ platform: 'google', customerId: '123-456-7890', conversionAction: '9', developerToken: 'd', oauthToken: 'o', loginCustomerId: null }],
+    [{ platform: 'google', customerId: '123-456-7890', conversionActions: { '*': '9', Purchase: '10' }, developerToken: 'd', oauthToken: 'o', loginCustomerId: null }],
   ])('accepts %j', (config) => {
     expect(pixelConfigSchema.parse(config)).toEqual(config);
   });
@@ -40,7 +40,8 @@ describe('pixelConfigSchema', () => {
     [{ platform: 'meta', pixelId: '1' }],
     [{ platform: 'tiktok', pixelId: '1', accessToken: 't' }],
     [{ platform: 'bing', pixelId: '1', accessToken: 't' }],
-    [{ platform: 'google', customerId: '1', conversionAction: '9', developerToken: 'd' }],
+    [{ platform: 'google', customerId: '1', conversionActions: { '*': '9' }, developerToken: 'd' }],
+    [{ platform: 'google', customerId: '1', conversionActions: {}, developerToken: 'd', oauthToken: 'o' }],
   ])('rejects %j', (config) => {
     expect(pixelConfigSchema.safeParse(config).success).toBe(false);
   });

@@ -58,6 +58,8 @@ const eventFields = {
   fbc: text(512).nullish(),
   fbp: text(256).nullish(),
   gclid: text(512).nullish(),
+  gbraid: text(512).nullish().openapi({ description: "Google's click id for iOS app traffic; used when there is no gclid" }),
+  wbraid: text(512).nullish().openapi({ description: "Google's click id for iOS web traffic; used when there is no gclid or gbraid" }),
   ttclid: text(512).nullish(),
   sccid: text(512).nullish(),
   clientIp: text(64).refine(isIp, 'must be an IP address').nullish().openapi({ description: 'X-Capigram-Client-IP wins when both are sent' }),
@@ -130,7 +132,7 @@ export function toBusinessEvent(
     pii: { email: orNull(b.pii?.email), phone: orNull(b.pii?.phone), firstName: orNull(b.pii?.firstName), lastName: orNull(b.pii?.lastName) },
     externalUserId: orNull(b.externalUserId),
     eventTimeMs: b.eventTime ?? null,
-    clickIds: { fbc: orNull(b.fbc), fbp: orNull(b.fbp), gclid: orNull(b.gclid), ttclid: orNull(b.ttclid), sccid: orNull(b.sccid) },
+    clickIds: { fbc: orNull(b.fbc), fbp: orNull(b.fbp), gclid: orNull(b.gclid), gbraid: orNull(b.gbraid), wbraid: orNull(b.wbraid), ttclid: orNull(b.ttclid), sccid: orNull(b.sccid) },
     client: clientContext({
       headerIp: headers['x-capigram-client-ip'],
       headerUserAgent: headers['x-capigram-client-user-agent'],

@@ -1,0 +1,110 @@
+/**
+ * The API versions Capigram knows for each platform whose URLs carry one, with the day each stops
+ * answering. A version past its sunset fails every request, so start-up refuses to be configured
+ * with one (`config.ts`), and a test fails once a default comes within 60 days of its sunset, long
+ * enough before it for a release to move the default.
+ *
+ * Sources, read on 2026-11-25:
+ * - Google Ads: the sunset reminders on the Google Ads developer blog (v19 2026-02-11, v20
+ *   2026-06-10, v21 2026-08-05, v22 2026-10-07) and, for later versions, the release schedule
+ *   Google published for 2026 ("each major release available for one year"), which gives only a
+ *   month: those are marked `projected` and dated the first of that month, the earliest they can
+ *   be. The default is the newest version the official client library (`google-ads-node` 25.1.0 on
+ *   npm) ships protos for, which is where the request shape in `google.ts` was read.
+ * - Meta: the "Available Graph API versions" table of the Graph API changelog.
+ */
+
+export interface ApiVersion {
+  version: string;
+  /** First day (UTC) the version no longer answers; null while the platform has not set one. */
+  sunset: string | null;
+  /** The date is the earliest day of a month the platform announced, not a day it fixed. */
+  projected?: true;
+}
+
+export const API_VERSIONS = {
+  google: [
+    { version: 'v19', sunset: '2026-02-11' },
+    { version: 'v20', sunset: '2026-06-10' },
+    { version: 'v21', sunset: '2026-08-05' },
+    { version: 'v22', sunset: '2026-10-07' },
+    { version: 'v23', sunset: '2027-02-01', projected: true },
+    { version: 'v24', sunset: '2027-05-01', projected: true },
+    { version: 'v25', sunset: '2027-08-01', projected: true },
+    { version: 'v26', sunset: '2027-11-01', projected: true },
+  ],
+  meta: [
+    { version: 'v19.0', sunset: '2026-05-21' },
+    { version: 'v20.0', sunset: '2026-09-24' },
+    { version: 'v21.0', sunset: '2027-01-21' },
+    { version: 'v22.0', sunset: '2027-05-20' },
+    { version: 'v23.0', sunset: '2027-10-08' },
+    { version: 'v24.0', sunset: '2028-02-18' },
+    { version: 'v25.0', sunset: '2028-07-29' },
+    { version: 'v26.0', sunset: null },
+  ],
+} as const satisfies Record<string, readonly ApiVersion[]>;
+
+export type VersionedPlatform = keyof typeof API_VERSIONS;
+
+export const DEFAULT_API_VERSIONS: Readonly<Record<VersionedPlatform, string>> = {
+  google: 'v25',
+  meta: 'v26.0',
+};
+
+const PLATFORM_NAMES: Record<VersionedPlatform, string> = { google: 'Google Ads API', meta: 'Meta Graph API' };
+
+function numeric(version: string): number[] {
+  return version.replace(/^v/, '').split('.').map(Number);
+}
+
+function compare(a: string, b: string): number {
+  const x = numeric(a);
+  const y = numeric(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** The known version with the highest number. */
+export function newestVersion(platform: VersionedPlatform): ApiVersion {
+  const list: readonly ApiVersion[] = API_VERSIONS[platform];
+  return list.reduce((a, b) => (compare(b.version, a.version) > 0 ? b : a));
+}
+
+export function knownVersion(platform: VersionedPlatform, version: string): ApiVersion | undefined {
+  return (API_VERSIONS[platform] as readonly ApiVersion[]).find((v) => v.version === version);
+}
+
+/** Days from `now` to the version's sunset (negative once past); undefined when none is set. */
+export function daysToSunset(v: ApiVersion, now: Date): number | undefined {
+  if (v.sunset === null) return undefined;
+  return (Date.parse(`${v.sunset}T00:00:00Z`) - now.getTime()) / 86_400_000;
+}
+
+/**
+ * Why `version` cannot be used at `now`, or undefined when it can. A version older than every
+ * known one is taken as sunset too (the platforms drop old versions; the table keeps the recent
+ * ones); a version newer than every known one is allowed, so a release of the platform does not
+ * need a release of Capigram.
+ */
+export function sunsetProblem(platform: VersionedPlatform, version: string, now: Date): string | undefined {
+  const newest = newestVersion(platform);
+  const name = PLATFORM_NAMES[platform];
+  const known = knownVersion(platform, version);
+  if (known === undefined) {
+    const list: readonly ApiVersion[] = API_VERSIONS[platform];
+    const oldest = list[0]!;
+    if (compare(version, oldest.version) < 0) {
+      return `${name} ${version} is older than ${oldest.version}, which stops working on ${oldest.sunset}; use ${newest.version} (the newest known)`;
+    }
+    return undefined;
+  }
+  const days = daysToSunset(known, now);
+  if (days !== undefined && days <= 0) {
+    return `${name} ${version} was sunset on ${known.sunset}${known.projected ? ' (projected)' : ''} and no longer answers; use ${newest.version} (the newest known)`;
+  }
+  return undefined;
+}
