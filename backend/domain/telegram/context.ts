@@ -17,6 +17,8 @@ export type UpdateOutcome =
   | 'unknown_chat'
   | 'attributed_join'
   | 'repeat_join'
+  /** A chat_member join confirming one recorded when Capigram approved the request: adds nothing. */
+  | 'approved_join_matched'
   | 'organic_join'
   | 'leave'
   | 'join_request_approved'

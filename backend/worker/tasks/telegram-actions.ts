@@ -1,5 +1,6 @@
 import type { JobHelpers, Task, TaskList } from 'graphile-worker';
-import { TELEGRAM_TASKS, approveJoinRequest, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+import { TELEGRAM_TASKS, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
 
 const PURGE_TASK = 'purge_telegram_updates';
@@ -23,7 +24,7 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
       await settle(deps, name, result, helpers);
     };
   return {
-    [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveJoinRequest),
+    [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveAndRecordJoin),
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
     [PURGE_TASK]: async () => {
       const n = await purgeTelegramUpdates(deps.pool, deps.now());
