@@ -25,6 +25,8 @@ export interface FakeBot {
 export interface FakeChat extends TgChat {
   /** Bots that are administrators of the chat, by bot id, with their invite right. */
   admins?: Record<number, { can_invite_users: boolean }>;
+  /** A basic group upgraded to a supergroup: the supergroup's id. */
+  migratedTo?: number;
 }
 
 export interface TelegramFakeOptions extends FakeOptions {
@@ -135,6 +137,37 @@ export class TelegramFake extends FakeServer {
     if (rights) admins[botId] = rights;
     else delete admins[botId];
     chat.admins = admins;
+  }
+
+  /**
+   * A basic group becomes a supergroup (as Telegram does when join requests or a username are
+   * enabled): a new `-100…` chat with the same admins; calls about the old id are answered 400
+   * with `parameters.migrate_to_chat_id`. Returns the service message updates Telegram posts in
+   * the old chat (`migrate_to_chat_id`) and the new one (`migrate_from_chat_id`).
+   */
+  upgradeToSupergroup(chatId: number, newChatId: number): { inOld: TgUpdate; inNew: TgUpdate } {
+    const old = this.chats.get(chatId);
+    if (!old || old.type !== 'group') throw new Error(`telegram fake: ${chatId} is not a basic group`);
+    this.chats.set(newChatId, { ...old, id: newChatId, type: 'supergroup', admins: { ...old.admins } });
+    old.migratedTo = newChatId;
+    const date = nowSec();
+    const message = (chat: TgChat, field: Record<string, number>) =>
+      ({ update_id: this.nextUpdateId++, message: { message_id: 1, date, chat, from: CHAT_OWNER, ...field } }) as unknown as TgUpdate;
+    return {
+      inOld: message({ id: chatId, title: old.title, type: 'group' }, { migrate_to_chat_id: newChatId }),
+      inNew: message(this.tgChat(newChatId), { migrate_from_chat_id: chatId }),
+    };
+  }
+
+  /** The chat_member update of an administrator added directly (left → administrator). */
+  adminAppointed(o: { chatId: number; user: UserInput; from?: UserInput; date?: number }): TgUpdate {
+    const user = this.user(o.user);
+    const old = this.memberStatus(o.chatId, user.id);
+    this.setMember(o.chatId, user.id, 'administrator');
+    return chatMemberUpdate(this.nextUpdateId++, 'chat_member', {
+      chat: this.tgChat(o.chatId), from: o.from ? this.user(o.from) : CHAT_OWNER, date: o.date ?? nowSec(),
+      old_chat_member: plainMember(user, old), new_chat_member: adminMember(user, true),
+    });
   }
 
   setMember(chatId: number, userId: number, status: MemberStatus): void {
@@ -270,7 +303,10 @@ export class TelegramFake extends FakeServer {
     const handler = this.handlers[parsed.method];
     if (!handler) return tgError(404, 'Not Found');
     if (req.bodyError) return tgError(400, "Bad Request: can't parse JSON object");
-    return handler(bot, params(req), req);
+    const p = params(req);
+    const migrated = this.findChat(p.chat_id)?.migratedTo;
+    if (migrated !== undefined) return tgError(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: migrated });
+    return handler(bot, p, req);
   }
 
   protected failureReply(kind: ReplyFailure): Reply {

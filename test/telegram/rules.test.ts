@@ -59,7 +59,9 @@ describe('member transitions', () => {
   const table: [string, object, string, object, 'join' | 'leave' | 'none'][] = [
     ['left', {}, 'member', {}, 'join'],
     ['kicked', {}, 'member', {}, 'join'],
-    ['left', {}, 'administrator', {}, 'join'],
+    // An administrator added directly was appointed, not acquired.
+    ['left', {}, 'administrator', {}, 'none'],
+    ['kicked', {}, 'creator', {}, 'none'],
     ['left', {}, 'restricted', { is_member: true }, 'join'],
     ['left', {}, 'restricted', { is_member: false }, 'none'],
     ['member', {}, 'left', {}, 'leave'],

@@ -23,7 +23,9 @@ export type UpdateOutcome =
   | 'leave'
   | 'join_request_approved'
   | 'join_request_recorded'
-  | 'bot_status';
+  | 'bot_status'
+  /** A basic group's upgrade moved a channel to the supergroup's id. */
+  | 'chat_migrated';
 
 export function secondsToDate(unixSeconds: number): Date {
   return new Date(unixSeconds * 1000);

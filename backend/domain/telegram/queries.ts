@@ -198,3 +198,21 @@ export async function storeBotStatus(
   );
   return rows.map((r) => ({ channelId: r.id, siteId: r.site_id, couldInvite: r.could_invite }));
 }
+
+/**
+ * A basic group was upgraded to a supergroup (Telegram does so when join requests or a username
+ * are enabled): the bot's channels in the old chat follow it to its new `-100…` id. Returns the
+ * channels moved; none when a channel of this bot already serves the new id.
+ */
+export async function moveChannelChat(db: Queryable, botId: string, fromChatId: number, toChatId: number): Promise<string[]> {
+  try {
+    const { rows } = await db.query<{ id: string }>(
+      'UPDATE channels SET telegram_chat_id = $3 WHERE bot_id = $1 AND telegram_chat_id = $2 AND active RETURNING id',
+      [botId, fromChatId, toChatId],
+    );
+    return rows.map((r) => r.id);
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') return [];
+    throw err;
+  }
+}
