@@ -120,4 +120,13 @@ describe("the bot's rights, re-checked", () => {
     expect(await row()).toEqual({ bot_can_invite: true });
     expect((await refillChannelPool(w.app.deps, channelId)).created).toBeGreaterThan(0);
   });
+
+  it('a join-request channel whose chat became public is found by the check and warned about', async () => {
+    const chat = w.fakes.telegram.chats.get(CHATS.requests.id)!;
+    chat.username = 'requests_public';
+    await checkRights(w.app.deps, { channelId: w.channels.requests });
+    const { rows } = await w.db.pool.query('SELECT chat_is_public FROM channels WHERE id = $1', [w.channels.requests]);
+    expect(rows[0]).toEqual({ chat_is_public: true });
+    expect(logLines.filter((l) => l.level === 40 && /join-request mode is now a public chat/.test(l.msg))).toHaveLength(1);
+  });
 });

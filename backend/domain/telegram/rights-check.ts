@@ -34,6 +34,7 @@ interface Due {
   telegram_bot_id: string;
   token_enc: string;
   flood_wait_until: Date | null;
+  invite_mode: string;
 }
 
 export interface RightsCheckOutcome {
@@ -49,7 +50,7 @@ export async function checkRights(
 ): Promise<RightsCheckOutcome[]> {
   const now = deps.now();
   const { rows } = await deps.pool.query<Due>(
-    `SELECT c.id, c.bot_id, c.telegram_chat_id::text, b.telegram_bot_id::text, b.token_enc, b.flood_wait_until
+    `SELECT c.id, c.bot_id, c.telegram_chat_id::text, b.telegram_bot_id::text, b.token_enc, b.flood_wait_until, c.invite_mode
      FROM channels c JOIN bots b ON b.id = c.bot_id
      WHERE c.active AND ($1::uuid IS NULL AND (c.bot_can_invite IS NOT TRUE OR c.bot_status_at IS NULL OR c.bot_status_at < $2) OR c.id = $1::uuid)
      ORDER BY c.bot_status_at NULLS FIRST LIMIT ${PER_PASS}`,
@@ -66,6 +67,7 @@ export async function checkRights(
       const rights = botRights(member);
       await storeBotStatus(deps.pool, c.bot_id, chatId, { ...rights, at: deps.now() });
       out.push({ channelId: c.id, status: rights.status, canInvite: rights.canInvite });
+      await checkPublic(deps, tg, c, chatId);
     } catch (err) {
       if (!(err instanceof TelegramError)) throw err;
       await followMigrationError(deps.pool, deps.log, c.bot_id, chatId, err);
@@ -75,4 +77,27 @@ export async function checkRights(
   const restored = out.filter((o) => o.canInvite === true).length;
   if (restored > 0) deps.log.info({ checked: out.length }, 'bot rights re-checked');
   return out;
+}
+
+/**
+ * Whether the chat turned public (or private) since it was added: a username can be set at any
+ * time. A public chat in join-request mode attributes nothing (Telegram sends its join requests
+ * without their link), which the log says loudly; `channel update` is the way out.
+ */
+async function checkPublic(
+  deps: Pick<Deps, 'pool' | 'log'>,
+  tg: ReturnType<typeof createTelegramClient>,
+  c: Pick<Due, 'id' | 'invite_mode'>,
+  chatId: number,
+): Promise<void> {
+  const chat = await tg.getChat({ chat_id: chatId }).catch(() => null);
+  if (chat === null) return;
+  const isPublic = chat.username !== undefined && chat.username !== '';
+  await deps.pool.query('UPDATE channels SET chat_is_public = $2 WHERE id = $1', [c.id, isPublic]);
+  if (isPublic && c.invite_mode === 'join_request') {
+    deps.log.warn(
+      { channelId: c.id },
+      'a channel in join-request mode is now a public chat: Telegram sends its join requests without their invite link, so none is attributed or approved; make the chat private, or switch the channel to member_limit (channel update --invite-mode member_limit)',
+    );
+  }
 }
