@@ -48,3 +48,19 @@ export function apiKeyMatches(apiKey: string, storedHash: Buffer): boolean {
 export function secretMatchesHash(presented: string, storedHash: Buffer): boolean {
   return apiKeyMatches(presented, storedHash);
 }
+
+/**
+ * Forwarder keys (`cgf_<prefix>_<secret>`): the same construction as API keys under another tag, so
+ * that neither kind can be mistaken for the other.
+ */
+const FORWARDER_KEY_RE = /^cgf_([A-Za-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
+
+export function generateForwarderKey(): NewApiKey {
+  const prefix = randomAlnum(12);
+  const apiKey = `cgf_${prefix}_${randomBytes(32).toString('base64url')}`;
+  return { apiKey, prefix, hash: hashApiKey(apiKey) };
+}
+
+export function forwarderKeyPrefix(key: string): string | null {
+  return FORWARDER_KEY_RE.exec(key)?.[1] ?? null;
+}
