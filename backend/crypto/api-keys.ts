@@ -28,10 +28,15 @@ export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey, 'utf8').digest();
 }
 
-export function generateApiKey(): NewApiKey {
+/** `<tag>_<prefix>_<secret>`: the tag tells the kinds of key apart. */
+function generateKey(tag: 'cgk' | 'cgf'): NewApiKey {
   const prefix = randomAlnum(12);
-  const apiKey = `cgk_${prefix}_${randomBytes(32).toString('base64url')}`;
+  const apiKey = `${tag}_${prefix}_${randomBytes(32).toString('base64url')}`;
   return { apiKey, prefix, hash: hashApiKey(apiKey) };
+}
+
+export function generateApiKey(): NewApiKey {
+  return generateKey('cgk');
 }
 
 /** The prefix of a well-formed key, or null: malformed keys never reach the database. */
@@ -56,9 +61,7 @@ export function secretMatchesHash(presented: string, storedHash: Buffer): boolea
 const FORWARDER_KEY_RE = /^cgf_([A-Za-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
 
 export function generateForwarderKey(): NewApiKey {
-  const prefix = randomAlnum(12);
-  const apiKey = `cgf_${prefix}_${randomBytes(32).toString('base64url')}`;
-  return { apiKey, prefix, hash: hashApiKey(apiKey) };
+  return generateKey('cgf');
 }
 
 export function forwarderKeyPrefix(key: string): string | null {
