@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { PreparedCall } from '../db/prepared-batch.js';
 import type { LockedClaim } from '../domain/conversions/lead-lock.js';
 import type { Deps } from '../deps.js';
-import type { ApiEnv, HeldClaim, PriorClaim } from './api-auth.js';
+import { endpointOf, type ApiEnv, type HeldClaim, type PriorClaim } from './api-auth.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -13,6 +13,12 @@ import { ApiError } from './errors.js';
  * within 24 hours gets them back with `X-Idempotent-Replay: true` and runs nothing, whatever its
  * own body says. 4xx answers are stored like successes (the same request would fail the same way);
  * 5xx answers are not: the claim is released so that a retry can succeed.
+ *
+ * A key is bound to the endpoint it was first used on: its method and route pattern
+ * (`endpointOf`). Within the same 24 hours the key on another endpoint is refused with 422
+ * IDEMPOTENCY_KEY_REUSED and nothing runs: replaying another endpoint's answer would tell the
+ * client its request was done when it never ran. (Rows stored before the endpoint was recorded
+ * have none and replay as before.)
  *
  * While the first request runs, a duplicate waits up to a second for its result, then gets 409
  * IDEMPOTENCY_IN_PROGRESS. A claim still unfinished after a minute belongs to a request that died
@@ -42,7 +48,11 @@ interface StoredResponse {
   text: string;
 }
 
-type Claim = { kind: 'claimed'; claimedAt: Date } | { kind: 'replay'; status: number; stored: StoredResponse } | { kind: 'busy' };
+type Claim =
+  | { kind: 'claimed'; claimedAt: Date }
+  | { kind: 'replay'; status: number; stored: StoredResponse }
+  | { kind: 'busy' }
+  | { kind: 'reused' };
 
 type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
 
@@ -63,9 +73,11 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
       });
     }
     const apiKeyId = c.get('caller').keyId;
+    const endpoint = endpointOf(c);
     const prior = claimInWork ? c.get('priorClaim') : undefined;
+    if (prior?.key === key && prior.row !== null && boundElsewhere(prior.row, endpoint, deps.now())) throw reused();
     if (prior?.key === key && prior.row === null) {
-      const held: HeldClaim = { apiKeyId, key, claimedAt: deps.now(), storedWithWork: false, inWork: true };
+      const held: HeldClaim = { apiKeyId, key, claimedAt: deps.now(), storedWithWork: false, inWork: true, endpoint };
       c.set('heldClaim', held);
       await next();
       await settleInWork(deps, c, held);
@@ -75,10 +87,11 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
     if (stored !== undefined) return replay(stored.status, stored.stored);
     // The API key look-up usually claimed it already (one round trip for both).
     const early = c.get('earlyClaim');
-    const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key);
+    const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key, endpoint);
     if (claim.kind === 'busy') throw inProgress();
+    if (claim.kind === 'reused') throw reused();
     if (claim.kind === 'replay') return replay(claim.status, claim.stored);
-    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false, inWork: false };
+    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false, inWork: false, endpoint };
     c.set('heldClaim', held);
     await next();
     if (!held.storedWithWork) await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
@@ -89,6 +102,15 @@ const IN_PROGRESS = 'a request with this Idempotency-Key is still executing; ret
 
 function inProgress(): ApiError {
   return new ApiError('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS);
+}
+
+function reused(): ApiError {
+  return new ApiError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was first used on another endpoint in the last 24 hours; use a new key for this request');
+}
+
+/** A key first used on another endpoint within the replay window (a row without an endpoint binds to none). */
+function boundElsewhere(row: { createdAt: Date; endpoint: string | null }, endpoint: string, now: Date): boolean {
+  return row.endpoint !== null && row.endpoint !== endpoint && now.getTime() - row.createdAt.getTime() < IDEMPOTENCY_REPLAY_WINDOW_MS;
 }
 
 function replay(status: number, stored: StoredResponse): Response {
@@ -123,7 +145,8 @@ export class ClaimTaken extends ApiError {
 async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim): Promise<void> {
   if (held.storedWithWork) return;
   if (c.error instanceof ClaimTaken) {
-    const claim = await acquire(deps, held.apiKeyId, held.key);
+    const claim = await acquire(deps, held.apiKeyId, held.key, held.endpoint);
+    if (claim.kind === 'reused') throw reused();
     if (claim.kind === 'replay') {
       c.res = replay(claim.status, claim.stored);
     } else if (claim.kind === 'claimed') {
@@ -139,9 +162,9 @@ async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim
     const stored = await storedOf(res);
     await deps.pool.query({
       name: 'capigram_idempotency_claim_with_answer',
-      text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-      values: [held.apiKeyId, held.key, held.claimedAt, res.status, JSON.stringify(stored), deps.now()],
+      text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+      values: [held.apiKeyId, held.key, held.claimedAt, res.status, JSON.stringify(stored), deps.now(), held.endpoint],
     });
   } catch (err) {
     deps.log.warn({ err: String(err) }, 'could not store the idempotent response');
@@ -188,17 +211,17 @@ export function answerRecorder<T>(
             id: `${held.apiKeyId}:${held.key}`,
             call: {
               name: 'capigram_idempotency_claim_in_work',
-              sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
-              values: [held.apiKeyId, held.key, held.claimedAt],
+              sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
+              values: [held.apiKeyId, held.key, held.claimedAt, held.endpoint],
             },
             taken: () => new ClaimTaken(),
             withAnswer(outcome: T) {
               persisted = true;
               return {
                 name: 'capigram_idempotency_claim_with_work_answer',
-                sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
-                      VALUES ($1, $2, $3, $4, $5, $6)`,
-                values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome)],
+                sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+                      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+                values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome), held.endpoint],
               };
             },
           },
@@ -218,33 +241,34 @@ export function answerRecorder<T>(
   };
 }
 
-async function acquire(deps: StoreDeps, apiKeyId: string, key: string): Promise<Claim> {
+async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint: string): Promise<Claim> {
   const deadline = Date.now() + IDEMPOTENCY_WAIT_MS;
   for (;;) {
     const now = deps.now();
     const inserted = await deps.pool.query({
       name: 'capigram_idempotency_claim',
-      text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      values: [apiKeyId, key, now],
+      text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+      values: [apiKeyId, key, now, endpoint],
     });
     if (inserted.rowCount === 1) return { kind: 'claimed', claimedAt: now };
 
-    const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date }>(
-      'SELECT status_code, response_body, created_at FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
+    const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date; endpoint: string | null }>(
+      'SELECT status_code, response_body, created_at, endpoint FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
       [apiKeyId, key],
     );
     const row = rows[0];
     if (!row) continue; // released or purged in between: claim again
     const age = now.getTime() - row.created_at.getTime();
+    if (boundElsewhere({ createdAt: row.created_at, endpoint: row.endpoint }, endpoint, now)) return { kind: 'reused' };
     if (row.status_code !== null && row.response_body !== null && age < IDEMPOTENCY_REPLAY_WINDOW_MS) {
       return { kind: 'replay', status: row.status_code, stored: row.response_body };
     }
     if (age >= IDEMPOTENCY_REPLAY_WINDOW_MS || (row.status_code === null && age >= IDEMPOTENCY_ABANDONED_MS)) {
       // Expired, or abandoned by a request that died: take it over (one taker wins the race).
       const taken = await deps.pool.query(
-        `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL
+        `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL, endpoint = $5
          WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
-        [apiKeyId, key, row.created_at, now],
+        [apiKeyId, key, row.created_at, now, endpoint],
       );
       if (taken.rowCount === 1) return { kind: 'claimed', claimedAt: now };
       continue;
