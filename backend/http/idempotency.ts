@@ -180,8 +180,8 @@ export interface AnswerRecorder<T> {
   persist(outcome: T): PreparedCall;
   /** Call once the work's transaction committed: the middleware then stores nothing more. */
   committed(): void;
-  /** For a key claimed in the work's transaction: the claim, to be made first in it (or last, with the answer). */
-  claim?: LockedClaim<T>;
+  /** For a key claimed in the work's transaction: the claim, made in it right after the lead lock. */
+  claim?: LockedClaim;
 }
 
 /**
@@ -199,7 +199,7 @@ export function answerRecorder<T>(
   const held = c.get('heldClaim');
   if (held === undefined) return undefined;
   let persisted = false;
-  /** Status, stored answer and completion time: the last three values of both statements that store an answer. */
+  /** Status, stored answer and completion time: the last three values of the statement that stores an answer. */
   const answered = (outcome: T): [number, StoredResponse, Date] => {
     const { status, body } = answer(outcome);
     return [status, { contentType: 'application/json', text: JSON.stringify(body) }, deps.now()];
@@ -215,15 +215,6 @@ export function answerRecorder<T>(
               values: [held.apiKeyId, held.key, held.claimedAt, held.endpoint],
             },
             taken: () => new ClaimTaken(),
-            withAnswer(outcome: T) {
-              persisted = true;
-              return {
-                name: 'capigram_idempotency_claim_with_work_answer',
-                sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
-                      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-                values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome), held.endpoint],
-              };
-            },
           },
         }
       : {}),
