@@ -26,9 +26,9 @@ import { ApiError } from './errors.js';
  * days) counts as new: the request runs again and its result replaces the old one.
  *
  * The event endpoints claim a new key inside their own transaction instead (`claimInWork`), which
- * changes the first and the third rules for them: nothing is claimed before the work, and a
+ * changes two of the rules above for them: nothing is claimed before the work, and a
  * duplicate waits for as long as the first request takes (behind it in this process's queue of
- * events, or on the claim's row; see `lead-lock-batch.ts`).
+ * events, or on the lead's lock and then the claim's row; see `lead-lock-batch.ts`).
  */
 export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_WAIT_MS = 1000;
@@ -61,7 +61,7 @@ type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
  * (`answerRecorder`'s `claim`), together with the key look-up's `claimInWork`. A new key is then
  * claimed, worked on and answered in that one transaction: a request that dies leaves nothing
  * behind, so its retry runs at once instead of meeting an unfinished claim. A duplicate that
- * arrives meanwhile waits on the claim's row, then replays the answer.
+ * arrives meanwhile waits (on the lead's lock, then the claim's row), then replays the answer.
  */
 export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
