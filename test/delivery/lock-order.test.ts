@@ -15,6 +15,7 @@ import { deliveryHarness, waitUntil, type DeliveryHarness } from './support.js';
 /** Seconds of load; `LOCK_ORDER_LOAD_SECONDS` raises it for a measurement. */
 const LOAD_MS = Number(process.env.LOCK_ORDER_LOAD_SECONDS ?? 4) * 1000;
 const LEADS = 48;
+const EVENT_TYPES = ['Purchase', 'Lead', 'Contact', 'CompleteRegistration', 'Subscribe'];
 
 let db: TestDatabase;
 let apiPool: Pool;
@@ -64,17 +65,20 @@ describe('lock order between business events and delivery', () => {
       fake.latencyMs = 5;
       fake.failRate(0.8, [{ type: 'status', status: 500 }]);
     }
-    await h.startWorker({ backoffScale: 0.002, maxAttempts: 1000 }, 4);
+    // Retries 50 ms apart at first, then up to 400 ms: the conversions stay pending through the load.
+    await h.startWorker({ backoffScale: 0.05, maxDelayMs: 8000, maxAttempts: 1000 }, 4);
 
     const statuses = new Map<number, number>();
     const conversions = new Set<string>();
     let locking = 0;
     const end = Date.now() + LOAD_MS;
     for (let round = 0; Date.now() < end; round++) {
-      // Every lead at once (so that their events share transactions), each a Purchase matching the
-      // lead's pending one: the shared transaction locks those conversions while delivery writes them.
+      // Every lead at once (so that their events share transactions). Four rounds of one event type:
+      // the first creates each lead's conversion, the next three match it while it is pending, so
+      // the shared transaction locks those conversions while delivery writes them.
+      const eventType = EVENT_TYPES[Math.floor(round / 4) % EVENT_TYPES.length]!;
       const answers = await Promise.all(
-        users.map((u) => api.post('/events/conversion', { telegramUserId: u, eventType: 'Purchase', value: round + 1, currency: 'USD' }, { key: tenant.accountKey })),
+        users.map((u) => api.post('/events/conversion', { telegramUserId: u, eventType, value: round + 1, currency: 'USD' }, { key: tenant.accountKey })),
       );
       for (const a of answers) {
         statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
@@ -118,6 +122,7 @@ describe('lock order between business events and delivery', () => {
     for (const fake of [h.fakes.meta, h.fakes.tiktok]) expect(fake.dedupStats()).toMatchObject({ duplicates: 0 });
     expect(h.fakes.meta.dedupStats().distinct).toBe(conversions.size);
     expect(h.fakes.tiktok.dedupStats().distinct).toBe(conversions.size);
+    expect(conversions.size).toBeGreaterThan(LEADS);
     expect(dead).toBe(0);
   }, 60_000);
 });
