@@ -235,9 +235,9 @@ class LeadLockBatcher {
       }
       if (retry && isLockConflict(error)) return 'again';
       const [only] = jobs;
-      if (jobs.length === 1 && only!.claim === undefined && error instanceof ApiError) {
-        // A lone event its rules refused: alone it would be refused the same way, so it is not run
-        // again. (With an Idempotency-Key it is: alone, a key another request holds comes first.)
+      if (jobs.length === 1 && error instanceof ApiError) {
+        // A lone event its rules refused: alone it would be refused the same way (its key, if it
+        // has one, was claimed before the rules ran, as alone), so it is not run again.
         this.report(1, 'refused');
         only!.reject(error);
         return 'settled';
