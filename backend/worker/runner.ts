@@ -3,6 +3,13 @@ import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
 
+/** The workers of a runner that stopped on its own, and when the last of them has finished its job. */
+export interface Orphans {
+  workerIds: string[];
+  /** Resolves when every worker of the runner has stopped (its running job, if any, ended). */
+  idle: Promise<void>;
+}
+
 export interface WorkerOptions {
   concurrency?: number;
   /** Extra tasks (tests add their own); merged over the service's. */
@@ -10,11 +17,37 @@ export interface WorkerOptions {
   crontab?: string;
   /** graphile-worker's poll interval, and the delivery sweep's. */
   pollIntervalMs?: number;
+  /**
+   * Called once if the runner stops without `stop()` or `kill()` having been called on it (see
+   * below for when graphile-worker does that), with the ids of its workers, whose locked jobs
+   * nobody else will release for four hours. The sweep has stopped by then.
+   */
+  onUnexpectedStop?: (reason: string, orphans: Orphans) => void;
 }
 
 /**
  * graphile-worker on the service's own database. Signal handling is ours (main.ts): on shutdown we
  * stop taking jobs, let running ones finish, and graphile-worker releases whatever is left.
+ *
+ * How a runner dies on its own (graphile-worker 0.17.3, read in node_modules and measured by
+ * restarting PostgreSQL under it):
+ *
+ * - Its LISTEN client reconnects by itself with backoff, and a worker whose `getJob` fails retries
+ *   at the poll interval: an outage while the workers are idle is survived.
+ * - But a job that ends while the database is away cannot be marked complete or failed. Its
+ *   completion batcher (on with `completeJobBatchDelay: 0`, below) gives up at the first error (its
+ *   retry loop rethrows inside the loop), reports `pool:fatalError` and calls the pool's
+ *   `gracefulShutdown("Could not completeJobs; queue is in an inconsistent state")`. The workers
+ *   exit; the jobs they held stay locked (graphile-worker only resets locks after four hours).
+ * - `runner.promise` then does not reliably settle: the batcher's pending count is decremented
+ *   once per failure but incremented once per backpressure episode, so its release can wait
+ *   forever, and with it the pool's and the runner's promise. Waiting for the promise is therefore
+ *   no way to notice: the pool's own `pool:gracefulShutdown` / `pool:forcefulShutdown` events
+ *   are, as they come before any of that.
+ *
+ * So a runner has stopped unexpectedly when its pool starts shutting down (or its promise settles)
+ * without our `stop()`/`kill()`. The sweep stops at once (it would only queue wake-ups nobody
+ * takes) and `onUnexpectedStop` decides what to do: `worker/supervisor.ts`.
  */
 export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise<Runner> {
   const pollInterval = opts.pollIntervalMs ?? 1000;
@@ -39,8 +72,43 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
   runner.events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
   // Sends nobody announced (see delivery/sweep.ts) are found at graphile-worker's own poll rate.
   const stopSweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
-  void runner.promise.finally(stopSweep).catch(() => undefined);
-  return runner;
+
+  const workerIds: string[] = [];
+  let live = 0;
+  let allStopped: () => void = () => undefined;
+  const idle = new Promise<void>((ok) => (allStopped = ok));
+  runner.events.on('worker:create', ({ worker }) => {
+    workerIds.push(worker.workerId);
+    live++;
+  });
+  runner.events.on('worker:stop', () => {
+    if (--live === 0) allStopped();
+  });
+  let asked = false;
+  let ended = false;
+  const onEnd = (reason: string) => {
+    if (ended) return;
+    ended = true;
+    stopSweep();
+    if (!asked) opts.onUnexpectedStop?.(reason, { workerIds: [...workerIds], idle });
+  };
+  runner.events.on('pool:gracefulShutdown', ({ message }) => onEnd(message));
+  runner.events.on('pool:forcefulShutdown', ({ message }) => onEnd(message));
+  void runner.promise.then(
+    () => onEnd('the runner exited'),
+    (err: unknown) => onEnd(`the runner failed: ${String(err)}`),
+  );
+  return {
+    ...runner,
+    stop: (reason?: string) => {
+      asked = true;
+      return runner.stop(reason);
+    },
+    kill: (reason?: string) => {
+      asked = true;
+      return runner.kill(reason);
+    },
+  };
 }
 
 function workerLogger(deps: Pick<Deps, 'log'>): Logger {
