@@ -128,9 +128,9 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
     users.push(user);
   }
   const api = apiClient(webUrl);
-  // A client retries a conversion answered 503 (the database away) until it is accepted, as the
-  // API's clients are told to; a retry of one that was committed after all is answered 200 with
-  // the same conversion.
+  // A client retries a conversion answered 503 (the database away) under the same
+  // Idempotency-Key until it is accepted, as the API's clients are told to: a retry of one that
+  // was committed after all gets the first answer again.
   const accepted = new Set<string>();
   const refused: unknown[] = [];
   let next = 0;
@@ -138,7 +138,7 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
     while (next < users.length) {
       const user = users[next++]!;
       for (;;) {
-        const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: tenant.site.siteKey }).catch(() => null);
+        const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: tenant.site.siteKey, idempotencyKey: `restart-${user}` }).catch(() => null);
         if (res && res.status >= 200 && res.status < 300) {
           accepted.add(res.body.conversionId as string);
           break;
@@ -172,6 +172,9 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
   if (refused.length > 0) console.log(unhandledErrors());
   expect(refused).toEqual([]);
   expect(accepted.size).toBe(users.length);
+  // No conversion was recorded beside the accepted ones (a retry never made a second one).
+  const { rows: all } = await pool.query<{ id: string }>(`SELECT id FROM conversions WHERE site_id = $1`, [tenant.site.siteId]);
+  expect(new Set(all.map((c) => c.id))).toEqual(accepted);
   expect(sends).toHaveLength(accepted.size * 2);
   const expected = { meta: new Set<string>(), tiktok: new Set<string>() };
   for (const s of sends) expected[s.platform as 'meta' | 'tiktok'].add(s.event_id);
