@@ -1,10 +1,12 @@
-import { Logger, run, type Runner, type TaskList } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
 
 /** The workers of a runner that stopped on its own, and when the last of them has finished its job. */
 export interface Orphans {
+  /** The ids its jobs are locked under (its pool's and its workers'). */
   workerIds: string[];
   /** Resolves when every worker of the runner has stopped (its running job, if any, ended). */
   idle: Promise<void>;
@@ -51,6 +53,24 @@ export interface WorkerOptions {
  */
 export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise<Runner> {
   const pollInterval = opts.pollIntervalMs ?? 1000;
+  // Our own emitter, passed in, so that the pool and its workers are seen being created (that
+  // happens inside `run()`, before it returns the runner and its emitter).
+  const events: WorkerEvents = new EventEmitter();
+  const workerIds: string[] = [];
+  let live = 0;
+  let allStopped: () => void = () => undefined;
+  const idle = new Promise<void>((ok) => (allStopped = ok));
+  // Jobs are locked under the pool's id (graphile-worker 0.17 fetches them for the whole pool),
+  // and under a worker's own id in older versions: both are what `force_unlock_workers` needs.
+  events.on('pool:create', ({ workerPool }) => workerIds.push(workerPool.id));
+  events.on('worker:create', ({ worker }) => {
+    workerIds.push(worker.workerId);
+    live++;
+  });
+  events.on('worker:stop', () => {
+    if (--live === 0) allStopped();
+  });
+
   const runner = await run({
     pgPool: deps.pool,
     concurrency: opts.concurrency ?? 8,
@@ -59,41 +79,38 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     taskList: { ...createTaskList(deps), ...opts.extraTasks },
     crontab: opts.crontab ?? CRONTAB,
     logger: workerLogger(deps),
+    events,
     // graphile-worker 0.17 only waits for a job's completion at shutdown when completions are
     // batched; with a batch delay of 0 they are, so a job finishing during stop() is released
     // instead of staying locked for four hours.
     preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   });
-  runner.events.on('job:success', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'success' }));
-  runner.events.on('job:error', ({ job, error }) => {
+  events.on('job:success', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'success' }));
+  events.on('job:error', ({ job, error }) => {
     deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'error' });
     deps.log.warn({ task: job.task_identifier, jobId: job.id, attempts: job.attempts, err: String(error) }, 'job failed');
   });
-  runner.events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
+  events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
   // Sends nobody announced (see delivery/sweep.ts) are found at graphile-worker's own poll rate.
   const stopSweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
 
-  const workerIds: string[] = [];
-  let live = 0;
-  let allStopped: () => void = () => undefined;
-  const idle = new Promise<void>((ok) => (allStopped = ok));
-  runner.events.on('worker:create', ({ worker }) => {
-    workerIds.push(worker.workerId);
-    live++;
-  });
-  runner.events.on('worker:stop', () => {
-    if (--live === 0) allStopped();
-  });
   let asked = false;
   let ended = false;
   const onEnd = (reason: string) => {
     if (ended) return;
     ended = true;
     stopSweep();
-    if (!asked) opts.onUnexpectedStop?.(reason, { workerIds: [...workerIds], idle });
+    if (asked) return;
+    // The runner's cron and its listeners on the pool outlive its dead worker pool until the
+    // runner itself is stopped: stopped here, so that a restarted runner does not run beside a
+    // second cron, and repeated restarts leak nothing. (Its pool is no longer active, so this
+    // does not wait on the pool's stuck shutdown: deferred, as the pool is marked inactive just
+    // after it announces its shutdown.)
+    setImmediate(() => void runner.stop(`the worker pool stopped on its own: ${reason}`).catch(() => undefined));
+    opts.onUnexpectedStop?.(reason, { workerIds: [...workerIds], idle });
   };
-  runner.events.on('pool:gracefulShutdown', ({ message }) => onEnd(message));
-  runner.events.on('pool:forcefulShutdown', ({ message }) => onEnd(message));
+  events.on('pool:gracefulShutdown', ({ message }) => onEnd(message));
+  events.on('pool:forcefulShutdown', ({ message }) => onEnd(message));
   void runner.promise.then(
     () => onEnd('the runner exited'),
     (err: unknown) => onEnd(`the runner failed: ${String(err)}`),

@@ -30,7 +30,7 @@ export interface SuperviseOptions {
 }
 
 /** How long an exiting worker process tries to release its jobs before it goes anyway. */
-const EXIT_RELEASE_MS = 5_000;
+const EXIT_RELEASE_MS = 10_000;
 
 const UNLOCK_SQL = 'SELECT graphile_worker.force_unlock_workers($1::text[])';
 
@@ -40,6 +40,8 @@ export async function superviseWorker(deps: Deps, opts: SuperviseOptions): Promi
   let stopped = false;
   let attempt = 0;
   let retryTimer: NodeJS.Timeout | null = null;
+  /** Set when an exiting process stops trying to release its jobs. */
+  let giveUp = false;
   let endedWith: (reason: string) => void = () => undefined;
   const ended = new Promise<string>((ok) => (endedWith = ok));
 
@@ -48,24 +50,31 @@ export async function superviseWorker(deps: Deps, opts: SuperviseOptions): Promi
     if (stopped) return;
     if (opts.onUnexpectedStop === 'exit') {
       deps.log.error({ reason }, 'the job worker stopped on its own; exiting so that the supervisor restarts the process');
-      // Its locked jobs are released first if the database allows, within a few seconds (best
+      // Its locked jobs are released first if the database answers within a few seconds (best
       // effort: graphile-worker resets them after four hours otherwise; the delivery wake-up
-      // does not wait for that, as a locked one is replaced by a new one).
+      // does not wait for that, as a locked one is replaced by a new one). Waiting longer gains
+      // nothing: a process started while the database is away would only fail to start.
       // (A timer that keeps the process alive: with the runner gone nothing else may, and Node
       // would end the process with 0 on an empty event loop.)
       const bound = new Promise((r) => setTimeout(r, EXIT_RELEASE_MS));
-      void Promise.race([releaseOrphans(orphans, 1), bound]).finally(() => endedWith(reason));
+      void Promise.race([releaseOrphans(orphans), bound]).finally(() => {
+        giveUp = true;
+        endedWith(reason);
+      });
       return;
     }
     deps.log.error({ reason }, 'the job worker stopped on its own; restarting it');
-    void releaseOrphans(orphans, Infinity);
+    void releaseOrphans(orphans);
     scheduleRestart();
   };
 
-  /** Releases the dead runner's locked jobs once its workers are idle (a job still running there must not run twice). */
-  const releaseOrphans = async (orphans: Orphans, tries: number) => {
+  /**
+   * Releases the dead runner's locked jobs once its workers are idle (a job still running there
+   * must not run twice), retrying with backoff while the database is away.
+   */
+  const releaseOrphans = async (orphans: Orphans) => {
     await orphans.idle;
-    for (let i = 0; i < tries && !stopped; i++) {
+    for (let i = 0; !stopped && !giveUp; i++) {
       try {
         await deps.pool.query(UNLOCK_SQL, [orphans.workerIds]);
         return;

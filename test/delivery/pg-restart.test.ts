@@ -189,6 +189,13 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
   await until(async () => missing() === 0, 60_000, 'every accepted conversion to reach both platforms');
   const drainMs = performance.now() - back;
   await until(async () => (await readyz(webUrl)) === 200, 60_000 - drainMs, '/readyz to answer 200 after the outage');
+  // The jobs the stopped runners held were released (graphile-worker alone would keep them
+  // locked for four hours): nothing stays locked once delivery is done.
+  await until(
+    async () => (await pool.query(`SELECT 1 FROM graphile_worker.jobs WHERE locked_at IS NOT NULL LIMIT 1`)).rowCount === 0,
+    15_000,
+    'no job to stay locked',
+  );
 
   const stats = [fakes.meta.dedupStats(), fakes.tiktok.dedupStats()];
   const r = received();
