@@ -21,7 +21,7 @@ export interface WorkerOptions {
   pollIntervalMs?: number;
   /**
    * Called once if the runner stops without `stop()` or `kill()` having been called on it (see
-   * below for when graphile-worker does that), with the ids of its workers, whose locked jobs
+   * below for when graphile-worker does that), with the ids its jobs are locked under, which
    * nobody else will release for four hours. The sweep has stopped by then.
    */
   onUnexpectedStop?: (reason: string, orphans: Orphans) => void;
@@ -41,11 +41,14 @@ export interface WorkerOptions {
  *   retry loop rethrows inside the loop), reports `pool:fatalError` and calls the pool's
  *   `gracefulShutdown("Could not completeJobs; queue is in an inconsistent state")`. The workers
  *   exit; the jobs they held stay locked (graphile-worker only resets locks after four hours).
- * - `runner.promise` then does not reliably settle: the batcher's pending count is decremented
- *   once per failure but incremented once per backpressure episode, so its release can wait
- *   forever, and with it the pool's and the runner's promise. Waiting for the promise is therefore
- *   no way to notice: the pool's own `pool:gracefulShutdown` / `pool:forcefulShutdown` events
- *   are, as they come before any of that.
+ * - `runner.promise` then does not reliably settle: its backpressure, once set, is never cleared,
+ *   so from the second failure on each failure takes two off the batcher's pending count and adds
+ *   one; the count goes below zero, its release (which waits for exactly zero) never resolves,
+ *   and neither do the pool's and the runner's promises (measured: still pending long after the
+ *   database was back). Awaiting the promise is therefore no way to notice; a process with
+ *   nothing else keeping it alive (`npm run worker`) even ends with status 0 on an empty event
+ *   loop, which `Restart=on-failure` does not restart. The pool's own `pool:gracefulShutdown` /
+ *   `pool:forcefulShutdown` events do tell, as they come before any of that.
  *
  * So a runner has stopped unexpectedly when its pool starts shutting down (or its promise settles)
  * without our `stop()`/`kill()`. The sweep stops at once (it would only queue wake-ups nobody
