@@ -218,7 +218,7 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
 }
 
 describe('a PostgreSQL restart while sends are in flight', () => {
-  it('web tier + two `npm run worker`: the workers exit non-zero, come back, and deliver everything', async () => {
+  it('web tier + two `npm run worker`: delivery resumes, a worker whose runner stopped exits 1 and comes back', async () => {
     fakes.resetAll();
     const web = supervise('backend/main.ts', env({ WORKER: 'off' }));
     const [, webUrl] = await web.current().waitFor(/Capigram listening on (http:\/\/\S+)/, 45_000);
@@ -226,24 +226,25 @@ describe('a PostgreSQL restart while sends are in flight', () => {
     await Promise.all(workers.map((w) => w.current().waitFor(/Capigram worker running/, 45_000)));
     const figures = await restartUnderLoad(webUrl!, workers);
     expect(figures.drainMs).toBeLessThan(60_000);
-    // The web process never died; a worker whose runner stopped exited with 1 (never 0, which
-    // `Restart=on-failure` would not restart), and its supervisor started it again.
+    // The web process never died; a worker whose runner stopped (when a job of its ended while
+    // the database was away) exited with 1, never 0, which `Restart=on-failure` would not
+    // restart, and its supervisor started it again. Whether one stops depends on what its jobs
+    // were doing at that moment (delivery waits for the database to write what a platform
+    // answered); runner-supervision.test.ts makes it stop on purpose.
     expect(web.exits).toEqual([]);
-    expect(figures.workerExits.length).toBeGreaterThan(0);
     expect(figures.workerExits.filter((code) => code !== 1)).toEqual([]);
     for (const w of supervised.splice(0)) await w.stop();
   }, 120_000);
 
-  it('`npm start` with the inline worker: its runner is restarted in place, and delivers everything', async () => {
+  it('`npm start` with the inline worker: delivery resumes without a process restart', async () => {
     fakes.resetAll();
     const app = supervise('backend/main.ts', env({ WORKER: 'inline' }));
     const [, url] = await app.current().waitFor(/Capigram listening on (http:\/\/\S+)/, 45_000);
     const figures = await restartUnderLoad(url!, []);
     expect(figures.drainMs).toBeLessThan(60_000);
-    // The runner did stop under its jobs, and was restarted without a process restart.
-    expect(app.current().output()).toMatch(/the job worker stopped on its own; restarting it/);
-    expect(app.current().output()).toMatch(/the job worker was restarted/);
+    // No process restart; if the runner stopped under its jobs, it was restarted in place.
     expect(app.exits).toEqual([]);
+    if (/the job worker stopped on its own/.test(app.current().output())) expect(app.current().output()).toMatch(/the job worker was restarted/);
     for (const w of supervised.splice(0)) await w.stop();
   }, 120_000);
 });
