@@ -27,7 +27,9 @@ beforeAll(async () => {
   pool = createPool(pg.url, 10);
 });
 afterAll(async () => {
-  await supervised?.stop();
+  // Bounded, so that PostgreSQL is stopped (and no server left behind) even if a failed test left
+  // a runner that cannot stop.
+  await Promise.race([supervised?.stop(), new Promise((r) => setTimeout(r, 10_000))]);
   await pool?.end().catch(() => undefined);
   await pg?.close();
 });
