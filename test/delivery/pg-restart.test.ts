@@ -31,9 +31,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const s of supervised) await s.stop();
+  await pg?.close();
   await pool?.end().catch(() => undefined);
   await fakes?.closeAll();
-  await pg?.close();
 });
 
 /** The "unhandled error" log lines of the running processes, to say why a request got a 500. */

@@ -30,8 +30,8 @@ afterAll(async () => {
   // Bounded, so that PostgreSQL is stopped (and no server left behind) even if a failed test left
   // a runner that cannot stop.
   await Promise.race([supervised?.stop(), new Promise((r) => setTimeout(r, 10_000))]);
-  await pool?.end().catch(() => undefined);
   await pg?.close();
+  await pool?.end().catch(() => undefined);
 });
 
 const SLOW = { slow_test_task: async () => void (await new Promise((r) => setTimeout(r, 400)), ran++) };
