@@ -54,6 +54,20 @@ const EnvSchema = z.object({
   TRACKER_RATE_LIMIT_INVITE: z.coerce.number().int().min(0).max(1_000_000).default(30),
   // Extra requests per group once its minute is spent, per 10 minutes.
   TRACKER_RATE_LIMIT_BURST: z.coerce.number().int().min(0).max(1_000_000).default(60),
+  // Delivery counts as stalled (503 on /readyz, an error logged) once the oldest due send has
+  // waited this long for a worker.
+  DELIVERY_STALL_SECONDS: z.coerce
+    .number({ message: 'DELIVERY_STALL_SECONDS must be a number' })
+    .int('DELIVERY_STALL_SECONDS must be an integer')
+    .min(1, 'DELIVERY_STALL_SECONDS must be at least 1')
+    .max(86_400, 'DELIVERY_STALL_SECONDS must be at most 86400')
+    .default(120),
+  // When set, /metrics answers only requests carrying `Authorization: Bearer <METRICS_TOKEN>`.
+  METRICS_TOKEN: z
+    .string()
+    .min(16, 'METRICS_TOKEN must be at least 16 characters')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -1,4 +1,5 @@
 import type { Config } from './config.js';
+import type { WorkerState } from './delivery/stall.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Pool } from './db/pool.js';
 import type { Logger } from './log.js';
@@ -17,4 +18,6 @@ export interface Deps {
   adminToken: string;
   /** The clock; tests move it instead of waiting. */
   now: () => Date;
+  /** Set in a process that runs the job worker: whether its runner works (for /readyz). */
+  worker?: WorkerState;
 }

@@ -1,18 +1,20 @@
 import { serve } from '@hono/node-server';
-import type { Runner } from 'graphile-worker';
 import { ConfigError } from './config.js';
+import { watchDelivery } from './delivery/stall.js';
 import { createApp } from './http/app.js';
 import { answerUnparseableRequests } from './http/client-errors.js';
 import { openRuntime } from './runtime.js';
-import { startWorker } from './worker/runner.js';
+import { superviseWorker, type SupervisedWorker } from './worker/supervisor.js';
 
 /** `npm start`: the web tier and (unless WORKER=off) the job worker, in one process. */
 async function main(): Promise<void> {
   const rt = await openRuntime();
-  const { deps } = rt;
+  // The inline worker is restarted whenever its runner stops on its own (worker/supervisor.ts);
+  // while it is down, /readyz says delivery is stalled.
+  const worker: SupervisedWorker | null = rt.deps.config.WORKER === 'inline' ? await superviseWorker(rt.deps, { onUnexpectedStop: 'restart' }) : null;
+  const deps = worker ? { ...rt.deps, worker } : rt.deps;
   const app = createApp(deps);
-  let worker: Runner | null = null;
-  if (deps.config.WORKER === 'inline') worker = await startWorker(deps);
+  const stopWatch = watchDelivery(deps, STALL_WATCH_MS);
 
   const server = serve({ fetch: app.fetch, hostname: deps.config.HOST, port: deps.config.PORT }, (info) => {
     const listening = `http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port}`;
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
     force.unref();
     // Stop accepting requests, let in-flight ones finish, then the worker, then the database.
     await new Promise<void>((ok) => server.close(() => ok()));
+    stopWatch();
     await worker?.stop();
     await rt.close();
     process.exit(0);
@@ -51,6 +54,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
+
+/** How often the process checks delivery in the background (a stall is logged even without probes). */
+const STALL_WATCH_MS = 15_000;
 
 main().catch((err: unknown) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);

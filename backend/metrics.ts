@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Prometheus metrics of one process. A registry per process (not prom-client's global one) so that
@@ -52,7 +52,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     labelNames: ['kind'] as const,
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches, telegramUnknownChatUpdates };
+  const sendsOldestDue = new Gauge({
+    name: 'capigram_sends_oldest_due_seconds',
+    help: 'How long the oldest send that is due (and not in flight) has waited for a worker; 0 when none is due. Read at each scrape.',
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches, telegramUnknownChatUpdates, sendsOldestDue };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

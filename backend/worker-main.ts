@@ -1,11 +1,19 @@
 import { ConfigError } from './config.js';
+import { watchDelivery } from './delivery/stall.js';
 import { openRuntime } from './runtime.js';
-import { startWorker } from './worker/runner.js';
+import { superviseWorker } from './worker/supervisor.js';
 
-/** `npm run worker`: the job worker alone, for scaling out beside `WORKER=off` web processes. */
+/**
+ * `npm run worker`: the job worker alone, for scaling out beside `WORKER=off` web processes.
+ * It exits 0 when asked to (SIGTERM, SIGINT) and 1 when its runner stopped on its own (a
+ * PostgreSQL restart under running jobs): a supervisor then starts a fresh process, which is the
+ * one recovery that always works, whatever state the old runner was left in.
+ */
 async function main(): Promise<void> {
   const rt = await openRuntime();
-  const runner = await startWorker(rt.deps);
+  const worker = await superviseWorker(rt.deps, { onUnexpectedStop: 'exit' });
+  const deps = { ...rt.deps, worker };
+  const stopWatch = watchDelivery(deps, STALL_WATCH_MS);
   rt.deps.log.info('Capigram worker running');
   process.stdout.write('Capigram worker running\n');
   let stopping = false;
@@ -14,14 +22,23 @@ async function main(): Promise<void> {
     stopping = true;
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
-    await runner.stop();
+    stopWatch();
+    await worker.stop();
     await rt.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown());
   process.on('SIGTERM', () => void shutdown());
-  await runner.promise;
+  const reason = await worker.ended;
+  if (stopping) return;
+  process.stderr.write(`Capigram worker: the job runner stopped on its own (${reason}); exiting\n`);
+  stopWatch();
+  await Promise.race([rt.close(), new Promise((r) => setTimeout(r, 2_000))]);
+  process.exit(1);
 }
+
+/** How often a process checks delivery in the background (a stall is logged even without probes). */
+const STALL_WATCH_MS = 15_000;
 
 main().catch((err: unknown) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);

@@ -175,6 +175,11 @@ export interface EmbeddedOptions {
   onLog?: (line: string) => void;
   /** Extra `-c name=value` settings (tests turn off fsync). */
   settings?: Record<string, string>;
+  /**
+   * The port to listen on (default: a free one). A test that stops PostgreSQL and starts it again
+   * passes the first start's port, so that its clients find the server where they left it.
+   */
+  port?: number;
 }
 
 export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
@@ -204,7 +209,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
     return { url: urlFor(running.port), owned: true, stop: () => pgCtlStop(bin, user, pgdata, ownerFile) };
   }
 
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const settings = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',

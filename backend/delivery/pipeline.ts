@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { adapters, decideIsolation } from '../platforms/index.js';
 import { parseJsonObject, truncateError } from '../platforms/response.js';
 import type { BuildOptions, DeliveryEvent, EventOutcome, HttpRequestSpec, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
+import { whileDatabaseAway } from '../db/unavailable.js';
 import { retryDecision } from './backoff.js';
 import { claimBatch, duePixels, extendLease, type Claim, type DuePixel } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
@@ -30,6 +31,13 @@ export interface DeliveryReport {
 
 /** Room left before the lease ends for a request that times out, and for writing its outcome. */
 const LEASE_MARGIN_MS = 500;
+
+/**
+ * How long outcomes wait for the database to come back before the job gives up on them (the
+ * sends are then due again when their lease ends, and sent again under the same event ids).
+ * A restart or failover takes seconds; this bounds a job stuck on a database that is gone.
+ */
+const OUTCOME_PATIENCE_MS = 30_000;
 
 /** Pauses between tries to record outcomes the platform accepted (while the lease lasts). */
 const OUTCOME_RETRY_FIRST_MS = 50;
@@ -252,10 +260,18 @@ class ClaimRun {
    */
   private async write(outcomes: SendOutcome[], responseSummary?: unknown): Promise<void> {
     const batch = { claim: this.lease, platform: this.adapter.platform, outcomes, conversionOf: this.conversionOf, responseSummary };
+    // A write that fails because the database is away is tried again until it is back (repeating
+    // it is safe: only sends still under this claim's lease are written, and a COMMIT that did
+    // land leaves none). That also keeps the job from ending while the database is away, which is
+    // what stops graphile-worker's runner (worker/runner.ts).
+    const writeOnceBack = () =>
+      whileDatabaseAway(() => writeOutcomes(this.deps, batch), OUTCOME_PATIENCE_MS, (err) =>
+        this.deps.log.warn({ pixelId: this.claim.pixelId, sends: outcomes.length, err: String(err) }, 'cannot write delivery outcomes yet; the database is away'),
+      );
     const accepted = outcomes.some((oc) => oc.kind === 'sent');
     for (let pause = OUTCOME_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, OUTCOME_RETRY_MAX_MS)) {
       try {
-        await writeOutcomes(this.deps, batch);
+        await writeOnceBack();
         break;
       } catch (err) {
         if (!accepted || performance.now() + pause + LEASE_MARGIN_MS > this.leaseDeadline) throw err;

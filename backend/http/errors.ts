@@ -1,6 +1,9 @@
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { ApiError, ERROR_CODES, validationError } from '../errors.js';
+
+export { isDatabaseUnavailable } from '../db/unavailable.js';
 
 export { ApiError, ERROR_CODES, fieldErrors, validationError, type ErrorCode, type FieldError } from '../errors.js';
 
@@ -26,16 +29,6 @@ export function problemResponse(err: ApiError, requestId?: string): Response {
     status: err.status,
     headers,
   });
-}
-
-const PG_UNAVAILABLE = /^(08|57P0|53)/; // connection exceptions, admin shutdown, insufficient resources
-
-/** True for errors that mean "the database is not there right now", not a bug. */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  if (typeof e?.code === 'string' && (PG_UNAVAILABLE.test(e.code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(e.code)))
-    return true;
-  return typeof e?.message === 'string' && /(timeout exceeded when trying to connect|Connection terminated|pool (?:after calling end|is ending))/i.test(e.message);
 }
 
 /** PostgreSQL's "invalid byte sequence" (22021) and "untranslatable character" (22P05). */

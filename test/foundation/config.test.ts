@@ -20,6 +20,14 @@ describe('configuration', () => {
     });
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.META_API_VERSION).toMatch(/^v\d+\.0$/);
+    expect(c.DELIVERY_STALL_SECONDS).toBe(120);
+    expect(c.METRICS_TOKEN).toBeUndefined();
+  });
+
+  it('takes DELIVERY_STALL_SECONDS and METRICS_TOKEN (an empty token is no token)', () => {
+    expect(loadConfig({ DELIVERY_STALL_SECONDS: '300' }).DELIVERY_STALL_SECONDS).toBe(300);
+    expect(loadConfig({ METRICS_TOKEN: 'prometheus-scrape-token' }).METRICS_TOKEN).toBe('prometheus-scrape-token');
+    expect(loadConfig({ METRICS_TOKEN: '' }).METRICS_TOKEN).toBeUndefined();
   });
 
   it('derives PUBLIC_URL from PORT and strips trailing slashes from URLs', () => {
@@ -39,6 +47,10 @@ describe('configuration', () => {
     [{ META_API_VERSION: '21' }, 'META_API_VERSION'],
     [{ GOOGLE_ADS_AD_USER_DATA_CONSENT: 'yes' }, 'GOOGLE_ADS_AD_USER_DATA_CONSENT'],
     [{ ADMIN_TOKEN: 'tiny' }, 'ADMIN_TOKEN'],
+    [{ DELIVERY_STALL_SECONDS: '0' }, 'DELIVERY_STALL_SECONDS'],
+    [{ DELIVERY_STALL_SECONDS: 'soon' }, 'DELIVERY_STALL_SECONDS'],
+    [{ DELIVERY_STALL_SECONDS: '1.5' }, 'DELIVERY_STALL_SECONDS'],
+    [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN'],
   ])('refuses %o with a message naming the variable', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(new RegExp(`${name}:`));
