@@ -38,21 +38,41 @@ async function main(): Promise<void> {
   answerUnparseableRequests(server);
 
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     deps.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     // Stop accepting requests, let in-flight ones finish, then the worker, then the database.
-    await new Promise<void>((ok) => server.close(() => ok()));
+    if (server.listening) await new Promise<void>((ok) => server.close(() => ok()));
     stopWatch();
     await worker?.stop();
     await rt.close();
-    process.exit(0);
+    process.exit(code);
   };
+  // A port that cannot be had ends the start with the reason, and stops what was started (the
+  // worker, an embedded database) instead of leaving them behind a stack trace.
+  server.once('error', (err: NodeJS.ErrnoException) => {
+    process.stderr.write(`Capigram failed to start: ${listenFailure(err, deps.config.HOST, deps.config.PORT)}\n`);
+    void shutdown('listen failed', 1);
+  });
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+function listenFailure(err: NodeJS.ErrnoException, host: string, port: number): string {
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `${where} is already in use (another Capigram, or another program, listens there): stop it, or set PORT to a free port`;
+    case 'EACCES':
+      return `no permission to listen on ${where} (ports below 1024 need privileges): set PORT to 1024 or above`;
+    case 'EADDRNOTAVAIL':
+      return `HOST ${host} is not an address of this machine: set HOST (127.0.0.1, or 0.0.0.0 for every interface)`;
+    default:
+      return `cannot listen on ${where}: ${err.message}`;
+  }
 }
 
 /** How often the process checks delivery in the background (a stall is logged even without probes). */

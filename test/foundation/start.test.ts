@@ -1,5 +1,6 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -83,5 +84,21 @@ describe('npm start with the embedded database', () => {
     third.p.child.kill('SIGINT');
     expect(await third.p.exit()).toBe(0);
     expect(postmasterPid()).toBeNull();
+  });
+
+  it('a busy port ends the start with the reason and exit 1, and stops the database it started', async () => {
+    const busy = createServer();
+    await new Promise<void>((ok) => busy.listen(0, '127.0.0.1', ok));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      const p = spawnService('backend/main.ts', { ...env, PORT: String(port) });
+      running.push(p);
+      expect(await p.exit()).toBe(1);
+      expect(p.output()).toContain(`Capigram failed to start: 127.0.0.1:${port} is already in use (another Capigram, or another program, listens there): stop it, or set PORT to a free port`);
+      expect(p.output()).not.toMatch(/\n\s+at /); // no stack trace
+      expect(postmasterPid()).toBeNull();
+    } finally {
+      busy.close();
+    }
   });
 });
