@@ -33,7 +33,8 @@ Google on loopback, a sample landing page, and the dashboard. Nothing leaves the
             business-API purchase, lead numbers), one line per step; exit 0 only if all held
 
 Environment: DATA_DIR (default .data/demo), PORT (Capigram, default 3030; 0 with --check),
-SANDBOX_PORT (the sandbox, default 3031; 0 with --check), LOG_LEVEL (default warn).
+SANDBOX_PORT (the sandbox, default 3031; 0 with --check), LOG_LEVEL (default warn),
+SANDBOX_CHECK_TIMEOUT_MS (how long --check waits for each delivery, default 20000).
 `;
 
 const IGNORED = ['DATABASE_URL', 'ADMIN_TOKEN', 'SECRET_KEY', 'PUBLIC_URL', 'HOST'];
@@ -57,7 +58,8 @@ async function main(argv: string[]): Promise<number> {
   const port = (name: string, fallback: number) => {
     const raw = process.env[name];
     const n = raw === undefined || raw === '' ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`[sandbox] ${name} must be a port number (0–65535), not ${raw}`);
+    const max = name.endsWith('_MS') ? 600_000 : 65535;
+    if (!Number.isInteger(n) || n < 0 || n > max) throw new ConfigError(`[sandbox] ${name} must be a whole number from 0 to ${max}, not ${raw}`);
     return n;
   };
   const sandboxPort = port('SANDBOX_PORT', check ? 0 : 3031);
@@ -110,7 +112,7 @@ async function main(argv: string[]): Promise<number> {
 
   try {
     worker = await startWorker(deps, { pollIntervalMs: 250 });
-    site = await provisionSandbox(deps);
+    site = await provisionSandbox(deps, sandbox.url);
     sandbox.attach(capigramUrl, { websiteId: site.websiteId, adminToken: deps.adminToken });
     say(
       [
@@ -132,7 +134,8 @@ async function main(argv: string[]): Promise<number> {
   }
 
   if (check) {
-    const result = await runJourney({ capigramUrl, sandboxUrl: sandbox.url, site, log: sandbox.log }, say);
+    const timeoutMs = port('SANDBOX_CHECK_TIMEOUT_MS', 20_000);
+    const result = await runJourney({ capigramUrl, sandboxUrl: sandbox.url, site, log: sandbox.log, timeoutMs }, say);
     say(
       result.ok
         ? `[sandbox] check passed: every step held; first attributed conversion delivered ${result.firstConversionMs} ms after the visit, ${Date.now() - started} ms after start`

@@ -25,18 +25,29 @@ const Provisioned = z.object({
   botId: z.string(),
   channelId: z.string(),
   apiKey: z.string(),
+  /** The sandbox's address when the demo last ran: its invite links point there. */
+  sandboxUrl: z.string().optional(),
 });
 export type Provisioned = z.infer<typeof Provisioned>;
 
 export const SANDBOX_DOMAINS = ['127.0.0.1', 'localhost'];
 
-export async function provisionSandbox(deps: Deps): Promise<Provisioned & { created: boolean }> {
+export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<Provisioned & { created: boolean }> {
   const file = join(deps.config.DATA_DIR, 'sandbox.json');
   const botDeps = { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL, publicUrl: deps.config.PUBLIC_URL };
   const known = existsSync(file) ? Provisioned.safeParse(JSON.parse(readFileSync(file, 'utf8'))) : undefined;
   if (known?.success && (await findSite(deps.pool, known.data.siteId)) && (await findBot(deps.pool, known.data.botId))) {
     await setBotWebhook(botDeps, known.data.botId);
-    return { ...known.data, created: false };
+    if (known.data.sandboxUrl !== sandboxUrl) {
+      // The sandbox listens elsewhere now: the pool's links lead to an address nobody answers.
+      // They are retired as Telegram-revoked links are, and the pool is refilled with new ones.
+      await deps.pool.query(
+        'UPDATE invitations SET revoked_at = now() WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL',
+        [known.data.channelId],
+      );
+      writeFileSync(file, JSON.stringify({ ...known.data, sandboxUrl }, null, 2), { mode: 0o600 });
+    }
+    return { ...known.data, sandboxUrl, created: false };
   }
 
   const { accountId } = await createAccount(deps.pool, { name: 'Sandbox account' });
@@ -53,7 +64,7 @@ export async function provisionSandbox(deps: Deps): Promise<Provisioned & { crea
     conversionActions: Object.entries(c.google.actions).map(([event, id]) => `${event}=${id}`),
   });
   const { apiKey } = await createApiKey(deps.pool, { accountId, siteId, name: 'sandbox' });
-  const made: Provisioned = { accountId, siteId, websiteId, botId, channelId, apiKey };
+  const made: Provisioned = { accountId, siteId, websiteId, botId, channelId, apiKey, sandboxUrl };
   writeFileSync(file, JSON.stringify(made, null, 2), { mode: 0o600 });
   return { ...made, created: true };
 }
