@@ -1,4 +1,5 @@
 import { addPixel, listPixels, setPixelActive, updatePixel, type AddPixelInput, type PixelSummary } from '../domain/admin/pixels.js';
+import { testPixel } from '../delivery/pixel-test.js';
 import { UsageError, defineCommand, type CommandContext, type CommandResult } from './command.js';
 import { table } from './table.js';
 
@@ -205,6 +206,31 @@ export const pixelCommands = [
       pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
     },
     run: (ctx, v) => setActive(ctx, v.pixel, true),
+  }),
+
+  defineCommand({
+    group: 'pixel',
+    name: 'test',
+    summary: "Sends one test event through the platform's own test facility and prints the platform's answer (exit 1 when it is refused).",
+    flags: {
+      pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
+      'test-event-code': { type: 'string', placeholder: 'CODE', help: "Meta and TikTok: the code of the pixel's Test events tab (default: the pixel's own test event code)" },
+    },
+    notes: [
+      'The test facility: Meta and TikTok, test_event_code (required: without it the event would count as real);',
+      'Snapchat, its validate endpoint (/v3/{pixel}/events/validate); Google, validateOnly (checked, not recorded).',
+      'The event: a Purchase of 1.00 EUR by test@example.com (hashed); for Google, an event type the pixel maps. Nothing is stored.',
+    ],
+    async run({ deps }, v) {
+      const out = await testPixel(deps, { pixelId: v.pixel, ...(v['test-event-code'] === undefined ? {} : { testEventCode: v['test-event-code'] }) });
+      const answer = typeof out.answer === 'string' ? out.answer : JSON.stringify(out.answer);
+      const human = [
+        `${out.accepted ? 'Accepted' : 'Refused'} by ${out.platform} (${out.testFacility})${out.status === null ? '' : `: HTTP ${out.status}`}`,
+        ...(out.error ? [`reason: ${out.error}`] : []),
+        `answer: ${answer}`,
+      ].join('\n');
+      return { json: { ...out }, human, ...(out.accepted ? {} : { exitCode: 1 }) };
+    },
   }),
 
   defineCommand({
