@@ -1,5 +1,7 @@
 import { addPixel, listPixels, setPixelActive, updatePixel, type AddPixelInput, type PixelSummary } from '../domain/admin/pixels.js';
+import { checkPixelCredentials } from '../delivery/credential-check.js';
 import { testPixel } from '../delivery/pixel-test.js';
+import type { PixelConfig } from '../platforms/types.js';
 import { UsageError, defineCommand, type CommandContext, type CommandResult } from './command.js';
 import { table } from './table.js';
 
@@ -78,8 +80,11 @@ export const pixelCommands = [
       ...OAUTH_FLAG_HELP,
       'login-customer-id': { type: 'string', placeholder: 'ID', help: 'google: the manager account id, when access goes through one' },
       ...GOOGLE_SETTING_FLAGS,
+      'skip-token-check': { type: 'boolean', help: 'do not ask the platform whether the credentials work (Meta, Google)' },
     },
     notes: [
+      'The credentials are checked with the platform where it can answer without counting an event (Meta: the token may read the pixel; Google: the OAuth and developer tokens); a refusal refuses the pixel. TikTok and Snapchat: use pixel test.',
+      'The same destination twice on a site (same platform and pixel id; Google: same customer and a conversion action in common) is refused.',
       'Per platform:',
       '  --platform meta      --pixel-id P --access-token T [--test-event-code C]',
       '  --platform tiktok    --pixel-code P --access-token T [--test-event-code C]',
@@ -126,9 +131,11 @@ export const pixelCommands = [
         clientSecret: v['client-secret'],
         loginCustomerId: v['login-customer-id'],
       } as AddPixelInput;
-      const out = await addPixel({ db: deps.pool, box: deps.box }, input);
+      const verify = v['skip-token-check'] ? undefined : (pixel: PixelConfig) => checkPixelCredentials(deps.config, pixel);
+      const { warnings, ...out } = await addPixel({ db: deps.pool, box: deps.box, verify }, input);
       if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
       if (v['conversion-action'].some((a) => !a.includes('='))) warn(SINGLE_ACTION);
+      for (const w of warnings) warn(w);
       return { json: out, human: `Pixel added: ${out.pixelId} (${platform})` };
     },
   }),

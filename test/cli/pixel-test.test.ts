@@ -11,7 +11,7 @@ let siteId: string;
 
 beforeAll(async () => {
   fakes = await startFakes({
-    meta: { pixelIds: ['1234567890'] },
+    meta: { pixelIds: ['1234567890', '1234567891', '1234567892'] },
     tiktok: { pixelCodes: ['C4TESTPIXEL'] },
     snapchat: { pixelIds: ['snap-pixel-1'] },
     google: { conversionActions: ['customers/1234567890/conversionActions/555'] },
@@ -28,6 +28,13 @@ afterAll(async () => {
 
 async function pixel(...flags: string[]): Promise<string> {
   return (await w.ok('pixel', 'add', '--site', siteId, ...flags)).pixelId as string;
+}
+
+/** The same destination cannot be added twice to a site: a second one goes on a site of its own. */
+async function onAnotherSite(...flags: string[]): Promise<string> {
+  const { accountId } = await w.ok('account', 'create', '--name', 'Other');
+  const other = await w.ok('site', 'create', '--account', accountId, '--name', 'Other shop', '--domain', 'other.example.com');
+  return (await w.ok('pixel', 'add', '--site', other.siteId, ...flags)).pixelId as string;
 }
 
 const sends = async () => Number((await w.db.pool.query('SELECT (SELECT count(*) FROM sends) + (SELECT count(*) FROM conversions) AS n')).rows[0].n);
@@ -49,14 +56,15 @@ describe('pixel test', () => {
   });
 
   it('meta: without any test event code it refuses to send (the event would count as real)', async () => {
-    const id = await pixel('--platform', 'meta', '--pixel-id', '1234567890', '--access-token', 'meta-test-token');
+    const id = await pixel('--platform', 'meta', '--pixel-id', '1234567891', '--access-token', 'meta-test-token');
     const before = fakes.meta.received.length;
     expect(await w.refused('pixel', 'test', '--pixel', id)).toMatch(/^error: Meta counts an event without a test event code as real: give --test-event-code/);
     expect(fakes.meta.received.length).toBe(before);
   });
 
   it('meta: a wrong token is refused by Meta; the answer is printed and the exit code is 1', async () => {
-    const id = await pixel('--platform', 'meta', '--pixel-id', '1234567890', '--access-token', 'EAAwrong-token-123', '--test-event-code', 'TEST1');
+    // Added without asking Meta (which would refuse the token at once), as a token revoked later would be.
+    const id = await pixel('--platform', 'meta', '--pixel-id', '1234567892', '--access-token', 'EAAwrong-token-123', '--test-event-code', 'TEST1', '--skip-token-check');
     const r = await w.run('pixel', 'test', '--pixel', id, '--json');
     expect(r.code).toBe(1);
     expect(r.json()).toMatchObject({ accepted: false, status: 401, answer: { error: { code: 190 } }, error: expect.stringContaining('190') });
@@ -81,7 +89,7 @@ describe('pixel test', () => {
     expect(fakes.snapchat.validated('snap-pixel-1')).toHaveLength(1);
     expect(fakes.snapchat.events()).toEqual([]);
 
-    const bad = await pixel('--platform', 'snapchat', '--pixel-id', 'snap-pixel-1', '--access-token', 'snap-wrong-token');
+    const bad = await onAnotherSite('--platform', 'snapchat', '--pixel-id', 'snap-pixel-1', '--access-token', 'snap-wrong-token');
     const r = await w.run('pixel', 'test', '--pixel', bad, '--json');
     expect(r.code).toBe(1);
     expect(r.json()).toMatchObject({ accepted: false, status: 401, answer: { status: 'INVALID' } });
