@@ -15,29 +15,33 @@ const STEPS = ['landing page', 'visit', 'invite click', 'join', 'conversion deli
 // DATABASE_URL and ADMIN_TOKEN are set on purpose: the demo must ignore them and keep to its own data.
 const DEMO_ENV = { DATABASE_URL: 'postgres://must-not-be-used.invalid/db', ADMIN_TOKEN: 'not-the-demo-token-0123456789' };
 
-async function npm(args: string[], env: Record<string, string> = DEMO_ENV): Promise<{ code: number | null; out: string }> {
+async function npm(args: string[], env: Record<string, string> = DEMO_ENV): Promise<{ code: number | null; out: string; stdout: string }> {
   const child = spawn('npm', args, {
     env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  let stdout = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    stdout += d.toString();
+  });
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, out };
+  return { code, out, stdout };
 }
 
 const checkLines = (out: string) => out.split('\n').filter((l) => l.startsWith('[sandbox] check '));
 
 it('runs the journey headless, one line per step, and exits 0', async () => {
-  const { code, out } = await npm(['run', 'demo', '--', '--check']);
+  const { code, out, stdout } = await npm(['run', 'demo', '--', '--check']);
   expect(code, out).toBe(0);
   const lines = checkLines(out);
   expect(lines.slice(0, STEPS.length).map((l) => /^\[sandbox\] check ok {4}([^:]+):/.exec(l)?.[1]), out).toEqual(STEPS);
   expect(lines.at(-1)).toMatch(/^\[sandbox\] check passed: every step held; first attributed conversion delivered \d+ ms after the visit/);
   expect(out).toMatch(/lead \d+: 2 conversions \(Subscribe sent, Purchase sent\), the join attributed to the visit/);
-  // Every line the demo printed says it is the sandbox's (npm's own output is silenced by .npmrc).
-  expect(out.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('[sandbox]'))).toEqual([]);
+  // Every line the demo printed says it is the sandbox's (npm's banner goes to stderr: see .npmrc).
+  expect(stdout.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('[sandbox]'))).toEqual([]);
   expect(out).toContain(`data directory:   ${dataDir}`);
   expect(out).not.toContain('not-the-demo-token');
   // Its own database and secrets, in its own directory.
@@ -52,7 +56,7 @@ it('a second run reuses the set-up; without the Meta pixel the delivery step fai
 
   const { siteId } = JSON.parse(readFileSync(join(dataDir, 'sandbox.json'), 'utf8')) as { siteId: string };
   const list = await npm(['run', 'admin', '--', 'pixel', 'list', '--site', siteId, '--json'], {});
-  const meta = (JSON.parse(list.out) as { pixels: { pixelId: string; platform: string }[] }).pixels.find((p) => p.platform === 'meta');
+  const meta = (JSON.parse(list.stdout) as { pixels: { pixelId: string; platform: string }[] }).pixels.find((p) => p.platform === 'meta');
   expect((await npm(['run', 'admin', '--', 'pixel', 'deactivate', '--pixel', meta!.pixelId, '--json'], {})).code).toBe(0);
 
   const { code, out } = await npm(['run', 'demo', '--', '--check'], { ...DEMO_ENV, SANDBOX_CHECK_TIMEOUT_MS: '1500' });
