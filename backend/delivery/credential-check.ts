@@ -40,8 +40,8 @@ async function getJson(url: string, headers: Record<string, string> = {}): Promi
     }
     return { status: res.status, body };
   } catch (err) {
-    const e = err as { name?: string; cause?: { code?: string } };
-    return { error: e.name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS} ms` : (e.cause?.code ?? String(err)) };
+    const e = err as { name?: string; cause?: { code?: string; message?: string } };
+    return { error: e.name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS} ms` : (e.cause?.code ?? e.cause?.message ?? String(err)) };
   }
 }
 
