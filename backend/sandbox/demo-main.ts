@@ -13,6 +13,7 @@ import { withSandboxBanner } from './banner.js';
 import { runJourney } from './journey.js';
 import { provisionSandbox } from './provision.js';
 import { startSandbox, type Sandbox } from './server.js';
+import { SANDBOX_BOT, SANDBOX_CHAT } from './telegram.js';
 
 /**
  * `npm run demo [-- --check]`: Capigram with its sandbox, in one process. The sandbox (server.ts)
@@ -29,8 +30,13 @@ const USAGE = `npm run demo [-- --check]
 Capigram with a built-in sandbox: a simulated Telegram and simulated Meta, TikTok, Snapchat and
 Google on loopback, a sample landing page, and the dashboard. Nothing leaves the machine.
 
-  --check   run the whole journey headless (visit, invite click, join, conversion delivered,
-            business-API purchase, lead numbers), one line per step; exit 0 only if all held
+  --check          run the whole journey headless (visit, invite click, join, conversion
+                   delivered, business-API purchase, lead numbers), one line per step; exit 0
+                   only if all held
+  --sandbox-only   run only the sandbox (for a Capigram started elsewhere, e.g. docker compose):
+                   on SANDBOX_HOST:SANDBOX_PORT; prints the variables that point Capigram at it
+                   and the bot and chat to register; SANDBOX_CAPIGRAM_URL and SANDBOX_WEBSITE_ID
+                   give its landing page the tracker to load
 
 Environment: DATA_DIR (default .data/demo), PORT (Capigram, default 3030; 0 with --check),
 SANDBOX_PORT (the sandbox, default 3031; 0 with --check), LOG_LEVEL (default warn),
@@ -44,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const unknown = argv.filter((a) => a !== '--check');
+  const unknown = argv.filter((a) => a !== '--check' && a !== '--sandbox-only');
   if (unknown.length > 0) {
     process.stderr.write(`[sandbox] unknown argument ${unknown[0]}\n\n${USAGE}`);
     return 2;
@@ -64,6 +70,8 @@ async function main(argv: string[]): Promise<number> {
   };
   const sandboxPort = port('SANDBOX_PORT', check ? 0 : 3031);
   const capigramPort = port('PORT', check ? 0 : 3030);
+
+  if (argv.includes('--sandbox-only')) return sandboxOnly(dataDir, port('SANDBOX_PORT', 3031), say);
 
   let sandbox: Sandbox;
   try {
@@ -157,6 +165,34 @@ async function main(argv: string[]): Promise<number> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   return new Promise<number>(() => undefined);
+}
+
+/** The sandbox alone, for a Capigram that runs elsewhere (another process or container). */
+async function sandboxOnly(dataDir: string, port: number, say: (line: string) => void): Promise<number> {
+  const host = process.env.SANDBOX_HOST ?? '127.0.0.1';
+  let sandbox: Sandbox;
+  try {
+    sandbox = await startSandbox({ host, port, stateFile: join(dataDir, 'sandbox-telegram.json'), print: say, publicUrl: process.env.SANDBOX_PUBLIC_URL });
+  } catch (err) {
+    throw busy(err, 'SANDBOX_PORT', port);
+  }
+  const capigram = process.env.SANDBOX_CAPIGRAM_URL;
+  const websiteId = process.env.SANDBOX_WEBSITE_ID;
+  if (capigram && websiteId) sandbox.attach(capigram.replace(/\/+$/, ''), { websiteId, adminToken: '(see Capigram)' });
+  say(
+    [
+      `[sandbox] sandbox only, on ${sandbox.url}; point Capigram at it with:`,
+      ...Object.entries(sandbox.env).map(([k, v]) => `[sandbox]   ${k}=${v}`),
+      `[sandbox] then: bot add --token ${SANDBOX_BOT.token}; channel add --telegram-channel-id ${SANDBOX_CHAT.id} (its bot may invite users)`,
+      `[sandbox] event log: ${sandbox.url}/log${capigram && websiteId ? `; landing page: ${sandbox.landingUrl()}` : ''}`,
+    ].join('\n'),
+  );
+  await new Promise<void>((ok) => {
+    process.once('SIGINT', ok);
+    process.once('SIGTERM', ok);
+  });
+  await sandbox.close();
+  return 0;
 }
 
 function busy(err: unknown, variable: string, port: number): Error {

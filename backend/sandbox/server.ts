@@ -32,7 +32,16 @@ export interface Sandbox {
 /** An ad click's landing URL: every platform's click id, as each ad platform appends it. */
 export const LANDING_QUERY = 'utm_source=sandbox&utm_campaign=demo&fbclid=IwAR0sandboxDemoClick&gclid=Cj0KCQsandboxDemoGclid&ttclid=E.C.P.sandboxDemo&ScCid=sandbox-demo-sccid';
 
-export async function startSandbox(opts: { host?: string; port?: number; stateFile?: string; print?: (line: string) => void } = {}): Promise<Sandbox> {
+export async function startSandbox(
+  opts: {
+    host?: string;
+    port?: number;
+    stateFile?: string;
+    print?: (line: string) => void;
+    /** The address browsers and Capigram reach the sandbox at, when it is not the one it listens on (a container's). */
+    publicUrl?: string;
+  } = {},
+): Promise<Sandbox> {
   const log = new SandboxLog(opts.print);
   let url = '';
   let capigramUrl = '';
@@ -60,7 +69,7 @@ export async function startSandbox(opts: { host?: string; port?: number; stateFi
     s.once('error', fail);
   });
   const port = (server.address() as AddressInfo).port;
-  url = `http://${host}:${port}`;
+  url = opts.publicUrl?.replace(/\/+$/, '') ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
     url,
     log,
