@@ -7,7 +7,8 @@ import type { Logger } from '../../log.js';
  * at a map: the first visit of a site in a process is written at once (so "waiting for the first
  * visit" ends with it) and later ones at most once per `intervalMs`, to a table of their own,
  * never the site row. Refusals are counted in memory and written per (site, host) at most once per
- * `intervalMs`; the table keeps at most 20 hosts per site. Counts are a lower bound: a process
+ * `intervalMs`, one at a time; the table keeps at most 20 hosts per site (a few more at worst when
+ * several processes add hosts at the same instant). Counts are a lower bound: a process
  * that stops drops what it had not written yet.
  */
 export interface InstallSignals {
@@ -25,6 +26,7 @@ export function createInstallSignals(pool: Pool, log: Logger, opts: { intervalMs
   const visitWritten = new Map<string, number>();
   const refusals = new Map<string, { siteId: string; host: string; count: number; firstAt: Date; lastAt: Date; writtenAt: number; timer?: NodeJS.Timeout }>();
   const inFlight = new Set<Promise<unknown>>();
+  let refusalQueue: Promise<unknown> = Promise.resolve();
   const track = (p: Promise<unknown>) => {
     const q = p.catch((err: unknown) => log.warn({ err: String(err) }, 'install check not recorded')).finally(() => inFlight.delete(q));
     inFlight.add(q);
@@ -38,7 +40,9 @@ export function createInstallSignals(pool: Pool, log: Logger, opts: { intervalMs
     r.writtenAt = Date.now();
     clearTimeout(r.timer);
     r.timer = undefined;
-    track(
+    // One refusal write at a time per process: the 20-host bound is checked by each statement, and
+    // concurrent ones would each see room for one more.
+    refusalQueue = refusalQueue.then(() =>
       pool.query(
         `INSERT INTO site_refused_hosts (site_id, host, refused, first_at, last_at)
          SELECT $1, $2, $3, $4, $5
@@ -48,7 +52,8 @@ export function createInstallSignals(pool: Pool, log: Logger, opts: { intervalMs
            SET refused = site_refused_hosts.refused + EXCLUDED.refused, last_at = greatest(site_refused_hosts.last_at, EXCLUDED.last_at)`,
         [siteId, host, count, firstAt, lastAt],
       ),
-    );
+    ).catch((err: unknown) => log.warn({ err: String(err) }, 'install check not recorded'));
+    track(refusalQueue);
   }
 
   return {
