@@ -2,9 +2,9 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Hono, type Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
+import { html } from 'hono/html';
 import type { SandboxLog } from './event-log.js';
 import { sandboxPage } from './pages.js';
-import { html } from 'hono/html';
 
 /**
  * The sandbox's simulated Telegram: the Bot API methods Capigram calls (`{sandbox}/telegram/bot<token>/<method>`,
@@ -49,36 +49,23 @@ const fail = (code: number, description: string): Answer => ({ status: code, bod
 const USER_COOKIE = 'sandbox_tg_user';
 
 export class SandboxTelegram {
-  private state: State;
-  private readonly urls: () => { sandbox: string; capigram: string };
-
+  private state: State = { links: {}, members: [], pending: {}, lastUpdateId: 0 };
   private readonly log: SandboxLog;
+  /** The sandbox's own root URL (invite links point there) and Capigram's; known once both listen. */
+  private readonly urls: () => { sandbox: string; capigram: string };
   private readonly stateFile: string | undefined;
 
-  constructor(
-    opts: {
-      log: SandboxLog;
-      /** The sandbox's own root URL (invite links point there) and Capigram's; known once both listen. */
-      urls: () => { sandbox: string; capigram: string };
-      stateFile?: string;
-    },
-  ) {
+  constructor(opts: { log: SandboxLog; urls: () => { sandbox: string; capigram: string }; stateFile?: string }) {
     this.log = opts.log;
     this.urls = opts.urls;
     this.stateFile = opts.stateFile;
-    const stateFile = opts.stateFile;
-    this.state = { links: {}, members: [], pending: {}, lastUpdateId: 0 };
-    if (stateFile && existsSync(stateFile)) {
+    if (this.stateFile && existsSync(this.stateFile)) {
       try {
-        this.state = { ...this.state, ...(JSON.parse(readFileSync(stateFile, 'utf8')) as State) };
+        this.state = { ...this.state, ...(JSON.parse(readFileSync(this.stateFile, 'utf8')) as State) };
       } catch {
         // A damaged sandbox state is only a demo's: start afresh.
       }
     }
-  }
-
-  get webhookUrl(): string | undefined {
-    return this.state.webhook?.url;
   }
 
   linkUrl(hash: string): string {
