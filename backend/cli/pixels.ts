@@ -80,10 +80,10 @@ export const pixelCommands = [
       ...OAUTH_FLAG_HELP,
       'login-customer-id': { type: 'string', placeholder: 'ID', help: 'google: the manager account id, when access goes through one' },
       ...GOOGLE_SETTING_FLAGS,
-      'skip-token-check': { type: 'boolean', help: 'do not ask the platform whether the credentials work (Meta, Google)' },
+      'skip-token-check': { type: 'boolean', help: 'do not ask the platform whether the credentials work (Meta, Snapchat, Google)' },
     },
     notes: [
-      'The credentials are checked with the platform where it can answer without counting an event (Meta: the token may read the pixel; Google: the OAuth and developer tokens); a refusal refuses the pixel. TikTok and Snapchat: use pixel test.',
+      'The credentials are checked with the platform where it can answer without counting an event (Meta: the token may read the pixel; Snapchat: its validate endpoint; Google: the OAuth and developer tokens); a refusal refuses the pixel. TikTok: use pixel test.',
       'The same destination twice on a site (same platform and pixel id; Google: same customer and a conversion action in common) is refused.',
       'Per platform:',
       '  --platform meta      --pixel-id P --access-token T [--test-event-code C]',

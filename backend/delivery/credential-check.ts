@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import type { PixelConfig, PixelConfigOf } from '../platforms/types.js';
 import { authorize } from './google-oauth.js';
+import { sendTestEvent } from './pixel-test.js';
 
 /**
  * `pixel add` asks the platform whether a new pixel's credentials work, where the platform can
@@ -10,7 +11,9 @@ import { authorize } from './google-oauth.js';
  *   token (code 190) from a pixel the token cannot use (code 100);
  * - Google: the refresh token is exchanged (when given), then `customers:listAccessibleCustomers`
  *   checks the access and developer tokens, and whether the customer is reachable;
- * - TikTok and Snapchat have no such read: `pixel test` sends a test event instead.
+ * - Snapchat: one event to its validate endpoint (`/v3/{pixel}/events/validate`), which checks an
+ *   event as a real one and never counts it: a refused token (401) refuses the pixel;
+ * - TikTok has no such call (an event without a test event code counts): `pixel test` checks it.
  * A refusal throws; an answer that settles nothing (network, 5xx) is a warning, not a refusal:
  * the operator may be adding pixels from a machine that cannot reach the platform.
  */
@@ -22,10 +25,19 @@ export async function checkPixelCredentials(config: Config, pixel: PixelConfig):
       return checkMeta(config, pixel);
     case 'google':
       return checkGoogle(config, pixel);
-    case 'tiktok':
     case 'snapchat':
+      return checkSnapchat(config, pixel);
+    case 'tiktok':
       return [];
   }
+}
+
+/** Snap: one event to its validate endpoint, which checks it and never counts it. */
+async function checkSnapchat(config: Config, p: PixelConfigOf<'snapchat'>): Promise<string[]> {
+  const r = await sendTestEvent({ config, now: () => new Date() }, p, { pageUrl: 'https://example.com/' });
+  if (r.accepted) return [];
+  if (r.status === 401 || r.status === 403) throw new ApiError('VALIDATION_FAILED', `Snap refused the access token: ${r.error ?? `HTTP ${r.status}`}`);
+  return [unchecked('Snap', r.error ?? 'no answer')];
 }
 
 async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, any> } | { error: string }> {

@@ -48,17 +48,29 @@ export async function testPixel(deps: Pick<Deps, 'pool' | 'box' | 'config' | 'no
     [input.pixelId],
   );
   const site = rows[0]!;
+  const result = await sendTestEvent(deps, loaded.config, { pageUrl: site.url ?? `https://${site.domains[0] ?? 'example.com'}/`, testEventCode: input.testEventCode });
+  return { pixelId: loaded.id, ...result };
+}
 
-  let { pixel, facility } = testMode(loaded.config, input.testEventCode);
+/**
+ * One test event for a pixel's configuration (stored or about to be), through its platform's test
+ * facility: what `pixel test` sends, and what `pixel add` asks Snap's validate endpoint.
+ */
+export async function sendTestEvent(
+  deps: Pick<Deps, 'config' | 'now'>,
+  config: PixelConfig,
+  o: { pageUrl: string; testEventCode?: string | undefined },
+): Promise<Omit<PixelTestResult, 'pixelId'>> {
+  let { pixel, facility } = testMode(config, o.testEventCode);
   const nowMs = deps.now().getTime();
   const adapter = adapters[pixel.platform];
-  const event = testEvent(pixel, nowMs, site.url ?? `https://${site.domains[0] ?? 'example.com'}/`);
+  const event = testEvent(pixel, nowMs, o.pageUrl);
   const pre = adapter.precheck(event, nowMs, pixel);
   if (!pre.ok) throw new ApiError('VALIDATION_FAILED', `a test event cannot be sent to this pixel: ${pre.skipReason}`);
 
   if (pixel.platform === 'google') {
     const auth = await authorize(pixel, { oauthUrl: deps.config.GOOGLE_OAUTH_URL, timeoutMs: TEST_TIMEOUT_MS, nowMs });
-    if ('error' in auth) return { pixelId: loaded.id, platform: pixel.platform, accepted: false, testFacility: facility, status: null, answer: null, error: `no Google access token: ${auth.error}` };
+    if ('error' in auth) return { platform: pixel.platform, accepted: false, testFacility: facility, status: null, answer: null, error: `no Google access token: ${auth.error}` };
     pixel = auth.pixel;
   }
   const { baseUrl, build } = platformEndpoint(deps.config, pixel.platform);
@@ -67,7 +79,7 @@ export async function testPixel(deps: Pick<Deps, 'pool' | 'box' | 'config' | 'no
   if (pixel.platform === 'snapchat') spec.url = spec.url.replace(/\/events\?/, '/events/validate?');
   const res = await performRequest(spec, TEST_TIMEOUT_MS);
   if ('networkError' in res) {
-    return { pixelId: loaded.id, platform: pixel.platform, accepted: false, testFacility: facility, status: null, answer: null, error: `no answer: ${res.networkError}` };
+    return { platform: pixel.platform, accepted: false, testFacility: facility, status: null, answer: null, error: `no answer: ${res.networkError}` };
   }
   const [outcome] = adapter.classify(res, [event], nowMs);
   let answer: unknown = res.bodyText;
@@ -78,7 +90,7 @@ export async function testPixel(deps: Pick<Deps, 'pool' | 'box' | 'config' | 'no
   }
   const accepted = outcome?.outcome === 'delivered';
   return {
-    pixelId: loaded.id, platform: pixel.platform, accepted, testFacility: facility, status: res.status, answer,
+    platform: pixel.platform, accepted, testFacility: facility, status: res.status, answer,
     ...(outcome && outcome.outcome !== 'delivered' ? { error: outcome.error } : {}),
   };
 }

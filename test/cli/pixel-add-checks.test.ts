@@ -91,6 +91,15 @@ describe('credentials asked of the platform', () => {
     expect(await count(s)).toBe(1);
   });
 
+  it('snapchat: its validate endpoint is asked (nothing counted); a wrong token is refused', async () => {
+    const s = await site();
+    expect(await w.refused('pixel', 'add', '--site', s, '--platform', 'snapchat', '--pixel-id', 'snap-check', '--access-token', 'snap-wrong-token'))
+      .toBe('error: Snap refused the access token: HTTP 401: INVALID: Unauthorized: invalid or missing access_token\n');
+    await w.ok('pixel', 'add', '--site', s, '--platform', 'snapchat', '--pixel-id', 'snap-check', '--access-token', 'snap-test-token');
+    expect(fakes.snapchat.received.at(-1)!.path).toBe('/v3/snap-check/events/validate');
+    expect(fakes.snapchat.events('snap-check')).toEqual([]);
+  });
+
   it('google: a bad developer token, a revoked refresh token and a bad access token are refused', async () => {
     const s = await site();
     expect(await w.refused('pixel', 'add', '--site', s, '--platform', 'google', '--customer-id', '1234567890', '--conversion-action', 'Subscribe=555',
