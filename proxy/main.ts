@@ -4,6 +4,7 @@
 import { pino } from 'pino';
 import { parseProxyCli, PROXY_USAGE, ProxyConfigError } from './options.js';
 import { startProxyServer } from './server.js';
+import { checkWebsite } from './site-check.js';
 
 async function main(): Promise<void> {
   let config;
@@ -20,6 +21,18 @@ async function main(): Promise<void> {
     return;
   }
   const logger = pino({ name: 'capigram-proxy', level: config.logLevel });
+  const site = await checkWebsite(config.settings.tracker, config.settings.websiteId);
+  if (site.kind === 'unknown') {
+    process.stderr.write(
+      `capigram proxy: the tracker at ${config.settings.tracker} does not know --website-id ${config.settings.websiteId} (${site.detail}): ` +
+        'check the websiteId (npm run admin -- site list prints each site\'s) and --tracker\n',
+    );
+    process.exitCode = 1;
+    return;
+  }
+  if (site.kind === 'unsure') {
+    logger.warn({ tracker: config.settings.tracker, reason: site.reason }, `the tracker could not confirm --website-id ${config.settings.websiteId} (${site.reason}); starting anyway`);
+  }
   const running = await startProxyServer({ ...config.settings, logger }, { host: config.host, port: config.port });
   logger.info(
     { url: running.url, upstream: config.settings.upstream, tracker: config.settings.tracker, invitePath: config.settings.invitePath },

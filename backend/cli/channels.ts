@@ -23,6 +23,7 @@ const CHANNEL_FLAGS = {
     help: 'member_limit (one-use links, default) or join_request (the bot approves requests; private chats only: Telegram sends requests to public chats without their link)',
   },
   'public-invite-url': { type: 'string', placeholder: 'URL', help: "the channel's public link, handed out when Telegram is unreachable" },
+  'skip-telegram-check': { type: 'boolean', help: 'do not require Telegram to confirm the chat and the bot\'s right to invite users (e.g. the bot is promoted later)' },
 } as const;
 
 /** The settings as the domain takes them (shared by add and update). */
@@ -40,6 +41,7 @@ function settings(v: Record<string, unknown>) {
     isDefault: v.default === true ? true : undefined,
     inviteMode: v['invite-mode'] as Input['inviteMode'],
     publicInviteUrl: v['public-invite-url'] as string | undefined,
+    requireTelegram: v['skip-telegram-check'] !== true,
   };
 }
 
@@ -47,7 +49,7 @@ export const channelCommands = [
   defineCommand({
     group: 'channel',
     name: 'add',
-    summary: "Adds a Telegram channel to a site. The bot must belong to the site's account and be an admin of the channel that may invite users.",
+    summary: "Adds a Telegram channel to a site. The bot must belong to the site's account, and Telegram must confirm that the chat exists and the bot is an administrator allowed to invite users.",
     flags: {
       site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
       bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot that manages the channel' },

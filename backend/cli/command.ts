@@ -42,6 +42,8 @@ export interface CommandResult {
   json: Record<string, unknown>;
   /** Printed otherwise. */
   human: string;
+  /** The process's exit code when not 0: the command ran, and what it found is a refusal (`pixel test`). */
+  exitCode?: number;
 }
 
 export interface CommandContext {

@@ -1,4 +1,7 @@
 import { addPixel, listPixels, setPixelActive, updatePixel, type AddPixelInput, type PixelSummary } from '../domain/admin/pixels.js';
+import { checkPixelCredentials } from '../delivery/credential-check.js';
+import { testPixel } from '../delivery/pixel-test.js';
+import type { PixelConfig } from '../platforms/types.js';
 import { UsageError, defineCommand, type CommandContext, type CommandResult } from './command.js';
 import { table } from './table.js';
 
@@ -77,8 +80,11 @@ export const pixelCommands = [
       ...OAUTH_FLAG_HELP,
       'login-customer-id': { type: 'string', placeholder: 'ID', help: 'google: the manager account id, when access goes through one' },
       ...GOOGLE_SETTING_FLAGS,
+      'skip-token-check': { type: 'boolean', help: 'do not ask the platform whether the credentials work (Meta, Snapchat, Google)' },
     },
     notes: [
+      'The credentials are checked with the platform where it can answer without counting an event (Meta: the token may read the pixel; Snapchat: its validate endpoint; Google: the OAuth and developer tokens); a refusal refuses the pixel. TikTok: use pixel test.',
+      'The same destination twice on a site (same platform and pixel id; Google: same customer and a conversion action in common) is refused.',
       'Per platform:',
       '  --platform meta      --pixel-id P --access-token T [--test-event-code C]',
       '  --platform tiktok    --pixel-code P --access-token T [--test-event-code C]',
@@ -125,9 +131,11 @@ export const pixelCommands = [
         clientSecret: v['client-secret'],
         loginCustomerId: v['login-customer-id'],
       } as AddPixelInput;
-      const out = await addPixel({ db: deps.pool, box: deps.box }, input);
+      const verify = v['skip-token-check'] ? undefined : (pixel: PixelConfig) => checkPixelCredentials(deps.config, pixel);
+      const { warnings, ...out } = await addPixel({ db: deps.pool, box: deps.box, verify }, input);
       if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
       if (v['conversion-action'].some((a) => !a.includes('='))) warn(SINGLE_ACTION);
+      for (const w of warnings) warn(w);
       return { json: out, human: `Pixel added: ${out.pixelId} (${platform})` };
     },
   }),
@@ -205,6 +213,31 @@ export const pixelCommands = [
       pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
     },
     run: (ctx, v) => setActive(ctx, v.pixel, true),
+  }),
+
+  defineCommand({
+    group: 'pixel',
+    name: 'test',
+    summary: "Sends one test event through the platform's own test facility and prints the platform's answer (exit 1 when it is refused).",
+    flags: {
+      pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
+      'test-event-code': { type: 'string', placeholder: 'CODE', help: "Meta and TikTok: the code of the pixel's Test events tab (default: the pixel's own test event code)" },
+    },
+    notes: [
+      'The test facility: Meta and TikTok, test_event_code (required: without it the event would count as real);',
+      'Snapchat, its validate endpoint (/v3/{pixel}/events/validate); Google, validateOnly (checked, not recorded).',
+      'The event: a Purchase of 1.00 EUR by test@example.com (hashed); for Google, an event type the pixel maps. Nothing is stored.',
+    ],
+    async run({ deps }, v) {
+      const out = await testPixel(deps, { pixelId: v.pixel, ...(v['test-event-code'] === undefined ? {} : { testEventCode: v['test-event-code'] }) });
+      const answer = typeof out.answer === 'string' ? out.answer : JSON.stringify(out.answer);
+      const human = [
+        `${out.accepted ? 'Accepted' : 'Refused'} by ${out.platform} (${out.testFacility})${out.status === null ? '' : `: HTTP ${out.status}`}`,
+        ...(out.error ? [`reason: ${out.error}`] : []),
+        `answer: ${answer}`,
+      ].join('\n');
+      return { json: { ...out }, human, ...(out.accepted ? {} : { exitCode: 1 }) };
+    },
   }),
 
   defineCommand({

@@ -78,7 +78,7 @@ export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv =
     if (runtime.generatedAdminToken) warn(`generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`);
     const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
     io.stdout.write(parsed.json ? JSON.stringify(result.json) + '\n' : result.human + '\n');
-    return 0;
+    return result.exitCode ?? 0;
   } catch (err) {
     io.stderr.write(`error: ${describeError(cmd, err)}\n`);
     return 1;

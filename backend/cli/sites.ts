@@ -69,7 +69,7 @@ export const siteCommands = [
   defineCommand({
     group: 'site',
     name: 'list',
-    summary: 'Lists the sites of an account, or of every account, with their websiteId, domains, active channels and pixels.',
+    summary: 'Lists the sites of an account, or of every account, with their websiteId, domains, active channels and pixels, and their install checks: first and latest visit seen, hosts refused.',
     flags: {
       account: { type: 'string', placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'only this account\'s sites' },
     },
@@ -79,8 +79,13 @@ export const siteCommands = [
         out.sites.length === 0
           ? 'No sites.'
           : table(
-              ['siteId', 'websiteId', 'name', 'domains', 'channels', 'pixels', 'account'],
-              out.sites.map((s) => [s.siteId, s.websiteId, s.name, s.domains.join(','), String(s.channels), String(s.activePixels), s.accountId]),
+              ['siteId', 'websiteId', 'name', 'domains', 'channels', 'pixels', 'last visit', 'refused hosts', 'account'],
+              out.sites.map((s) => [
+                s.siteId, s.websiteId, s.name, s.domains.join(','), String(s.channels), String(s.activePixels),
+                s.lastVisitAt === null ? 'waiting for the first visit' : s.lastVisitAt.slice(0, 16).replace('T', ' '),
+                s.refusedHosts.map((h) => `${h.host} (${h.refused})`).join(', '),
+                s.accountId,
+              ]),
             );
       return { json: out, human };
     },

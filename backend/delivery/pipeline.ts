@@ -90,7 +90,8 @@ export async function deliverPixel(deps: DeliveryDeps, pixel: DuePixel, o: Deliv
   }
 }
 
-function endpoint(config: Config, platform: Platform): { baseUrl: string; build: BuildOptions } {
+/** Where a platform's requests go, and the options its adapter builds them with (from configuration). */
+export function platformEndpoint(config: Config, platform: Platform): { baseUrl: string; build: BuildOptions } {
   switch (platform) {
     case 'meta':
       return { baseUrl: config.META_GRAPH_URL, build: { apiVersion: config.META_API_VERSION } };
@@ -177,7 +178,7 @@ class ClaimRun {
    * in two and both halves go again, until the bad events fail alone and the rest are delivered.
    */
   private async sendAll(ready: DeliveryEvent[], stored: PixelConfig): Promise<void> {
-    const { baseUrl, build } = endpoint(this.deps.config, this.adapter.platform);
+    const { baseUrl, build } = platformEndpoint(this.deps.config, this.adapter.platform);
     let queue: DeliveryEvent[][] = [ready];
     let reauthorized = false;
     while (queue.length > 0) {

@@ -52,7 +52,7 @@ describe('channel add', () => {
     const out = await w.ok(
       'channel', 'add', '--site', s.websiteId, '--bot', s.botId, `--telegram-channel-id=${NOT_ADMIN_CHAT.id}`, '--title', 'VIP 💎',
       '--username', '@vip_channel', '--funnel-order', '2', '--event-type', 'Purchase', '--value', '9.99', '--currency', 'eur',
-      '--invite-mode', 'join_request', '--public-invite-url', 'https://t.me/vip_channel', '--default',
+      '--invite-mode', 'join_request', '--public-invite-url', 'https://t.me/vip_channel', '--default', '--skip-telegram-check',
     );
     const row = await channelRow(out.channelId);
     expect(row).toMatchObject({
@@ -66,12 +66,12 @@ describe('channel add', () => {
   it('--manual-value on a Purchase channel; a Custom event with its name', async () => {
     const site = await freshSite();
     const manual = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', '-1003000000003', '--title', 'Paid',
-      '--event-type', 'Purchase', '--manual-value');
+      '--event-type', 'Purchase', '--manual-value', '--skip-telegram-check');
     expect(await channelRow(manual.channelId)).toMatchObject({ manual_value: true, event_type: 'Purchase', fixed_value: null });
     const custom = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', '-1003000000004', '--title', 'Webinar',
-      '--event-type', 'Custom', '--custom-event-name', 'WebinarJoin');
+      '--event-type', 'Custom', '--custom-event-name', 'WebinarJoin', '--skip-telegram-check');
     expect(await channelRow(custom.channelId)).toMatchObject({ event_type: 'Custom', custom_event_name: 'WebinarJoin' });
-    // A chat Telegram does not know: the channel is added, its bot status stays unknown.
+    // A chat Telegram does not know, added with --skip-telegram-check: its bot status stays unknown.
     expect(await channelRow(manual.channelId)).toMatchObject({ bot_status: null, bot_is_admin: null });
   });
 
@@ -102,7 +102,7 @@ describe('channel add', () => {
 
   it('refuses an unknown site or bot, a bot of another account, the same channel twice on a site or with the same bot', async () => {
     const site = await freshSite();
-    const args = (siteId: string, botId: string, chat = '-1005000000001') => ['channel', 'add', '--site', siteId, '--bot', botId, '--telegram-channel-id', chat, '--title', 'T'];
+    const args = (siteId: string, botId: string, chat = '-1005000000001') => ['channel', 'add', '--site', siteId, '--bot', botId, '--telegram-channel-id', chat, '--title', 'T', '--skip-telegram-check'];
     expect(await w.refused(...args('ws_nope', s.botId))).toBe('error: site ws_nope does not exist\n');
     expect(await w.refused(...args(site, '00000000-0000-4000-8000-000000000002'))).toBe('error: bot 00000000-0000-4000-8000-000000000002 does not exist\n');
     expect(await w.refused(...args(site, 'bot-1'))).toBe('error: --bot: must be a UUID\n');
@@ -171,7 +171,7 @@ describe('channel list', () => {
   it('prints {"channels":[…]} with the contract fields, ordered by funnel order, with pool sizes', async () => {
     const site = await freshSite();
     const a = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(LIST_CHAT.id), '--title', 'Main', '--funnel-order', '1');
-    const b = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(LIST_PLAIN_CHAT.id), '--title', 'First', '--funnel-order', '0', '--event-type', 'Lead');
+    const b = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(LIST_PLAIN_CHAT.id), '--title', 'First', '--funnel-order', '0', '--event-type', 'Lead', '--skip-telegram-check');
     await w.db.pool.query(
       `INSERT INTO invitations (channel_id, invite_link, expires_at, visit_id, revoked_at)
        VALUES ($1, 'https://t.me/+a1', now() + interval '1 hour', NULL, NULL),

@@ -55,6 +55,12 @@ export async function cliWorld(opts: { bots?: FakeBot[]; chats?: FakeChat[]; env
     SECRET_KEY: SECRET_KEY_HEX,
     TELEGRAM_API_URL: telegram.url,
     PUBLIC_URL: 'https://capigram.example.com',
+    // pixel add asks Meta, Snap and Google about new credentials: nothing answers here unless a test
+    // points these at its fakes (the refusal is immediate; the add goes on with a warning).
+    META_GRAPH_URL: 'http://127.0.0.1:9',
+    SNAPCHAT_API_URL: 'http://127.0.0.1:9',
+    GOOGLE_ADS_API_URL: 'http://127.0.0.1:9',
+    GOOGLE_OAUTH_URL: 'http://127.0.0.1:9',
     ...opts.env,
   };
   const run = (...argv: string[]) => runWith(env, argv);

@@ -50,9 +50,17 @@ describe('--help --json', () => {
     }
   });
 
-  it('through npm itself: the banner is kept off stdout by .npmrc, which holds only the JSON', async () => {
+  it("through npm itself, npm's own errors stay visible on stderr (.npmrc does not silence npm)", async () => {
+    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json'));
+    const r = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
+      execFile('npm', ['run', 'no-such-script'], { cwd: process.cwd(), env: childEnv, timeout: 60_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr }));
+    });
+    expect(r.stderr).toContain('npm error Missing script: "no-such-script"');
+  });
+
+  it("through npm itself: .npmrc's json mode moves the banner to stderr, and stdout holds only the JSON", async () => {
     // Whatever npm loglevel this test runs under, the project's .npmrc is what is being checked.
-    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toLowerCase() !== 'npm_config_loglevel'));
+    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json'));
     const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile('npm', ['run', 'admin', '--', 'key', 'create', '--help', '--json'], { cwd: process.cwd(), env: { ...childEnv, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
@@ -60,6 +68,8 @@ describe('--help --json', () => {
     });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^\{"usage":"npm run admin -- key create .*\}\n$/s);
+    // The banner is not gone, it is on stderr (npm's json mode).
+    expect(r.stderr).toContain('> capigram@');
     expect(r.stdout.split('\n')).toHaveLength(2);
   });
 });

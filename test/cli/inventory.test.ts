@@ -62,8 +62,14 @@ describe('site list', () => {
         channels: 0,
         activePixels: 0,
         createdAt: expect.any(String),
+        // Install checks: no visit yet (the table says "waiting for the first visit").
+        firstVisitAt: null,
+        lastVisitAt: null,
+        refusedHosts: [],
       },
     ]);
+    const human = await w.run('site', 'list', '--account', acme.accountId);
+    expect(human.stdout).toContain('waiting for the first visit');
     const all = await w.ok('site', 'list');
     expect(all.sites.map((s: { siteId: string }) => s.siteId)).toEqual([acme.siteId, other.siteId]);
   });

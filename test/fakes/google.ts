@@ -12,6 +12,8 @@ import {
 export interface GoogleFakeOptions extends FakeOptions {
   /** Accepted `Authorization: Bearer …` tokens. Default `['google-oauth-token']`. */
   oauthTokens?: string[];
+  /** Customers `customers:listAccessibleCustomers` lists. Default: those of `conversionActions`, else none. */
+  accessibleCustomers?: string[];
   /** Accepted `developer-token` header values. Default `['google-dev-token']`. */
   developerTokens?: string[];
   /** When set, rows naming another conversion action fail with NO_CONVERSION_ACTION_FOUND. */
@@ -174,6 +176,7 @@ type RowFailure = { errorCode: Record<string, string>; message: string; field?: 
 
 const PATH = /^\/(v\d+)\/customers\/(\d+):uploadClickConversions$/;
 const TOKEN_PATH = '/token';
+const LIST_PATH = /^\/(v\d+)\/customers:listAccessibleCustomers$/;
 const ACTION = /^customers\/(\d+)\/conversionActions\/(\d+)$/;
 
 export class GoogleFake extends FakeServer {
@@ -192,6 +195,7 @@ export class GoogleFake extends FakeServer {
   private issued = new Map<string, number>();
   accessTokenLifetimeSec: number;
   private readonly liveVersions: Set<string>;
+  private readonly accessibleCustomers: string[];
 
   constructor(options: GoogleFakeOptions = {}) {
     super('google', options);
@@ -203,6 +207,7 @@ export class GoogleFake extends FakeServer {
     this.refreshTokens = new Set(this.initialRefreshTokens);
     this.accessTokenLifetimeSec = options.accessTokenLifetimeSec ?? 3599;
     this.liveVersions = new Set(options.liveVersions ?? GOOGLE_LIVE_VERSIONS);
+    this.accessibleCustomers = options.accessibleCustomers ?? [...new Set((options.conversionActions ?? []).map((a) => ACTION.exec(a)?.[1]).filter((c): c is string => c !== undefined))];
   }
 
   /** Every access token issued so far stops working at once, as when an hour has passed. */
@@ -259,6 +264,22 @@ export class GoogleFake extends FakeServer {
     return this.oauthTokens.has(token) || (expiresAt !== undefined && expiresAt > Date.now());
   }
 
+  /**
+   * `CustomerService.ListAccessibleCustomers`: the customers the OAuth user may access directly
+   * (no login-customer-id needed); it checks the bearer and developer tokens like any call.
+   */
+  private listAccessible(version: string, req: ReceivedRequest): Reply {
+    if (!this.liveVersions.has(version)) return { status: 404, body: { error: { code: 404, message: `Method not found: the Google Ads API ${version} is not available (sunset or unknown).`, status: 'NOT_FOUND' } } };
+    const auth = req.headers.authorization;
+    const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
+    if (!bearer || !this.acceptsBearer(bearer)) return unauthenticated(version, bearer === undefined);
+    const devToken = req.headers['developer-token'];
+    if (typeof devToken !== 'string' || !this.developerTokens.has(devToken)) {
+      return adsError(403, 'PERMISSION_DENIED', 'The caller does not have permission', version, [{ errorCode: { authenticationError: 'DEVELOPER_TOKEN_INVALID' }, message: 'The developer token is not valid.' }]);
+    }
+    return { status: 200, body: { resourceNames: this.accessibleCustomers.map((c) => `customers/${c}`) } };
+  }
+
   /** RFC 6749 §6 refresh: the client authenticates with id and secret in the form body, as Google's libraries do. */
   private token(req: ReceivedRequest): Reply {
     if (req.method !== 'POST') return { status: 405, body: { error: 'invalid_request', error_description: 'Method not allowed' } };
@@ -279,6 +300,8 @@ export class GoogleFake extends FakeServer {
 
   protected route(req: ReceivedRequest): Reply {
     if (req.path === TOKEN_PATH) return this.token(req);
+    const list = LIST_PATH.exec(req.path);
+    if (list && req.method === 'GET') return this.listAccessible(list[1] ?? '', req);
     const match = PATH.exec(req.path);
     if (!match || req.method !== 'POST') {
       return { status: 404, body: { error: { code: 404, message: `Method not found: ${req.method} ${req.path}`, status: 'NOT_FOUND' } } };

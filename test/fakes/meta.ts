@@ -43,6 +43,7 @@ const ACTION_SOURCES = ['email', 'website', 'app', 'phone_call', 'chat', 'physic
 const MAX_AGE_SEC = 7 * 24 * 3600;
 const MAX_FUTURE_SEC = 5 * 60; // tolerance for clock skew
 const PATH = /^\/(v\d+\.\d+)\/([^/]+)\/events$/;
+const NODE_PATH = /^\/(v\d+\.\d+)\/(\d+)$/;
 
 export class MetaFake extends FakeServer {
   readonly accessTokens: Set<string>;
@@ -72,6 +73,9 @@ export class MetaFake extends FakeServer {
   }
 
   protected route(req: ReceivedRequest): Reply {
+    // Reading the pixel (Graph API AdsPixel node): what a token may do with it, without an event.
+    const node = NODE_PATH.exec(req.path);
+    if (node && req.method === 'GET') return this.readPixel(node[2] ?? '', req);
     const match = PATH.exec(req.path);
     if (!match) return graphError(400, 2500, `Unknown path components: ${req.path}`);
     const [, version = '', pixelId = ''] = match;
@@ -97,6 +101,18 @@ export class MetaFake extends FakeServer {
     const testEventCode = typeof body.test_event_code === 'string' ? body.test_event_code : undefined;
     for (const event of events) this.accepted.push({ pixelId, version, testEventCode, receivedAt: req.receivedAt, event });
     return { status: 200, body: { events_received: events.length, messages: [], fbtrace_id: fbtraceId() } };
+  }
+
+  /** `GET /{version}/{pixel_id}?fields=…`: the pixel's fields, or Graph's error for a bad token or an object it cannot see. */
+  private readPixel(pixelId: string, req: ReceivedRequest): Reply {
+    const token = req.query.access_token;
+    if (!token) return graphError(400, 104, 'An access token is required to request this resource.');
+    if (!this.accessTokens.has(token)) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
+    if (this.pixelIds && !this.pixelIds.has(pixelId)) {
+      return graphError(400, 100, `Unsupported get request. Object with ID '${pixelId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, { subcode: 33 });
+    }
+    const fields = (req.query.fields ?? 'id').split(',');
+    return { status: 200, body: { id: pixelId, ...(fields.includes('name') ? { name: `Pixel ${pixelId}` } : {}) } };
   }
 
   private validate(body: Record<string, unknown>): MetaServerEvent[] {

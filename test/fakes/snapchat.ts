@@ -1,4 +1,7 @@
 // Fake of Snap's Conversions API v3. One invalid event makes the whole request INVALID (HTTP 400).
+// Its Test Event Tool, `POST /v3/{pixel}/events/validate` (developers.snap.com, Conversions API →
+// Verify Set Up), checks events the same way, answers VALID or INVALID (400) and records nothing
+// as a conversion: the events it found valid are kept apart, in `validated()`.
 import {
   FakeServer, Invalid, SHA256_HEX, dedupStats, isRecord, looksLikeMilliseconds, matchesEach,
   type DedupStats, type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure,
@@ -39,13 +42,14 @@ export const SNAP_EVENT_NAMES: readonly string[] = [
 const ACTION_SOURCES = ['WEB', 'MOBILE_APP', 'OFFLINE'];
 const MAX_AGE_SEC = 37 * 24 * 3600;
 const MAX_FUTURE_SEC = 5 * 60;
-const PATH = /^\/v3\/([^/]+)\/events$/;
+const PATH = /^\/v3\/([^/]+)\/events(\/validate)?$/;
 
 export class SnapchatFake extends FakeServer {
   readonly accessTokens: Set<string>;
   private readonly pixelIds: Set<string> | undefined;
   private readonly now: () => number;
   private accepted: SnapAcceptedEvent[] = [];
+  private validatedEvents: SnapAcceptedEvent[] = [];
 
   constructor(options: SnapchatFakeOptions = {}) {
     super('snapchat', options);
@@ -63,8 +67,14 @@ export class SnapchatFake extends FakeServer {
     return dedupStats(this.events(pixelId), (e) => (e.event.event_id === undefined ? undefined : `${e.pixelId}|${e.event.event_name}|${e.event.event_id}`));
   }
 
+  /** Events the validate endpoint found valid (never conversions). */
+  validated(pixelId?: string): SnapAcceptedEvent[] {
+    return pixelId === undefined ? [...this.validatedEvents] : this.validatedEvents.filter((e) => e.pixelId === pixelId);
+  }
+
   protected resetState(): void {
     this.accepted = [];
+    this.validatedEvents = [];
   }
 
   protected route(req: ReceivedRequest): Reply {
@@ -79,11 +89,18 @@ export class SnapchatFake extends FakeServer {
     try {
       if (!Array.isArray(data) || data.length === 0 || data.length > 2000) throw new Invalid('data must be an array of 1 to 2000 events');
       data.forEach((e, i) => this.validateEvent(e, `data[${i}]`));
+      // The validate endpoint also refuses a Purchase without its price and currency.
+      if (match[2]) {
+        (data as SnapEvent[]).forEach((e, i) => {
+          if (e.event_name === 'PURCHASE' && (e.custom_data?.value === undefined || e.custom_data?.currency === undefined)) throw new Invalid(`data[${i}]: a PURCHASE needs custom_data.value and custom_data.currency`);
+        });
+      }
     } catch (e) {
       if (!(e instanceof Invalid)) throw e;
       return invalid(400, e.message);
     }
-    for (const event of data as SnapEvent[]) this.accepted.push({ pixelId, receivedAt: req.receivedAt, event });
+    const into = match[2] ? this.validatedEvents : this.accepted;
+    for (const event of data as SnapEvent[]) into.push({ pixelId, receivedAt: req.receivedAt, event });
     return { status: 200, body: { status: 'VALID' } };
   }
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Queryable } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
-import { createTelegramClient } from '../../telegram/client.js';
+import { TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { botRights } from '../telegram/member-status.js';
 import { findBot, type BotRow } from './bots.js';
 import { requireSite } from './sites.js';
@@ -28,6 +28,12 @@ const ChannelFields = z.object({
   isDefault: z.boolean().default(false),
   inviteMode: z.enum(['member_limit', 'join_request']).default('member_limit'),
   publicInviteUrl: z.string().trim().url().max(512).optional(),
+  /**
+   * Refuse unless Telegram confirms the chat exists and the bot may invite users there (the CLI's
+   * default; `--skip-telegram-check` turns it off). Off, Telegram is asked best effort and a bot
+   * promoted later is noticed through my_chat_member and the periodic rights check.
+   */
+  requireTelegram: z.boolean().default(false),
 });
 
 export const AddChannelInput = ChannelFields.superRefine((c, ctx) => {
@@ -53,22 +59,60 @@ export interface ChannelDeps {
   telegramApiUrl: string;
 }
 
-/** What Telegram says about the chat and the bot in it; each part null when Telegram did not answer. */
-interface ChatFacts {
+/** What Telegram says about the chat and the bot in it; each part null when Telegram did not answer, with why. */
+export interface ChatFacts {
   chat: { type: string; username: string | null } | null;
   status: { status: string; isAdmin: boolean; canInvite: boolean } | null;
+  /** Telegram's refusal (or the failure to reach it) of getChat, then getChatMember, when one failed. */
+  failure?: TelegramError;
 }
 
 async function learnChat(deps: ChannelDeps, bot: BotRow, chatId: number): Promise<ChatFacts> {
   const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: deps.box.open(bot.token_enc), timeoutMs: 3000 });
+  const failures: TelegramError[] = [];
+  const failed = (err: unknown) => {
+    failures.push(err instanceof TelegramError ? err : new TelegramError('getChat', 'network', String(err)));
+    return null;
+  };
   const [chat, member] = await Promise.all([
-    tg.getChat({ chat_id: chatId }).catch(() => null),
-    tg.getChatMember({ chat_id: chatId, user_id: bot.telegram_bot_id }).catch(() => null),
+    tg.getChat({ chat_id: chatId }).catch(failed),
+    tg.getChatMember({ chat_id: chatId, user_id: bot.telegram_bot_id }).catch(failed),
   ]);
   return {
     chat: chat ? { type: chat.type, username: chat.username ?? null } : null,
     status: member ? botRights(member) : null,
+    ...(failures[0] ? { failure: failures.find((f) => f.kind === 'api') ?? failures[0] } : {}),
   };
+}
+
+/**
+ * Why Telegram's answers rule the channel out, or null when they allow it: the chat must exist
+ * for the bot, and the bot must be an administrator with the right to invite users, or no invite
+ * link can be made and every click would fall back to the channel's public link. Pure, so the rule
+ * is tested on its own. Telegram not answering is a refusal too: nothing was checked.
+ */
+export function telegramRefusal(facts: ChatFacts, chatId: number, bot: string): string | null {
+  const skip = 'or add it anyway with --skip-telegram-check';
+  if (facts.failure && facts.failure.kind !== 'api') {
+    const why = facts.failure.kind === 'unauthorized' ? "Telegram refused the bot's token" : facts.failure.message;
+    return `chat ${chatId} could not be checked with Telegram (${why}): try again, ${skip}`;
+  }
+  if (facts.chat === null || facts.status === null) {
+    return `Telegram does not show chat ${chatId} to ${bot} (${facts.failure?.message ?? 'no answer'}): check the id, and add ${bot} to the chat as an administrator allowed to invite users, ${skip}`;
+  }
+  if (!facts.status.isAdmin) {
+    const st = facts.status.status;
+    const is = st === 'left' || st === 'kicked' ? `not a member (${st})` : st === 'member' ? 'only a member' : st;
+    return `${bot} is ${is} of chat ${chatId}, not an administrator: make it an administrator with the right to invite users ("Invite users via link"), ${skip}`;
+  }
+  if (!facts.status.canInvite) {
+    return `${bot} is an administrator of chat ${chatId} without the right to invite users: give it "Invite users via link" (can_invite_users), ${skip}`;
+  }
+  return null;
+}
+
+function botName(bot: BotRow): string {
+  return bot.username ? `the bot @${bot.username}` : `the bot ${bot.telegram_bot_id}`;
 }
 
 /**
@@ -117,6 +161,8 @@ export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddCha
   if (bot.account_id !== site.account_id) throw new ApiError('FORBIDDEN', 'the bot belongs to another account than the site');
 
   const facts = await learnChat(deps, bot, c.telegramChannelId);
+  const refusal = c.requireTelegram ? telegramRefusal(facts, c.telegramChannelId, botName(bot)) : null;
+  if (refusal) throw new ApiError('VALIDATION_FAILED', refusal);
   const { isPublic, username, warnings } = judgeChat(c, facts);
   const status = facts.status;
 
@@ -183,6 +229,8 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
   const bot = await findBot(deps.db, c.botId);
   if (!bot) throw new ApiError('NOT_FOUND', `bot ${c.botId} does not exist`);
   const facts = await learnChat(deps, bot, c.telegramChannelId);
+  const refusal = c.requireTelegram ? telegramRefusal(facts, c.telegramChannelId, botName(bot)) : null;
+  if (refusal) throw new ApiError('VALIDATION_FAILED', refusal);
   const { isPublic, username, warnings } = judgeChat(c, facts);
   await deps.db.query(
     `UPDATE channels SET title = $2, username = $3, funnel_order = $4, event_type = $5, custom_event_name = $6, fixed_value = $7,

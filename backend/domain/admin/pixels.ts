@@ -4,7 +4,7 @@ import type { Pool, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
 import { ANY_EVENT, CUSTOM_PREFIX } from '../../platforms/google-actions.js';
-import { EVENT_TYPES, pixelConfigSchema } from '../../platforms/types.js';
+import { EVENT_TYPES, pixelConfigSchema, type PixelConfig } from '../../platforms/types.js';
 import { Uuid } from './schemas.js';
 import { requireSite } from './sites.js';
 
@@ -93,7 +93,19 @@ export const AddPixelInput = z.discriminatedUnion('platform', [
 ]);
 export type AddPixelInput = z.input<typeof AddPixelInput>;
 
-export async function addPixel(deps: { db: Queryable; box: SecretBox }, input: AddPixelInput): Promise<{ pixelId: string }> {
+/**
+ * Checks a new pixel's credentials with its platform before it is stored (`delivery/credential-check.ts`):
+ * throws the refusal, or returns warnings when the platform could not tell.
+ */
+export type VerifyPixel = (pixel: PixelConfig) => Promise<string[]>;
+
+/**
+ * Adds a pixel to a site. The same destination twice on one site (same platform and pixel id; for
+ * Google, the same customer and a conversion action in common) would send every event twice, so
+ * it is refused; an advisory lock per site makes two concurrent adds of it refuse the second.
+ * With `verify`, the credentials are checked with the platform first.
+ */
+export async function addPixel(deps: { db: Pool; box: SecretBox; verify?: VerifyPixel }, input: AddPixelInput): Promise<{ pixelId: string; warnings: string[] }> {
   const parsed = AddPixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
   const p = parsed.data;
@@ -130,11 +142,44 @@ export async function addPixel(deps: { db: Queryable; box: SecretBox }, input: A
         : { developerToken: p.developerToken, oauthToken: p.oauthToken! };
       break;
   }
-  const { rows } = await deps.db.query<{ id: string }>(
-    `INSERT INTO pixels (site_id, platform, public_config, secrets_enc, test_event_code) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-    [site.id, p.platform, pub, deps.box.seal(JSON.stringify(secrets)), testEventCode],
+  await refuseDuplicate(deps.db, site.id, p.platform, pub);
+  const config = pixelConfigSchema.parse({ ...pub, ...secrets, platform: p.platform, testEventCode });
+  const warnings = deps.verify ? await deps.verify(config) : [];
+  const pixelId = await withTx(deps.db, async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:pixels:' || $1::text, 0))`, [site.id]);
+    await refuseDuplicate(tx, site.id, p.platform, pub);
+    const { rows } = await tx.query<{ id: string }>(
+      `INSERT INTO pixels (site_id, platform, public_config, secrets_enc, test_event_code) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+      [site.id, p.platform, pub, deps.box.seal(JSON.stringify(secrets)), testEventCode],
+    );
+    return rows[0]!.id;
+  });
+  return { pixelId, warnings };
+}
+
+/** The platform's id of the destination: Meta and Snap pixel id, TikTok pixel code, Google customer id. */
+function destinationId(pub: Record<string, unknown>): string {
+  return String(pub.pixelId ?? pub.pixelCode ?? pub.customerId ?? '');
+}
+
+async function refuseDuplicate(db: Queryable, siteId: string, platform: string, pub: Record<string, unknown>): Promise<void> {
+  const id = destinationId(pub);
+  const { rows } = await db.query<{ id: string; active: boolean; public_config: Record<string, unknown> }>(
+    `SELECT id, active, public_config FROM pixels
+      WHERE site_id = $1 AND platform = $2 AND coalesce(public_config->>'pixelId', public_config->>'pixelCode', public_config->>'customerId') = $3
+      ORDER BY created_at`,
+    [siteId, platform, id],
   );
-  return { pixelId: rows[0]!.id };
+  const mine = new Set(Object.values((pub.conversionActions ?? {}) as Record<string, string>));
+  // Two Google pixels of one customer double only the conversion actions they share.
+  const same = rows.find((r) => platform !== 'google' || Object.values((r.public_config.conversionActions ?? {}) as Record<string, string>).some((a) => mine.has(a)));
+  if (!same) return;
+  const what = platform === 'google' ? `Google customer ${id} with a conversion action in common` : `${platform} pixel ${id}`;
+  throw new ApiError(
+    'VALIDATION_FAILED',
+    `this site already has ${what} (pixel ${same.id}${same.active ? '' : ', deactivated'}); a second one would send every event twice: ` +
+      (same.active ? `change its credentials with pixel update --pixel ${same.id}` : `switch it back on with pixel activate --pixel ${same.id} (and pixel update to change its credentials)`),
+  );
 }
 
 export interface PixelSummary {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { withTx, type Pool, type Queryable } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
 import { requireAccount } from './accounts.js';
+import { installStates, type SiteInstallState } from '../tracker/install-signals.js';
 import { Domain, Name, Uuid } from './schemas.js';
 
 export const CreateSiteInput = z.object({
@@ -129,6 +130,10 @@ export interface SiteListItem {
   channels: number;
   activePixels: number;
   createdAt: string;
+  /** Install checks: the first and latest track/init visit seen (null: none yet), and the hosts refused. */
+  firstVisitAt: string | null;
+  lastVisitAt: string | null;
+  refusedHosts: SiteInstallState['refusedHosts'];
 }
 
 /** The sites of one account, or of every account, oldest first. */
@@ -144,6 +149,7 @@ export async function listSites(db: Queryable, accountId?: string): Promise<{ si
      FROM sites s WHERE $1::uuid IS NULL OR s.account_id = $1 ORDER BY s.created_at, s.id`,
     [accountId ?? null],
   );
+  const install = await installStates(db, rows.map((r) => r.id));
   return {
     sites: rows.map((r) => ({
       siteId: r.id,
@@ -156,6 +162,9 @@ export async function listSites(db: Queryable, accountId?: string): Promise<{ si
       channels: r.channels,
       activePixels: r.active_pixels,
       createdAt: r.created_at.toISOString(),
+      firstVisitAt: install.get(r.id)?.firstVisitAt ?? null,
+      lastVisitAt: install.get(r.id)?.lastVisitAt ?? null,
+      refusedHosts: install.get(r.id)?.refusedHosts ?? [],
     })),
   };
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
+import { installStates, type SiteInstallState } from '../tracker/install-signals.js';
 import { listChannels, type ChannelListItem } from '../admin/channels.js';
 import { listPixels, type PixelSummary } from '../admin/pixels.js';
 import { findSite, type SiteRow } from '../admin/sites.js';
@@ -24,6 +25,8 @@ export interface SiteOverview {
   sends: Record<'pending' | 'sent' | 'failed' | 'skipped', number>;
   /** Failed sends of any age (what `sends retry` would act on). */
   failedSends: number;
+  /** Install checks: visits seen, hosts refused. */
+  install: SiteInstallState;
 }
 
 /** Every site, grouped by account, with the counts that tell whether it is working. */
@@ -49,6 +52,7 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
      ORDER BY a.name, a.id, s.name, s.id`,
     [since],
   );
+  const install = await installStates(db, rows.map((r) => r.id));
   return rows.map((r) => ({
     siteId: r.id,
     websiteId: r.website_id,
@@ -62,8 +66,11 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
     awaitingValue: r.awaiting,
     sends: { pending: r.pending, sent: r.sent, failed: r.failed, skipped: r.skipped },
     failedSends: r.failed_all,
+    install: install.get(r.id) ?? NOTHING_SEEN,
   }));
 }
+
+const NOTHING_SEEN: SiteInstallState = { firstVisitAt: null, lastVisitAt: null, refusedHosts: [] };
 
 export interface ConversionLine {
   conversionId: string;
@@ -99,6 +106,7 @@ export interface SiteDetail {
   failedSends: FailedSendLine[];
   /** How many of each list are shown at most. */
   failedLimit: number;
+  install: SiteInstallState;
 }
 
 const CONVERSION_FIELDS = `c.id, c.telegram_user_id::text AS telegram_user_id, c.event_type, c.custom_event_name, c.value::float8 AS value, c.currency,
@@ -132,7 +140,7 @@ function conversionLine(r: ConversionRow): ConversionLine {
 export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, limit = 25): Promise<SiteDetail | null> {
   const site = await findSite(db, siteIdOrWebsiteId);
   if (!site) return null;
-  const [account, { channels }, { pixels }, awaiting, recent, failed] = await Promise.all([
+  const [account, { channels }, { pixels }, awaiting, recent, failed, install] = await Promise.all([
     db.query<{ name: string }>('SELECT name FROM accounts WHERE id = $1', [site.account_id]),
     listChannels(db, site.id),
     listPixels(db, site.id),
@@ -154,8 +162,10 @@ export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, li
        WHERE p.site_id = $1 AND x.status = 'failed' ORDER BY x.updated_at DESC, x.id LIMIT $2`,
       [site.id, limit],
     ),
+    installStates(db, [site.id]),
   ]);
   return {
+    install: install.get(site.id) ?? NOTHING_SEEN,
     site: { ...site, accountName: account.rows[0]?.name ?? '' },
     channels,
     pixels,

@@ -68,6 +68,9 @@ export function overviewPage(sites: SiteOverview[], sinceHours: number, session:
 <td>${s.domains.join(', ')}</td><td class="num">${s.channels}${s.channelsWithoutInviteRights > 0 ? html`<br><span class="warn">${s.channelsWithoutInviteRights} without invite rights</span>` : ''}</td>
 <td class="num">${s.activePixels === 0 ? html`<span class="warn">none</span>` : s.activePixels}</td>
 <td class="num">${s.sends.sent} sent · ${s.sends.pending} pending · ${s.sends.skipped} skipped · ${s.sends.failed} failed</td>
+<td>${s.install.lastVisitAt === null ? html`<span class="warn">waiting for the first visit</span>` : html`last ${when(new Date(s.install.lastVisitAt))}`}${
+      s.install.refusedHosts.length > 0 ? html`<br><span class="warn">refused: ${s.install.refusedHosts.map((h) => h.host).join(', ')}</span>` : ''
+    }</td>
 <td>${bad(s.awaitingValue, 'awaiting a value')}<br>${bad(s.failedSends, 'failed sends')}</td></tr>`,
   );
   return page(
@@ -75,7 +78,7 @@ export function overviewPage(sites: SiteOverview[], sinceHours: number, session:
     html`<h1>Sites</h1>${
       sites.length === 0
         ? html`<p>No site yet: create one with <code>npm run admin -- site create</code>.</p>`
-        : html`<table><thead><tr><th>account</th><th>site</th><th>domains</th><th>channels</th><th>active pixels</th><th>sends, last ${sinceHours} h</th><th>needs attention</th></tr></thead><tbody>${rows}</tbody></table>`
+        : html`<table><thead><tr><th>account</th><th>site</th><th>domains</th><th>channels</th><th>active pixels</th><th>sends, last ${sinceHours} h</th><th>visits (UTC)</th><th>needs attention</th></tr></thead><tbody>${rows}</tbody></table>`
     }`,
     session,
   );
@@ -108,6 +111,23 @@ export interface SitePageState {
   valueForm?: { conversionId: string; value: string; currency: string } | undefined;
 }
 
+/** Whether the tracker is installed: visits seen, or the wait for the first; hosts refused. */
+function installSection(d: SiteDetail): Html {
+  const { install, site } = d;
+  const seen =
+    install.firstVisitAt === null || install.lastVisitAt === null
+      ? html`<p class="warn" id="install-status">Waiting for the first visit: put <code>tracker.js</code> with <code>data-website-id="${site.website_id}"</code> on a page of ${site.domains.join(', ')} (or the proxy in front of it) and open that page.</p>`
+      : html`<p id="install-status"><span class="ok">Visits arrive</span>: first ${when(new Date(install.firstVisitAt))}, latest ${when(new Date(install.lastVisitAt))} (UTC, to the minute).</p>`;
+  const refused =
+    install.refusedHosts.length === 0
+      ? ''
+      : html`<p class="warn">Requests from pages on other domains were refused (add the domain to the site if it is yours: <code>npm run admin -- site update --site ${site.id} --add-domain …</code>):</p>
+<table id="refused-hosts"><thead><tr><th>host</th><th>refused</th><th>first (UTC)</th><th>latest</th></tr></thead><tbody>${install.refusedHosts.map(
+          (h) => html`<tr><td><code>${h.host}</code></td><td class="num">${h.refused}</td><td>${when(new Date(h.firstAt))}</td><td>${when(new Date(h.lastAt))}</td></tr>`,
+        )}</tbody></table>`;
+  return html`<h2>Install</h2>${seen}${refused}`;
+}
+
 export function sitePage(d: SiteDetail, state: SitePageState): Html {
   const { site } = d;
   const action = (path: string) => `/dashboard/sites/${site.id}/${path}`;
@@ -138,6 +158,7 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
     html`<p><a href="/dashboard">← all sites</a></p><h1>${site.name}</h1>
 ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${state.error ? html`<p class="error">${state.error}</p>` : ''}
 <p>Account ${site.accountName} · websiteId <code>${site.website_id}</code> · siteId <code>${site.id}</code> · domains ${site.domains.join(', ')} · dedup window ${site.dedup_window_seconds} s</p>
+${installSection(d)}
 <h2>Awaiting a value (${d.awaiting.length})</h2>
 ${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
 <h2>Failed sends (${d.failedSends.length === d.failedLimit ? `${d.failedLimit} newest` : d.failedSends.length})</h2>

@@ -23,6 +23,7 @@ import { createForwarderKeys } from '../../domain/tracker/forwarders.js';
 import { clientContext, userAgentOf } from '../keyless/client-context.js';
 import { corsResponses, preflight } from '../keyless/cors.js';
 import { checkDomains } from '../keyless/domains.js';
+import { createInstallSignals } from '../../domain/tracker/install-signals.js';
 import type { KeylessEnv } from '../keyless/env.js';
 import { isLinkLookup } from '../keyless/link-preview.js';
 import { isBrowserNavigation, navigationFallback, type FallbackTarget } from '../keyless/navigation-fallback.js';
@@ -43,6 +44,8 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
   const limiter = createRateLimiter(deps.pool, rateLimitSettings(deps.config));
   const forwarders = createForwarderKeys(deps.pool);
   const secureCookies = deps.config.PUBLIC_URL.startsWith('https:');
+  // Install checks (first/last visit, refused hosts): recorded off the hot path, see install-signals.ts.
+  const install = createInstallSignals(deps.pool, deps.log);
   const keyless = new Hono<KeylessEnv>();
 
   keyless.use('/backend/track/*', corsResponses(), clientContext(trust, forwarders), async (c, next) => {
@@ -69,7 +72,10 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
   function admit(c: Context<KeylessEnv>, site: TrackerSite, href?: string): void {
     vouched(c, site);
     const verdict = checkDomains({ origin: c.req.header('origin'), referer: c.req.header('referer'), href }, site.domains);
-    if (!verdict.ok) throw new ApiError(verdict.code, verdict.detail);
+    if (!verdict.ok) {
+      if (verdict.code === 'DOMAIN_NOT_ALLOWED' && verdict.host !== undefined) install.domainRefused(site.id, verdict.host, deps.now());
+      throw new ApiError(verdict.code, verdict.detail);
+    }
     c.set('corsOrigin', verdict.corsOrigin);
   }
 
@@ -115,6 +121,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );
+    install.visitSeen(site.id, deps.now());
     return c.json({ visitId: visit.visitId });
   });
 

@@ -1,0 +1,46 @@
+// `npm run demo -- --sandbox-only`: the sandbox alone, for a Capigram started elsewhere. It answers
+// as Telegram's Bot API and the platforms do, logs what it gets (refusals included), and stops
+// cleanly on SIGTERM.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, expect, it } from 'vitest';
+import { scratchDir } from '../harness/scratch.js';
+
+const child = spawn(process.execPath, ['--import', 'tsx', 'backend/sandbox/demo-main.ts', '--sandbox-only'], {
+  env: { ...process.env, SANDBOX_PORT: '0', DATA_DIR: scratchDir('sandbox-only') },
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
+let out = '';
+child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+afterAll(() => {
+  if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+async function started(): Promise<string> {
+  for (let i = 0; i < 200 && !out.includes('event log:'); i++) await new Promise((r) => setTimeout(r, 50));
+  return /sandbox only, on (http:\/\/\S+?);/.exec(out)![1]!;
+}
+
+it('prints how to point Capigram at it, answers as Telegram and Meta do, logs refusals, stops on SIGTERM', async () => {
+  const url = await started();
+  expect(out).toContain(`TELEGRAM_API_URL=${url}/telegram`);
+  expect(out).toContain(`META_GRAPH_URL=${url}/meta`);
+  expect(out).toMatch(/bot add --token 7000000777:\S+; channel add --telegram-channel-id -1001000000777/);
+
+  const me = await (await fetch(`${url}/telegram/bot7000000777:SANDBOX-capigram-demo-bot-token/getMe`, { method: 'POST' })).json();
+  expect(me).toMatchObject({ ok: true, result: { id: 7000000777, is_bot: true, username: 'capigram_sandbox_bot' } });
+  const wrong = await fetch(`${url}/telegram/bot123:nope/getMe`, { method: 'POST' });
+  expect([wrong.status, await wrong.json()]).toEqual([401, { ok: false, error_code: 401, description: 'Unauthorized' }]);
+
+  const meta = await fetch(`${url}/meta/v26.0/100000000000001/events?access_token=wrong`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"data":[]}' });
+  expect(meta.status).toBe(401);
+  const log = (await (await fetch(`${url}/log.json?source=meta`)).json()) as { sandbox: boolean; entries: { accepted: boolean; summary: string }[] };
+  expect(log.sandbox).toBe(true);
+  expect(log.entries).toEqual([expect.objectContaining({ accepted: false, summary: 'Invalid OAuth access token - Cannot parse access token' })]);
+  expect(out).toContain('[sandbox] meta     REFUSED refused: Invalid OAuth access token');
+
+  child.kill('SIGTERM');
+  const [code] = (await once(child, 'exit')) as [number | null];
+  expect(code).toBe(0);
+});
