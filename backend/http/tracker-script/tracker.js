@@ -225,7 +225,7 @@
       .then(function (answer) {
         clearTimeout(timer);
         var url = answer && typeof answer.inviteUrl === 'string' ? answer.inviteUrl : '';
-        go(/^(https:|tg:)/.test(url) ? url : fallback);
+        go(/^(https?:|tg:)/.test(url) ? url : fallback);
       })
       .catch(function () {
         clearTimeout(timer);
