@@ -8,3 +8,6 @@ CREATE UNIQUE INDEX channels_site_chat_active ON channels (site_id, telegram_cha
 -- the bot's chat being on another site.
 DROP INDEX channels_bot_chat_active;
 CREATE UNIQUE INDEX channels_bot_chat_active ON channels (bot_id, telegram_chat_id) WHERE active;
+-- A site whose default channel was deactivated (by a `bot remove` before it cleared the default)
+-- names none: its next channel becomes the default, as a site's first does.
+UPDATE sites SET default_channel_id = NULL WHERE default_channel_id IN (SELECT id FROM channels WHERE NOT active);
