@@ -183,3 +183,17 @@ describe('bot remove', () => {
     expect(r.stderr).toMatch(/^warning: Telegram could not be told to stop sending updates \(deleteWebhook\): invalid token; updates it still sends are refused\n$/);
   });
 });
+
+describe('human tables', () => {
+  it('print control characters in names as escapes: no terminal sequence reaches the screen, one row per line', async () => {
+    const name = 'Evil\u001b[2J\u001b]0;owned\u0007\nsecond line\ttab\u0085';
+    const { accountId } = await w.ok('account', 'create', '--name', name);
+    const human = await w.run('account', 'list');
+    expect(human.code).toBe(0);
+    expect(human.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    const row = human.stdout.split('\n').find((l) => l.includes(accountId));
+    expect(row).toContain('Evil\\x1b[2J\\x1b]0;owned\\x07\\nsecond line\\ttab\\x85');
+    // --json keeps the name as stored.
+    expect((await w.ok('account', 'list')).accounts.find((a: { accountId: string }) => a.accountId === accountId).name).toBe(name);
+  });
+});
