@@ -66,6 +66,8 @@ const EnvSchema = z.object({
   METRICS_TOKEN: z
     .string()
     .min(16, 'METRICS_TOKEN must be at least 16 characters')
+    // Sent as `Authorization: Bearer <token>`, which holds no whitespace: such a token could never match.
+    .regex(/^\S+$/, 'METRICS_TOKEN must not contain spaces, tabs or line breaks (a bearer token cannot)')
     .optional()
     .or(z.literal('').transform(() => undefined)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -20,7 +20,7 @@ import type { CookieScope } from '../shared/cookies.js';
 import type { TrackInitBody } from '../shared/tracker-wire.js';
 import { resolveProxySettings, type ProxySettingsInput } from './options.js';
 import { sendInviteLater, sendNotFound, sendRedirect, sendUpstreamUnavailable } from './pages.js';
-import { isHtmlNavigation, isPageResponse, setForwardedHeaders, viewRequest, type RequestView } from './request-view.js';
+import { dropCapigramHeaders, isHtmlNavigation, isPageResponse, setForwardedHeaders, viewRequest, type RequestView } from './request-view.js';
 import { createTrackerClient, type TrackerCallContext } from './tracker-client.js';
 import { attributionOf, initBody, readVisitor, visitorCookies, type Visitor } from './visitor.js';
 
@@ -203,6 +203,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
       if (req.headers['transfer-encoding'] !== undefined) chunked.add(req);
       proxy.web(req, res);
     } else if (next !== undefined) {
+      dropCapigramHeaders(req.headers);
       next();
     } else {
       sendNotFound(res);

@@ -80,9 +80,16 @@ export function setForwardedHeaders(headers: IncomingHttpHeaders, view: RequestV
     // client's address, the path prefix or original URL behind a rewrite).
     for (const name of UNTRUSTED_FORWARDING_HEADERS) delete headers[name];
   }
-  // `X-Capigram-*` is how Capigram's own parts speak to each other (the client's IP and User-Agent
-  // towards the tracker). An origin that reads them, or a Capigram backend behind this proxy, must
-  // never see a visitor's forgery: nobody in front of the proxy has anything to say in them.
+  dropCapigramHeaders(headers);
+}
+
+/**
+ * `X-Capigram-*` is how Capigram's own parts speak to each other (the client's IP and User-Agent
+ * towards the tracker). An origin that reads them, or a Capigram backend behind this proxy, must
+ * never see a visitor's forgery: nobody in front of the proxy has anything to say in them. For an
+ * upstream and for the app the handler is mounted in alike.
+ */
+export function dropCapigramHeaders(headers: IncomingHttpHeaders): void {
   for (const name in headers) if (name.startsWith(CAPIGRAM_HEADER_PREFIX)) delete headers[name];
 }
 

@@ -36,10 +36,12 @@ export interface HeldClaim {
 
 /**
  * The endpoint an Idempotency-Key is bound to: the method and the route's pattern
- * (`POST /api/v1/leads/:telegramUserId/events`), not the concrete path.
+ * (`POST /api/v1/leads/:telegramUserId/events`), not the concrete path. A HEAD is the GET of the
+ * same route without its body (RFC 9110), so it counts as that GET.
  */
 export function endpointOf(c: Context<ApiEnv>): string {
-  return `${c.req.method} ${c.req.routePath}`;
+  const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
+  return `${method} ${c.req.routePath}`;
 }
 
 /**

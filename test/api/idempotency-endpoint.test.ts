@@ -88,6 +88,23 @@ describe('Idempotency-Key bound to its endpoint', () => {
     expect(await purchasesOf(u2)).toBe(0);
   });
 
+  it('HEAD and GET of one route are one endpoint (a HEAD is a GET without its body), either first', async () => {
+    const head = (key: string) => fetch(`${t.url}/api/v1/channels`, { method: 'HEAD', headers: { authorization: `Bearer ${tenant.accountKey}`, 'idempotency-key': key } });
+    const k1 = freshKey();
+    expect((await head(k1)).status).toBe(200);
+    const list = await api.get('/channels', { key: tenant.accountKey, idempotencyKey: k1 });
+    expect(list.status).toBe(200);
+    expect(list.headers.get('x-idempotent-replay')).toBe('true');
+    expect(list.body.channels).toEqual(expect.any(Array));
+    const k2 = freshKey();
+    expect((await api.get('/channels', { key: tenant.accountKey, idempotencyKey: k2 })).status).toBe(200);
+    const again = await head(k2);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('x-idempotent-replay')).toBe('true');
+    // A HEAD is still not a POST.
+    expectReused(await api.post('/events/conversion', purchase(await warmUser()), { key: tenant.accountKey, idempotencyKey: k2 }));
+  });
+
   it('a key still running on one endpoint gets 422 on another (not 409, not a wait)', async () => {
     const user = await warmUser();
     const key = freshKey();

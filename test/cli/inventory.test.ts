@@ -153,6 +153,30 @@ describe('bot remove', () => {
     expect((await w.ok('bot', 'list', '--account', accountId)).bots.map((b: { botId: string }) => b.botId)).toEqual([again.botId]);
   });
 
+  it("the bot added again (or a new one) takes back the removed bot's chats on the same site, and a default channel", async () => {
+    const { accountId } = await w.ok('account', 'create', '--name', 'Readd');
+    const { siteId, websiteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'RA', '--domain', 'ra.example.com');
+    const bot = { token: '778300:Readd-bot-token-abcdefghijk', id: 778300, first_name: 'Readd', username: 'readd_test_bot' };
+    w.telegram.bots.set(bot.token, bot);
+    const { botId } = await w.ok('bot', 'add', '--account', accountId, '--token', bot.token, '--no-webhook');
+    const old = await w.ok('channel', 'add', '--site', siteId, '--bot', botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'R');
+    expect((await w.ok('site', 'list', '--account', accountId)).sites[0].defaultChannelId).toBe(old.channelId);
+    await w.ok('bot', 'remove', '--bot', botId);
+    // The site no longer names a channel that hands out no links.
+    expect((await w.ok('site', 'list', '--account', accountId)).sites[0].defaultChannelId).toBeNull();
+
+    const again = await w.ok('bot', 'add', '--account', accountId, '--token', bot.token, '--no-webhook');
+    const readded = await w.ok('channel', 'add', '--site', siteId, '--bot', again.botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'R again');
+    expect(readded.channelId).not.toBe(old.channelId);
+    expect((await w.ok('channel', 'list', '--site', siteId)).channels.map((c: { channelId: string }) => c.channelId)).toEqual([readded.channelId]);
+    expect((await w.ok('site', 'list', '--account', accountId)).sites[0]).toMatchObject({ websiteId, defaultChannelId: readded.channelId });
+    // The old channel's row (and its history) stays, inactive.
+    expect((await w.db.pool.query('SELECT active FROM channels WHERE id = $1', [old.channelId])).rows).toEqual([{ active: false }]);
+    // Still one active channel per chat on a site.
+    expect(await w.refused('channel', 'add', '--site', siteId, '--bot', again.botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'Twice')).toContain('already');
+    await w.ok('bot', 'remove', '--bot', again.botId);
+  });
+
   it('removes the bot even when Telegram cannot be told, and warns', async () => {
     const { accountId } = await w.ok('account', 'create', '--name', 'Revoked');
     const bot = { token: '778200:Revoked-bot-token-abcdefghijk', id: 778200, first_name: 'Revoked', username: 'revoked_test_bot' };
@@ -163,5 +187,19 @@ describe('bot remove', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.json()).toMatchObject({ botId, removed: true, webhookDeleted: false });
     expect(r.stderr).toMatch(/^warning: Telegram could not be told to stop sending updates \(deleteWebhook\): invalid token; updates it still sends are refused\n$/);
+  });
+});
+
+describe('human tables', () => {
+  it('print control characters in names as escapes: no terminal sequence reaches the screen, one row per line', async () => {
+    const name = 'Evil\u001b[2J\u001b]0;owned\u0007\nsecond line\ttab\u0085';
+    const { accountId } = await w.ok('account', 'create', '--name', name);
+    const human = await w.run('account', 'list');
+    expect(human.code).toBe(0);
+    expect(human.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    const row = human.stdout.split('\n').find((l) => l.includes(accountId));
+    expect(row).toContain('Evil\\x1b[2J\\x1b]0;owned\\x07\\nsecond line\\ttab\\x85');
+    // --json keeps the name as stored.
+    expect((await w.ok('account', 'list')).accounts.find((a: { accountId: string }) => a.accountId === accountId).name).toBe(name);
   });
 });

@@ -67,6 +67,18 @@ describe('Google conversion actions per event type, test mode and IP', () => {
   });
 });
 
+describe('a custom event whose name holds "="', () => {
+  it('can be mapped as its skip reason says (the action id is what follows the last "=")', async () => {
+    const pixelId = await google('--oauth-token', 'ya29.oauth-maint-1');
+    // The business API and channels take such names (e.g. a Custom event "plan=pro").
+    await w.ok('pixel', 'update', '--pixel', pixelId, '--conversion-action', 'Custom:plan=pro=44', '--conversion-action', 'Custom:a = b =45');
+    expect((await pixelRow(pixelId)).public_config.conversionActions).toEqual({ 'Custom:plan=pro': '44', 'Custom:a = b': '45' });
+    expect(await w.refused('pixel', 'update', '--pixel', pixelId, '--conversion-action', 'Custom:plan=pro')).toBe(
+      'error: --conversion-action: conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>\n',
+    );
+  });
+});
+
 describe('pixel add --platform google with a refresh token', () => {
   it('seals the refresh token with its client; no access token is needed', async () => {
     const pixelId = await google(...REFRESH);

@@ -74,3 +74,14 @@ it('right tokens in parallel (up to the budget at once) all pass and never use i
   expect(answers.map((r) => r.status)).toEqual(Array(SIGN_IN_FAILURES_ALLOWED).fill(303));
   for (let i = 0; i < SIGN_IN_FAILURES_ALLOWED; i++) expect((await signIn(a, `guess-${i}`, '198.51.100.12')).status).toBe(401);
 });
+
+it('counts an IPv6 client by its /64 (what one host or one customer of a provider holds), not by each of its addresses', async () => {
+  for (let i = 0; i < SIGN_IN_FAILURES_ALLOWED; i++) {
+    // A new address of the same /64 for every guess.
+    expect((await signIn(a, `guess-${i}`, `2001:db8:7:7::${(i + 1).toString(16)}`)).status).toBe(401);
+  }
+  expect((await signIn(b, `guess-more`, '2001:db8:7:7:ffff:1:2:3')).status).toBe(429);
+  expect((await signIn(a, TEST_ADMIN_TOKEN, '2001:db8:7:7::abcd')).status).toBe(429);
+  // Another /64 is another client.
+  expect((await signIn(a, TEST_ADMIN_TOKEN, '2001:db8:7:8::1')).status).toBe(303);
+});

@@ -51,6 +51,10 @@ describe('configuration', () => {
     [{ DELIVERY_STALL_SECONDS: 'soon' }, 'DELIVERY_STALL_SECONDS'],
     [{ DELIVERY_STALL_SECONDS: '1.5' }, 'DELIVERY_STALL_SECONDS'],
     [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN'],
+    // A bearer token holds no spaces: such a token could never be sent, and /metrics would refuse Prometheus for good.
+    [{ METRICS_TOKEN: 'my metrics token with spaces' }, 'METRICS_TOKEN'],
+    [{ METRICS_TOKEN: '                    ' }, 'METRICS_TOKEN'],
+    [{ METRICS_TOKEN: 'prometheus-scrape-token\n' }, 'METRICS_TOKEN'],
   ])('refuses %o with a message naming the variable', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(new RegExp(`${name}:`));

@@ -13,6 +13,7 @@ describe('the handler mounted in an app', () => {
   let server: Server;
   let url: string;
   let appCalls = 0;
+  let appSaw: Record<string, string | string[] | undefined> = {};
 
   beforeAll(async () => {
     tracker = await startTrackerStandIn();
@@ -26,6 +27,7 @@ describe('the handler mounted in an app', () => {
     server = createServer((req, res) => {
       capigram(req, res, () => {
         appCalls += 1;
+        appSaw = { ...req.headers };
         if (req.url === '/app-cookie-object') {
           res.writeHead(200, { 'Content-Type': 'text/html', 'Set-Cookie': 'app=1; Path=/' });
           res.end('<p>object</p>');
@@ -66,6 +68,18 @@ describe('the handler mounted in an app', () => {
     expect(cookieNamed(res.setCookies, 'capigram_sid')).toBeDefined();
     const [init] = await tracker.waitFor('/backend/track/init');
     expect(init?.body?.landingPage).toBe(path);
+  });
+
+  it("passes a visitor's X-Capigram-* headers on to the app as little as to an upstream", async () => {
+    const forged = { 'x-capigram-client-ip': '6.6.6.6', 'X-Capigram-Client-User-Agent': 'forged', 'x-capigram-forwarder-key': 'stolen?' };
+    await send(`${url}/app-implicit`, { headers: { ...forged, accept: NAVIGATION_ACCEPT, 'x-other': 'kept' } });
+    await send(`${url}/style.css`, { headers: forged });
+    expect(appCalls).toBe(2);
+    for (const name of Object.keys(forged)) expect(appSaw[name.toLowerCase()], name).toBeUndefined();
+    expect(appSaw['x-capigram-client-ip']).toBeUndefined();
+    const [init] = await tracker.waitFor('/backend/track/init');
+    // What the proxy itself tells Capigram is the peer's own address, not the forgery.
+    expect(init?.headers['x-capigram-client-ip']).not.toBe('6.6.6.6');
   });
 
   it('answers the invite path itself', async () => {

@@ -179,7 +179,8 @@ export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ bot
 
 /**
  * Stops using a bot: Telegram's webhook is deleted (so Telegram stops sending its updates here),
- * its channels are deactivated, and the bot is marked removed. Nothing is deleted: the channels'
+ * its channels are deactivated (and stop being their sites' default), and the bot is marked
+ * removed. Nothing is deleted: the channels'
  * visits and conversions stay for reports and the lead API, and the bot can be added again.
  * If Telegram cannot be told (token revoked, Telegram unreachable), the bot is removed all the
  * same and the answer says so: updates Telegram still sends are refused.
@@ -195,6 +196,10 @@ export async function removeBot(deps: BotDeps, botId: string): Promise<{ botId: 
     const { rowCount } = await tx.query('UPDATE bots SET removed_at = now(), webhook_set_at = NULL WHERE id = $1 AND removed_at IS NULL', [bot.id]);
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
     const channels = await tx.query('UPDATE channels SET active = false WHERE bot_id = $1 AND active', [bot.id]);
+    // A site whose default channel was one of them names none until the operator picks one (or
+    // adds a channel, which becomes the default as a site's first does): never a channel that
+    // hands out no links.
+    await tx.query('UPDATE sites SET default_channel_id = NULL WHERE default_channel_id IN (SELECT id FROM channels WHERE bot_id = $1)', [bot.id]);
     return channels.rowCount ?? 0;
   });
   return { botId: bot.id, removed: true, channelsDeactivated, webhookDeleted: warning === undefined, ...(warning === undefined ? {} : { warning }) };

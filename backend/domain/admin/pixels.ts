@@ -23,9 +23,13 @@ const ActionId = z
 
 const MAPPABLE = new Set<string>(EVENT_TYPES.filter((t) => t !== 'PageView'));
 
-/** `EVENT=ACTION_ID` → [key, id]; a bare `ACTION_ID` (the form of a single action) stands for every event type. */
+/**
+ * `EVENT=ACTION_ID` → [key, id]; a bare `ACTION_ID` (the form of a single action) stands for every
+ * event type. Split at the last `=`: an action id never holds one, a custom event's name may
+ * (`Custom:plan=pro=123`).
+ */
 function mappingEntry(entry: string, ctx: z.RefinementCtx, index: number): [string, string] | undefined {
-  const eq = entry.indexOf('=');
+  const eq = entry.lastIndexOf('=');
   const key = eq < 0 ? ANY_EVENT : entry.slice(0, eq).trim();
   const action = ActionId.safeParse(eq < 0 ? entry : entry.slice(eq + 1));
   const issue = (message: string) => ctx.addIssue({ code: 'custom', path: [index], message });
