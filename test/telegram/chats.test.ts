@@ -66,6 +66,19 @@ describe('a basic group upgraded to a supergroup', () => {
     expect((await w.fakes.telegram.sendUpdate(w.webhookUrl, w.secret, inOld)).status).toBe(200);
     expect(await chatIdOf(channelId)).toBe(-1004000000072);
   });
+
+  it('a migration to a chat another channel of the bot already follows leaves both as they are, and the update is still recorded', async () => {
+    const first = await legacyBasicGroup(-4000000073);
+    const second = await legacyBasicGroup(-4000000074);
+    // The first group was upgraded (and followed) before; now the second reports the same supergroup.
+    w.fakes.telegram.upgradeToSupergroup(-4000000073, -1004000000073);
+    await refillChannelPool(w.app.deps, first);
+    expect(await chatIdOf(first)).toBe(-1004000000073);
+    const { inOld } = w.fakes.telegram.upgradeToSupergroup(-4000000074, -1004000000073);
+    expect((await w.fakes.telegram.sendUpdate(w.webhookUrl, w.secret, inOld)).status).toBe(200);
+    expect(await chatIdOf(second)).toBe(-4000000074);
+    expect(await w.count('telegram_updates WHERE update_id = $1', [(inOld as { update_id: number }).update_id])).toBe(1);
+  });
 });
 
 describe('updates from chats no channel is in', () => {

@@ -205,14 +205,14 @@ export async function storeBotStatus(
  * channels moved; none when a channel of this bot already serves the new id.
  */
 export async function moveChannelChat(db: Queryable, botId: string, fromChatId: number, toChatId: number): Promise<string[]> {
-  try {
-    const { rows } = await db.query<{ id: string }>(
-      'UPDATE channels SET telegram_chat_id = $3 WHERE bot_id = $1 AND telegram_chat_id = $2 AND active RETURNING id',
-      [botId, fromChatId, toChatId],
-    );
-    return rows.map((r) => r.id);
-  } catch (err) {
-    if ((err as { code?: string }).code === '23505') return [];
-    throw err;
-  }
+  // A channel that already follows the new chat (for this bot, or on the same site) keeps it; the
+  // old one stays where it was. Checked in the statement rather than caught: a unique violation
+  // inside the webhook's transaction would abort it, and with it the update's whole record.
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE channels c SET telegram_chat_id = $3 WHERE c.bot_id = $1 AND c.telegram_chat_id = $2 AND c.active
+       AND NOT EXISTS (SELECT 1 FROM channels o WHERE o.telegram_chat_id = $3 AND o.active AND (o.bot_id = $1 OR o.site_id = c.site_id))
+     RETURNING c.id`,
+    [botId, fromChatId, toChatId],
+  );
+  return rows.map((r) => r.id);
 }
