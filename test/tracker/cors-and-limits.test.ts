@@ -104,6 +104,23 @@ describe('rate limits', () => {
     expect(await w.count('visits WHERE client_ip = $1 AND site_id = $2', [ip, w.siteId])).toBe(budget);
   });
 
+  it('count an IPv6 client by its /64: fresh addresses of one host share one budget', async () => {
+    const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:7`;
+    const body = initBody(w);
+    const click = (n: number) =>
+      w.get(`/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`, {
+        'x-capigram-client-ip': `${prefix}::${(n + 1).toString(16)}`,
+      });
+    const inviteBudget = settings.perMinute.invite + settings.burstPerTenMinutes;
+    for (let i = 0; i < inviteBudget; i++) expect((await click(i)).status).toBe(404);
+    expect((await click(inviteBudget)).status).toBe(429);
+    // Another /64 has a budget of its own.
+    const other = await w.get(`/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`, {
+      'x-capigram-client-ip': `2001:db8:ffff:8::1`,
+    });
+    expect(other.status).toBe(404);
+  });
+
   it('invite clicks have their own, smaller budget', async () => {
     const ip = clientIp();
     const body = initBody(w);

@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { clientBudgetKey } from '../../../shared/client-ip.js';
 import type { Pool } from '../../db/pool.js';
 
 /**
@@ -35,7 +35,7 @@ export function createSignInLimit(pool: Pool): SignInLimit {
   return {
     async take(ip) {
       try {
-        await limiter.consume(clientKey(ip));
+        await limiter.consume(clientBudgetKey(ip));
         return 0;
       } catch (err) {
         // Over the budget: the try was not granted.
@@ -44,31 +44,7 @@ export function createSignInLimit(pool: Pool): SignInLimit {
       }
     },
     async giveBack(ip) {
-      await limiter.reward(clientKey(ip), 1);
+      await limiter.reward(clientBudgetKey(ip), 1);
     },
   };
-}
-
-/**
- * Whose budget a try is taken from: an IPv4 address, or an IPv6 address's /64. One host (any
- * VPS, any home connection) holds a whole /64 and can pick a fresh address for every request, so
- * counting IPv6 addresses one by one would let a guesser try without end.
- */
-export function clientKey(ip: string): string {
-  if (isIP(ip) !== 6) return ip;
-  let text = ip.split('%')[0]!.toLowerCase();
-  // An IPv4 client seen through an IPv6 socket is that IPv4 address.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (mapped) return mapped[1]!;
-  // A dotted IPv4 tail (::ffff:1.2.3.4) as its two groups.
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

@@ -1,4 +1,5 @@
 import { BurstyRateLimiter, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { clientBudgetKey } from '../../../shared/client-ip.js';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool.js';
 import type { SqlFragment } from '../../domain/sends.js';
@@ -145,14 +146,14 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
       const limiter = limiters.get(group);
       if (limiter === undefined) return;
       try {
-        await limiter.consume(`${siteId}:${ip}`);
+        await limiter.consume(`${siteId}:${clientBudgetKey(ip)}`);
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err;
         throw rateLimited(group, err.msBeforeNext);
       }
     },
     visitAdmission(group, siteId, ip) {
-      return { sql: (firstParam) => counterSql(settings, group, `${siteId}:${ip}`, firstParam), refusal: (ms) => rateLimited(group, ms) };
+      return { sql: (firstParam) => counterSql(settings, group, `${siteId}:${clientBudgetKey(ip)}`, firstParam), refusal: (ms) => rateLimited(group, ms) };
     },
   };
 }
