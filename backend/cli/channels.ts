@@ -1,4 +1,4 @@
-import { addChannel, listChannels, updateChannel } from '../domain/admin/channels.js';
+import { addChannel, CLEARABLE, listChannels, updateChannel } from '../domain/admin/channels.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -75,11 +75,17 @@ export const channelCommands = [
       channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel to change' },
       ...CHANNEL_FLAGS,
       title: { type: 'string', placeholder: 'TITLE', help: 'a new title for the channel' },
+      clear: {
+        type: 'string',
+        multiple: true,
+        placeholder: 'SETTING',
+        help: `takes a setting back to none; repeat for several: ${CLEARABLE.join(', ')} (value clears its currency too; manual-value turns manual values off)`,
+      },
     },
     async run({ deps, warn }, v) {
       const { channelId, warnings } = await updateChannel(
         { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL },
-        { channelId: v.channel, ...settings(v) },
+        { channelId: v.channel, ...settings(v), clear: v.clear as (typeof CLEARABLE)[number][] },
       );
       for (const w of warnings) warn(`warning: ${w}`);
       return { json: { channelId }, human: `Channel updated: ${channelId}` };

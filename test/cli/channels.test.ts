@@ -157,6 +157,16 @@ describe('channel update', () => {
       'error: channel 00000000-0000-4000-8000-000000000009 does not exist\n',
     );
     expect((await channelRow(channelId)).title).toBe('After');
+
+    // Settings can be taken back: the fixed value (with its currency), then manual values instead.
+    await w.ok('channel', 'update', '--channel', channelId, '--clear', 'value', '--manual-value');
+    expect(await channelRow(channelId)).toMatchObject({ fixed_value: null, fixed_currency: null, manual_value: true });
+    await w.ok('channel', 'update', '--channel', channelId, '--clear', 'manual-value', '--clear', 'public-invite-url');
+    expect(await channelRow(channelId)).toMatchObject({ manual_value: false, public_invite_url: null });
+    expect(await w.refused('channel', 'update', '--channel', channelId, '--clear', 'value', '--value', '3', '--currency', 'EUR')).toBe(
+      'error: --clear value and a new value for it cannot go together\n',
+    );
+    expect(await w.refused('channel', 'update', '--channel', channelId, '--clear', 'title')).toMatch(/^error: --clear: /);
   });
 
   it('refuses join-request mode once the chat is public', async () => {

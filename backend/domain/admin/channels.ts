@@ -36,6 +36,18 @@ const ChannelFields = z.object({
   requireTelegram: z.boolean().default(false),
 });
 
+/** What `channel update --clear` can take back, by flag name. */
+export const CLEARABLE = ['username', 'custom-event-name', 'value', 'manual-value', 'public-invite-url'] as const;
+type Clearable = (typeof CLEARABLE)[number];
+/** The fields each one clears. */
+const CLEARS: Record<Clearable, readonly (keyof z.infer<typeof ChannelFields>)[]> = {
+  username: ['username'],
+  'custom-event-name': ['customEventName'],
+  value: ['value', 'currency'],
+  'manual-value': ['manualValue'],
+  'public-invite-url': ['publicInviteUrl'],
+};
+
 export const AddChannelInput = ChannelFields.superRefine((c, ctx) => {
   if ((c.value === undefined) !== (c.currency === undefined))
     ctx.addIssue({ code: 'custom', path: ['currency'], message: '--value and --currency go together' });
@@ -51,7 +63,11 @@ type ChannelInput = z.infer<typeof AddChannelInput>;
 /** What `channel update` may change: any field of `channel add` but the site, the bot and the chat. */
 export const UpdateChannelInput = ChannelFields.omit({ siteId: true, botId: true, telegramChannelId: true })
   .partial()
-  .extend({ channelId: Uuid });
+  .extend({
+    channelId: Uuid,
+    /** Settings taken back to none (a fixed value with its currency; manual values off). */
+    clear: z.array(z.enum(CLEARABLE)).default([]),
+  });
 
 export interface ChannelDeps {
   db: Queryable;
@@ -217,13 +233,20 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
   if (!cur) throw new ApiError('NOT_FOUND', `channel ${u.channelId} does not exist`);
   // Only the fields the caller gave: the schema's defaults must not overwrite stored settings.
   const given = input as Record<string, unknown>;
-  const defined = Object.fromEntries(Object.entries(u).filter(([k, v]) => v !== undefined && given[k] !== undefined && k !== 'channelId'));
-  const merged = AddChannelInput.safeParse({
+  const defined = Object.fromEntries(Object.entries(u).filter(([k, v]) => v !== undefined && given[k] !== undefined && k !== 'channelId' && k !== 'clear'));
+  const stored: Record<string, unknown> = {
     siteId: cur.site_id, botId: cur.bot_id, telegramChannelId: cur.telegram_chat_id, title: cur.title, username: cur.username ?? undefined,
     funnelOrder: cur.funnel_order, eventType: cur.event_type, customEventName: cur.custom_event_name ?? undefined,
     value: cur.fixed_value ?? undefined, currency: cur.fixed_currency ?? undefined, manualValue: cur.manual_value,
-    isDefault: false, inviteMode: cur.invite_mode, publicInviteUrl: cur.public_invite_url ?? undefined, ...defined,
-  });
+    isDefault: false, inviteMode: cur.invite_mode, publicInviteUrl: cur.public_invite_url ?? undefined,
+  };
+  for (const name of u.clear) {
+    for (const field of CLEARS[name]) {
+      if (field in defined) throw new ApiError('VALIDATION_FAILED', `--clear ${name} and a new value for it cannot go together`);
+      stored[field] = field === 'manualValue' ? false : undefined;
+    }
+  }
+  const merged = AddChannelInput.safeParse({ ...stored, ...defined });
   if (!merged.success) throw validationError(merged.error, 'channel');
   const c = merged.data;
   const bot = await findBot(deps.db, c.botId);
