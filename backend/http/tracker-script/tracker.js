@@ -96,7 +96,8 @@
     var fbclid = rawParam('fbclid');
     if (!fbclid || fbclid.length > MAX_CLICK_ID) return existing;
     var match = /^fb\.\d\.\d+\.(.+)$/.exec(existing);
-    if (match && match[1] === fbclid) return existing;
+    // Meta's newer pixel appends `.<appendix>` after the fbclid: still the same click.
+    if (match && (match[1] === fbclid || match[1].indexOf(fbclid + '.') === 0)) return existing;
     var built = 'fb.1.' + Date.now() + '.' + fbclid;
     writeCookie('_fbc', built, FBC_MAX_AGE);
     return built;
