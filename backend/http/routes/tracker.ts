@@ -87,6 +87,8 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       wbraid: body.wbraid,
       ttclid: body.ttclid,
       sccid: body.sccid,
+      ttp: body.ttp,
+      scid: body.scid,
       utmSource: body.utmSource,
       utmMedium: body.utmMedium,
       utmCampaign: body.utmCampaign,
@@ -106,7 +108,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );
-    return c.json({ visitId: visit.visitId });
+    return c.json({ visitId: visit.visitId, pageViewEventId: visit.pageViewEventId });
   });
 
   keyless.post('/backend/track/update-fbp', async (c) => {
