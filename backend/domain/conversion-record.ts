@@ -114,7 +114,7 @@ const RECORD_CONVERSION_SQL = `
     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
       event_time, attributed_at, received_at, source, awaiting_manual_input, pii_warnings, capi_status)
-    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, lead.external_user_id, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $23::text[],
+    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, lead.external_user_id, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, ARRAY(SELECT jsonb_array_elements_text($23::jsonb)),
       CASE WHEN $22::boolean AND EXISTS (SELECT 1 FROM pixels WHERE site_id = $1 AND active) THEN 'pending' ELSE 'skipped' END
     FROM lead
     RETURNING id, lead_id, site_id, capi_status),
@@ -152,7 +152,7 @@ export function recordConversionStatement(c: NewConversion, dispatch: boolean): 
       c.siteId, c.channelId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
       c.currency ?? null, c.contentName ?? null, c.piiHashed ?? {}, c.externalUserId ?? null, c.eventSourceUrl ?? null,
       c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
-      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, c.piiWarnings ?? [], ...SENDS.params,
+      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, JSON.stringify(c.piiWarnings ?? []), ...SENDS.params,
     ],
     result: (rows) => {
       const row = rows[0]!;
