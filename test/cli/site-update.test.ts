@@ -33,7 +33,7 @@ describe('site update', () => {
     });
     const r = await w.run('site', 'update', '--site', siteId, '--dedup-window-seconds', '0');
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toBe(`Site updated: ${siteId}\n  domains: shop.example.com, xn--bcher-kva.example\n  dedup window: 0 s\n`);
+    expect(r.stdout).toBe(`Site updated: ${siteId}\n  domains: shop.example.com, xn--bcher-kva.example\n  dedup window: 0 s\n  default country: none\n  Telegram joins reported as: website\n`);
     expect((await row()).dedup_window_seconds).toBe(0);
   });
 
