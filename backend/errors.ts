@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'Idempotency-Key is invalid' },
   IDEMPOTENCY_IN_PROGRESS: { status: 409, title: 'A request with this Idempotency-Key is still executing' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency-Key was first used on another endpoint' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers are too large' },
   NOT_FOUND: { status: 404, title: 'Not found' },

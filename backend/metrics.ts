@@ -46,7 +46,13 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     buckets: [1, 2, 4, 8, 16, 32],
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches };
+  const telegramUnknownChatUpdates = new Counter({
+    name: 'capigram_telegram_unknown_chat_updates_total',
+    help: 'Telegram updates from a chat no channel of the bot is in, by update type',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches, telegramUnknownChatUpdates };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -5,6 +5,11 @@
  */
 export const CLIENT_IP_HEADER = 'X-Capigram-Client-IP';
 export const CLIENT_USER_AGENT_HEADER = 'X-Capigram-Client-User-Agent';
+/**
+ * A forwarder key (`forwarder create`): the caller's proof that the forwarding headers above are
+ * its own word, for a caller Capigram cannot trust by its address (a CDN's Worker).
+ */
+export const FORWARDER_KEY_HEADER = 'X-Capigram-Forwarder-Key';
 
 export interface ClientContext {
   ip?: string | undefined;

@@ -1,4 +1,4 @@
-import { addChannel, listChannels } from '../domain/admin/channels.js';
+import { addChannel, listChannels, updateChannel } from '../domain/admin/channels.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -6,6 +6,42 @@ import { table } from './table.js';
 type Input = Parameters<typeof addChannel>[1];
 
 const EVENT_TYPES = 'Contact, Lead, Purchase, CompleteRegistration, Subscribe or Custom';
+
+/** The flags of a channel's settings, shared by `channel add` and `channel update`. */
+const CHANNEL_FLAGS = {
+  username: { type: 'string', placeholder: 'USERNAME', help: "the channel's public @username" },
+  'funnel-order': { type: 'string', kind: 'int', placeholder: 'N', help: 'position in the funnel (default 0)' },
+  'event-type': { type: 'string', placeholder: 'TYPE', help: `the event a join sends: ${EVENT_TYPES} (default Subscribe)` },
+  'custom-event-name': { type: 'string', placeholder: 'NAME', help: 'the event name when --event-type is Custom' },
+  value: { type: 'string', kind: 'number', placeholder: 'V', help: 'a fixed value sent with each join (with --currency)' },
+  currency: { type: 'string', placeholder: 'CUR', help: 'ISO 4217 currency of --value' },
+  'manual-value': { type: 'boolean', help: 'joins on a Purchase channel wait in awaitingManualInput until a value is submitted' },
+  default: { type: 'boolean', field: 'isDefault', help: "make this the site's default channel (the first channel is the default anyway)" },
+  'invite-mode': {
+    type: 'string',
+    placeholder: 'MODE',
+    help: 'member_limit (one-use links, default) or join_request (the bot approves requests; private chats only: Telegram sends requests to public chats without their link)',
+  },
+  'public-invite-url': { type: 'string', placeholder: 'URL', help: "the channel's public link, handed out when Telegram is unreachable" },
+} as const;
+
+/** The settings as the domain takes them (shared by add and update). */
+function settings(v: Record<string, unknown>) {
+  return {
+    title: v.title as string | undefined,
+    username: v.username as string | undefined,
+    funnelOrder: v['funnel-order'] as number | undefined,
+    eventType: v['event-type'] as Input['eventType'],
+    customEventName: v['custom-event-name'] as string | undefined,
+    value: v.value as number | undefined,
+    currency: v.currency as string | undefined,
+    // A boolean flag only turns a setting on: absent, it leaves an update's setting as it was.
+    manualValue: v['manual-value'] === true ? true : undefined,
+    isDefault: v.default === true ? true : undefined,
+    inviteMode: v['invite-mode'] as Input['inviteMode'],
+    publicInviteUrl: v['public-invite-url'] as string | undefined,
+  };
+}
 
 export const channelCommands = [
   defineCommand({
@@ -16,43 +52,35 @@ export const channelCommands = [
       site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
       bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot that manages the channel' },
       'telegram-channel-id': { type: 'string', required: true, placeholder: '-100…', help: "the channel's Telegram id (negative)" },
+      ...CHANNEL_FLAGS,
       title: { type: 'string', required: true, placeholder: 'TITLE', help: 'a title for the channel' },
-      username: { type: 'string', placeholder: 'USERNAME', help: "the channel's public @username" },
-      'funnel-order': { type: 'string', kind: 'int', placeholder: 'N', help: 'position in the funnel (default 0)' },
-      'event-type': { type: 'string', placeholder: 'TYPE', help: `the event a join sends: ${EVENT_TYPES} (default Subscribe)` },
-      'custom-event-name': { type: 'string', placeholder: 'NAME', help: 'the event name when --event-type is Custom' },
-      value: { type: 'string', kind: 'number', placeholder: 'V', help: 'a fixed value sent with each join (with --currency)' },
-      currency: { type: 'string', placeholder: 'CUR', help: 'ISO 4217 currency of --value' },
-      'manual-value': { type: 'boolean', help: 'joins on a Purchase channel wait in awaitingManualInput until a value is submitted' },
-      default: { type: 'boolean', field: 'isDefault', help: "make this the site's default channel (the first channel is the default anyway)" },
-      'invite-mode': {
-        type: 'string',
-        placeholder: 'MODE',
-        help: 'member_limit (one-use links, default) or join_request (the bot approves requests; keeps attribution on public channels)',
-      },
-      'public-invite-url': { type: 'string', placeholder: 'URL', help: "the channel's public link, handed out when Telegram is unreachable" },
     },
-    async run({ deps }, v) {
-      const out = await addChannel(
+    async run({ deps, warn }, v) {
+      const { channelId, warnings } = await addChannel(
         { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL },
-        {
-          siteId: v.site,
-          botId: v.bot,
-          telegramChannelId: v['telegram-channel-id'],
-          title: v.title,
-          username: v.username,
-          funnelOrder: v['funnel-order'],
-          eventType: v['event-type'] as Input['eventType'],
-          customEventName: v['custom-event-name'],
-          value: v.value,
-          currency: v.currency,
-          manualValue: v['manual-value'],
-          isDefault: v.default,
-          inviteMode: v['invite-mode'] as Input['inviteMode'],
-          publicInviteUrl: v['public-invite-url'],
-        },
+        { siteId: v.site, botId: v.bot, telegramChannelId: v['telegram-channel-id'], ...settings(v), title: v.title },
       );
-      return { json: out, human: `Channel added: ${out.channelId}` };
+      for (const w of warnings) warn(`warning: ${w}`);
+      return { json: { channelId }, human: `Channel added: ${channelId}` };
+    },
+  }),
+
+  defineCommand({
+    group: 'channel',
+    name: 'update',
+    summary: "Changes a channel's settings (any flag of channel add but the site, the bot and the chat); the result is checked as channel add checks it.",
+    flags: {
+      channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel to change' },
+      ...CHANNEL_FLAGS,
+      title: { type: 'string', placeholder: 'TITLE', help: 'a new title for the channel' },
+    },
+    async run({ deps, warn }, v) {
+      const { channelId, warnings } = await updateChannel(
+        { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL },
+        { channelId: v.channel, ...settings(v) },
+      );
+      for (const w of warnings) warn(`warning: ${w}`);
+      return { json: { channelId }, human: `Channel updated: ${channelId}` };
     },
   }),
 

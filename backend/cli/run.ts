@@ -8,6 +8,7 @@ import { accountCommands } from './accounts.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
 import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command } from './command.js';
+import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
@@ -19,7 +20,7 @@ import { siteCommands } from './sites.js';
  * the server runs). stdout carries only the result, so `--json` output can be piped; warnings,
  * refusals and logs go to stderr.
  */
-export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...pixelCommands, ...sendCommands, ...keyCommands];
+export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands];
 
 const PROGRAM = 'npm run admin --';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -28,10 +28,15 @@ export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey, 'utf8').digest();
 }
 
-export function generateApiKey(): NewApiKey {
+/** `<tag>_<prefix>_<secret>`: the tag tells the kinds of key apart. */
+function generateKey(tag: 'cgk' | 'cgf'): NewApiKey {
   const prefix = randomAlnum(12);
-  const apiKey = `cgk_${prefix}_${randomBytes(32).toString('base64url')}`;
+  const apiKey = `${tag}_${prefix}_${randomBytes(32).toString('base64url')}`;
   return { apiKey, prefix, hash: hashApiKey(apiKey) };
+}
+
+export function generateApiKey(): NewApiKey {
+  return generateKey('cgk');
 }
 
 /** The prefix of a well-formed key, or null: malformed keys never reach the database. */
@@ -47,4 +52,18 @@ export function apiKeyMatches(apiKey: string, storedHash: Buffer): boolean {
 /** Constant-time comparison of a presented secret (webhook secret token) with a stored SHA-256. */
 export function secretMatchesHash(presented: string, storedHash: Buffer): boolean {
   return apiKeyMatches(presented, storedHash);
+}
+
+/**
+ * Forwarder keys (`cgf_<prefix>_<secret>`): the same construction as API keys under another tag, so
+ * that neither kind can be mistaken for the other.
+ */
+const FORWARDER_KEY_RE = /^cgf_([A-Za-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
+
+export function generateForwarderKey(): NewApiKey {
+  return generateKey('cgf');
+}
+
+export function forwarderKeyPrefix(key: string): string | null {
+  return FORWARDER_KEY_RE.exec(key)?.[1] ?? null;
 }

@@ -71,12 +71,14 @@ export async function claimBatch(pool: Pool, pixelId: string, max: number, lease
 
 /**
  * Moves the lease of the claim's unfinished sends further out. Sends whose lease is no longer
- * ours (it ran out and another worker took them) are dropped.
+ * ours (it ran out and another worker took them) are dropped. The rows are locked in id order, as
+ * every locker of several sends takes them (docs/architecture.md#lock-order): a shared event
+ * transaction may hold some of them.
  */
 export async function extendLease(pool: Pool, claim: Claim, sendIds: readonly string[], leaseMs: number): Promise<{ leaseUntil: Date; sendIds: string[] }> {
   const { rows } = await pool.query<{ id: string; lease_until: Date }>(
     `UPDATE sends SET next_attempt_at = ${LEASE_END_SQL}, updated_at = now()
-     WHERE id = ANY($1::uuid[]) AND status = 'pending' AND next_attempt_at = $3
+     WHERE id IN (SELECT id FROM sends WHERE id = ANY($1::uuid[]) AND status = 'pending' AND next_attempt_at = $3 ORDER BY id FOR UPDATE)
      RETURNING id, next_attempt_at AS lease_until`,
     [sendIds, leaseMs, claim.leaseUntil],
   );

@@ -1,3 +1,4 @@
+import { retryLockConflicts } from '../db/lock-conflict.js';
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import type { Deps } from '../deps.js';
 import { DELIVER_JOB_MAX_ATTEMPTS, DELIVER_TASK } from '../domain/delivery-wake.js';
@@ -28,14 +29,16 @@ export interface OutcomeBatch {
 /**
  * Writes outcomes in one transaction: the sends, the capiStatus of their conversions, and a
  * wake-up job for each retry time. Only sends whose lease is still this claim's are touched; the
- * ids written are returned.
+ * ids written are returned. Locks: conversions by id, then sends (docs/architecture.md#lock-order).
+ * A transaction PostgreSQL ends for a lock conflict is written again: these outcomes are what the
+ * platform already answered, and losing them would send the events again when the lease ends.
  */
 export async function writeOutcomes(
   deps: Pick<Deps, 'metrics'> & { pool: Pool },
   b: OutcomeBatch,
 ): Promise<string[]> {
   const conversionIds = [...new Set(b.outcomes.map((o) => b.conversionOf.get(o.sendId)).filter((c): c is string => typeof c === 'string'))];
-  const written = await withTx(deps.pool, async (tx) => {
+  const written = await retryLockConflicts(() => withTx(deps.pool, async (tx) => {
     // Conversions first, then sends: the order every writer of both follows, so none deadlock.
     await lockConversions(tx, conversionIds);
     let rows: { id: string; created_at: Date }[] = [];
@@ -70,7 +73,7 @@ export async function writeOutcomes(
     await scheduleRetries(tx, b.outcomes.filter((o): o is Extract<SendOutcome, { kind: 'retry' }> => o.kind === 'retry' && ours.has(o.sendId)));
     await refreshCapiStatuses(tx, conversionIds);
     return rows;
-  });
+  }));
 
   const byId = new Map(b.outcomes.map((o) => [o.sendId, o]));
   const nowMs = Date.now();

@@ -31,6 +31,10 @@ export interface DeliveryReport {
 /** Room left before the lease ends for a request that times out, and for writing its outcome. */
 const LEASE_MARGIN_MS = 500;
 
+/** Pauses between tries to record outcomes the platform accepted (while the lease lasts). */
+const OUTCOME_RETRY_FIRST_MS = 50;
+const OUTCOME_RETRY_MAX_MS = 1000;
+
 /** Pixels one job delivers side by side; more wait for a slot (each uses a database connection at a time). */
 const PIXELS_AT_ONCE = 8;
 
@@ -240,14 +244,25 @@ class ClaimRun {
     return queue.map((b) => b.filter((e) => kept.has(this.sendOfEvent.get(e.eventId)!))).filter((b) => b.length > 0);
   }
 
+  /**
+   * Writes what happened. When the platform accepted events, a failed write is tried again while
+   * the lease lasts: given up, the sends would be claimed and posted again when it ends, a request
+   * the platform already accepted repeated only because our bookkeeping failed. (Other outcomes
+   * lose nothing: the sends are simply attempted again.)
+   */
   private async write(outcomes: SendOutcome[], responseSummary?: unknown): Promise<void> {
-    await writeOutcomes(this.deps, {
-      claim: this.lease,
-      platform: this.adapter.platform,
-      outcomes,
-      conversionOf: this.conversionOf,
-      responseSummary,
-    });
+    const batch = { claim: this.lease, platform: this.adapter.platform, outcomes, conversionOf: this.conversionOf, responseSummary };
+    const accepted = outcomes.some((oc) => oc.kind === 'sent');
+    for (let pause = OUTCOME_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, OUTCOME_RETRY_MAX_MS)) {
+      try {
+        await writeOutcomes(this.deps, batch);
+        break;
+      } catch (err) {
+        if (!accepted || performance.now() + pause + LEASE_MARGIN_MS > this.leaseDeadline) throw err;
+        this.deps.log.warn({ pixelId: this.claim.pixelId, err: String(err) }, 'could not record what the platform accepted; trying again');
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
     const failed = outcomes.filter((oc) => oc.kind === 'failed');
     if (failed.length > 0) {
       this.deps.log.warn({ platform: this.adapter.platform, pixelId: this.claim.pixelId, sends: failed.length, firstSendId: failed[0]!.sendId, error: failed[0]!.error }, 'sends failed');

@@ -89,8 +89,22 @@ export async function refreshCapiStatuses(tx: Queryable, conversionIds: readonly
   );
 }
 
-/** Row locks on conversions, in id order so that concurrent lockers never deadlock. */
+/**
+ * Row locks on conversions, in id order so that concurrent lockers never deadlock: conversions
+ * come before their sends in the one lock order (docs/architecture.md#lock-order).
+ */
 export async function lockConversions(tx: Queryable, conversionIds: readonly string[]): Promise<void> {
   if (conversionIds.length === 0) return;
   await tx.query('SELECT 1 FROM conversions WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [conversionIds]);
+}
+
+/**
+ * `lockConversions`, then the sends of those conversions, in id order: for a transaction that is
+ * about to change several conversions and their sends in an order of its own (a shared event
+ * transaction), so that it holds them all, taken in the one order, before it starts.
+ */
+export async function lockConversionsAndSends(tx: Queryable, conversionIds: readonly string[]): Promise<void> {
+  if (conversionIds.length === 0) return;
+  await lockConversions(tx, conversionIds);
+  await tx.query('SELECT 1 FROM sends WHERE conversion_id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [conversionIds]);
 }

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../crypto/api-keys.js';
 import { findApiKey, type KeyRow as LookedUpKey } from './api-key-lookup.js';
 import type { Deps } from '../deps.js';
@@ -16,7 +16,7 @@ export interface EarlyClaim {
 export interface PriorClaim {
   key: string;
   /** The key's row, or null when the key is new. */
-  row: { createdAt: Date; status: number | null; body: { contentType: string; text: string } | null } | null;
+  row: { createdAt: Date; status: number | null; body: { contentType: string; text: string } | null; endpoint: string | null } | null;
 }
 
 /**
@@ -30,6 +30,16 @@ export interface HeldClaim {
   claimedAt: Date;
   storedWithWork: boolean;
   inWork: boolean;
+  /** The request's endpoint (`endpointOf`), stored with the claim. */
+  endpoint: string;
+}
+
+/**
+ * The endpoint an Idempotency-Key is bound to: the method and the route's pattern
+ * (`POST /api/v1/leads/:telegramUserId/events`), not the concrete path.
+ */
+export function endpointOf(c: Context<ApiEnv>): string {
+  return `${c.req.method} ${c.req.routePath}`;
 }
 
 /**
@@ -59,7 +69,7 @@ function unauthorized(): ApiError {
   });
 }
 
-type Prior = 'prior_at' | 'prior_status' | 'prior_body';
+type Prior = 'prior_at' | 'prior_status' | 'prior_body' | 'prior_endpoint';
 /** The look-up's row; what is stored under the Idempotency-Key only from the event endpoints' look-up, `claimed` only from the others'. */
 type KeyRow = Omit<LookedUpKey, Prior> & Partial<Pick<LookedUpKey, Prior>> & { claimed?: boolean };
 
@@ -92,11 +102,11 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
           await deps.pool.query<KeyRow>({
             name: 'capigram_api_key_by_prefix_and_claim',
             text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
-                   claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at)
-                             SELECT k.id, $2, $3 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
+                   claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint)
+                             SELECT k.id, $2, $3, $5 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
                              ON CONFLICT DO NOTHING RETURNING 1)
                    SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
-            values: [prefix, claimKey, now, hashApiKey(key)],
+            values: [prefix, claimKey, now, hashApiKey(key), endpointOf(c)],
           })
         ).rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
@@ -110,7 +120,9 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
     c.set('caller', { keyId: row.id, accountId: row.account_id, siteId: row.site_id });
     if (row.claimed === true && claimKey !== null) c.set('earlyClaim', { key: claimKey, claimedAt: now });
     if (claimInWork && claimKey !== null) {
-      const prior = row.prior_at ? { createdAt: row.prior_at, status: row.prior_status ?? null, body: row.prior_body ?? null } : null;
+      const prior = row.prior_at
+        ? { createdAt: row.prior_at, status: row.prior_status ?? null, body: row.prior_body ?? null, endpoint: row.prior_endpoint ?? null }
+        : null;
       c.set('priorClaim', { key: claimKey, row: prior });
     }
     await next();

@@ -29,6 +29,8 @@ export type KeyRow = {
   prior_at: Date | null;
   prior_status: number | null;
   prior_body: { contentType: string; text: string } | null;
+  /** The endpoint the Idempotency-Key was first used on (null for rows older than that record). */
+  prior_endpoint: string | null;
 };
 
 // Ordinality keeps each answer with its question; a prefix that finds no key gives no row. The
@@ -38,11 +40,11 @@ export type KeyRow = {
 // look-ups costs little.
 const LOOKUP_SQL = `
   SELECT q.n::int AS n, k.id, k.account_id, k.site_id, k.secret_hash, k.revoked_at, k.last_used_at,
-         i.created_at AS prior_at, i.status_code AS prior_status, i.response_body AS prior_body
+         i.created_at AS prior_at, i.status_code AS prior_status, i.response_body AS prior_body, i.endpoint AS prior_endpoint
   FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS q(prefix, claim_key, hash, n)
   JOIN api_keys k ON k.prefix = q.prefix
   LEFT JOIN LATERAL (
-    SELECT created_at, status_code, response_body FROM idempotency_keys
+    SELECT created_at, status_code, response_body, endpoint FROM idempotency_keys
     WHERE api_key_id = k.id AND key = q.claim_key AND k.secret_hash = q.hash
   ) i ON true`;
 

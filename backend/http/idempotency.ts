@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { PreparedCall } from '../db/prepared-batch.js';
 import type { LockedClaim } from '../domain/conversions/lead-lock.js';
 import type { Deps } from '../deps.js';
-import type { ApiEnv, HeldClaim, PriorClaim } from './api-auth.js';
+import { endpointOf, type ApiEnv, type HeldClaim, type PriorClaim } from './api-auth.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -14,15 +14,21 @@ import { ApiError } from './errors.js';
  * own body says. 4xx answers are stored like successes (the same request would fail the same way);
  * 5xx answers are not: the claim is released so that a retry can succeed.
  *
+ * A key is bound to the endpoint it was first used on: its method and route pattern
+ * (`endpointOf`). Within the same 24 hours the key on another endpoint is refused with 422
+ * IDEMPOTENCY_KEY_REUSED and nothing runs: replaying another endpoint's answer would tell the
+ * client its request was done when it never ran. (Rows stored before the endpoint was recorded
+ * have none and replay as before.)
+ *
  * While the first request runs, a duplicate waits up to a second for its result, then gets 409
  * IDEMPOTENCY_IN_PROGRESS. A claim still unfinished after a minute belongs to a request that died
  * with its process; it is taken over. A key older than 24 hours but not yet purged (rows live two
  * days) counts as new: the request runs again and its result replaces the old one.
  *
  * The event endpoints claim a new key inside their own transaction instead (`claimInWork`), which
- * changes the first and the third rules for them: nothing is claimed before the work, and a
+ * changes two of the rules above for them: nothing is claimed before the work, and a
  * duplicate waits for as long as the first request takes (behind it in this process's queue of
- * events, or on the claim's row; see `lead-lock-batch.ts`).
+ * events, or on the lead's lock and then the claim's row; see `lead-lock-batch.ts`).
  */
 export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_WAIT_MS = 1000;
@@ -42,7 +48,11 @@ interface StoredResponse {
   text: string;
 }
 
-type Claim = { kind: 'claimed'; claimedAt: Date } | { kind: 'replay'; status: number; stored: StoredResponse } | { kind: 'busy' };
+type Claim =
+  | { kind: 'claimed'; claimedAt: Date }
+  | { kind: 'replay'; status: number; stored: StoredResponse }
+  | { kind: 'busy' }
+  | { kind: 'reused' };
 
 type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
 
@@ -51,7 +61,7 @@ type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
  * (`answerRecorder`'s `claim`), together with the key look-up's `claimInWork`. A new key is then
  * claimed, worked on and answered in that one transaction: a request that dies leaves nothing
  * behind, so its retry runs at once instead of meeting an unfinished claim. A duplicate that
- * arrives meanwhile waits on the claim's row, then replays the answer.
+ * arrives meanwhile waits (on the lead's lock, then the claim's row), then replays the answer.
  */
 export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
@@ -63,9 +73,11 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
       });
     }
     const apiKeyId = c.get('caller').keyId;
+    const endpoint = endpointOf(c);
     const prior = claimInWork ? c.get('priorClaim') : undefined;
+    if (prior?.key === key && prior.row !== null && boundElsewhere(prior.row, endpoint, deps.now())) throw reused();
     if (prior?.key === key && prior.row === null) {
-      const held: HeldClaim = { apiKeyId, key, claimedAt: deps.now(), storedWithWork: false, inWork: true };
+      const held: HeldClaim = { apiKeyId, key, claimedAt: deps.now(), storedWithWork: false, inWork: true, endpoint };
       c.set('heldClaim', held);
       await next();
       await settleInWork(deps, c, held);
@@ -75,10 +87,11 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
     if (stored !== undefined) return replay(stored.status, stored.stored);
     // The API key look-up usually claimed it already (one round trip for both).
     const early = c.get('earlyClaim');
-    const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key);
+    const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key, endpoint);
     if (claim.kind === 'busy') throw inProgress();
+    if (claim.kind === 'reused') throw reused();
     if (claim.kind === 'replay') return replay(claim.status, claim.stored);
-    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false, inWork: false };
+    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false, inWork: false, endpoint };
     c.set('heldClaim', held);
     await next();
     if (!held.storedWithWork) await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
@@ -89,6 +102,15 @@ const IN_PROGRESS = 'a request with this Idempotency-Key is still executing; ret
 
 function inProgress(): ApiError {
   return new ApiError('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS);
+}
+
+function reused(): ApiError {
+  return new ApiError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was first used on another endpoint in the last 24 hours; use a new key for this request');
+}
+
+/** A key first used on another endpoint within the replay window (a row without an endpoint binds to none). */
+function boundElsewhere(row: { createdAt: Date; endpoint: string | null }, endpoint: string, now: Date): boolean {
+  return row.endpoint !== null && row.endpoint !== endpoint && now.getTime() - row.createdAt.getTime() < IDEMPOTENCY_REPLAY_WINDOW_MS;
 }
 
 function replay(status: number, stored: StoredResponse): Response {
@@ -123,7 +145,8 @@ export class ClaimTaken extends ApiError {
 async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim): Promise<void> {
   if (held.storedWithWork) return;
   if (c.error instanceof ClaimTaken) {
-    const claim = await acquire(deps, held.apiKeyId, held.key);
+    const claim = await acquire(deps, held.apiKeyId, held.key, held.endpoint);
+    if (claim.kind === 'reused') throw reused();
     if (claim.kind === 'replay') {
       c.res = replay(claim.status, claim.stored);
     } else if (claim.kind === 'claimed') {
@@ -139,9 +162,9 @@ async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim
     const stored = await storedOf(res);
     await deps.pool.query({
       name: 'capigram_idempotency_claim_with_answer',
-      text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-      values: [held.apiKeyId, held.key, held.claimedAt, res.status, JSON.stringify(stored), deps.now()],
+      text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+      values: [held.apiKeyId, held.key, held.claimedAt, res.status, JSON.stringify(stored), deps.now(), held.endpoint],
     });
   } catch (err) {
     deps.log.warn({ err: String(err) }, 'could not store the idempotent response');
@@ -157,8 +180,8 @@ export interface AnswerRecorder<T> {
   persist(outcome: T): PreparedCall;
   /** Call once the work's transaction committed: the middleware then stores nothing more. */
   committed(): void;
-  /** For a key claimed in the work's transaction: the claim, to be made first in it (or last, with the answer). */
-  claim?: LockedClaim<T>;
+  /** For a key claimed in the work's transaction: the claim, made in it right after the lead lock. */
+  claim?: LockedClaim;
 }
 
 /**
@@ -176,7 +199,7 @@ export function answerRecorder<T>(
   const held = c.get('heldClaim');
   if (held === undefined) return undefined;
   let persisted = false;
-  /** Status, stored answer and completion time: the last three values of both statements that store an answer. */
+  /** Status, stored answer and completion time: the last three values of the statement that stores an answer. */
   const answered = (outcome: T): [number, StoredResponse, Date] => {
     const { status, body } = answer(outcome);
     return [status, { contentType: 'application/json', text: JSON.stringify(body) }, deps.now()];
@@ -188,19 +211,10 @@ export function answerRecorder<T>(
             id: `${held.apiKeyId}:${held.key}`,
             call: {
               name: 'capigram_idempotency_claim_in_work',
-              sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
-              values: [held.apiKeyId, held.key, held.claimedAt],
+              sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
+              values: [held.apiKeyId, held.key, held.claimedAt, held.endpoint],
             },
             taken: () => new ClaimTaken(),
-            withAnswer(outcome: T) {
-              persisted = true;
-              return {
-                name: 'capigram_idempotency_claim_with_work_answer',
-                sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at)
-                      VALUES ($1, $2, $3, $4, $5, $6)`,
-                values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome)],
-              };
-            },
           },
         }
       : {}),
@@ -218,33 +232,34 @@ export function answerRecorder<T>(
   };
 }
 
-async function acquire(deps: StoreDeps, apiKeyId: string, key: string): Promise<Claim> {
+async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint: string): Promise<Claim> {
   const deadline = Date.now() + IDEMPOTENCY_WAIT_MS;
   for (;;) {
     const now = deps.now();
     const inserted = await deps.pool.query({
       name: 'capigram_idempotency_claim',
-      text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      values: [apiKeyId, key, now],
+      text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+      values: [apiKeyId, key, now, endpoint],
     });
     if (inserted.rowCount === 1) return { kind: 'claimed', claimedAt: now };
 
-    const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date }>(
-      'SELECT status_code, response_body, created_at FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
+    const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date; endpoint: string | null }>(
+      'SELECT status_code, response_body, created_at, endpoint FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
       [apiKeyId, key],
     );
     const row = rows[0];
     if (!row) continue; // released or purged in between: claim again
     const age = now.getTime() - row.created_at.getTime();
+    if (boundElsewhere({ createdAt: row.created_at, endpoint: row.endpoint }, endpoint, now)) return { kind: 'reused' };
     if (row.status_code !== null && row.response_body !== null && age < IDEMPOTENCY_REPLAY_WINDOW_MS) {
       return { kind: 'replay', status: row.status_code, stored: row.response_body };
     }
     if (age >= IDEMPOTENCY_REPLAY_WINDOW_MS || (row.status_code === null && age >= IDEMPOTENCY_ABANDONED_MS)) {
       // Expired, or abandoned by a request that died: take it over (one taker wins the race).
       const taken = await deps.pool.query(
-        `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL
+        `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL, endpoint = $5
          WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
-        [apiKeyId, key, row.created_at, now],
+        [apiKeyId, key, row.created_at, now, endpoint],
       );
       if (taken.rowCount === 1) return { kind: 'claimed', claimedAt: now };
       continue;

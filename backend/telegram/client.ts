@@ -13,6 +13,8 @@ export class TelegramError extends Error {
     message: string,
     readonly errorCode?: number,
     readonly retryAfterSec?: number,
+    /** Set when the chat was a basic group upgraded to a supergroup: its new id. */
+    readonly migrateToChatId?: number,
   ) {
     super(`Telegram ${method}: ${message}`);
   }
@@ -42,7 +44,7 @@ const Envelope = z.object({
   result: z.unknown().optional(),
   error_code: z.number().int().optional(),
   description: z.string().optional(),
-  parameters: z.object({ retry_after: z.number().optional() }).partial().optional(),
+  parameters: z.object({ retry_after: z.number().optional(), migrate_to_chat_id: z.number().int().optional() }).partial().optional(),
 });
 
 export interface TelegramClientOptions {
@@ -79,7 +81,7 @@ export function createTelegramClient(opts: TelegramClientOptions) {
       if (code === 429) throw new TelegramError(method, 'rate_limited', description, code, env.parameters?.retry_after ?? 1);
       if (code === 401 || code === 404) throw new TelegramError(method, 'unauthorized', description, code);
       if (code >= 500) throw new TelegramError(method, 'network', description, code);
-      throw new TelegramError(method, 'api', description, code);
+      throw new TelegramError(method, 'api', description, code, undefined, env.parameters?.migrate_to_chat_id);
     }
     const parsed = schema.safeParse(env.result);
     if (!parsed.success) throw new TelegramError(method, 'api', 'unexpected result shape');
@@ -100,6 +102,8 @@ export function createTelegramClient(opts: TelegramClientOptions) {
     }) => call('createChatInviteLink', p, ChatInviteLink),
     revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) => call('revokeChatInviteLink', p, ChatInviteLink),
     approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('approveChatJoinRequest', p, z.literal(true)),
+    getChat: (p: { chat_id: number | string }) =>
+      call('getChat', p, z.object({ id: z.number().int(), type: z.string(), title: z.string().optional(), username: z.string().optional() }).passthrough()),
     getChatMember: (p: { chat_id: number | string; user_id: number }) =>
       call('getChatMember', p, z.object({ status: z.string(), can_invite_users: z.boolean().optional() }).passthrough()),
   };

@@ -231,7 +231,7 @@ describe('concurrency', () => {
       let first: ReturnType<typeof api.post>;
       let second: ReturnType<typeof api.post>;
       await holdingLeadLock(userA, async () => {
-        // The first waits inside its transaction, before it has claimed the key (batches claim last)...
+        // The first waits inside its transaction, on the lead lock, before it has claimed the key (claims follow the lead lock)...
         first = (await sentAndWaiting('advisory', () => api.post('/events/conversion', purchase(userA), { key: tenant.accountKey, idempotencyKey: key }))).sent;
         // ...so the duplicate on the other server claims it and commits first.
         second = apiClient(other.url).post('/events/conversion', purchase(userB, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key });

@@ -8,6 +8,10 @@ const adminChat = (id: number) => ({ id, title: `Chat ${id}`, type: 'channel' as
 const LIST_CHAT = adminChat(-1007000000001);
 const LIST_PLAIN_CHAT = { id: -1007000000002, title: 'Plain', type: 'channel' as const, admins: {} };
 const HUMAN_CHAT = adminChat(-1007000000003);
+const PUBLIC_CHAT = { ...adminChat(-1007000000004), title: 'Public', username: 'public_club' };
+const UPDATE_CHAT = adminChat(-1007000000006);
+const PUBLIC_UPDATE_CHAT = { ...adminChat(-1007000000005), title: 'Public too', username: 'public_club_two' };
+const BASIC_GROUP = { id: -4000000001, title: 'Basic', type: 'group' as const, admins: { [DEFAULT_BOT.id]: { can_invite_users: true } } };
 // A bot belongs to one account (Telegram delivers its updates to one webhook only): another
 // account's bot is another bot.
 const FOREIGN_BOT = { token: '777333:Foreign-bot-token-abcdefghij', id: 777333, first_name: 'Foreign', username: 'foreign_test_bot' };
@@ -15,7 +19,7 @@ const FOREIGN_BOT = { token: '777333:Foreign-bot-token-abcdefghij', id: 777333, 
 let w: CliWorld;
 let s: Awaited<ReturnType<typeof seed>>;
 beforeAll(async () => {
-  w = await cliWorld({ bots: [DEFAULT_BOT, FOREIGN_BOT], chats: [DEFAULT_CHAT, NOT_ADMIN_CHAT, LIST_CHAT, LIST_PLAIN_CHAT, HUMAN_CHAT] });
+  w = await cliWorld({ bots: [DEFAULT_BOT, FOREIGN_BOT], chats: [DEFAULT_CHAT, NOT_ADMIN_CHAT, LIST_CHAT, LIST_PLAIN_CHAT, HUMAN_CHAT, UPDATE_CHAT, PUBLIC_CHAT, PUBLIC_UPDATE_CHAT, BASIC_GROUP] });
   s = await seed(w);
 });
 afterAll(async () => {
@@ -112,6 +116,54 @@ describe('channel add', () => {
     expect(await w.refused(...args(await freshSite(), s.botId))).toBe(
       "error: channel -1005000000001 is already added with this bot (on another site); a bot's chat leads to one channel\n",
     );
+  });
+});
+
+describe('what Telegram lets a channel attribute', () => {
+  it('refuses a basic group (an id not starting with -100), with the reason, and writes nothing', async () => {
+    const site = await freshSite();
+    const reason = await w.refused('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(BASIC_GROUP.id), '--title', 'Basic');
+    expect(reason).toMatch(/^error: --telegram-channel-id: is a basic group .*supergroup/);
+    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM channels WHERE site_id = $1', [site])).rows[0].n).toBe(0);
+  });
+
+  it('refuses --invite-mode join_request for a public chat (getChat says it has a username); warns for member_limit there', async () => {
+    const site = await freshSite();
+    const args = ['channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(PUBLIC_CHAT.id), '--title', 'Public'];
+    expect(await w.refused(...args, '--invite-mode', 'join_request')).toMatch(/^error: --invite-mode join_request cannot attribute in a public chat \(@public_club\): Telegram sends join requests to public chats without their invite link/);
+    expect(w.telegram.calls('getChat').at(-1)).toMatchObject({ chat_id: PUBLIC_CHAT.id });
+    const run = await w.run(...args, '--json');
+    expect(run.code).toBe(0);
+    expect(Object.keys(JSON.parse(run.stdout))).toEqual(['channelId']);
+    expect(run.stderr).toMatch(/warning: chat -1007000000004 is public \(@public_club\): a visitor who opens its invite link can join from the chat's preview/);
+    const row = await channelRow(JSON.parse(run.stdout).channelId);
+    expect(row).toMatchObject({ chat_is_public: true, username: 'public_club', invite_mode: 'member_limit' });
+  });
+});
+
+describe('channel update', () => {
+  it('changes the flags given, keeps the rest, prints {"channelId"}; checks the result as channel add does', async () => {
+    const site = await freshSite();
+    const { channelId } = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(UPDATE_CHAT.id), '--title', 'Before',
+      '--event-type', 'Purchase', '--value', '5', '--currency', 'USD');
+    expect(await w.ok('channel', 'update', '--channel', channelId, '--title', 'After', '--invite-mode', 'join_request', '--funnel-order', '3')).toEqual({ channelId });
+    expect(await channelRow(channelId)).toMatchObject({
+      title: 'After', invite_mode: 'join_request', funnel_order: 3, event_type: 'Purchase', fixed_value: 5, fixed_currency: 'USD', chat_is_public: false,
+    });
+    expect(await w.refused('channel', 'update', '--channel', channelId, '--manual-value')).toBe('error: --manual-value and a fixed --value exclude each other\n');
+    await w.ok('channel', 'update', '--channel', channelId, '--value', '7');
+    expect(await channelRow(channelId)).toMatchObject({ fixed_value: 7, fixed_currency: 'USD' });
+    expect(await w.refused('channel', 'update', '--channel', '00000000-0000-4000-8000-000000000009', '--title', 'X')).toBe(
+      'error: channel 00000000-0000-4000-8000-000000000009 does not exist\n',
+    );
+    expect((await channelRow(channelId)).title).toBe('After');
+  });
+
+  it('refuses join-request mode once the chat is public', async () => {
+    const site = await freshSite();
+    const { channelId } = await w.ok('channel', 'add', '--site', site, '--bot', s.botId, '--telegram-channel-id', String(PUBLIC_UPDATE_CHAT.id), '--title', 'P');
+    expect(await w.refused('channel', 'update', '--channel', channelId, '--invite-mode', 'join_request')).toMatch(/cannot attribute in a public chat/);
+    expect((await channelRow(channelId)).invite_mode).toBe('member_limit');
   });
 });
 

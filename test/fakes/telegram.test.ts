@@ -7,6 +7,7 @@ import { DEFAULT_BOT, DEFAULT_CHAT, startTelegram, type TelegramFake } from './t
 const TOKEN = DEFAULT_BOT.token;
 const CHAT = DEFAULT_CHAT.id;
 const NO_RIGHTS_CHAT = -1002000000002;
+const PUBLIC_CHAT = -1002000000003;
 let tg: TelegramFake;
 const api = (method: string, token = TOKEN) => `${tg.url}/bot${token}/${method}`;
 
@@ -17,7 +18,11 @@ const delivered: { headers: IncomingHttpHeaders; body: any }[] = [];
 
 beforeAll(async () => {
   tg = await startTelegram({
-    chats: [DEFAULT_CHAT, { id: NO_RIGHTS_CHAT, title: 'Other', type: 'supergroup', admins: { [DEFAULT_BOT.id]: { can_invite_users: false } } }],
+    chats: [
+      DEFAULT_CHAT,
+      { id: NO_RIGHTS_CHAT, title: 'Other', type: 'supergroup', admins: { [DEFAULT_BOT.id]: { can_invite_users: false } } },
+      { id: PUBLIC_CHAT, title: 'Public', type: 'supergroup', username: 'public_club', admins: { [DEFAULT_BOT.id]: { can_invite_users: true } } },
+    ],
   });
   hook = createServer((req, res) => {
     let raw = '';
@@ -69,6 +74,20 @@ describe('Telegram fake: bots and webhooks', () => {
     expect(badSecret.body.description).toBe('Bad Request: secret token contains unallowed characters');
     expect(tg.calls('setWebhook')).toHaveLength(3);
   });
+
+  it("refuses webhooks api.telegram.org refuses (http://, other ports), in its words; loopback is let through for tests", async () => {
+    const set = async (url: string) => (await call(api('setWebhook'), { json: { url } })).body;
+    expect(await set('http://hooks.example.com/tg')).toEqual({ ok: false, error_code: 400, description: 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook' });
+    expect(await set('https://hooks.example.com:8080/tg')).toEqual({
+      ok: false, error_code: 400, description: 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443',
+    });
+    for (const url of ['https://hooks.example.com/tg', 'https://hooks.example.com:8443/tg', 'https://hooks.example.com:88/tg', hookUrl]) {
+      expect((await set(url)).ok).toBe(true);
+    }
+    // max_connections is clamped to 1..100, not refused
+    await call(api('setWebhook'), { json: { url: hookUrl, max_connections: 1000 } });
+    expect(tg.webhook(TOKEN)?.max_connections).toBe(100);
+  });
 });
 
 describe('Telegram fake: invite links and join requests', () => {
@@ -84,24 +103,26 @@ describe('Telegram fake: invite links and join requests', () => {
     expect(links[1]?.creates_join_request).toBe(true);
   });
 
-  it('refuses member_limit with creates_join_request, a name over 32 characters and a limit out of range', async () => {
+  it('refuses member_limit with creates_join_request in TDLib\'s words; cuts a long name and clamps the limit as Telegram does', async () => {
     const both = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, member_limit: 1, creates_join_request: true } });
     expect(both.status).toBe(400);
-    expect(both.body).toEqual({ ok: false, error_code: 400, description: "Bad Request: member limit can't be specified for link requiring approval" });
-    const longName = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'x'.repeat(33) } });
-    expect(longName.status).toBe(400);
-    expect((await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'x'.repeat(32) } })).status).toBe(200);
-    for (const member_limit of [0, 100000]) {
-      expect((await call(api('createChatInviteLink'), { json: { chat_id: CHAT, member_limit } })).status).toBe(400);
-    }
-    expect(tg.links(CHAT)).toHaveLength(1);
+    expect(both.body).toEqual({ ok: false, error_code: 400, description: "Bad Request: member limit can't be specified for links requiring administrator approval" });
+    const longName = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, name: 'x'.repeat(40) } });
+    expect(longName.body.result.name).toBe('x'.repeat(32));
+    const noLimit = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, member_limit: 0, creates_join_request: true } });
+    expect(noLimit.body.result).not.toHaveProperty('member_limit');
+    const clamped = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, member_limit: 250000 } });
+    expect(clamped.body.result.member_limit).toBe(100000);
+    const past = await call(api('createChatInviteLink'), { json: { chat_id: CHAT, expire_date: 1_000_000 } });
+    expect(past.body).toEqual({ ok: false, error_code: 400, description: 'Bad Request: EXPIRE_DATE_INVALID' });
+    expect(tg.links(CHAT)).toHaveLength(3);
   });
 
   it('refuses an unknown chat and a chat where the bot may not invite', async () => {
     const unknown = await call(api('createChatInviteLink'), { json: { chat_id: -100123 } });
     expect(unknown.body.description).toBe('Bad Request: chat not found');
     const noRights = await call(api('createChatInviteLink'), { json: { chat_id: NO_RIGHTS_CHAT } });
-    expect(noRights.body.description).toBe('Bad Request: not enough rights to manage chat invite links');
+    expect(noRights.body.description).toBe('Bad Request: not enough rights to manage chat invite link');
   });
 
   it('revokes a link and lists it as revoked', async () => {
@@ -188,7 +209,7 @@ describe('Telegram fake: updates', () => {
     expect(demoted).toMatchObject({ update_id: 815000004, my_chat_member: { old_chat_member: { status: 'administrator', can_invite_users: true }, new_chat_member: { status: 'member', user: { id: DEFAULT_BOT.id, is_bot: true } } } });
     // the demotion is real for the fake: the bot may no longer create links
     const refused = await call(api('createChatInviteLink'), { json: { chat_id: CHAT } });
-    expect(refused.body.description).toBe('Bad Request: not enough rights to manage chat invite links');
+    expect(refused.body.description).toBe('Bad Request: not enough rights to manage chat invite link');
   });
 
   it('sendUpdate POSTs JSON with the secret header', async () => {
@@ -198,6 +219,36 @@ describe('Telegram fake: updates', () => {
     expect(delivered[0]?.headers['x-telegram-bot-api-secret-token']).toBe('sekret');
     expect(delivered[0]?.headers['content-type']).toBe('application/json');
     expect(delivered[0]?.body).toEqual(update);
+  });
+
+  it('a join carries its link or via_join_request, never both; after an approval, the link of the request', async () => {
+    const link = (await call(api('createChatInviteLink'), { json: { chat_id: CHAT, creates_join_request: true } })).body.result;
+    expect(() => tg.chatMemberJoined({ chatId: CHAT, user: { id: 5 }, inviteLink: link.invite_link, viaJoinRequest: true })).toThrow(/never both/);
+    tg.chatJoinRequest({ chatId: CHAT, user: { id: 5 }, inviteLink: link.invite_link });
+    tg.chatJoinRequest({ chatId: CHAT, user: { id: 6 } });
+    await call(api('approveChatJoinRequest'), { json: { chat_id: CHAT, user_id: 5 } });
+    await call(api('approveChatJoinRequest'), { json: { chat_id: CHAT, user_id: 6 } });
+    const withLink = tg.joinAfterApproval({ chatId: CHAT, user: { id: 5 } }) as any;
+    expect(withLink.chat_member.invite_link.invite_link).toBe(link.invite_link);
+    expect(withLink.chat_member).not.toHaveProperty('via_join_request');
+    const withoutLink = tg.joinAfterApproval({ chatId: CHAT, user: { id: 6 } }) as any;
+    expect(withoutLink.chat_member).toMatchObject({ via_join_request: true });
+    expect(withoutLink.chat_member).not.toHaveProperty('invite_link');
+  });
+
+  it('public chats: join requests and joins come without the link that was opened', async () => {
+    const link = (await call(api('createChatInviteLink'), { json: { chat_id: PUBLIC_CHAT, creates_join_request: true } })).body.result;
+    expect((tg.chatJoinRequest({ chatId: PUBLIC_CHAT, user: { id: 7 }, inviteLink: link.invite_link }) as any).chat_join_request).not.toHaveProperty('invite_link');
+    expect((tg.chatMemberJoined({ chatId: PUBLIC_CHAT, user: { id: 8 }, inviteLink: link.invite_link }) as any).chat_member).not.toHaveProperty('invite_link');
+  });
+
+  it("delivers another admin's links with their second part replaced by '...', the bot's own whole", async () => {
+    await call(api('setWebhook'), { json: { url: hookUrl, secret_token: 'abc', allowed_updates: ['chat_member', 'chat_join_request'] } });
+    const own = (await call(api('createChatInviteLink'), { json: { chat_id: CHAT } })).body.result;
+    await tg.deliverUpdate(TOKEN, tg.chatMemberJoined({ chatId: CHAT, user: { id: 9 }, inviteLink: own.invite_link }));
+    await tg.deliverUpdate(TOKEN, tg.chatJoinRequest({ chatId: CHAT, user: { id: 10 }, inviteLink: 'https://t.me/+OwnersVeryOwnLink1' }));
+    expect(delivered[0]!.body.chat_member.invite_link.invite_link).toBe(own.invite_link);
+    expect(delivered[1]!.body.chat_join_request.invite_link.invite_link).toBe('https://t.me/+Owne...');
   });
 
   it('deliverUpdate uses the registered webhook and refuses chat_member unless it was asked for', async () => {

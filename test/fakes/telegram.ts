@@ -1,5 +1,12 @@
 // Fake of the Telegram Bot API: the methods Capigram calls, with Telegram's own error texts for
 // the mistakes that matter (rights, link limits), plus builders and delivery of webhook updates.
+// It follows the Bot API server's source (tdlib/telegram-bot-api, Client.cpp) and TDLib where they
+// decide: integer parameters are clamped, not refused (`get_integer_arg`); an invite link's name
+// is cut to 32 characters (TDLib `clean_name`); links another admin created are shown with their
+// second part replaced by "..."; a join carries either the link it came through or
+// `via_join_request`, never both; join requests to public chats come without their link
+// (tdlib/telegram-bot-api#580); webhooks are https on ports 80, 88, 443 or 8443 (loopback URLs
+// are let through so tests can run a plain-http server on any port).
 import { FakeServer, isRecord, randomId, type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure } from './base.js';
 import {
   NOT_SENT_BY_DEFAULT, adminMember, chatMemberUpdate, nowSec, plainMember, sendUpdate, updateType,
@@ -18,6 +25,8 @@ export interface FakeBot {
 export interface FakeChat extends TgChat {
   /** Bots that are administrators of the chat, by bot id, with their invite right. */
   admins?: Record<number, { can_invite_users: boolean }>;
+  /** A basic group upgraded to a supergroup: the supergroup's id. */
+  migratedTo?: number;
 }
 
 export interface TelegramFakeOptions extends FakeOptions {
@@ -63,9 +72,12 @@ export class TelegramFake extends FakeServer {
   private revokedLinks: ChatInviteLink[] = [];
   private approved: JoinDecision[] = [];
   private declined: JoinDecision[] = [];
-  private pending = new Set<string>();
+  /** Pending join requests, by `chat:user`, with the link each came through (if any). */
+  private pending = new Map<string, ChatInviteLink | undefined>();
   private members = new Map<string, MemberStatus>();
   private users = new Map<number, TgUser>();
+  /** Join requests approved or declined through the API, with the link each came through. */
+  private decidedRequests = new Map<string, ChatInviteLink | undefined>();
   private readonly initialChats: FakeChat[];
 
   constructor(options: TelegramFakeOptions = {}) {
@@ -127,6 +139,37 @@ export class TelegramFake extends FakeServer {
     chat.admins = admins;
   }
 
+  /**
+   * A basic group becomes a supergroup (as Telegram does when join requests or a username are
+   * enabled): a new `-100…` chat with the same admins; calls about the old id are answered 400
+   * with `parameters.migrate_to_chat_id`. Returns the service message updates Telegram posts in
+   * the old chat (`migrate_to_chat_id`) and the new one (`migrate_from_chat_id`).
+   */
+  upgradeToSupergroup(chatId: number, newChatId: number): { inOld: TgUpdate; inNew: TgUpdate } {
+    const old = this.chats.get(chatId);
+    if (!old || old.type !== 'group') throw new Error(`telegram fake: ${chatId} is not a basic group`);
+    this.chats.set(newChatId, { ...old, id: newChatId, type: 'supergroup', admins: { ...old.admins } });
+    old.migratedTo = newChatId;
+    const date = nowSec();
+    const message = (chat: TgChat, field: Record<string, number>) =>
+      ({ update_id: this.nextUpdateId++, message: { message_id: 1, date, chat, from: CHAT_OWNER, ...field } }) as unknown as TgUpdate;
+    return {
+      inOld: message({ id: chatId, title: old.title, type: 'group' }, { migrate_to_chat_id: newChatId }),
+      inNew: message(this.tgChat(newChatId), { migrate_from_chat_id: chatId }),
+    };
+  }
+
+  /** The chat_member update of an administrator added directly (left → administrator). */
+  adminAppointed(o: { chatId: number; user: UserInput; from?: UserInput; date?: number }): TgUpdate {
+    const user = this.user(o.user);
+    const old = this.memberStatus(o.chatId, user.id);
+    this.setMember(o.chatId, user.id, 'administrator');
+    return chatMemberUpdate(this.nextUpdateId++, 'chat_member', {
+      chat: this.tgChat(o.chatId), from: o.from ? this.user(o.from) : CHAT_OWNER, date: o.date ?? nowSec(),
+      old_chat_member: plainMember(user, old), new_chat_member: adminMember(user, true),
+    });
+  }
+
   setMember(chatId: number, userId: number, status: MemberStatus): void {
     this.members.set(`${chatId}:${userId}`, status);
   }
@@ -134,15 +177,35 @@ export class TelegramFake extends FakeServer {
   // ---- update builders: each returns the update a webhook would receive and keeps the fake's
   // state in step (membership, pending join requests, bot rights). update_id increments. ----
 
+  /**
+   * Someone joined. Telegram sets `invite_link` for a join through a link (an approved request
+   * through a link included) and `via_join_request` only for an approved request made without
+   * any link: asking for both is a test bug. In a public chat (one with a username) users join
+   * from the preview, so the update carries no link (tdlib/telegram-bot-api#428).
+   */
   chatMemberJoined(o: { chatId: number; user: UserInput; inviteLink?: string | ChatInviteLink; viaJoinRequest?: boolean; from?: UserInput; date?: number }): TgUpdate {
+    if (o.inviteLink !== undefined && o.viaJoinRequest) throw new Error('Telegram fake: a join carries invite_link or via_join_request, never both');
     const user = this.user(o.user);
+    const inviteLink = this.chats.get(o.chatId)?.username ? undefined : o.inviteLink;
     const old = this.memberStatus(o.chatId, user.id);
     this.setMember(o.chatId, user.id, 'member');
     return chatMemberUpdate(this.nextUpdateId++, 'chat_member', {
       chat: this.tgChat(o.chatId), from: o.from ? this.user(o.from) : user, date: o.date ?? nowSec(),
       old_chat_member: plainMember(user, old === 'member' ? 'left' : old), new_chat_member: plainMember(user, 'member'),
-      invite_link: o.inviteLink === undefined ? undefined : this.linkObject(o.inviteLink), via_join_request: o.viaJoinRequest,
+      invite_link: inviteLink === undefined ? undefined : this.linkObject(inviteLink), via_join_request: o.viaJoinRequest,
     });
+  }
+
+  /**
+   * The chat_member update that follows an approved join request, as Telegram builds it: the link
+   * the request came through, or `via_join_request` when it came without one. Throws unless the
+   * request was approved (or declined) through the API first.
+   */
+  joinAfterApproval(o: { chatId: number; user: UserInput; date?: number }): TgUpdate {
+    const key = `${o.chatId}:${o.user.id}`;
+    if (!this.decidedRequests.has(key)) throw new Error('Telegram fake: no approved join request of this user in this chat');
+    const link = this.decidedRequests.get(key);
+    return this.chatMemberJoined({ chatId: o.chatId, user: o.user, date: o.date, ...(link ? { inviteLink: link } : { viaJoinRequest: true }) });
   }
 
   chatMemberLeft(o: { chatId: number; user: UserInput; kicked?: boolean; from?: UserInput; date?: number }): TgUpdate {
@@ -155,11 +218,16 @@ export class TelegramFake extends FakeServer {
     });
   }
 
-  /** Also registers the request as pending, so approveChatJoinRequest/declineChatJoinRequest succeed. */
+  /**
+   * Also registers the request as pending, so approveChatJoinRequest/declineChatJoinRequest
+   * succeed. A request to a public chat comes without its link, whatever link was opened
+   * (tdlib/telegram-bot-api#580: "intended behavior").
+   */
   chatJoinRequest(o: { chatId: number; user: UserInput; inviteLink?: string | ChatInviteLink; date?: number }): TgUpdate {
     const user = this.user(o.user);
-    this.pending.add(`${o.chatId}:${user.id}`);
-    const request = { chat: this.tgChat(o.chatId), from: user, user_chat_id: user.id, date: o.date ?? nowSec(), ...(o.inviteLink === undefined ? {} : { invite_link: this.linkObject(o.inviteLink) }) };
+    const link = o.inviteLink === undefined || this.chats.get(o.chatId)?.username ? undefined : this.linkObject(o.inviteLink);
+    this.pending.set(`${o.chatId}:${user.id}`, link);
+    const request = { chat: this.tgChat(o.chatId), from: user, user_chat_id: user.id, date: o.date ?? nowSec(), ...(link === undefined ? {} : { invite_link: link }) };
     return { update_id: this.nextUpdateId++, chat_join_request: request };
   }
 
@@ -195,7 +263,19 @@ export class TelegramFake extends FakeServer {
     if ('chat_member' in update && bot && !this.chats.get(update.chat_member.chat.id)?.admins?.[bot.id]) {
       throw new Error('Telegram fake: chat_member updates are only sent to bots that are admins of the chat');
     }
-    return sendUpdate(hook.url, hook.secret_token, update, timeoutMs);
+    return sendUpdate(hook.url, hook.secret_token, bot ? this.asSeenBy(bot, update) : update, timeoutMs);
+  }
+
+  /** An update as a bot receives it: links another admin created have their second part replaced by "...". */
+  asSeenBy(bot: FakeBot, update: TgUpdate): TgUpdate {
+    const body = Object.values(update).find((v): v is { invite_link?: ChatInviteLink } => typeof v === 'object' && v !== null);
+    if (!body?.invite_link) return update;
+    const type = updateType(update);
+    return { ...update, [type]: { ...body, invite_link: this.linkFor(bot, body.invite_link) } } as TgUpdate;
+  }
+
+  private linkFor(bot: FakeBot, link: ChatInviteLink): ChatInviteLink {
+    return link.creator.id === bot.id ? { ...link } : { ...link, invite_link: truncateLink(link.invite_link) };
   }
 
   // ---- server ----
@@ -210,6 +290,7 @@ export class TelegramFake extends FakeServer {
     this.approved = [];
     this.declined = [];
     this.pending.clear();
+    this.decidedRequests.clear();
     this.members.clear();
     this.users.clear();
   }
@@ -222,7 +303,10 @@ export class TelegramFake extends FakeServer {
     const handler = this.handlers[parsed.method];
     if (!handler) return tgError(404, 'Not Found');
     if (req.bodyError) return tgError(400, "Bad Request: can't parse JSON object");
-    return handler(bot, params(req), req);
+    const p = params(req);
+    const migrated = this.findChat(p.chat_id)?.migratedTo;
+    if (migrated !== undefined) return tgError(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: migrated });
+    return handler(bot, p, req);
   }
 
   protected failureReply(kind: ReplyFailure): Reply {
@@ -246,17 +330,25 @@ export class TelegramFake extends FakeServer {
         this.webhooks.delete(bot.token); // an empty url is how setWebhook removes the webhook
         return ok(true, 'Webhook was deleted');
       }
-      let protocol: string;
+      let parsed: URL;
       try {
-        protocol = new URL(url).protocol;
+        parsed = new URL(url);
       } catch {
-        return tgError(400, 'Bad Request: bad webhook: Failed to resolve host: Name or service not known');
+        return tgError(400, 'Bad Request: invalid webhook URL specified');
       }
-      if (protocol !== 'https:' && protocol !== 'http:') return tgError(400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+      // api.telegram.org's rules; a loopback URL (a test's own server) may be plain http on any port.
+      const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
+      if (parsed.protocol !== 'https:' && !(loopback && parsed.protocol === 'http:')) {
+        return tgError(400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+      }
+      if (!loopback && !['', '80', '88', '443', '8443'].includes(parsed.port)) {
+        return tgError(400, 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443');
+      }
       const secret = str(p.secret_token);
-      if (secret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(secret)) return tgError(400, 'Bad Request: secret token contains unallowed characters');
-      const max = p.max_connections === undefined ? 40 : int(p.max_connections);
-      if (max === undefined || max < 1 || max > 100) return tgError(400, 'Bad Request: bad webhook: max_connections must be between 1 and 100');
+      if (secret !== undefined && secret.length > 256) return tgError(400, 'Bad Request: secret token is too long');
+      if (secret !== undefined && !/^[A-Za-z0-9_-]*$/.test(secret)) return tgError(400, 'Bad Request: secret token contains unallowed characters');
+      // Clamped to 1..100 (Client.cpp get_webhook_max_connections), never refused.
+      const max = clamp(p.max_connections === undefined ? 40 : (int(p.max_connections) ?? 40), 1, 100);
       const allowed = p.allowed_updates === undefined ? undefined : stringArray(p.allowed_updates);
       if (allowed === null) return tgError(400, "Bad Request: can't parse allowed_updates JSON object");
       this.webhooks.set(bot.token, { url, secret_token: secret, allowed_updates: allowed, max_connections: max });
@@ -276,18 +368,18 @@ export class TelegramFake extends FakeServer {
     createchatinvitelink: (bot, p) => {
       const chat = this.adminChat(bot, p.chat_id);
       if ('status' in chat) return chat;
-      const name = p.name === undefined ? undefined : str(p.name);
-      if (name !== undefined && name.length > 32) return tgError(400, 'Bad Request: invite link name is too long');
+      // TDLib cuts a name to 32 characters (clean_name); the Bot API server clamps member_limit
+      // to 0..100000 and expire_date to 0 or more (get_integer_arg), 0 meaning none.
+      const name = p.name === undefined ? undefined : [...(str(p.name) ?? '')].slice(0, 32).join('').trim();
       const joinRequest = p.creates_join_request === true || p.creates_join_request === 'true';
-      const limit = p.member_limit === undefined ? undefined : int(p.member_limit);
-      if (p.member_limit !== undefined && (limit === undefined || limit < 1 || limit > 99999)) return tgError(400, 'Bad Request: member limit must be between 1 and 99999');
-      if (limit !== undefined && joinRequest) return tgError(400, "Bad Request: member limit can't be specified for link requiring approval");
-      const expire = p.expire_date === undefined ? undefined : int(p.expire_date);
-      if (p.expire_date !== undefined && expire === undefined) return tgError(400, 'Bad Request: wrong expire date specified');
+      const limit = clamp(int(p.member_limit) ?? 0, 0, 100_000);
+      if (limit > 0 && joinRequest) return tgError(400, "Bad Request: member limit can't be specified for links requiring administrator approval");
+      const expire = Math.max(0, int(p.expire_date) ?? 0);
+      if (expire !== 0 && expire <= nowSec()) return tgError(400, 'Bad Request: EXPIRE_DATE_INVALID');
       const link: ChatInviteLink = { invite_link: this.uniqueLink(), creator: toUser(bot), creates_join_request: joinRequest, is_primary: false, is_revoked: false };
       if (name) link.name = name;
-      if (expire !== undefined) link.expire_date = expire;
-      if (limit !== undefined) link.member_limit = limit;
+      if (expire !== 0) link.expire_date = expire;
+      if (limit !== 0) link.member_limit = limit;
       this.inviteLinks.push({ chatId: chat.id, link });
       return ok({ ...link });
     },
@@ -304,7 +396,7 @@ export class TelegramFake extends FakeServer {
         entry.link.is_revoked = true;
         this.revokedLinks.push(entry.link);
       }
-      return ok({ ...entry.link });
+      return ok(this.linkFor(bot, entry.link));
     },
 
     approvechatjoinrequest: (bot, p, req) => this.decide(bot, p, req, this.approved),
@@ -335,10 +427,12 @@ export class TelegramFake extends FakeServer {
     const userId = int(p.user_id);
     if (userId === undefined) return tgError(400, 'Bad Request: invalid user_id specified');
     const key = `${chat.id}:${userId}`;
+    const requestLink = this.pending.get(key);
     if (!this.pending.delete(key)) {
       return this.memberStatus(chat.id, userId) === 'member' ? tgError(400, 'Bad Request: USER_ALREADY_PARTICIPANT') : tgError(400, 'Bad Request: HIDE_REQUESTER_MISSING');
     }
     if (into === this.approved) this.setMember(chat.id, userId, 'member');
+    this.decidedRequests.set(key, requestLink);
     into.push({ chatId: chat.id, userId, botToken: bot.token, at: req.receivedAt });
     return ok(true);
   }
@@ -347,7 +441,7 @@ export class TelegramFake extends FakeServer {
   private adminChat(bot: FakeBot, chatId: unknown): FakeChat | Reply {
     const chat = this.findChat(chatId);
     if (!chat) return tgError(400, 'Bad Request: chat not found');
-    if (!chat.admins?.[bot.id]?.can_invite_users) return tgError(400, 'Bad Request: not enough rights to manage chat invite links');
+    if (!chat.admins?.[bot.id]?.can_invite_users) return tgError(400, 'Bad Request: not enough rights to manage chat invite link');
     return chat;
   }
 
@@ -376,7 +470,8 @@ export class TelegramFake extends FakeServer {
   private linkObject(link: string | ChatInviteLink): ChatInviteLink {
     if (typeof link !== 'string') return link;
     const known = this.inviteLinks.find((l) => l.link.invite_link === link);
-    return known ? { ...known.link } : { invite_link: link, creator: toUser(DEFAULT_BOT), creates_join_request: false, is_primary: false, is_revoked: false };
+    // A link the fake did not make was made by the chat's owner, a person.
+    return known ? { ...known.link } : { invite_link: link, creator: CHAT_OWNER, creates_join_request: false, is_primary: false, is_revoked: false };
   }
 
   private uniqueLink(): string {
@@ -399,6 +494,19 @@ function parsePath(path: string): { token: string; method: string } | undefined 
 /** Query string and body (JSON or form) merged, as the Bot API accepts either. */
 function params(req: ReceivedRequest): Params {
   return { ...req.query, ...(isRecord(req.body) ? req.body : {}) };
+}
+
+/** The person who owns every fake chat and made the links the fake did not. */
+export const CHAT_OWNER: TgUser = { id: 100_000_001, is_bot: false, first_name: 'Owner' };
+
+/** How Telegram shows a link another admin created: its second part replaced by "...". */
+export function truncateLink(link: string): string {
+  const m = /^(https:\/\/t\.me\/(?:\+|joinchat\/))(.*)$/.exec(link);
+  return m ? `${m[1]}${(m[2] ?? '').slice(0, 4)}...` : link;
+}
+
+function clamp(n: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, n));
 }
 
 function toUser(bot: FakeBot): TgUser {

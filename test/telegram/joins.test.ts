@@ -162,6 +162,25 @@ describe('a join through one of our links', () => {
     expect((await conversionsOf(user.id)).map((c) => c.visit_id)).toEqual([inv.visitId, second.visitId]);
   });
 
+  it('a second user through a member_limit link after the first left is organic: the link noted, no conversion', async () => {
+    const inv = await w.invitation('main');
+    const a = newUser();
+    const b = newUser();
+    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: a, inviteLink: inv.inviteLink }));
+    await w.deliver(w.fakes.telegram.chatMemberLeft({ chatId: CHATS.main.id, user: a }));
+    // The revoke came late (or was given up): Telegram lets B in through the freed place.
+    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: b, inviteLink: inv.inviteLink }));
+    expect(await conversionsOf(b.id)).toEqual([]);
+    expect(await w.count('conversions WHERE visit_id = $1', [inv.visitId])).toBe(1);
+    expect(await membershipsOf(b.id)).toEqual([
+      expect.objectContaining({ kind: 'join', invitation_id: inv.invitationId, visit_id: null, attributed: false, conversion_id: null }),
+    ]);
+    expect(Number((await invitationRow(inv.invitationId)).used_by)).toBe(a.id);
+    // A's own rejoin through it is still A's (recorded, not converted again).
+    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: a, inviteLink: inv.inviteLink }));
+    expect(await w.count('conversions WHERE visit_id = $1', [inv.visitId])).toBe(1);
+  });
+
   it('a Purchase channel with a fixed value converts with that value and currency', async () => {
     const inv = await w.invitation('priced');
     const user = newUser();

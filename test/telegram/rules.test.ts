@@ -15,6 +15,8 @@ describe('parseUpdate', () => {
     ['my_chat_member', { update_id: 2, my_chat_member: memberUpdate() }, 'my_chat_member', 2],
     ['chat_join_request', { update_id: 3, chat_join_request: { chat: { id: -1 }, from: user, user_chat_id: 777, date: 5 } }, 'chat_join_request', 3],
     ['message', { update_id: 4, message: { text: 'hi' } }, 'ignored', 4],
+    ['message in a chat', { update_id: 4, message: { chat: { id: -4001 }, text: 'hi' } }, 'ignored', 4],
+    ['migrate_to_chat_id', { update_id: 8, message: { chat: { id: -4001 }, migrate_to_chat_id: -1004001 } }, 'chat_migrated', 8],
     ['no payload', { update_id: 5 }, 'ignored', 5],
     ['bad chat_member', { update_id: 6, chat_member: { chat: {} } }, 'ignored', 6],
     ['no update_id', { chat_member: memberUpdate() }, 'ignored', null],
@@ -43,6 +45,12 @@ describe('parseUpdate', () => {
     });
   });
 
+  it('a basic group\'s upgrade reads the same from the old chat (migrate_to_chat_id) and the new one (migrate_from_chat_id)', () => {
+    const body = { fromChatId: -4001, toChatId: -1004001 };
+    expect(parseUpdate({ update_id: 12, message: { chat: { id: -4001 }, migrate_to_chat_id: -1004001 } })).toEqual({ kind: 'chat_migrated', updateId: 12, body });
+    expect(parseUpdate({ update_id: 13, message: { chat: { id: -1004001 }, migrate_from_chat_id: -4001 } })).toEqual({ kind: 'chat_migrated', updateId: 13, body });
+  });
+
   it('a chat_member without `from` is still a chat_member (the member is in new_chat_member)', () => {
     const { from: _from, ...rest } = memberUpdate();
     expect(parseUpdate({ update_id: 11, chat_member: rest }).kind).toBe('chat_member');
@@ -59,7 +67,9 @@ describe('member transitions', () => {
   const table: [string, object, string, object, 'join' | 'leave' | 'none'][] = [
     ['left', {}, 'member', {}, 'join'],
     ['kicked', {}, 'member', {}, 'join'],
-    ['left', {}, 'administrator', {}, 'join'],
+    // An administrator added directly was appointed, not acquired.
+    ['left', {}, 'administrator', {}, 'none'],
+    ['kicked', {}, 'creator', {}, 'none'],
     ['left', {}, 'restricted', { is_member: true }, 'join'],
     ['left', {}, 'restricted', { is_member: false }, 'none'],
     ['member', {}, 'left', {}, 'leave'],

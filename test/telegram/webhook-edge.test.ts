@@ -167,7 +167,10 @@ describe('de-duplication records', () => {
     expect(await purgeTelegramUpdates(w.db.pool, now)).toBe(1);
     expect(await w.count('telegram_updates WHERE update_id IN (70001, 70002)')).toBe(1);
     expect(await w.count('telegram_updates WHERE update_id = 70002')).toBe(1);
-    expect(parseCrontab(TELEGRAM_CRONTAB)).toEqual([expect.objectContaining({ task: 'purge_telegram_updates' })]);
+    expect(parseCrontab(TELEGRAM_CRONTAB)).toEqual([
+      expect.objectContaining({ task: 'purge_telegram_updates' }),
+      expect.objectContaining({ task: 'telegram_check_rights' }),
+    ]);
   });
 });
 

@@ -30,11 +30,19 @@ export const Domain = z
     return ascii;
   });
 
-/** Telegram supergroup/channel ids are negative: -100… for channels. */
+/**
+ * A channel's or supergroup's id: -100… A basic group (any other negative id) is refused: Telegram
+ * upgrades it to a supergroup with a new -100… id as soon as join requests or a username are
+ * enabled, and the channel would lose every join after that.
+ */
 export const TelegramChatId = z
   .string()
   .trim()
   .regex(/^-\d{5,20}$/, 'must be a negative Telegram chat id like -1001234567890')
+  .refine(
+    (s) => !/^-\d{5,20}$/.test(s) || s.startsWith('-100'),
+    'is a basic group (its id does not start with -100): Telegram moves a basic group to a new -100… id when it becomes a supergroup (as it does once join requests or a public username are enabled) and its joins would be lost; make it a supergroup first (e.g. turn on "Chat history for new members") and add the -100… id',
+  )
   .transform(Number)
   .refine((n) => Number.isSafeInteger(n), 'is out of range');
 

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
+import { conflictPause, isLockConflict, LOCK_CONFLICT_TRIES } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
+import { lockConversionsAndSends } from '../sends.js';
 import { leadLockKey, leadLockStatement, withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 
 /**
@@ -19,15 +21,21 @@ import { leadLockKey, leadLockStatement, withLeadLock, type LockedClaim, type Lo
  * - one batch never holds two events of one (account, Telegram user), nor two of one
  *   Idempotency-Key, and none that a batch in flight holds; so no event's read can miss another
  *   event of the batch that it would have seen, and no batch waits on another of this process;
- * - locks are taken in the order of their keys and claims in the order of theirs, so batches (of
- *   this or other processes) that do meet wait for each other rather than deadlock;
- * - a key is claimed at the end, with its answer, by a plain INSERT: when another request (of
- *   another process) holds it, the unique violation rolls the batch back;
- * - any failure before the COMMIT was sent (an event's rule refusing it, a statement failing, a
- *   deadlock PostgreSQL broke, a claimed key) rolls the whole batch back, and every event of it is
- *   run again alone by `withLeadLock`, which claims first and answers each event as it would have
- *   been answered alone; a failure of the round trip that carried the COMMIT is the one case whose
- *   outcome is unknown, and it is reported to every event of the batch, as a lone event reports it.
+ * - every lock is taken in the one order of docs/architecture.md#lock-order, the order a lone
+ *   event and delivery follow too: the lead locks in the order of their keys, then the
+ *   Idempotency-Keys' claims in the order of theirs (in the first round trip, with the reads), then
+ *   the existing conversions the events may change, by id, with their sends, by id (`locks`, in
+ *   one more round trip when there are two or more), before any event's rules run. So batches,
+ *   lone events and delivery's outcome writes (of this or other processes) that meet wait for
+ *   each other rather than deadlock;
+ * - a key another request (of another process) holds is not claimed: the batch is rolled back;
+ * - a batch PostgreSQL ends for a deadlock or a serialization failure anyway kept nothing and is
+ *   run again as it was, a few times, before its events are run alone;
+ * - any other failure before the COMMIT was sent (an event's rule refusing it, a statement
+ *   failing, a claimed key) rolls the whole batch back, and every event of it is run again alone
+ *   by `withLeadLock`, which answers each event as it would have been answered alone; a failure
+ *   of the round trip that carried the COMMIT is the one case whose outcome is unknown, and it is
+ *   reported to every event of the batch, as a lone event reports it.
  */
 
 /** Events in flight at most per batch; more wait for the next. */
@@ -46,6 +54,11 @@ export const MAX_BATCHES_IN_FLIGHT = 2;
 export const QUEUE_WAIT_MS = 10_000;
 
 type Fn<T, R> = (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>;
+/** The existing conversions an event's work may lock, from the rows its read returned. */
+export type RowLocks<R> = (rows: R[]) => readonly string[];
+
+/** Thrown inside a batch whose Idempotency-Key another request holds (the batch is then rolled back). */
+class ClaimHeld extends Error {}
 
 interface Job {
   /** `performance.now()` when it was queued. */
@@ -57,7 +70,8 @@ interface Job {
   read: PreparedCall;
   fn: Fn<unknown, unknown>;
   persist: ((result: unknown) => PreparedCall | null) | undefined;
-  claim: LockedClaim<unknown> | undefined;
+  claim: LockedClaim | undefined;
+  locks: RowLocks<unknown> | undefined;
   resolve(result: unknown): void;
   reject(error: unknown): void;
 }
@@ -91,7 +105,8 @@ class LeadLockBatcher {
     read: PreparedCall,
     fn: Fn<T, R>,
     persist?: (result: T) => PreparedCall | null,
-    claim?: LockedClaim<T>,
+    claim?: LockedClaim,
+    locks?: RowLocks<R>,
   ): Promise<T> {
     const lockKey = leadLockKey(accountId, telegramUserId);
     return new Promise<T>((resolve, reject) => {
@@ -104,7 +119,8 @@ class LeadLockBatcher {
         read,
         fn: fn as Fn<unknown, unknown>,
         persist: persist as ((result: unknown) => PreparedCall | null) | undefined,
-        claim: claim as LockedClaim<unknown> | undefined,
+        claim,
+        locks: locks as RowLocks<unknown> | undefined,
         resolve: resolve as (result: unknown) => void,
         reject,
       });
@@ -173,20 +189,40 @@ class LeadLockBatcher {
   }
 
   private async runBatch(jobs: Job[]): Promise<void> {
-    const placed: Placed[] = jobs.map((job) => ({ job }));
+    for (let attempt = 1; ; attempt++) {
+      const placed: Placed[] = jobs.map((job) => ({ job }));
+      const ended = await this.attempt(jobs, placed, attempt < LOCK_CONFLICT_TRIES);
+      if (ended === 'again') {
+        await conflictPause(attempt);
+        continue;
+      }
+      if (ended === 'committed') {
+        this.report(jobs.length, 'committed');
+        for (const p of placed) p.job.resolve(p.result);
+      }
+      return;
+    }
+  }
+
+  /**
+   * One run of the batch's transaction: committed, to be run again (PostgreSQL ended it for a lock
+   * conflict, and `retry` allows another run), or settled otherwise (its events answered).
+   */
+  private async attempt(jobs: Job[], placed: Placed[], retry: boolean): Promise<'committed' | 'again' | 'settled'> {
     let client: PoolClient | undefined;
     let commitSent = false;
     try {
       client = await this.pool.connect();
       await this.steps(client, placed, () => (commitSent = true));
       client.release();
+      return 'committed';
     } catch (error) {
       if (commitSent && !(error instanceof pg.DatabaseError)) {
         // The round trip carrying the COMMIT broke: whether it committed is unknown, as for a lone event.
         client?.release(error instanceof Error ? error : true);
         this.report(jobs.length, 'unknown');
         for (const job of jobs) job.reject(error);
-        return;
+        return 'settled';
       }
       // PostgreSQL refused a statement (the COMMIT is then skipped) or nothing reached it, or an
       // event's rule refused it: nothing of the batch was committed, and each event runs alone.
@@ -197,20 +233,19 @@ class LeadLockBatcher {
         );
         client.release(!rolledBack);
       }
+      if (retry && isLockConflict(error)) return 'again';
       const [only] = jobs;
-      if (jobs.length === 1 && only!.claim === undefined && error instanceof ApiError) {
-        // A lone event its rules refused: alone it would be refused the same way, so it is not run
-        // again. (With an Idempotency-Key it is: alone, a key another request holds comes first.)
+      if (jobs.length === 1 && error instanceof ApiError) {
+        // A lone event its rules refused: alone it would be refused the same way (its key, if it
+        // has one, was claimed before the rules ran, as alone), so it is not run again.
         this.report(1, 'refused');
         only!.reject(error);
-        return;
+        return 'settled';
       }
       this.report(jobs.length, 'ran_alone');
       await Promise.all(jobs.map((job) => this.alone(job)));
-      return;
+      return 'settled';
     }
-    this.report(jobs.length, 'committed');
-    for (const p of placed) p.job.resolve(p.result);
   }
 
   /** Tells the observer, which must never keep an event from its answer. */
@@ -224,7 +259,7 @@ class LeadLockBatcher {
 
   private async alone(job: Job): Promise<void> {
     try {
-      job.resolve(await withLeadLock(this.pool, job.accountId, job.telegramUserId, job.read, job.fn, job.persist, job.claim));
+      job.resolve(await withLeadLock(this.pool, job.accountId, job.telegramUserId, job.read, job.fn, job.persist, job.claim, job.locks));
     } catch (error) {
       job.reject(error);
     }
@@ -233,10 +268,24 @@ class LeadLockBatcher {
   /** The batch's transaction, up to its COMMIT; each event's result is left in its place. */
   private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
     for (const p of placed) await ensurePrepared(client, p.job.read);
+    const claims = placed.filter((p) => p.job.claim !== undefined).sort((a, b) => compare(a.job.claimId!, b.job.claimId!));
+    for (const p of claims) await ensurePrepared(client, p.job.claim!.call);
     const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
-    const opened = results(await client.query(['BEGIN', leadLockStatement(lockKeys), ...placed.map((p) => execute(client, p.job.read))].join('; ')));
+    // The lead locks, then the claims, then the reads: one round trip, in the one lock order.
+    const opened = results(
+      await client.query(
+        ['BEGIN', leadLockStatement(lockKeys), ...claims.map((p) => execute(client, p.job.claim!.call)), ...placed.map((p) => execute(client, p.job.read))].join('; '),
+      ),
+    );
+    // Another request holds one of the keys: the batch is rolled back and its events run alone.
+    if (claims.some((_, i) => opened[2 + i]!.rows.length === 0)) throw new ClaimHeld();
+    const read = (i: number) => opened[2 + claims.length + i]!.rows;
+    // The existing conversions the events may change, and their sends, locked before any event's
+    // rules run, in id order: each event alone would lock its own in the batch's event order.
+    const rowLocks = [...new Set(placed.flatMap((p, i) => p.job.locks?.(read(i)) ?? []))];
+    if (rowLocks.length > 1) await lockConversionsAndSends(client, rowLocks);
     for (const [i, p] of placed.entries()) {
-      p.finish = await p.job.fn(client, opened[2 + i]!.rows);
+      p.finish = await p.job.fn(client, read(i));
       if ('last' in p.finish) await ensurePrepared(client, p.finish.last);
     }
     const writes = placed.filter((p) => 'last' in p.finish!);
@@ -245,26 +294,22 @@ class LeadLockBatcher {
       writes.forEach((p, i) => (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(rows[i]!.rows as never[])));
       for (const p of placed) if (!('last' in p.finish!)) p.result = p.finish!.result;
     };
-    if (!placed.some((p) => p.job.claim !== undefined || p.job.persist !== undefined)) {
+    if (!placed.some((p) => p.job.persist !== undefined)) {
       sendingCommit();
       settle(results(await client.query([...writeSql, 'COMMIT'].join('; '))));
       return;
     }
     // The answers to store need the writes' rows: the writes go first, the answers with the COMMIT.
-    // An Idempotency-Key is claimed here, with its answer, by a plain INSERT: if another request
-    // holds the key, the unique violation rolls the batch back and its events run alone, where
-    // the claim comes first and waits for the other request. Claims go in their keys' order.
     settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))));
-    const answers: { order: string; call: PreparedCall }[] = [];
+    const answers: PreparedCall[] = [];
     for (const p of placed) {
-      const call = p.job.claim !== undefined ? p.job.claim.withAnswer(p.result) : (p.job.persist?.(p.result) ?? null);
+      const call = p.job.persist?.(p.result) ?? null;
       if (call === null) continue;
       await ensurePrepared(client, call);
-      answers.push({ order: p.job.claimId ?? '', call });
+      answers.push(call);
     }
-    answers.sort((a, b) => compare(a.order, b.order));
     sendingCommit();
-    await client.query([...answers.map((a) => execute(client, a.call)), 'COMMIT'].join('; '));
+    await client.query([...answers.map((call) => execute(client, call)), 'COMMIT'].join('; '));
   }
 }
 

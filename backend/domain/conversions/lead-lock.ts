@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from '../../db/pool.js';
+import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
 
 /**
@@ -13,6 +14,11 @@ import { ensurePrepared, execute, withSession, type PreparedCall } from '../../d
  * granted. The last write may likewise travel with the COMMIT (`db/prepared-batch.ts` prepares
  * the statements once per connection and executes them with quoted literals); the lock key is
  * checked before it is written into the text.
+ *
+ * Locks are taken in the one order every transaction of Capigram follows
+ * (docs/architecture.md#lock-order): the lead lock, then the Idempotency-Key's claim, then rows
+ * (conversions by id, then their sends by id). A transaction PostgreSQL ends for a deadlock or a
+ * serialization failure anyway is run again (`retryLockConflicts`): it kept nothing.
  */
 export const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -41,22 +47,18 @@ export function leadLockStatement(keys: readonly string[]): string {
 export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
 
 /**
- * A claim the transaction makes first, before the lock (the business API's Idempotency-Key): an
+ * A claim the transaction makes right after the lead lock (the business API's Idempotency-Key): an
  * insert that returns a row when it claimed. A concurrent holder of the same claim makes the insert
  * wait for its transaction; if that one commits, nothing is claimed, the transaction is rolled
- * back and `taken()` is thrown.
+ * back and `taken()` is thrown. After the lock, not before: a transaction holding a claim never
+ * waits for a lead lock, so a claim and a lead lock can never be held crosswise by two
+ * transactions (the batches of `lead-lock-batch.ts` take them in the same order).
  */
-export interface LockedClaim<T = never> {
+export interface LockedClaim {
   /** What the claim claims (two claims with one id never run in one batch: see `lead-lock-batch.ts`). */
   id: string;
   call: PreparedCall;
   taken: () => Error;
-  /**
-   * The claim and the answer `persist` would store, as one plain INSERT, for a transaction that
-   * claims at its end instead (`lead-lock-batch.ts`): it fails with a unique violation when
-   * another request holds the key.
-   */
-  withAnswer: (result: T) => PreparedCall;
 }
 
 export async function withLeadLock<T, R>(
@@ -70,19 +72,23 @@ export async function withLeadLock<T, R>(
    * answer): it travels with the COMMIT, so the answer is stored exactly when the work is.
    */
   persist?: (result: T) => PreparedCall | null,
-  claim?: LockedClaim<T>,
+  claim?: LockedClaim,
+  /**
+   * The existing conversions the work may lock, from its read's rows. A lone event locks at most
+   * one (taken by the work itself, conversion then sends); the batches of `lead-lock-batch.ts`
+   * lock all of theirs first, in id order.
+   */
+  _locks?: (rows: R[]) => readonly string[],
 ): Promise<T> {
   const key = leadLockKey(accountId, telegramUserId);
-  return withSession(pool, async (client) => {
+  return retryLockConflicts(() => withSession(pool, async (client) => {
     await ensurePrepared(client, read);
     if (claim !== undefined) await ensurePrepared(client, claim.call);
     const lock = leadLockStatement([key]);
     const opened = (await client.query(
-      claim === undefined
-        ? `BEGIN; ${lock}; ${execute(client, read)}`
-        : `BEGIN; ${execute(client, claim.call)}; ${lock}; ${execute(client, read)}`,
+      claim === undefined ? `BEGIN; ${lock}; ${execute(client, read)}` : `BEGIN; ${lock}; ${execute(client, claim.call)}; ${execute(client, read)}`,
     )) as unknown as { rows: R[] }[];
-    if (claim !== undefined && opened[1]!.rows.length === 0) {
+    if (claim !== undefined && opened[2]!.rows.length === 0) {
       await client.query('ROLLBACK');
       throw claim.taken();
     }
@@ -100,5 +106,5 @@ export async function withLeadLock<T, R>(
     if (record !== null) await ensurePrepared(client, record);
     await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
     return result;
-  });
+  }));
 }

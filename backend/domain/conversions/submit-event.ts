@@ -87,7 +87,7 @@ export async function submitBusinessEvent(
   ev: BusinessEvent,
   mode: EventMode,
   persist?: (outcome: EventOutcome) => PreparedCall | null,
-  claim?: LockedClaim<EventOutcome>,
+  claim?: LockedClaim,
 ): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
@@ -129,7 +129,7 @@ export async function submitBusinessEvent(
     if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
-  }, persist, claim);
+  }, persist, claim, matchesToLock);
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) wakeDelivery(deps.pool);
   return withPiiWarnings(outcome, p.piiWarnings);
@@ -141,6 +141,14 @@ function withPiiWarnings(outcome: EventOutcome, warnings: string[]): EventOutcom
   const r = outcome.result;
   const warning = [r.warning, ...warnings].filter((w): w is string => w !== undefined).join('; ');
   return { ...outcome, result: { ...r, warning, piiWarnings: warnings } };
+}
+
+/**
+ * The conversions an event may lock (`sendsOfMatch`): the recent matches not sent yet. The event
+ * locks one at most; a shared transaction locks those of all its events before any runs.
+ */
+function matchesToLock(rows: EventContextRow[]): string[] {
+  return (toEventContext(rows)?.recent ?? []).filter((m) => m.capiStatus !== 'sent').map((m) => m.conversionId);
 }
 
 /** Why nothing was scheduled, for the answer's `warning`. */

@@ -1,3 +1,4 @@
+import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { withTx, type Pool } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { wakeDelivery } from '../delivery-wake.js';
@@ -19,7 +20,9 @@ export interface ValueSubmission {
 }
 
 export async function submitConversionValue(deps: { pool: Pool; now: () => Date }, caller: ApiCaller, v: ValueSubmission): Promise<void> {
-  await withTx(deps.pool, async (tx) => {
+  // One conversion, then its sends (docs/architecture.md#lock-order); a transaction PostgreSQL
+  // ends for a lock conflict anyway is run again rather than answered 500.
+  await retryLockConflicts(() => withTx(deps.pool, async (tx) => {
     // Another account's conversion, another site's (for a site-scoped key) or another user's all
     // answer like a missing one: nothing here tells the caller it exists.
     const { rows } = await tx.query<{ id: string; site_id: string; awaiting_manual_input: boolean; default_country: string | null }>(
@@ -38,6 +41,6 @@ export async function submitConversionValue(deps: { pool: Pool; now: () => Date 
       [c.id, v.value, v.currency, JSON.stringify(piiHashed), deps.now()],
     );
     await redispatchConversion(tx, c.id, c.site_id);
-  });
+  }));
   wakeDelivery(deps.pool);
 }

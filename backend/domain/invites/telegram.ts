@@ -3,11 +3,15 @@ import type { Deps } from '../../deps.js';
 import { createTelegramClient, TelegramError } from '../../telegram/client.js';
 import type { InviteChannel } from './channels.js';
 import { linkName, linkRequest } from './links.js';
+import { followMigrationError } from '../telegram/migration.js';
+import { queueRightsCheck } from '../telegram/rights-check.js';
 
 /**
  * Creating an invite link at Telegram, and learning from its refusals: a 429 puts the whole bot
  * in flood wait (recorded in the database so every process holds off), a refusal for lack of
- * rights marks the channel as one the bot cannot invite to (my_chat_member clears it on promotion).
+ * rights marks the channel as one the bot cannot invite to and queues a getChatMember re-check
+ * (my_chat_member, or that check, clears it on promotion); a basic group's upgrade moves the
+ * channel to the supergroup's id.
  */
 export type InviteDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>;
 
@@ -55,7 +59,10 @@ export async function revokeLinkAtTelegram(deps: InviteDeps, channel: InviteChan
 }
 
 async function learnFromRefusal(deps: InviteDeps, channel: InviteChannel, err: TelegramError): Promise<void> {
-  if (err.kind === 'rate_limited') {
+  if (await followMigrationError(deps.pool, deps.log, channel.botId, channel.telegramChatId, err)) {
+    // The next link is asked for under the supergroup's id.
+    channel.telegramChatId = err.migrateToChatId ?? channel.telegramChatId;
+  } else if (err.kind === 'rate_limited') {
     const until = new Date(deps.now().getTime() + Math.max(1, err.retryAfterSec ?? 1) * 1000);
     channel.floodWaitUntil = until;
     await deps.pool.query(
@@ -66,7 +73,10 @@ async function learnFromRefusal(deps: InviteDeps, channel: InviteChannel, err: T
   } else if (err.kind === 'api' && NO_RIGHTS.test(err.message)) {
     channel.botCannotInvite = true;
     await deps.pool.query('UPDATE channels SET bot_can_invite = false, bot_status_at = $2 WHERE id = $1', [channel.id, deps.now()]);
-    deps.log.warn({ channelId: channel.id, err: err.message }, 'the bot may not create invite links in this channel');
+    // One refusal is not the last word: getChatMember says what the bot may do, now and every
+    // few minutes after (a promotion's my_chat_member may never come).
+    await queueRightsCheck(deps.pool, channel.id);
+    deps.log.warn({ channelId: channel.id, err: err.message }, 'the bot may not create invite links in this channel; its rights will be re-checked');
   }
 }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
+import { followMigrationError } from './migration.js';
 import { markInvitationRevoked } from './queries.js';
 
 /**
@@ -81,7 +82,7 @@ type Client = ReturnType<typeof createTelegramClient>;
  */
 async function withBot(
   deps: ActionDeps,
-  p: { botId: string; floodWaits: number },
+  p: { botId: string; chatId: number; floodWaits: number },
   call: (tg: Client) => Promise<unknown>,
   settle: (err: TelegramError) => ActionOutcome | null = () => null,
 ): Promise<ActionOutcome> {
@@ -101,6 +102,9 @@ async function withBot(
     if (!(err instanceof TelegramError)) throw err;
     const settled = settle(err);
     if (settled) return settled;
+    if (await followMigrationError(deps.pool, deps.log, p.botId, p.chatId, err)) {
+      return { outcome: 'retry_after', seconds: 1, payload: { ...p, chatId: err.migrateToChatId } };
+    }
     if (err.kind === 'rate_limited') {
       const seconds = Math.max(1, err.retryAfterSec ?? 1);
       await deps.pool.query(

@@ -17,11 +17,15 @@ export type UpdateOutcome =
   | 'unknown_chat'
   | 'attributed_join'
   | 'repeat_join'
+  /** A chat_member join confirming one recorded when Capigram approved the request: adds nothing. */
+  | 'approved_join_matched'
   | 'organic_join'
   | 'leave'
   | 'join_request_approved'
   | 'join_request_recorded'
-  | 'bot_status';
+  | 'bot_status'
+  /** A basic group's upgrade moved a channel to the supergroup's id. */
+  | 'chat_migrated';
 
 export function secondsToDate(unixSeconds: number): Date {
   return new Date(unixSeconds * 1000);

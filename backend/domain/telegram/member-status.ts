@@ -22,11 +22,15 @@ export function isInChat(m: Pick<ChatMember, 'status' | 'is_member'>): boolean {
 
 export type MemberTransition = 'join' | 'leave' | 'none';
 
-/** A join goes from outside to inside; a leave (left, kicked) from inside to outside; the rest (promotions, restrictions) is neither. */
+/**
+ * A join goes from outside to inside; a leave (left, kicked) from inside to outside; the rest
+ * (promotions, restrictions) is neither. An administrator added directly (left → administrator)
+ * was appointed, not acquired: not a join, nor a lead.
+ */
 export function memberTransition(before: Pick<ChatMember, 'status' | 'is_member'>, after: Pick<ChatMember, 'status' | 'is_member'>): MemberTransition {
   const was = isInChat(before);
   const is = isInChat(after);
-  if (!was && is) return 'join';
+  if (!was && is) return after.status === 'administrator' || after.status === 'creator' ? 'none' : 'join';
   if (was && !is) return 'leave';
   return 'none';
 }

@@ -38,10 +38,12 @@ export interface InvitationRow {
   invite_link: string;
   visit_id: string | null;
   used_at: Date | null;
+  /** The Telegram user the invitation's one join was credited to (as text: bigint). */
+  used_by: string | null;
   revoked_at: Date | null;
 }
 
-const INVITATION_COLUMNS = 'id, invite_link, visit_id, used_at, revoked_at';
+const INVITATION_COLUMNS = 'id, invite_link, visit_id, used_at, used_by::text AS used_by, revoked_at';
 
 /**
  * One of the links Capigram created for this channel, locked until the transaction ends, so that
@@ -57,17 +59,52 @@ export async function lockInvitationByLink(tx: Queryable, channelId: string, inv
   return rows[0] ?? null;
 }
 
-/** The invitation of the user's latest join request through one of our links in this channel, locked. */
-export async function lockJoinRequestInvitation(tx: Queryable, channelId: string, telegramUserId: number): Promise<InvitationRow | null> {
+/**
+ * The invitation of the user's pending join request through one of our links in this channel,
+ * locked. Pending: no join or leave of the user was recorded after it (a request is consumed by the
+ * join it led to). The request must have been made while the link was alive, and, when `joinedAt`
+ * is given (a join that came without its link), the join too: a request days old whose join never
+ * came says nothing about a join today.
+ */
+export async function lockPendingRequestInvitation(
+  tx: Queryable,
+  channelId: string,
+  telegramUserId: number,
+  joinedAt: Date | null,
+): Promise<InvitationRow | null> {
   const { rows } = await tx.query<InvitationRow>(
     `SELECT ${INVITATION_COLUMNS} FROM invitations WHERE id = (
-       SELECT invitation_id FROM memberships
-       WHERE channel_id = $1 AND telegram_user_id = $2 AND kind = 'join_request' AND invitation_id IS NOT NULL
-       ORDER BY occurred_at DESC, created_at DESC LIMIT 1)
+       SELECT r.invitation_id FROM memberships r JOIN invitations i ON i.id = r.invitation_id
+       WHERE r.channel_id = $1 AND r.telegram_user_id = $2 AND r.kind = 'join_request'
+         AND (i.expires_at IS NULL OR (r.occurred_at <= i.expires_at AND ($3::timestamptz IS NULL OR $3 <= i.expires_at)))
+         AND NOT EXISTS (
+           SELECT 1 FROM memberships m
+           WHERE m.channel_id = r.channel_id AND m.telegram_user_id = r.telegram_user_id AND m.kind IN ('join', 'leave')
+             AND m.created_at > r.created_at)
+       ORDER BY r.occurred_at DESC, r.created_at DESC LIMIT 1)
      FOR UPDATE`,
-    [channelId, telegramUserId],
+    [channelId, telegramUserId, joinedAt],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * The user's latest join or leave in the channel, if it is a join Capigram recorded on approving
+ * the user's request and no chat_member update has been matched to it yet.
+ */
+export async function unmatchedApprovedJoin(tx: Queryable, channelId: string, telegramUserId: number): Promise<string | null> {
+  const { rows } = await tx.query<{ id: string; recorded_by: string; update_matched_at: Date | null; kind: string }>(
+    `SELECT id, kind, recorded_by, update_matched_at FROM memberships
+     WHERE channel_id = $1 AND telegram_user_id = $2 AND kind IN ('join', 'leave')
+     ORDER BY created_at DESC, occurred_at DESC LIMIT 1`,
+    [channelId, telegramUserId],
+  );
+  const last = rows[0];
+  return last && last.kind === 'join' && last.recorded_by === 'approval' && last.update_matched_at === null ? last.id : null;
+}
+
+export async function markJoinMatched(tx: Queryable, membershipId: string, at: Date): Promise<void> {
+  await tx.query('UPDATE memberships SET update_matched_at = $2 WHERE id = $1', [membershipId, at]);
 }
 
 export async function markInvitationUsed(tx: Queryable, invitationId: string, telegramUserId: number, at: Date): Promise<void> {
@@ -117,17 +154,19 @@ export interface NewMembership {
   attributed?: boolean;
   viaJoinRequest?: boolean;
   conversionId?: string | null;
+  /** `approval`: recorded when Capigram's approveChatJoinRequest succeeded, not from an update. */
+  recordedBy?: 'update' | 'approval';
   occurredAt: Date;
 }
 
 export async function insertMembership(tx: Queryable, m: NewMembership): Promise<string> {
   const { rows } = await tx.query<{ id: string }>(
     `INSERT INTO memberships (channel_id, telegram_user_id, lead_id, kind, invitation_id, visit_id, attributed, via_join_request,
-       conversion_id, occurred_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+       conversion_id, occurred_at, recorded_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
     [
       m.channelId, m.telegramUserId, m.leadId, m.kind, m.invitationId ?? null, m.visitId ?? null, m.attributed ?? false,
-      m.viaJoinRequest ?? false, m.conversionId ?? null, m.occurredAt,
+      m.viaJoinRequest ?? false, m.conversionId ?? null, m.occurredAt, m.recordedBy ?? 'update',
     ],
   );
   return rows[0]!.id;
@@ -158,4 +197,22 @@ export async function storeBotStatus(
     [botId, chatId, s.status, s.isAdmin, s.canInvite, s.at],
   );
   return rows.map((r) => ({ channelId: r.id, siteId: r.site_id, couldInvite: r.could_invite }));
+}
+
+/**
+ * A basic group was upgraded to a supergroup (Telegram does so when join requests or a username
+ * are enabled): the bot's channels in the old chat follow it to its new `-100…` id. Returns the
+ * channels moved; none when a channel of this bot already serves the new id.
+ */
+export async function moveChannelChat(db: Queryable, botId: string, fromChatId: number, toChatId: number): Promise<string[]> {
+  try {
+    const { rows } = await db.query<{ id: string }>(
+      'UPDATE channels SET telegram_chat_id = $3 WHERE bot_id = $1 AND telegram_chat_id = $2 AND active RETURNING id',
+      [botId, fromChatId, toChatId],
+    );
+    return rows.map((r) => r.id);
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') return [];
+    throw err;
+  }
 }

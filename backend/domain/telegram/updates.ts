@@ -48,10 +48,18 @@ export const ChatJoinRequest = z.object({
 });
 export type ChatJoinRequest = z.infer<typeof ChatJoinRequest>;
 
+/** A service message naming a basic group's upgrade: `migrate_to_chat_id` in the old chat, `migrate_from_chat_id` in the new. */
+export const MigrationMessage = z.object({
+  chat: Chat,
+  migrate_to_chat_id: TelegramId.optional(),
+  migrate_from_chat_id: TelegramId.optional(),
+});
+
 export type ParsedUpdate =
   | { kind: 'chat_member'; updateId: number; body: ChatMemberUpdated }
   | { kind: 'my_chat_member'; updateId: number; body: ChatMemberUpdated }
   | { kind: 'chat_join_request'; updateId: number; body: ChatJoinRequest }
+  | { kind: 'chat_migrated'; updateId: number; body: { fromChatId: number; toChatId: number } }
   /** Not acted on; `reason` is for the log and never holds user data. */
   | { kind: 'ignored'; updateId: number | null; reason: string };
 
@@ -61,6 +69,7 @@ const KNOWN = {
   chat_member: ChatMemberUpdated,
   my_chat_member: ChatMemberUpdated,
   chat_join_request: ChatJoinRequest,
+  message: MigrationMessage,
 } as const;
 
 /** Classifies a webhook body (already JSON-parsed, or anything at all) without ever throwing. */
@@ -79,6 +88,12 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
       return { kind: 'ignored', updateId, reason: `malformed ${kind}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}` };
     }
     if (kind === 'chat_join_request') return { kind, updateId, body: parsed.data as ChatJoinRequest };
+    if (kind === 'message') {
+      const m = parsed.data as z.infer<typeof MigrationMessage>;
+      if (m.migrate_to_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.chat.id, toChatId: m.migrate_to_chat_id } };
+      if (m.migrate_from_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.migrate_from_chat_id, toChatId: m.chat.id } };
+      return { kind: 'ignored', updateId, reason: 'a message that is not a chat migration' };
+    }
     return { kind, updateId, body: parsed.data as ChatMemberUpdated };
   }
   const payload = Object.keys(obj).find((k) => k !== 'update_id');

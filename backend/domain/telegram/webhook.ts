@@ -10,7 +10,8 @@ import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
 import { handleChatMember } from './joins.js';
 import { claimUpdate } from './queries.js';
-import { parseUpdate } from './updates.js';
+import { followChatMigration } from './migration.js';
+import { parseUpdate, type ParsedUpdate } from './updates.js';
 
 /**
  * The Telegram webhook's domain: who may post, and what an update does. Everything an update
@@ -38,7 +39,7 @@ export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: strin
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -62,10 +63,42 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
         return handleJoinRequest(ctx, update.body);
       case 'my_chat_member':
         return handleMyChatMember(ctx, update.body);
+      case 'chat_migrated':
+        return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0 ? 'chat_migrated' : 'ignored';
     }
   });
+  if (outcome === 'unknown_chat') noteUnknownChat(deps, bot.id, update.kind, chatOf(update), log);
   // An attributed join committed its conversion's sends: wake the delivery worker for them.
   if (outcome === 'attributed_join') wakeDelivery(deps.pool);
   log.debug({ kind: update.kind, outcome }, 'telegram update handled');
   return outcome;
+}
+
+function chatOf(update: ParsedUpdate): number | null {
+  switch (update.kind) {
+    case 'chat_member':
+    case 'my_chat_member':
+    case 'chat_join_request':
+      return update.body.chat.id;
+    default:
+      return null;
+  }
+}
+
+/** Bounds the memory of chats already warned about; past it, a chat may be warned about again. */
+const MAX_WARNED_CHATS = 10_000;
+const warnedChats = new Set<string>();
+
+/**
+ * An update from a chat none of the bot's channels is in: counted, and logged at warn once per
+ * (bot, chat) and process. A stream of them usually means a channel's chat id changed (a basic
+ * group upgraded to a supergroup) or a channel was added under the wrong id.
+ */
+function noteUnknownChat(deps: Pick<Deps, 'metrics'>, botId: string, kind: string, chatId: number | null, log: Deps['log']): void {
+  deps.metrics.telegramUnknownChatUpdates.inc({ kind });
+  const key = `${botId}:${chatId}`;
+  if (warnedChats.has(key)) return;
+  if (warnedChats.size >= MAX_WARNED_CHATS) warnedChats.clear();
+  warnedChats.add(key);
+  log.warn({ chatId, kind }, 'telegram update from a chat no channel of this bot is in (logged once per chat)');
 }

@@ -1,8 +1,10 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import { normalizeIp, resolveForwardedChain, type TrustedProxies } from '../../../shared/client-ip.js';
-import { CLIENT_IP_HEADER, CLIENT_USER_AGENT_HEADER } from '../../../shared/headers.js';
+import { CLIENT_IP_HEADER, CLIENT_USER_AGENT_HEADER, FORWARDER_KEY_HEADER } from '../../../shared/headers.js';
 import { WIRE_LIMITS } from '../../../shared/tracker-wire.js';
+import type { ForwarderKeys } from '../../domain/tracker/forwarders.js';
+import { ApiError } from '../../errors.js';
 import type { KeylessEnv } from './env.js';
 
 /**
@@ -10,6 +12,10 @@ import type { KeylessEnv } from './env.js';
  * (`TRUSTED_PROXIES`): `X-Capigram-Client-IP` when the request came from a trusted proxy (such as
  * Capigram's own reverse proxy), else what trusted hops wrote in `X-Forwarded-For`, else the socket's
  * peer. A browser cannot pick its own IP, so it cannot dodge the rate limits.
+ *
+ * A caller that cannot be trusted by its address (a Cloudflare Worker: trusting Cloudflare's ranges
+ * would trust every Cloudflare customer's Worker) proves itself with a forwarder key of the site
+ * instead (`X-Capigram-Forwarder-Key`); its forwarding headers are then believed, for that site only.
  */
 export interface BrowserContext {
   ip: string;
@@ -17,6 +23,8 @@ export interface BrowserContext {
   forwardedUserAgent: string | undefined;
   /** The request's own User-Agent: the browser's, when it calls directly. */
   requestUserAgent: string | undefined;
+  /** The site whose forwarder key vouched for the forwarding headers; only that site's requests may use them. */
+  forwarderSiteId: string | undefined;
 }
 
 /** The TCP peer of the request, when a Node socket is behind it. */
@@ -35,11 +43,11 @@ function clip(value: string | undefined): string | undefined {
   return trimmed === '' ? undefined : trimmed.slice(0, WIRE_LIMITS.userAgent);
 }
 
-function resolveBrowser(c: Context, trust: TrustedProxies): BrowserContext {
+function resolveBrowser(c: Context, trust: TrustedProxies, forwarderSiteId: string | undefined): BrowserContext {
   const chain = resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust);
   let ip = chain.clientIp;
   // The sender itself is a trusted proxy only when every hop, down to the first, is trusted.
-  if (trust.trusts(chain.clientIp)) {
+  if (forwarderSiteId !== undefined || trust.trusts(chain.clientIp)) {
     const forwarded = normalizeIp((c.req.header(CLIENT_IP_HEADER) ?? '').slice(0, 64));
     if (forwarded !== undefined) ip = forwarded;
   }
@@ -47,12 +55,22 @@ function resolveBrowser(c: Context, trust: TrustedProxies): BrowserContext {
     ip,
     forwardedUserAgent: clip(c.req.header(CLIENT_USER_AGENT_HEADER)),
     requestUserAgent: clip(c.req.header('user-agent')),
+    forwarderSiteId,
   };
 }
 
-export function clientContext(trust: TrustedProxies): MiddlewareHandler<KeylessEnv> {
+export function clientContext(trust: TrustedProxies, forwarders: ForwarderKeys): MiddlewareHandler<KeylessEnv> {
   return async (c, next) => {
-    c.set('browser', resolveBrowser(c, trust));
+    const key = c.req.header(FORWARDER_KEY_HEADER);
+    let forwarderSiteId: string | undefined;
+    if (key !== undefined) {
+      // A wrong key is refused, not ignored: the forwarder's operator must learn it at once,
+      // rather than from visits that all carry the forwarder's own IP.
+      const verdict = await forwarders.check(key.slice(0, 200));
+      if (verdict === null) throw new ApiError('UNAUTHORIZED', `${FORWARDER_KEY_HEADER} is not a valid forwarder key (unknown or revoked)`);
+      forwarderSiteId = verdict.siteId;
+    }
+    c.set('browser', resolveBrowser(c, trust, forwarderSiteId));
     await next();
   };
 }

@@ -19,6 +19,7 @@ import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.
 import { ApiError } from '../../errors.js';
 import type { App } from '../app.js';
 import { readJson, readQuery } from '../json.js';
+import { createForwarderKeys } from '../../domain/tracker/forwarders.js';
 import { clientContext, userAgentOf } from '../keyless/client-context.js';
 import { corsResponses, preflight } from '../keyless/cors.js';
 import { checkDomains } from '../keyless/domains.js';
@@ -40,15 +41,16 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
   const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
   const sites = createSiteDirectory(deps.pool);
   const limiter = createRateLimiter(deps.pool, rateLimitSettings(deps.config));
+  const forwarders = createForwarderKeys(deps.pool);
   const secureCookies = deps.config.PUBLIC_URL.startsWith('https:');
   const keyless = new Hono<KeylessEnv>();
 
-  keyless.use('/backend/track/*', corsResponses(), clientContext(trust), async (c, next) => {
+  keyless.use('/backend/track/*', corsResponses(), clientContext(trust, forwarders), async (c, next) => {
     await next();
     // Answers are per visitor: never cached by the browser or anything in between.
     c.res.headers.set('cache-control', 'no-store');
   });
-  keyless.use('/r/*', clientContext(trust));
+  keyless.use('/r/*', clientContext(trust, forwarders));
   keyless.options('/backend/track/*', preflight(deps.pool));
 
   async function siteFor(websiteId: string): Promise<TrackerSite> {
@@ -57,8 +59,15 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     return site;
   }
 
+  /** A forwarder key vouches for one site's requests only. */
+  function vouched(c: Context<KeylessEnv>, site: TrackerSite): void {
+    const forwarderSiteId = c.get('browser').forwarderSiteId;
+    if (forwarderSiteId !== undefined && forwarderSiteId !== site.id) throw new ApiError('FORBIDDEN', 'this forwarder key belongs to another site');
+  }
+
   /** Domain validation; on success the Origin (if any) is answered by CORS, errors included. */
   function admit(c: Context<KeylessEnv>, site: TrackerSite, href?: string): void {
+    vouched(c, site);
     const verdict = checkDomains({ origin: c.req.header('origin'), referer: c.req.header('referer'), href }, site.domains);
     if (!verdict.ok) throw new ApiError(verdict.code, verdict.detail);
     c.set('corsOrigin', verdict.corsOrigin);
@@ -187,6 +196,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
     siteFound(site.id);
+    vouched(c, site);
     const browser = c.get('browser');
     if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
     await limiter.consume('invite', site.id, browser.ip);

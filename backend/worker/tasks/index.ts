@@ -1,6 +1,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
+import { purgeDeadJobs } from '../dead-jobs.js';
 import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { deliveryTasks } from './deliver.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
@@ -8,10 +9,12 @@ import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 /** Task names are part of the queue's data: keep them stable. */
 export const TASKS = {
   purgeIdempotency: 'purge_idempotency',
+  purgeDeadJobs: 'purge_dead_jobs',
 } as const;
 
 /** Cron schedule in graphile-worker's crontab format. */
 export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace
+*/10 * * * * ${TASKS.purgeDeadJobs} ?max=1&jobKey=${TASKS.purgeDeadJobs}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
 
@@ -24,5 +27,9 @@ export function createTaskList(deps: Deps): TaskList {
     const n = await purgeIdempotencyKeys(deps.pool, deps.now());
     if (n > 0) deps.log.info({ purged: n }, 'purged idempotency keys');
   };
-  return { [TASKS.purgeIdempotency]: purge, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
+  const purgeDead: Task = async () => {
+    const n = await purgeDeadJobs(deps.pool, deps.now());
+    if (n.signals + n.others > 0) deps.log.info(n, 'purged dead jobs');
+  };
+  return { [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
 }

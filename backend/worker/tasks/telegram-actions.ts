@@ -1,11 +1,15 @@
 import type { JobHelpers, Task, TaskList } from 'graphile-worker';
-import { TELEGRAM_TASKS, approveJoinRequest, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+import { isUuid } from '../../../shared/ids.js';
+import { TELEGRAM_TASKS, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
+import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/telegram/rights-check.js';
 
 const PURGE_TASK = 'purge_telegram_updates';
 
-/** Daily purge of the webhook's old de-duplication records. */
-export const TELEGRAM_CRONTAB = `17 3 * * * ${PURGE_TASK} ?max=1&jobKey=${PURGE_TASK}&jobKeyMode=replace`;
+/** Daily purge of the webhook's old de-duplication records; the bot's rights re-checked every 10 minutes. */
+export const TELEGRAM_CRONTAB = `17 3 * * * ${PURGE_TASK} ?max=1&jobKey=${PURGE_TASK}&jobKeyMode=replace
+*/10 * * * * ${RIGHTS_CHECK_TASK} ?max=1&jobKey=${RIGHTS_CHECK_TASK}&jobKeyMode=replace`;
 
 /**
  * Jobs of the Telegram webhook: its Bot API calls, and the purge of old update records.
@@ -23,8 +27,12 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
       await settle(deps, name, result, helpers);
     };
   return {
-    [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveJoinRequest),
+    [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveAndRecordJoin),
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
+    [RIGHTS_CHECK_TASK]: async (payload) => {
+      const channelId = (payload as { channelId?: unknown } | null)?.channelId;
+      await checkRights(deps, { channelId: typeof channelId === 'string' && isUuid(channelId) ? channelId : undefined });
+    },
     [PURGE_TASK]: async () => {
       const n = await purgeTelegramUpdates(deps.pool, deps.now());
       if (n > 0) deps.log.info({ purged: n }, 'purged old telegram update records');

@@ -73,7 +73,10 @@ export const IdempotencyHeaders = z.object({
   'idempotency-key': z
     .string()
     .optional()
-    .openapi({ description: '1–128 printable ASCII characters; replays the stored response for 24 h', example: 'order-1042' }),
+    .openapi({
+      description: '1–128 printable ASCII characters; replays the stored response for 24 h; bound to the endpoint it was first used on (elsewhere: 422 IDEMPOTENCY_KEY_REUSED)',
+      example: 'order-1042',
+    }),
 });
 
 const Problem = z
@@ -96,8 +99,8 @@ export function problems(...codes: ErrorCode[]) {
   for (const code of codes) byStatus.set(ERROR_CODES[code].status, [...(byStatus.get(ERROR_CODES[code].status) ?? []), code]);
   return Object.fromEntries(
     [...byStatus].map(([status, list]) => [status, { description: list.join(', '), content: problemContent }]),
-  ) as Record<400 | 401 | 403 | 404 | 409 | 413 | 503, { description: string; content: typeof problemContent }>;
+  ) as Record<400 | 401 | 403 | 404 | 409 | 413 | 422 | 503, { description: string; content: typeof problemContent }>;
 }
 
 /** What every business endpoint can answer besides its own errors. */
-export const COMMON_ERRORS: ErrorCode[] = ['UNAUTHORIZED', 'VALIDATION_FAILED', 'IDEMPOTENCY_KEY_INVALID', 'IDEMPOTENCY_IN_PROGRESS', 'UNAVAILABLE'];
+export const COMMON_ERRORS: ErrorCode[] = ['UNAUTHORIZED', 'VALIDATION_FAILED', 'IDEMPOTENCY_KEY_INVALID', 'IDEMPOTENCY_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED', 'UNAVAILABLE'];

@@ -5,23 +5,20 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cookieNamed } from './support/http-client.js';
 import { startSampleUpstream, type SampleUpstream } from './support/sample-upstream.js';
 import { startTrackerStandIn, type TrackerStandIn } from './support/tracker-stand-in.js';
+import { createForwarderKey } from '../../backend/domain/admin/forwarder-keys.js';
 import { scratchDir } from '../harness/scratch.js';
+import { startWorld } from '../tracker/world.js';
 
 /**
- * The Cloudflare Worker of docs/proxy.md, taken from the page and run under Node (which has the
- * same fetch, Request, Response and crypto globals): it must make the calls the proxy makes.
+ * The Cloudflare Worker recipe (examples/cloudflare-worker/capigram-worker.js), run as it ships
+ * under Node (which has the same fetch, Request, Response and crypto globals): it must make the
+ * calls the proxy makes, and prove itself to Capigram with a forwarder key.
  */
 interface Worker {
   fetch(request: Request, env: Record<string, string>, ctx: { waitUntil(promise: Promise<unknown>): void }): Promise<Response>;
 }
 
-function workerSource(): string {
-  const page = readFileSync(new URL('../../docs/proxy.md', import.meta.url), 'utf8');
-  const section = page.slice(page.indexOf('## The same calls from a Cloudflare Worker'));
-  const block = /```js\n([\s\S]*?)\n```/.exec(section)?.[1];
-  if (block === undefined) throw new Error('no Worker code block in docs/proxy.md');
-  return block;
-}
+const WORKER_FILE = new URL('../../examples/cloudflare-worker/capigram-worker.js', import.meta.url);
 
 const SITE = 'https://shop.example.com';
 const TID = '0f8fad5b-d9cb-469f-a165-70867728950e';
@@ -45,8 +42,9 @@ async function run(path: string, init: RequestInit & { headers?: Record<string, 
 }
 
 beforeAll(async () => {
+  // Node reads .js as CommonJS here: the same text, under the name of an ES module.
   const file = join(scratchDir('worker'), 'capigram-worker.mjs');
-  writeFileSync(file, workerSource());
+  writeFileSync(file, readFileSync(WORKER_FILE, 'utf8'));
   worker = ((await import(pathToFileURL(file).href)) as { default: Worker }).default;
   upstream = await startSampleUpstream();
   tracker = await startTrackerStandIn();
@@ -61,7 +59,7 @@ beforeEach(() => {
   env = { CAPIGRAM_TRACKER_URL: `${tracker.url}/`, CAPIGRAM_WEBSITE_ID: 'ws_worker', CAPIGRAM_UPSTREAM: upstream.url };
 });
 
-describe('the Cloudflare Worker of docs/proxy.md', () => {
+describe('the Cloudflare Worker recipe', () => {
   it('serves the page with Secure first-party cookies and posts track/init with the client context', async () => {
     const res = await run('/landing?fbclid=Wk-1&utm_source=fb', { headers: { accept: 'text/html', referer: 'https://l.facebook.com/' } });
     expect(res.status).toBe(200);
@@ -137,5 +135,48 @@ describe('the Cloudflare Worker of docs/proxy.md', () => {
     const page = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('tap the link again');
+  });
+
+  it('sends its forwarder key with every tracker call when it has one, and none otherwise', async () => {
+    await run('/landing', { headers: { accept: 'text/html' } });
+    expect(tracker.of('/backend/track/init')[0]?.headers['x-capigram-forwarder-key']).toBeUndefined();
+    env.CAPIGRAM_FORWARDER_KEY = 'cgf_AAAAAAAAAAAA_' + 'k'.repeat(43);
+    tracker.calls.length = 0;
+    await run('/landing', { headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.6` } });
+    tracker.inviteAnswer = { status: 302, location: 'https://t.me/+K' };
+    await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
+    expect(tracker.calls.map((c) => c.path)).toEqual(['/backend/track/update-fbp', '/backend/track/init', '/backend/track/invite']);
+    for (const call of tracker.calls) expect(call.headers['x-capigram-forwarder-key'], call.path).toBe(env.CAPIGRAM_FORWARDER_KEY);
+    delete env.CAPIGRAM_FORWARDER_KEY;
+  });
+
+  it("drops a visitor's X-Capigram-* headers before the origin", async () => {
+    await run('/page', { headers: { accept: 'text/html', 'x-capigram-client-ip': '6.6.6.6', 'X-Capigram-Forwarder-Key': 'stolen?' } });
+    const seen = upstream.requests.at(-1)!.headers;
+    expect(seen['x-capigram-client-ip']).toBeUndefined();
+    expect(seen['x-capigram-forwarder-key']).toBeUndefined();
+  });
+});
+
+describe('the Cloudflare Worker recipe with the real backend', () => {
+  it("gets the visitor's IP believed through its forwarder key, without trusting any address", async () => {
+    const world = await startWorld({ env: { TRUSTED_PROXIES: 'none' } });
+    try {
+      const { forwarderKey } = await createForwarderKey(world.db.pool, { siteId: world.siteId });
+      env = { CAPIGRAM_TRACKER_URL: world.app.url, CAPIGRAM_WEBSITE_ID: world.websiteId, CAPIGRAM_UPSTREAM: upstream.url, CAPIGRAM_FORWARDER_KEY: forwarderKey };
+      const res = await run('/landing?utm_source=cf', { headers: { accept: 'text/html' } });
+      const tid = cookieNamed(res.headers.getSetCookie(), 'capigram_tid')?.value;
+      const { rows } = await world.db.pool.query('SELECT client_ip, user_agent, utm_source FROM visits WHERE temp_id = $1', [tid]);
+      expect(rows).toEqual([{ client_ip: '203.0.113.8', user_agent: 'WorkerUA/1', utm_source: 'cf' }]);
+
+      // Without the key, the same Worker's calls carry Capigram's view of the caller instead.
+      delete env.CAPIGRAM_FORWARDER_KEY;
+      const unkeyed = await run('/landing?utm_source=nokey', { headers: { accept: 'text/html' } });
+      const tid2 = cookieNamed(unkeyed.headers.getSetCookie(), 'capigram_tid')?.value;
+      const { rows: plain } = await world.db.pool.query('SELECT client_ip FROM visits WHERE temp_id = $1', [tid2]);
+      expect(plain).toEqual([{ client_ip: '127.0.0.1' }]);
+    } finally {
+      await world.close();
+    }
   });
 });

@@ -1,0 +1,53 @@
+import { withTx } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
+import { upsertLead } from '../conversion-record.js';
+import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome } from './actions.js';
+import { wakeDelivery } from '../delivery-wake.js';
+import type { UpdateContext, UpdateOutcome } from './context.js';
+import { creditJoin } from './credit.js';
+import { findChannel, lockPendingRequestInvitation } from './queries.js';
+
+/**
+ * Capigram's approveChatJoinRequest succeeded (or Telegram said the user is already in): the user
+ * is in the channel now, through the link of their pending request. The join is recorded and
+ * credited at once rather than when the `chat_member` update comes, because that update is not
+ * always sent; when it does come it is matched to this join and adds nothing (see `joins.ts`).
+ * Nothing is recorded when that update came first (the request is no longer pending) or the
+ * channel is gone.
+ */
+export async function recordApprovedJoin(
+  deps: Pick<Deps, 'pool' | 'log' | 'now'>,
+  p: { botId: string; chatId: number; userId: number },
+): Promise<UpdateOutcome | 'nothing'> {
+  const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
+    const { rows } = await tx.query<{ telegram_bot_id: string }>('SELECT telegram_bot_id::text FROM bots WHERE id = $1', [p.botId]);
+    const bot = rows[0];
+    if (!bot) return 'nothing';
+    const channel = await findChannel(tx, p.botId, p.chatId);
+    if (!channel) return 'nothing';
+    const now = deps.now();
+    const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log };
+    const leadId = await upsertLead(tx, channel.site_id, p.userId, now);
+    const invitation = await lockPendingRequestInvitation(tx, channel.id, p.userId, null);
+    if (!invitation) return 'nothing';
+    return creditJoin(ctx, {
+      channel, chatId: p.chatId, userId: p.userId, leadId, invitation, occurredAt: now, viaJoinRequest: true, recordedBy: 'approval',
+    });
+  });
+  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
+  return outcome;
+}
+
+/**
+ * The approval job: approveChatJoinRequest, then the join recorded. Should recording fail (the
+ * database), the job is retried: Telegram then answers USER_ALREADY_PARTICIPANT, which approves
+ * as well, and the join is recorded on that attempt.
+ */
+export async function approveAndRecordJoin(deps: ActionDeps, raw: unknown): Promise<ActionOutcome> {
+  const outcome = await approveJoinRequest(deps, raw);
+  if (outcome.outcome !== 'done') return outcome;
+  const p = ApprovePayload.parse(raw);
+  const recorded = await recordApprovedJoin(deps, p);
+  deps.log.debug({ botId: p.botId, outcome: recorded }, 'join request approved');
+  return outcome;
+}

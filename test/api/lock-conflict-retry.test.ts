@@ -1,0 +1,77 @@
+// A business event whose transaction PostgreSQL ends for a deadlock (40P01) or a serialization
+// failure (40001) is run again, never answered 500: a shared transaction first as it was, then its
+// events alone, each again too. The failures are PostgreSQL's own, raised by a trigger on the
+// conversion the event inserts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { startTestApp, type TestApp } from '../harness/app.js';
+import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+
+let db: TestDatabase;
+let t: TestApp;
+let api: ApiClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  t = await startTestApp(db.pool);
+  api = apiClient(t.url);
+  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
+  // The first `fail_first` conversion inserts fail with `code`. A sequence counts them: it is not
+  // rolled back with the failing transaction.
+  await db.pool.query(`
+    CREATE SEQUENCE test_insert_failures;
+    CREATE TABLE test_insert_failure (fail_first int NOT NULL, code text NOT NULL);
+    INSERT INTO test_insert_failure VALUES (0, '40P01');
+    CREATE FUNCTION test_fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE f test_insert_failure;
+    BEGIN
+      SELECT * INTO f FROM test_insert_failure;
+      IF nextval('test_insert_failures') <= f.fail_first THEN
+        RAISE EXCEPTION 'injected lock conflict' USING ERRCODE = f.code;
+      END IF;
+      RETURN NEW;
+    END $$;
+    CREATE TRIGGER test_fail_insert BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION test_fail_insert();`);
+});
+afterAll(async () => {
+  await t.stop();
+  await db.drop();
+});
+
+async function failFirst(n: number, code: string): Promise<void> {
+  await db.pool.query(`SELECT setval('test_insert_failures', 1, false)`);
+  await db.pool.query('UPDATE test_insert_failure SET fail_first = $1, code = $2', [n, code]);
+}
+
+async function warmUser(): Promise<number> {
+  const user = newUser();
+  await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+  return user;
+}
+
+const batchOutcomes = async () => (await t.deps.metrics.registry.getSingleMetricAsString('capigram_event_batch_events')).split('\n').filter((l) => l.includes('_count{'));
+
+describe('lock conflicts reported by PostgreSQL', () => {
+  it.each(['40P01', '40001'])('%s, five times in a row on one event: retried in the shared transaction, then alone; 201, one conversion', async (code) => {
+    const user = await warmUser();
+    await failFirst(5, code);
+    const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD' }, { key: tenant.accountKey, idempotencyKey: `conflict-${code}-${user}` });
+    expect(res.status).toBe(201);
+    expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [user])).toBe(1);
+    const { rows } = await db.pool.query<{ n: string }>('SELECT last_value::text AS n FROM test_insert_failures');
+    expect(Number(rows[0]!.n)).toBe(6); // five failed, the sixth committed
+  });
+
+  it('once, in a shared transaction: the transaction is run again as it was (its events not one by one)', async () => {
+    const users = [await warmUser(), await warmUser(), await warmUser(), await warmUser()];
+    const before = await batchOutcomes();
+    await failFirst(1, '40P01');
+    const answers = await Promise.all(users.map((u) => api.post('/events/conversion', { telegramUserId: u, eventType: 'Lead' }, { key: tenant.accountKey })));
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201]);
+    for (const u of users) expect(await count(db.pool, `conversions WHERE telegram_user_id = $1 AND event_type = 'Lead'`, [u])).toBe(1);
+    const after = await batchOutcomes();
+    const ranAlone = (lines: string[]) => lines.find((l) => l.includes('outcome="ran_alone"')) ?? 'none';
+    expect(ranAlone(after)).toBe(ranAlone(before));
+  });
+});
