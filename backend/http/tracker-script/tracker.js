@@ -140,10 +140,8 @@
   }
 
   /**
-   * The visit as the tracker recorded it: `window.capigram.pageViewEventId` is the event_id of
-   * the Meta PageView Capigram sends for it (null: none), also announced as a `capigram:visit`
-   * event on `document`. With `data-fbq-pageview`, the page's pixel PageView is fired with that
-   * eventID, so Meta counts the browser's and the server's PageView once.
+   * `window.capigram.pageViewEventId`: the event_id of the server's Meta PageView (null: none), also
+   * sent as a `capigram:visit` event. With data-fbq-pageview the pixel's PageView gets that eventID.
    */
   function visited(answer) {
     var eventId = answer && typeof answer.pageViewEventId === 'string' ? answer.pageViewEventId : null;
@@ -207,20 +205,14 @@
     put(body, 'utmCampaign', param('utm_campaign'), MAX_UTM);
     put(body, 'utmContent', param('utm_content'), MAX_UTM);
     put(body, 'utmTerm', param('utm_term'), MAX_UTM);
-    post(
-      '/backend/track/init',
-      body,
-      0,
-      function (answer) {
-        // Meta's pixel often writes _fbp after this script ran: tell the tracker once it appears.
-        if (!body.fbp) watchFbp(ids);
-        visited(answer);
-      },
-      function () {
-        // No visit recorded, so no server PageView: the pixel's own still counts this page.
-        if (fbqPageView) firePixelPageView(null);
-      },
-    );
+    post('/backend/track/init', body, 0, function (answer) {
+      // Meta's pixel often writes _fbp after this script ran: tell the tracker once it appears.
+      if (!body.fbp) watchFbp(ids);
+      visited(answer);
+    }, function () {
+      // No visit recorded, so no server PageView: the pixel's own still counts this page.
+      if (fbqPageView) firePixelPageView(null);
+    });
   }
 
   function inviteUrl(link) {
