@@ -24,8 +24,6 @@ export interface SendListItem {
   lastError: string | null;
   conversionId: string | null;
   visitId: string | null;
-  /** What of the conversion's PII was not sent, and why (e.g. a phone without a country). */
-  warnings: string[];
 }
 
 /** A site's sends, newest first. */
@@ -34,13 +32,9 @@ export async function listSends(db: Queryable, input: z.input<typeof ListSendsIn
   if (!parsed.success) throw validationError(parsed.error, 'sends list');
   const { siteId, status, limit } = parsed.data;
   const site = await requireSite(db, siteId);
-  const { rows } = await db.query<{
-    id: string; platform: string; status: string; attempts: number; error: string | null; conversion_id: string | null; visit_id: string | null;
-    warnings: string[] | null;
-  }>(
-    `SELECT s.id, s.platform, s.status, s.attempts, COALESCE(s.skip_reason, s.last_error) AS error, s.conversion_id, s.visit_id,
-            c.pii_warnings AS warnings
-     FROM sends s JOIN pixels p ON p.id = s.pixel_id LEFT JOIN conversions c ON c.id = s.conversion_id
+  const { rows } = await db.query<{ id: string; platform: string; status: string; attempts: number; error: string | null; conversion_id: string | null; visit_id: string | null }>(
+    `SELECT s.id, s.platform, s.status, s.attempts, COALESCE(s.skip_reason, s.last_error) AS error, s.conversion_id, s.visit_id
+     FROM sends s JOIN pixels p ON p.id = s.pixel_id
      WHERE p.site_id = $1 AND ($2::text IS NULL OR s.status = $2)
      ORDER BY s.created_at DESC, s.id
      LIMIT $3`,
@@ -55,7 +49,6 @@ export async function listSends(db: Queryable, input: z.input<typeof ListSendsIn
       lastError: r.error,
       conversionId: r.conversion_id,
       visitId: r.visit_id,
-      warnings: r.warnings ?? [],
     })),
   };
 }

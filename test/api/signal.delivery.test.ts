@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { updateSite } from '../../backend/domain/admin/sites.js';
-import { listSends } from '../../backend/delivery/admin.js';
+import { leadJourney } from '../../backend/domain/dashboard/lead-journey.js';
 import { recordConversion } from '../../backend/domain/conversion-record.js';
 import { withTx } from '../../backend/db/pool.js';
 import { META_PIXEL, TIKTOK_PIXEL, apiClient, insertVisit, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
@@ -87,11 +87,12 @@ describe('phones are read in a known country, never a guessed one', () => {
     expect((await tiktok(id)).user?.phone).toBe(sha('+4915123456789'));
   });
 
-  it('without one it is dropped, with a warning in the answer and in the sends', async () => {
+  it("without one it is dropped, with a warning in the answer and in the lead journey's sends", async () => {
     const other = tenant.sites[1]!;
+    const user = newUser();
     const res = await api.post(
       '/events/conversion',
-      { telegramUserId: newUser(), websiteId: other.websiteId, channelId: other.channels.main, eventType: 'Lead', pii: { phone: '(201) 555-0123', email: 'bob@example.com' } },
+      { telegramUserId: user, websiteId: other.websiteId, channelId: other.channels.main, eventType: 'Lead', pii: { phone: '(201) 555-0123', email: 'bob@example.com' } },
       { key: tenant.accountKey },
     );
     expect(res.status).toBe(201);
@@ -101,10 +102,10 @@ describe('phones are read in a known country, never a guessed one', () => {
     const m = await meta(id);
     expect(m.user_data.ph).toBeUndefined();
     expect(m.user_data.em).toEqual([sha('bob@example.com')]);
-    const { sends } = await listSends(db.pool, { siteId: other.siteId });
-    const mine = sends.filter((s) => s.conversionId === res.body.conversionId);
-    expect(mine.length).toBe(3);
-    for (const s of mine) expect(s.warnings).toEqual([expect.stringContaining('pii.phone was dropped')]);
+    const journey = await leadJourney(db.pool, user);
+    const shown = journey.conversions.find((c) => c.conversionId === res.body.conversionId)!;
+    expect(shown.sends).toHaveLength(3);
+    expect(shown.piiWarnings).toEqual([expect.stringContaining('pii.phone was dropped')]);
   });
 });
 

@@ -57,7 +57,7 @@ describe('listSends', () => {
     const meta = byId.sends.find((s) => s.conversionId === failedConversion && s.platform === 'meta')!;
     expect(meta).toEqual({
       sendId: meta.sendId, platform: 'meta', status: 'failed', attempts: 1,
-      lastError: 'Error validating access token: Session has expired. (code 190/463)', conversionId: failedConversion, visitId: null, warnings: [],
+      lastError: 'Error validating access token: Session has expired. (code 190/463)', conversionId: failedConversion, visitId: null,
     });
     const google = byId.sends.find((s) => s.conversionId === failedConversion && s.platform === 'google')!;
     expect(google).toMatchObject({ status: 'skipped', attempts: 0, lastError: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' });
