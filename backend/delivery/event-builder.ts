@@ -50,6 +50,11 @@ export interface SendSubjectRow {
   ttp: string | null;
   scid: string | null;
   v_created_at: Date | null;
+  /** The visit's kind: `pageview`, `direct_invite`, or `redirect` (a click on `/r/…`, on Capigram's host). */
+  v_kind: string | null;
+  /** The site's own URL (`site create --url`), and its first domain. */
+  site_url: string | null;
+  site_domain: string | null;
   /** How the site reports Telegram joins: `website` (default) or `chat`. */
   telegram_action_source: string | null;
   /** The site's Google ad-user-data consent (`GRANTED`/`DENIED`), null when it sets none. */
@@ -63,7 +68,7 @@ export const SEND_SUBJECT_SQL = `
          c.source, l.external_user_id AS lead_external_user_id,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
          v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.ttp, v.scid, v.created_at AS v_created_at,
-         st.google_ad_user_data, st.telegram_action_source
+         v.kind AS v_kind, st.url AS site_url, st.domains[1] AS site_domain, st.google_ad_user_data, st.telegram_action_source
   FROM sends s
   LEFT JOIN conversions c ON c.id = s.conversion_id
   LEFT JOIN leads l ON l.id = c.lead_id
@@ -131,6 +136,19 @@ export function fbcFromHref(href: string | null, visitMs: number | null): string
 }
 
 /**
+ * The page a visit stands for, as the platforms' `event_source_url`. A click on `/r/…` went from
+ * the ad to Capigram's host and on to Telegram: no page of the site was seen, and the `/r/` URL is
+ * Capigram's, not the advertiser's domain, which Meta wants the URL to match (its traffic
+ * permissions and domain verification read it). Such a visit stands for the site's own URL (else
+ * its first domain's root): the event keeps its browser (IP, User-Agent, fbc) and stays a website
+ * event on the advertiser's domain. Every other visit's URL is the page it was recorded on.
+ */
+export function visitPageUrl(row: Pick<SendSubjectRow, 'v_kind' | 'href' | 'site_url' | 'site_domain'>): string | null {
+  if (row.v_kind !== 'redirect') return row.href;
+  return row.site_url ?? (row.site_domain ? `https://${row.site_domain}/` : null);
+}
+
+/**
  * How the conversion is reported (Meta's `action_source`): a Telegram join as the site chooses
  * (`website`, the default, with its visit's page and browser; `chat`, what it literally is); any
  * other event with a page URL and a User-Agent as a website event; one without a browser (a CRM
@@ -155,7 +173,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
       eventId: row.event_id,
       eventType: 'PageView',
       eventTimeMs: row.v_created_at.getTime(),
-      eventSourceUrl: row.href,
+      eventSourceUrl: visitPageUrl(row),
       referrer: row.referrer,
       clientIp: row.v_client_ip,
       userAgent: row.v_user_agent,
@@ -176,7 +194,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     throw new Error(`send ${row.send_id}: conversion ${row.conversion_id} has no usable event type or time`);
   }
   const o = row.api_visit_override;
-  const eventSourceUrl = first(row.event_source_url, row.href, field(o, 'eventSourceUrl'));
+  const eventSourceUrl = first(row.event_source_url, visitPageUrl(row), field(o, 'eventSourceUrl'));
   const userAgent = first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent'));
   const hashed = hashedPiiOf(row.pii_hashed);
   return {

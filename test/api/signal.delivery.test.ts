@@ -169,3 +169,45 @@ describe('the landing page', () => {
     expect((await snap(body.pageViewEventId!)).user_data.sc_cookie1).toBe('abcd-scid-0001');
   });
 });
+
+describe('an ad click on /r/ (no page of the site was seen)', () => {
+  it("reports the site's own URL as the page, never Capigram's /r/ URL, for the PageView and the join", async () => {
+    const site = tenant.sites[1]!;
+    const [domain] = (await db.pool.query<{ domains: string[] }>('SELECT domains FROM sites WHERE id = $1', [site.siteId])).rows[0]!.domains;
+    const click = async () => {
+      // A link in the channel's pool, as the refill job leaves them.
+      await db.pool.query('INSERT INTO invitations (channel_id, invite_link, expires_at) VALUES ($1, $2, now() + interval \'1 day\')',
+        [site.channels.main, `https://t.me/+signal${crypto.randomUUID().slice(0, 12)}`]);
+      const res = await fetch(`${t.url}/r/${site.websiteId}/${site.channels.main}?fbclid=IwAR-r${crypto.randomUUID().slice(0, 8)}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': 'Mozilla/5.0 (iPhone) Signal', referer: 'https://l.facebook.com/', 'x-capigram-client-ip': '203.0.113.60' },
+      });
+      expect(res.status, await res.clone().text()).toBe(302);
+      const { rows } = await db.pool.query<{ visit_id: string; href: string }>(
+        'SELECT i.visit_id, v.href FROM invitations i JOIN visits v ON v.id = i.visit_id WHERE i.invite_link = $1', [res.headers.get('location')]);
+      expect(rows[0]!.href).toContain('/r/');
+      return rows[0]!.visit_id;
+    };
+
+    // A site without a URL: its first domain's root.
+    const first = await click();
+    const pv = await meta(`pv_${first}`);
+    expect(pv).toMatchObject({ action_source: 'website', event_source_url: `https://${domain}/`, referrer_url: 'https://l.facebook.com/' });
+    expect(pv.user_data.client_user_agent).toBe('Mozilla/5.0 (iPhone) Signal');
+    expect((await tiktok(`pv_${first}`)).page?.url).toBe(`https://${domain}/`);
+    expect((await snap(`pv_${first}`)).event_source_url).toBe(`https://${domain}/`);
+
+    // With a URL: that URL, for the PageView and for the Telegram join the click led to.
+    await db.pool.query('UPDATE sites SET url = $2 WHERE id = $1', [site.siteId, 'https://www.shop.example/start']);
+    const second = await click();
+    expect((await meta(`pv_${second}`)).event_source_url).toBe('https://www.shop.example/start');
+    const now = new Date();
+    const join = await withTx(db.pool, (tx) =>
+      recordConversion(tx, { siteId: site.siteId, channelId: site.channels.main, telegramUserId: newUser(), visitId: second, eventType: 'Subscribe', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook' }, true),
+    );
+    await api.post('/events/conversion', { telegramUserId: newUser(), websiteId: site.websiteId, channelId: site.channels.main, eventType: 'Lead', pii: { email: 'wake@example.com' } }, { key: tenant.accountKey });
+    const j = await meta(`cnv_${join.conversionId}`);
+    expect(j.event_source_url).toBe('https://www.shop.example/start');
+    expect(j.event_source_url).not.toContain(t.url);
+  });
+});

@@ -2,7 +2,7 @@
 // how a pixel's config is assembled, and when to retry.
 import { describe, expect, it } from 'vitest';
 import { retryDecision } from '../../backend/delivery/backoff.js';
-import { actionSourceFor, eventFromRow, externalIdsFor, fbcFromHref, hashedPiiOf, pixelConfigOf, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
+import { actionSourceFor, eventFromRow, externalIdsFor, fbcFromHref, hashedPiiOf, pixelConfigOf, visitPageUrl, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
 import { deliveryOptions } from '../../backend/delivery/options.js';
 import { createSecretBox } from '../../backend/crypto/secret-box.js';
 import { TEST_SECRET_KEY } from '../harness/app.js';
@@ -20,7 +20,7 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
     currency: null, content_name: null, pii_hashed: {}, external_user_id: null, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
     api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
     gclid: null, gbraid: null, wbraid: null, ttclid: null, sccid: null, ttp: null, scid: null, v_created_at: null, google_ad_user_data: null,
-    lead_external_user_id: null, source: 'api', telegram_action_source: 'website',
+    lead_external_user_id: null, source: 'api', telegram_action_source: 'website', v_kind: null, site_url: null, site_domain: null,
     ...over,
   };
 }
@@ -170,5 +170,22 @@ describe('retryDecision', () => {
     expect(at(5, 0)).toEqual({ retry: false, reason: 'gave up after 5 attempts' });
     expect(at(2, 0, undefined, 3600_000 - 500)).toEqual({ retry: false, reason: 'gave up after 2 attempts: the next one would come more than 1 h after the event was queued' });
     expect(at(2, 0, undefined, 3600_000 - 1000)).toEqual({ retry: true, delayMs: 1000 });
+  });
+});
+
+describe("an /r/ click's page: the site's, never Capigram's", () => {
+  const click = { ...visit, href: 'https://capigram.example/r/ws_1/ch?fbclid=F', v_kind: 'redirect' };
+  it("the site's URL, else its first domain's root, for the PageView and a conversion", () => {
+    expect(visitPageUrl({ ...click, site_url: 'https://shop.example/start', site_domain: 'shop.example' })).toBe('https://shop.example/start');
+    expect(visitPageUrl({ ...click, site_url: null, site_domain: 'shop.example' })).toBe('https://shop.example/');
+    expect(eventFromRow(row({ ...click, conversion_id: null, event_id: 'pv_v1', site_domain: 'shop.example' })).eventSourceUrl).toBe('https://shop.example/');
+    const conversion = eventFromRow(row({ ...click, site_domain: 'shop.example' }));
+    expect(conversion).toMatchObject({ eventSourceUrl: 'https://shop.example/', actionSource: 'website', userAgent: 'VisitUA' });
+    // The conversion's own page (forwarded with a business request) still wins.
+    expect(eventFromRow(row({ ...click, site_domain: 'shop.example', event_source_url: 'https://shop.example/thanks' })).eventSourceUrl).toBe('https://shop.example/thanks');
+  });
+  it('every other visit is the page it was recorded on', () => {
+    expect(visitPageUrl({ ...visit, v_kind: 'pageview', site_url: 'https://shop.example/', site_domain: 'shop.example' })).toBe(visit.href);
+    expect(visitPageUrl({ ...visit, v_kind: 'direct_invite', site_url: null, site_domain: 'shop.example' })).toBe(visit.href);
   });
 });
