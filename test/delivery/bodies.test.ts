@@ -204,7 +204,7 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     expect(meta.user_data).toEqual({ client_ip_address: '192.0.2.1', client_user_agent: 'Override-UA/1.0', external_id: [expect.stringMatching(/^[0-9a-f]{64}$/)] });
   });
 
-  it('a Custom event goes out under its own name (Meta, TikTok) and as CUSTOM_EVENT_1 (Snapchat)', async () => {
+  it('a Custom event goes out under its own name (Meta, TikTok) and as CUSTOM_EVENT_2 (Snapchat), not Contact\'s CUSTOM_EVENT_1', async () => {
     await createConversion(db.pool, siteId, {
       eventType: 'Custom', customEventName: 'VipUpgrade', coldLead: true, eventSourceUrl: 'https://shop.example.com/',
       clientIp: '192.0.2.1', userAgent: UA,
@@ -212,7 +212,7 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     await allSettled(db.pool);
     expect((only(h.fakes.meta.received).body as { data: Record<string, any>[] }).data[0]!.event_name).toBe('VipUpgrade');
     expect((only(h.fakes.tiktok.received).body as { data: Record<string, any>[] }).data[0]!.event).toBe('VipUpgrade');
-    expect((only(h.fakes.snapchat.received).body as { data: Record<string, any>[] }).data[0]!.event_name).toBe('CUSTOM_EVENT_1');
+    expect((only(h.fakes.snapchat.received).body as { data: Record<string, any>[] }).data[0]!.event_name).toBe('CUSTOM_EVENT_2');
   });
 });
 
