@@ -193,8 +193,20 @@ export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmissi
     visitId: row.id,
     created: row.created === true,
     channelId: row.channel_id,
-    pageViewEventId: row.meta_page_view ? eventIdFor({ kind: 'visit', id: row.id }) : null,
+    pageViewEventId: (await hasMetaPageView(db, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
   };
+}
+
+/**
+ * Whether the visit has a Meta PageView. The statement that found a duplicate of a visit being
+ * recorded at the same moment waited for that one's commit, but its snapshot predates it and so
+ * misses the sends it made: a new statement (a new snapshot) sees them. Asked only then.
+ */
+async function hasMetaPageView(db: Pool, visitId: string, row: { created: boolean | null; meta_page_view: boolean }): Promise<boolean> {
+  if (row.meta_page_view || row.created === true) return row.meta_page_view;
+  const { rows } = await db.query<{ meta: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM sends WHERE visit_id = $1 AND platform = 'meta') AS meta`, [visitId]);
+  return rows[0]?.meta === true;
 }
 
 /**
