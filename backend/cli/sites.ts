@@ -72,11 +72,12 @@ export const siteCommands = [
       'google-ad-user-data': GOOGLE_CONSENT_FLAG,
       'default-country': DEFAULT_COUNTRY_FLAG,
       'telegram-action-source': TELEGRAM_ACTION_SOURCE_FLAG,
+      url: { type: 'string', placeholder: 'URL', help: "the site's address (http or https), reported to the ad platforms as the page of an /r/ click" },
     },
     check(v) {
       if (
         v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0 && v['google-ad-user-data'] === undefined &&
-        v['default-country'] === undefined && v['telegram-action-source'] === undefined
+        v['default-country'] === undefined && v['telegram-action-source'] === undefined && v.url === undefined
       ) {
         throw new UsageError(`nothing to change: give ${UPDATE_FLAGS}`);
       }
@@ -84,10 +85,10 @@ export const siteCommands = [
     async run({ deps }, v) {
       const out = await updateSite(deps.pool, {
         siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'], googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
-        defaultCountry: v['default-country'], telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
+        defaultCountry: v['default-country'], telegramActionSource: v['telegram-action-source'] as 'website' | undefined, url: v.url,
       });
       const consent = out.googleAdUserData === null ? '' : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
-      const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}`;
+      const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}${out.url === null ? '' : `\n  url: ${out.url}`}`;
       return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}` };
     },
   }),

@@ -88,9 +88,10 @@ export const UpdateSiteInput = z.object({
   googleAdUserData: CreateSiteInput.shape.googleAdUserData,
   defaultCountry: CreateSiteInput.shape.defaultCountry,
   telegramActionSource: CreateSiteInput.shape.telegramActionSource,
+  url: CreateSiteInput.shape.url,
 });
 
-export const UPDATE_FLAGS = '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country or --telegram-action-source';
+export const UPDATE_FLAGS = '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country, --telegram-action-source or --url';
 
 export interface SiteSettings {
   siteId: string;
@@ -101,6 +102,8 @@ export interface SiteSettings {
   /** ISO 3166-1 alpha-2 country of phone numbers written nationally; null: none. */
   defaultCountry: string | null;
   telegramActionSource: 'website' | 'chat';
+  /** The site's own address, reported as the page of an `/r/…` click; null: its first domain's root. */
+  url: string | null;
 }
 
 /**
@@ -114,7 +117,7 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
   const u = parsed.data;
   if (
     u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0 && u.googleAdUserData === undefined &&
-    u.defaultCountry === undefined && u.telegramActionSource === undefined
+    u.defaultCountry === undefined && u.telegramActionSource === undefined && u.url === undefined
   ) {
     throw new ApiError('VALIDATION_FAILED', `nothing to change: give ${UPDATE_FLAGS}`);
   }
@@ -125,8 +128,8 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     if (!found) throw new ApiError('NOT_FOUND', `site ${u.siteId} does not exist`);
     const { rows } = await tx.query<{
       domains: string[]; dedup_window_seconds: number; google_ad_user_data: 'GRANTED' | 'DENIED' | null;
-      default_country: string | null; telegram_action_source: 'website' | 'chat';
-    }>('SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
+      default_country: string | null; telegram_action_source: 'website' | 'chat'; url: string | null;
+    }>('SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source, url FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
     const current = rows[0]!;
     const missing = u.removeDomains.find((d) => !current.domains.includes(d));
     if (missing !== undefined) throw fieldError('removeDomains', `${missing} is not one of the site's domains (${current.domains.join(', ')})`);
@@ -137,11 +140,12 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     const consent = u.googleAdUserData === undefined ? current.google_ad_user_data : consentColumn(u.googleAdUserData);
     const country = u.defaultCountry === undefined ? current.default_country : countryColumn(u.defaultCountry);
     const telegram = u.telegramActionSource ?? current.telegram_action_source;
+    const url = u.url ?? current.url;
     await tx.query(
-      'UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4, default_country = $5, telegram_action_source = $6 WHERE id = $1',
-      [found.id, domains, dedup, consent, country, telegram],
+      'UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4, default_country = $5, telegram_action_source = $6, url = $7 WHERE id = $1',
+      [found.id, domains, dedup, consent, country, telegram, url],
     );
-    return { siteId: found.id, domains, dedupWindowSeconds: dedup, googleAdUserData: consent, defaultCountry: country, telegramActionSource: telegram };
+    return { siteId: found.id, domains, dedupWindowSeconds: dedup, googleAdUserData: consent, defaultCountry: country, telegramActionSource: telegram, url };
   });
 }
 
