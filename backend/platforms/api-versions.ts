@@ -12,10 +12,12 @@
  *   be. The default is the newest version the official client library (`google-ads-node` 25.1.0 on
  *   npm) ships protos for, which is where the request shape in `google.ts` was read.
  * - Meta: the Conversions API (`/{pixel}/events`) is a Marketing API endpoint, and the Marketing
- *   API retires its versions on its own, earlier schedule, not on the Graph API's: its changelog
- *   lists v24.0 as available until 2026-10-06, while the Graph API's table keeps v24.0 until
- *   2028-02-18. So v24.0 and everything older are past; the Graph API's later dates for v25.0
- *   are not the ones that apply, and no Marketing API date for v25.0 or v26.0 is recorded here.
+ *   API retires its versions on its own, earlier schedule, not on the Graph API's: the Marketing
+ *   API's version table gives v24.0 until 2026-11-10 (an earlier reading said 2026-10-06; Meta
+ *   moved it) and v25.0 until 2027-02-23, while the Graph API's table keeps v24.0 until
+ *   2028-02-18. So v24.0 and everything older are past. v26.0 (2026-07-29) and v27.0 (2026-11-04)
+ *   have no date yet; the default stays v26.0, the version the request shape was checked against,
+ *   until v27.0 has been out for a while.
  */
 
 export interface ApiVersion {
@@ -39,9 +41,10 @@ export const API_VERSIONS = {
   ],
   // Marketing API dates (see above): a version older than v24.0 is refused as older than the oldest known.
   meta: [
-    { version: 'v24.0', sunset: '2026-10-06' },
-    { version: 'v25.0', sunset: null },
+    { version: 'v24.0', sunset: '2026-11-10' },
+    { version: 'v25.0', sunset: '2027-02-23' },
     { version: 'v26.0', sunset: null },
+    { version: 'v27.0', sunset: null },
   ],
 } as const satisfies Record<string, readonly ApiVersion[]>;
 

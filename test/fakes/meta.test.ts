@@ -144,7 +144,7 @@ describe('Meta CAPI fake: rejected requests', () => {
     expect((await call(endpoint(), { json: { data: [crm] } })).status).toBe(200);
   });
 
-  it('refuses a Marketing API version that has ended (v24.0 after 2026-10-06, anything older) with code 2635', async () => {
+  it('refuses a Marketing API version that has ended (v24.0 after 2026-11-10, anything older) with code 2635', async () => {
     for (const version of ['v24.0', 'v21.0']) {
       const res = await call(`${meta.url}/${version}/1234567890/events?access_token=${TOKEN}`, { json: { data: [event()] } });
       expect(res.status).toBe(400);

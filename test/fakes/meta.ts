@@ -45,10 +45,10 @@ const MAX_FUTURE_SEC = 5 * 60; // tolerance for clock skew
 const PATH = /^\/(v\d+\.\d+)\/([^/]+)\/events$/;
 /**
  * The Conversions API is a Marketing API endpoint: its versions end on the Marketing API's
- * schedule (its changelog: v24.0 available until 2026-10-06), and a call with an ended version is
+ * schedule (its version table: v24.0 until 2026-11-10, v25.0 until 2027-02-23), and a call with an ended version is
  * refused with code 2635. Versions older than v24.0 ended before it.
  */
-const MARKETING_API_SUNSETS: Readonly<Record<string, string>> = { 'v24.0': '2026-10-06' };
+const MARKETING_API_SUNSETS: Readonly<Record<string, string>> = { 'v24.0': '2026-11-10', 'v25.0': '2027-02-23' };
 const OLDEST_KNOWN_MAJOR = 24;
 
 export class MetaFake extends FakeServer {
