@@ -30,6 +30,9 @@ export interface Visitor {
   sessionIdIsNew: boolean;
   fbp: string | undefined;
   fbc: string | undefined;
+  /** TikTok's `_ttp` and Snapchat's `_scid` cookies, as the browser has them (their pixels set them). */
+  ttp: string | undefined;
+  scid: string | undefined;
   /** The `fbc` was built now from the URL's fbclid and is stored as `_fbc`. */
   fbcBuilt: boolean;
   /** The tracker may hold visits of this browser without `fbp`: send `track/update-fbp`. */
@@ -62,6 +65,8 @@ export function readVisitor(cookieHeader: string | undefined, search: string, no
     sessionIdIsNew,
     fbp,
     fbc,
+    ttp: usable(cookies['_ttp'], WIRE_LIMITS.clickId),
+    scid: usable(cookies['_scid'], WIRE_LIMITS.clickId),
     fbcBuilt: built,
     needsFbpPatch: fbp !== undefined && !tempIdIsNew && !fbpAlreadyKnown,
     markFbpKnown: fbp !== undefined && !fbpAlreadyKnown,
@@ -120,6 +125,8 @@ export function attributionOf(view: RequestView, referrer: string | undefined, v
   put(fields, 'userAgent', clip(view.userAgent, WIRE_LIMITS.userAgent));
   put(fields, 'fbc', visitor.fbc);
   put(fields, 'fbp', visitor.fbp);
+  put(fields, 'ttp', visitor.ttp);
+  put(fields, 'scid', visitor.scid);
   if (view.search.length > 1) {
     const query = new URLSearchParams(view.search);
     put(fields, 'gclid', clickId(query.get('gclid')));

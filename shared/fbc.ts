@@ -32,9 +32,14 @@ export function parseFbc(value: string | undefined): ParsedFbc | undefined {
   return { subdomainIndex: Number(index), createdAtMs: Number(created), fbclid };
 }
 
-/** Whether an existing `_fbc` records exactly this fbclid (so it must be kept, not rebuilt). */
+/**
+ * Whether an existing `_fbc` records exactly this fbclid (so it must be kept, not rebuilt). Meta's
+ * newer pixel and parameter builder append `.<appendix>` (e.g. `.AQ…`) after the fbclid; such a
+ * cookie records the same click, and rebuilding it would change the click time Meta attributes on.
+ */
 export function fbcMatchesFbclid(fbc: string | undefined, fbclid: string): boolean {
-  return parseFbc(fbc)?.fbclid === fbclid;
+  const recorded = parseFbc(fbc)?.fbclid;
+  return recorded !== undefined && (recorded === fbclid || recorded.startsWith(`${fbclid}.`));
 }
 
 /**

@@ -51,6 +51,9 @@ export const attributionFieldsSchema = z.object({
   wbraid: clickId.optional(),
   ttclid: clickId.optional(),
   sccid: clickId.optional(),
+  /** TikTok's `_ttp` cookie and Snapchat's `_scid` cookie, read on the landing page. */
+  ttp: clickId.optional(),
+  scid: clickId.optional(),
   utmSource: utm.optional(),
   utmMedium: utm.optional(),
   utmCampaign: utm.optional(),
@@ -114,7 +117,11 @@ export const trackInviteQuerySchema = z.object({
 export type TrackInviteQuery = z.infer<typeof trackInviteQuerySchema>;
 
 /** 200 from `track/init`; a retry with the same `visitRequestId` returns the same `visitId`. */
-export const trackInitResponseSchema = z.object({ visitId: z.string().min(1) });
+export const trackInitResponseSchema = z.object({
+  visitId: z.string().min(1),
+  /** The `event_id` of the Meta PageView queued for this visit (null: none), for a browser pixel's `eventID`. */
+  pageViewEventId: z.string().min(1).nullish(),
+});
 export type TrackInitResponse = z.infer<typeof trackInitResponseSchema>;
 
 /** 200 from `track/update-fbp`; `updated` is false when there was nothing to patch. */

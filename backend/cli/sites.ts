@@ -1,4 +1,4 @@
-import { MAX_DEDUP_WINDOW_SECONDS, createSite, listSites, updateSite } from '../domain/admin/sites.js';
+import { MAX_DEDUP_WINDOW_SECONDS, UPDATE_FLAGS, createSite, listSites, updateSite } from '../domain/admin/sites.js';
 import { UsageError, defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -8,6 +8,20 @@ const GOOGLE_CONSENT_FLAG = {
   placeholder: 'granted|denied|default',
   field: 'googleAdUserData',
   help: "google: the visitors' consent to sending their data to Google for ads (consent.adUserData); default: GOOGLE_ADS_AD_USER_DATA_CONSENT",
+} as const;
+
+const DEFAULT_COUNTRY_FLAG = {
+  type: 'string',
+  placeholder: 'CC',
+  field: 'defaultCountry',
+  help: 'ISO 3166-1 alpha-2 country of phone numbers written without an international prefix (none: clear); without one such numbers are dropped',
+} as const;
+
+const TELEGRAM_ACTION_SOURCE_FLAG = {
+  type: 'string',
+  placeholder: 'website|chat',
+  field: 'telegramActionSource',
+  help: 'how Telegram joins are reported to Meta (action_source), TikTok and Snapchat: website (default: with the visit\'s page and browser) or chat',
 } as const;
 
 export const siteCommands = [
@@ -28,10 +42,15 @@ export const siteCommands = [
       },
       url: { type: 'string', placeholder: 'URL', help: "the site's address (http or https)" },
       'google-ad-user-data': GOOGLE_CONSENT_FLAG,
+      'default-country': DEFAULT_COUNTRY_FLAG,
+      'telegram-action-source': TELEGRAM_ACTION_SOURCE_FLAG,
     },
     notes: ['The websiteId printed is public: it goes into tracker.js and the proxy (--website-id).'],
     async run({ deps }, v) {
-      const out = await createSite(deps.pool, { accountId: v.account, name: v.name, domains: v.domain, url: v.url, googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined });
+      const out = await createSite(deps.pool, {
+        accountId: v.account, name: v.name, domains: v.domain, url: v.url, googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
+        defaultCountry: v['default-country'], telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
+      });
       return { json: out, human: `Site created: ${out.siteId}\n  websiteId: ${out.websiteId} (public identifier for the tracker and the proxy)` };
     },
   }),
@@ -51,18 +70,26 @@ export const siteCommands = [
       'add-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'addDomains', help: 'a domain to accept visits from; repeat for several' },
       'remove-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'removeDomains', help: 'a domain to stop accepting; a site keeps at least one' },
       'google-ad-user-data': GOOGLE_CONSENT_FLAG,
+      'default-country': DEFAULT_COUNTRY_FLAG,
+      'telegram-action-source': TELEGRAM_ACTION_SOURCE_FLAG,
+      url: { type: 'string', placeholder: 'URL', help: "the site's address (http or https), reported to the ad platforms as the page of an /r/ click" },
     },
     check(v) {
-      if (v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0 && v['google-ad-user-data'] === undefined) {
-        throw new UsageError('nothing to change: give --dedup-window-seconds, --add-domain, --remove-domain or --google-ad-user-data');
+      if (
+        v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0 && v['google-ad-user-data'] === undefined &&
+        v['default-country'] === undefined && v['telegram-action-source'] === undefined && v.url === undefined
+      ) {
+        throw new UsageError(`nothing to change: give ${UPDATE_FLAGS}`);
       }
     },
     async run({ deps }, v) {
       const out = await updateSite(deps.pool, {
         siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'], googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
+        defaultCountry: v['default-country'], telegramActionSource: v['telegram-action-source'] as 'website' | undefined, url: v.url,
       });
       const consent = out.googleAdUserData === null ? '' : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
-      return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}` };
+      const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}${out.url === null ? '' : `\n  url: ${out.url}`}`;
+      return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}` };
     },
   }),
 

@@ -1,8 +1,9 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Queryable } from '../db/pool.js';
-import { hashPii, isSha256Hex, sha256Hex } from '../domain/pii.js';
+import { isSha256Hex, normalizeExternalId, sha256Hex } from '../domain/pii.js';
+import { buildFbc, rawQueryParam } from '../../shared/fbc.js';
 import { isRecord } from '../platforms/response.js';
-import { pixelConfigSchema, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
+import { HASHED_PII_KEYS, pixelConfigSchema, type ActionSource, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
 
 /**
  * From a send's subject (a conversion, or a visit for the PageView) to the `DeliveryEvent` the
@@ -23,6 +24,10 @@ export interface SendSubjectRow {
   pii_hashed: unknown;
   /** The request's external id, else the lead's at the time the conversion was recorded. */
   external_user_id: string | null;
+  /** The lead's external id now (a CRM id given after this conversion was recorded counts too). */
+  lead_external_user_id: string | null;
+  /** `webhook` (a Telegram join), `api` (the business API) or `tracker`. */
+  source: string | null;
   telegram_user_id: number | null;
   event_time: Date | null;
   event_source_url: string | null;
@@ -42,7 +47,16 @@ export interface SendSubjectRow {
   wbraid: string | null;
   ttclid: string | null;
   sccid: string | null;
+  ttp: string | null;
+  scid: string | null;
   v_created_at: Date | null;
+  /** The visit's kind: `pageview`, `direct_invite`, or `redirect` (a click on `/r/…`, on Capigram's host). */
+  v_kind: string | null;
+  /** The site's own URL (`site create --url`), and its first domain. */
+  site_url: string | null;
+  site_domain: string | null;
+  /** How the site reports Telegram joins: `website` (default) or `chat`. */
+  telegram_action_source: string | null;
   /** The site's Google ad-user-data consent (`GRANTED`/`DENIED`), null when it sets none. */
   google_ad_user_data: string | null;
 }
@@ -51,11 +65,13 @@ export const SEND_SUBJECT_SQL = `
   SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
          c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
+         c.source, l.external_user_id AS lead_external_user_id,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
-         v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.created_at AS v_created_at,
-         st.google_ad_user_data
+         v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.ttp, v.scid, v.created_at AS v_created_at,
+         v.kind AS v_kind, st.url AS site_url, st.domains[1] AS site_domain, st.google_ad_user_data, st.telegram_action_source
   FROM sends s
   LEFT JOIN conversions c ON c.id = s.conversion_id
+  LEFT JOIN leads l ON l.id = c.lead_id
   LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
   LEFT JOIN sites st ON st.id = COALESCE(c.site_id, v.site_id)
   WHERE s.id = ANY($1::uuid[])`;
@@ -80,7 +96,7 @@ function field(o: unknown, key: string): unknown {
 /** Only digests leave the building: anything in `pii_hashed` that is not a SHA-256 hex is dropped. */
 export function hashedPiiOf(stored: unknown): HashedPii {
   const out: HashedPii = {};
-  for (const key of ['em', 'emGoogle', 'ph', 'phE164', 'fn', 'ln', 'externalId'] as const) {
+  for (const key of HASHED_PII_KEYS) {
     const v = field(stored, key);
     if (typeof v === 'string' && isSha256Hex(v)) out[key] = v.toLowerCase();
   }
@@ -88,16 +104,60 @@ export function hashedPiiOf(stored: unknown): HashedPii {
 }
 
 /**
- * All events of one lead share a match key. A conversion recorded without an external id of its
- * own carries the one its lead had stored (`recordConversion`), hashed here as the request's would
- * have been. A lead that never had one is still a Telegram user, a stable first-party id: the
- * hashed Telegram user id is its `external_id` (the digest of the decimal id, e.g. sha256("777000111")).
+ * One identity per lead: every event of a lead carries all its external ids, the CRM's (the
+ * request's, else the lead's, normalised as Meta's parameter builder does: lowercase, no
+ * whitespace) and the Telegram user id's (the digest of the decimal id, e.g.
+ * sha256("777000111")). A join sent before the CRM id was known carries the Telegram id alone;
+ * every later event carries both, so the platforms link them.
  */
-export function withExternalId(hashed: HashedPii, externalUserId: string | null, telegramUserId: number | null): HashedPii {
-  if (hashed.externalId) return hashed;
-  const fromConversion = hashPii({ externalId: externalUserId }).externalId;
-  if (fromConversion) return { ...hashed, externalId: fromConversion };
-  return telegramUserId === null ? hashed : { ...hashed, externalId: sha256Hex(String(telegramUserId)) };
+export function externalIdsFor(hashed: HashedPii, externalUserIds: readonly (string | null)[], telegramUserId: number | null): string[] {
+  const ids: string[] = [];
+  if (hashed.externalId) ids.push(hashed.externalId);
+  for (const raw of externalUserIds) {
+    const text = raw?.trim();
+    if (!text) continue;
+    const normal = isSha256Hex(text) ? text.toLowerCase() : normalizeExternalId(text);
+    if (normal !== undefined) ids.push(isSha256Hex(normal) ? normal : sha256Hex(normal));
+  }
+  if (telegramUserId !== null) ids.push(sha256Hex(String(telegramUserId)));
+  return [...new Set(ids)];
+}
+
+/**
+ * `fbc` when the caller sent none: built from an `fbclid` in the visit's URL, timed at the visit
+ * (the click's arrival), as Meta's pixel would have on that page.
+ */
+export function fbcFromHref(href: string | null, visitMs: number | null): string | null {
+  if (href === null || visitMs === null) return null;
+  const q = href.indexOf('?');
+  if (q < 0) return null;
+  const fbclid = rawQueryParam(href.slice(q + 1).split('#')[0] ?? '', 'fbclid');
+  return fbclid === undefined ? null : buildFbc(fbclid, visitMs);
+}
+
+/**
+ * The page a visit stands for, as the platforms' `event_source_url`. A click on `/r/…` went from
+ * the ad to Capigram's host and on to Telegram: no page of the site was seen, and the `/r/` URL is
+ * Capigram's, not the advertiser's domain, which Meta wants the URL to match (its traffic
+ * permissions and domain verification read it). Such a visit stands for the site's own URL (else
+ * its first domain's root): the event keeps its browser (IP, User-Agent, fbc) and stays a website
+ * event on the advertiser's domain. Every other visit's URL is the page it was recorded on.
+ */
+export function visitPageUrl(row: Pick<SendSubjectRow, 'v_kind' | 'href' | 'site_url' | 'site_domain'>): string | null {
+  if (row.v_kind !== 'redirect') return row.href;
+  return row.site_url ?? (row.site_domain ? `https://${row.site_domain}/` : null);
+}
+
+/**
+ * How the conversion is reported (Meta's `action_source`): a Telegram join as the site chooses
+ * (`website`, the default, with its visit's page and browser; `chat`, what it literally is); any
+ * other event with a page URL and a User-Agent as a website event; one without a browser (a CRM
+ * stage, a purchase recorded by a backend) as `system_generated`, which every platform accepts
+ * without a page or a browser.
+ */
+export function actionSourceFor(source: string | null, telegramSetting: string | null, hasBrowser: boolean): ActionSource {
+  if (source === 'webhook') return telegramSetting === 'chat' || !hasBrowser ? 'chat' : 'website';
+  return hasBrowser ? 'website' : 'system_generated';
 }
 
 /**
@@ -113,11 +173,11 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
       eventId: row.event_id,
       eventType: 'PageView',
       eventTimeMs: row.v_created_at.getTime(),
-      eventSourceUrl: row.href,
+      eventSourceUrl: visitPageUrl(row),
       referrer: row.referrer,
       clientIp: row.v_client_ip,
       userAgent: row.v_user_agent,
-      fbc: row.fbc,
+      fbc: row.fbc ?? fbcFromHref(row.href, row.v_created_at.getTime()),
       fbp: row.fbp,
       gclid: row.gclid,
       gbraid: row.gbraid,
@@ -125,6 +185,8 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
       landingIp: row.v_client_ip,
       ttclid: row.ttclid,
       sccid: row.sccid,
+      ttp: row.ttp,
+      scid: row.scid,
       hashed: {},
     };
   }
@@ -132,16 +194,20 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     throw new Error(`send ${row.send_id}: conversion ${row.conversion_id} has no usable event type or time`);
   }
   const o = row.api_visit_override;
+  const eventSourceUrl = first(row.event_source_url, visitPageUrl(row), field(o, 'eventSourceUrl'));
+  const userAgent = first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent'));
+  const hashed = hashedPiiOf(row.pii_hashed);
   return {
     eventId: row.event_id,
     eventType: row.event_type as EventType,
     customEventName: row.custom_event_name,
     eventTimeMs: row.event_time.getTime(),
-    eventSourceUrl: first(row.event_source_url, row.href, field(o, 'eventSourceUrl')),
+    actionSource: actionSourceFor(row.source, row.telegram_action_source, eventSourceUrl !== null && userAgent !== null),
+    eventSourceUrl,
     referrer: row.referrer,
     clientIp: first(row.c_client_ip, row.v_client_ip, field(o, 'clientIp')),
-    userAgent: first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent')),
-    fbc: first(row.fbc, field(o, 'fbc')),
+    userAgent,
+    fbc: first(row.fbc, field(o, 'fbc'), fbcFromHref(row.href, row.v_created_at?.getTime() ?? null)),
     fbp: first(row.fbp, field(o, 'fbp')),
     gclid: first(row.gclid, field(o, 'gclid')),
     gbraid: first(row.gbraid, field(o, 'gbraid')),
@@ -150,7 +216,10 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     landingIp: first(row.v_client_ip, field(o, 'clientIp')),
     ttclid: first(row.ttclid, field(o, 'ttclid')),
     sccid: first(row.sccid, field(o, 'sccid')),
-    hashed: withExternalId(hashedPiiOf(row.pii_hashed), row.external_user_id, row.telegram_user_id),
+    ttp: first(row.ttp, field(o, 'ttp')),
+    scid: first(row.scid, field(o, 'scid')),
+    hashed,
+    externalIds: externalIdsFor(hashed, [row.external_user_id, row.lead_external_user_id], row.telegram_user_id),
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,

@@ -20,6 +20,9 @@ export interface ApiVisitOverride {
   wbraid?: string | null;
   ttclid?: string | null;
   sccid?: string | null;
+  /** TikTok's `_ttp` and Snapchat's `_scid` cookies, when the caller read them. */
+  ttp?: string | null;
+  scid?: string | null;
   /**
    * The page the first attributed event came from, carried to a cold lead's later events with the
    * rest (a visit's `href` plays this part for a warm lead); a follow-up's own URL wins over it.
@@ -38,6 +41,8 @@ export interface NewConversion {
   currency?: string | null;
   contentName?: string | null;
   piiHashed?: HashedPiiRecord;
+  /** What of the given PII was not used (shown with the conversion's sends). */
+  piiWarnings?: string[];
   externalUserId?: string | null;
   eventSourceUrl?: string | null;
   clientIp?: string | null;
@@ -108,8 +113,8 @@ const RECORD_CONVERSION_SQL = `
   conversion AS (
     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
-      event_time, attributed_at, received_at, source, awaiting_manual_input, capi_status)
-    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, lead.external_user_id, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+      event_time, attributed_at, received_at, source, awaiting_manual_input, pii_warnings, capi_status)
+    SELECT $1, $2, lead.id, $3, $4, $5, $6, $7, $8, $9, $10, lead.external_user_id, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, ARRAY(SELECT jsonb_array_elements_text($23::jsonb)),
       CASE WHEN $22::boolean AND EXISTS (SELECT 1 FROM pixels WHERE site_id = $1 AND active) THEN 'pending' ELSE 'skipped' END
     FROM lead
     RETURNING id, lead_id, site_id, capi_status),
@@ -147,7 +152,7 @@ export function recordConversionStatement(c: NewConversion, dispatch: boolean): 
       c.siteId, c.channelId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
       c.currency ?? null, c.contentName ?? null, c.piiHashed ?? {}, c.externalUserId ?? null, c.eventSourceUrl ?? null,
       c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
-      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, ...SENDS.params,
+      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, JSON.stringify(c.piiWarnings ?? []), ...SENDS.params,
     ],
     result: (rows) => {
       const row = rows[0]!;

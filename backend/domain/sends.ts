@@ -19,7 +19,7 @@ export interface CreatedSend {
 const EVENT_ID_PREFIX = { conversion: 'cnv_', visit: 'pv_' } as const satisfies Record<SendSubject['kind'], string>;
 
 /** The platform-facing event id: stable for a subject, so every retry is deduplicated downstream. */
-export function eventIdFor(subject: SendSubject): string {
+export function eventIdFor(subject: Pick<SendSubject, 'kind' | 'id'>): string {
   return `${EVENT_ID_PREFIX[subject.kind]}${subject.id}`;
 }
 

@@ -11,7 +11,13 @@
  *   month: those are marked `projected` and dated the first of that month, the earliest they can
  *   be. The default is the newest version the official client library (`google-ads-node` 25.1.0 on
  *   npm) ships protos for, which is where the request shape in `google.ts` was read.
- * - Meta: the "Available Graph API versions" table of the Graph API changelog.
+ * - Meta: the Conversions API (`/{pixel}/events`) is a Marketing API endpoint, and the Marketing
+ *   API retires its versions on its own, earlier schedule, not on the Graph API's: the Marketing
+ *   API's version table gives v24.0 until 2026-11-10 (an earlier reading said 2026-10-06; Meta
+ *   moved it) and v25.0 until 2027-02-23, while the Graph API's table keeps v24.0 until
+ *   2028-02-18. So v24.0 and everything older are past. v26.0 (2026-07-29) and v27.0 (2026-11-04)
+ *   have no date yet; the default stays v26.0, the version the request shape was checked against,
+ *   until v27.0 has been out for a while.
  */
 
 export interface ApiVersion {
@@ -33,15 +39,12 @@ export const API_VERSIONS = {
     { version: 'v25', sunset: '2027-08-01', projected: true },
     { version: 'v26', sunset: '2027-11-01', projected: true },
   ],
+  // Marketing API dates (see above): a version older than v24.0 is refused as older than the oldest known.
   meta: [
-    { version: 'v19.0', sunset: '2026-05-21' },
-    { version: 'v20.0', sunset: '2026-09-24' },
-    { version: 'v21.0', sunset: '2027-01-21' },
-    { version: 'v22.0', sunset: '2027-05-20' },
-    { version: 'v23.0', sunset: '2027-10-08' },
-    { version: 'v24.0', sunset: '2028-02-18' },
-    { version: 'v25.0', sunset: '2028-07-29' },
+    { version: 'v24.0', sunset: '2026-11-10' },
+    { version: 'v25.0', sunset: '2027-02-23' },
     { version: 'v26.0', sunset: null },
+    { version: 'v27.0', sunset: null },
   ],
 } as const satisfies Record<string, readonly ApiVersion[]>;
 
@@ -52,7 +55,7 @@ export const DEFAULT_API_VERSIONS: Readonly<Record<VersionedPlatform, string>> =
   meta: 'v26.0',
 };
 
-const PLATFORM_NAMES: Record<VersionedPlatform, string> = { google: 'Google Ads API', meta: 'Meta Graph API' };
+const PLATFORM_NAMES: Record<VersionedPlatform, string> = { google: 'Google Ads API', meta: 'Meta Marketing API' };
 
 function numeric(version: string): number[] {
   return version.replace(/^v/, '').split('.').map(Number);

@@ -24,7 +24,9 @@ export const TIKTOK_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
   Custom: CUSTOM_NAME,
 };
 
-// Snapchat has a closed list of event names; custom events go to its first custom slot.
+// Snapchat has a closed list of event names (PAGE_VIEW … START_TRIAL, then CUSTOM_EVENT_1 to _5)
+// and none for a contact: Contact takes the first custom slot and every Custom event the second,
+// so that an advertiser optimising on one of them in Ads Manager does not also count the other.
 export const SNAPCHAT_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
   PageView: 'PAGE_VIEW',
   Contact: 'CUSTOM_EVENT_1',
@@ -32,7 +34,7 @@ export const SNAPCHAT_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
   Purchase: 'PURCHASE',
   CompleteRegistration: 'SIGN_UP',
   Subscribe: 'SUBSCRIBE',
-  Custom: 'CUSTOM_EVENT_1',
+  Custom: 'CUSTOM_EVENT_2',
 };
 
 /** Google uploads to one conversion action per pixel and sends no event name. */

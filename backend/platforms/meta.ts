@@ -3,7 +3,10 @@ import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
 import {
   assertBatch,
+  externalIdsOf,
+  isWebsite,
   nonEmptyObject,
+  one,
   opt,
   pixelFor,
   stripTrailingSlash,
@@ -40,24 +43,32 @@ const MAX_EVENT_AGE_MS = 7 * DAY_MS;
 function metaEvent(e: DeliveryEvent) {
   const name = platformEventName('meta', e);
   if (name === undefined) throw new Error(`meta: event ${e.eventId} is Custom without a customEventName`);
-  const { em, ph, fn, ln, externalId } = e.hashed;
+  const h = e.hashed;
   const money = valueAndCurrency(e);
   return {
     event_name: name,
     event_time: toSeconds(e.eventTimeMs),
     event_id: e.eventId,
-    action_source: 'website',
+    action_source: e.actionSource ?? 'website',
     event_source_url: opt(e.eventSourceUrl),
+    // The page the visitor came from, which Meta reads like the pixel's referrer (website events only).
+    referrer_url: isWebsite(e) ? opt(e.referrer) : undefined,
     user_data: {
-      em: em ? [em] : undefined,
-      ph: ph ? [ph] : undefined,
-      fn: fn ? [fn] : undefined,
-      ln: ln ? [ln] : undefined,
+      em: one(h.em),
+      ph: one(h.ph),
+      fn: one(h.fn),
+      ln: one(h.ln),
+      ct: one(h.ct),
+      st: one(h.st),
+      zp: one(h.zp),
+      country: one(h.country),
+      db: one(h.db),
+      ge: one(h.ge),
       fbc: opt(e.fbc),
       fbp: opt(e.fbp),
       client_ip_address: opt(e.clientIp),
       client_user_agent: opt(e.userAgent),
-      external_id: externalId ? [externalId] : undefined,
+      external_id: externalIdsOf(e),
     },
     custom_data: nonEmptyObject({
       value: money?.value,

@@ -41,10 +41,13 @@ export function timeWindow(e: DeliveryEvent, nowMs: number, maxEventAgeMs: numbe
   return tooOld(e, nowMs, maxEventAgeMs, platformPossessive) ?? inFuture(e, nowMs);
 }
 
+/** Only a website event needs the browser's User-Agent; others are matched on what they carry. */
 export function missingUserAgent(e: DeliveryEvent): string | undefined {
+  if ((e.actionSource ?? 'website') !== 'website') return undefined;
   return present(e.userAgent) ? undefined : 'missing user agent (required for website events)';
 }
 
 export function missingSourceUrl(e: DeliveryEvent): string | undefined {
+  if ((e.actionSource ?? 'website') !== 'website') return undefined;
   return present(e.eventSourceUrl) ? undefined : 'missing event source URL (required for website events)';
 }

@@ -48,3 +48,20 @@ export function valueAndCurrency(e: Pick<DeliveryEvent, 'value' | 'currency'>): 
   const currency = upperCurrency(e.currency);
   return finiteNumber(e.value) && currency !== undefined ? { value: e.value, currency } : undefined;
 }
+
+/** Every external id digest of the event, without repeats; undefined when there is none. */
+export function externalIdsOf(e: Pick<DeliveryEvent, 'externalIds' | 'hashed'>): string[] | undefined {
+  const ids = [...(e.externalIds ?? []), ...(e.hashed.externalId ? [e.hashed.externalId] : [])];
+  const unique = [...new Set(ids)];
+  return unique.length > 0 ? unique : undefined;
+}
+
+/** A digest as the one-element array Meta and Snapchat take. */
+export function one(v: string | undefined): string[] | undefined {
+  return v ? [v] : undefined;
+}
+
+/** Whether the event is a website event (the default), which the platforms want with a page URL and a User-Agent. */
+export function isWebsite(e: Pick<DeliveryEvent, 'actionSource'>): boolean {
+  return (e.actionSource ?? 'website') === 'website';
+}

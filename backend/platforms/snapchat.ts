@@ -1,6 +1,6 @@
 import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
-import { assertBatch, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
+import { assertBatch, externalIdsOf, isWebsite, nonEmptyObject, one, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
 import {
   allDelivered,
   allFailed,
@@ -18,24 +18,32 @@ const MAX_BATCH = 2000;
 const MAX_EVENT_AGE_MS = 37 * DAY_MS;
 
 function snapchatEvent(e: DeliveryEvent) {
-  const { em, ph, fn, ln, externalId } = e.hashed;
+  const h = e.hashed;
   const money = valueAndCurrency(e);
   return {
     // Snapchat's table has a name for every event type, so this is always defined.
     event_name: platformEventName('snapchat', e),
     event_time: toSeconds(e.eventTimeMs),
     event_id: e.eventId,
-    action_source: 'WEB',
+    // Snapchat knows websites, apps and everything else (OFFLINE): a chat or a CRM is the latter.
+    action_source: isWebsite(e) ? 'WEB' : 'OFFLINE',
     event_source_url: opt(e.eventSourceUrl),
     user_data: {
-      em: em ? [em] : undefined,
-      ph: ph ? [ph] : undefined,
-      fn: fn ? [fn] : undefined,
-      ln: ln ? [ln] : undefined,
-      external_id: externalId ? [externalId] : undefined,
+      em: one(h.em),
+      ph: one(h.ph),
+      fn: one(h.fn),
+      ln: one(h.ln),
+      ct: one(h.ct),
+      st: one(h.st),
+      zp: one(h.zp),
+      country: one(h.country),
+      db: one(h.db),
+      ge: one(h.ge),
+      external_id: externalIdsOf(e),
       client_ip_address: opt(e.clientIp),
       client_user_agent: opt(e.userAgent),
       sc_click_id: opt(e.sccid),
+      sc_cookie1: opt(e.scid),
     },
     custom_data: nonEmptyObject({ value: money?.value, currency: money?.currency }),
   };

@@ -1,6 +1,6 @@
 import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
-import { assertBatch, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
+import { assertBatch, externalIdsOf, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
 import {
   allDelivered,
   allFailed,
@@ -37,7 +37,10 @@ function tiktokEvent(e: DeliveryEvent) {
     user: {
       email: e.hashed.em,
       phone: e.hashed.phE164,
-      external_id: e.hashed.externalId,
+      external_id: externalIdsOf(e),
+      first_name: e.hashed.fn,
+      last_name: e.hashed.ln,
+      zip_code: e.hashed.zp,
       ttclid: opt(e.ttclid),
       ttp: opt(e.ttp),
       ip: opt(e.clientIp),

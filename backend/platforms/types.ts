@@ -27,8 +27,33 @@ export interface HashedPii {
   phE164?: string;
   fn?: string;
   ln?: string;
+  /** The request's own external id (the CRM's); the Telegram user id is added at delivery. */
   externalId?: string;
+  /** City: lowercase, no spaces or punctuation. */
+  ct?: string;
+  /** State: the two-letter code in the US and Canada, else the name without spaces or punctuation. */
+  st?: string;
+  /** Postal code: lowercase without spaces or dash; five digits in the US. */
+  zp?: string;
+  /** ISO 3166-1 alpha-2, lowercase. */
+  country?: string;
+  /** Date of birth `YYYYMMDD`. */
+  db?: string;
+  /** Gender `f` or `m`. */
+  ge?: string;
 }
+
+/** The keys of `HashedPii`: every one holds a SHA-256 hex digest. */
+export const HASHED_PII_KEYS = ['em', 'emGoogle', 'ph', 'phE164', 'fn', 'ln', 'externalId', 'ct', 'st', 'zp', 'country', 'db', 'ge'] as const satisfies readonly (keyof HashedPii)[];
+
+/**
+ * How the conversion happened, in Meta's words (`action_source`): on the website (with the page's
+ * URL and the browser's User-Agent), in a messaging app (`chat`: a Telegram join reported as
+ * such), or recorded by the business's own systems with no browser at hand (`system_generated`).
+ * TikTok and Snapchat map these to their own sources.
+ */
+export const ACTION_SOURCES = ['website', 'chat', 'system_generated'] as const;
+export type ActionSource = (typeof ACTION_SOURCES)[number];
 
 /** One event as the delivery pipeline hands it to an adapter (from a conversion or a visit). */
 export interface DeliveryEvent {
@@ -52,8 +77,19 @@ export interface DeliveryEvent {
   wbraid?: string | null;
   ttclid?: string | null;
   sccid?: string | null;
+  /** TikTok's first-party cookie `_ttp`, read on the landing page. */
   ttp?: string | null;
+  /** Snapchat's first-party cookie `_scid` (sent as `sc_cookie1`). */
+  scid?: string | null;
+  /** Defaults to `website`. */
+  actionSource?: ActionSource;
   hashed: HashedPii;
+  /**
+   * Every external id of the lead, as digests: the CRM's (normalised as Meta's parameter builder
+   * does) and the Telegram user id's, so that every event of one lead carries the same ids.
+   * Empty or absent: `hashed.externalId` alone.
+   */
+  externalIds?: string[];
   value?: number | null;
   currency?: string | null;
   contentName?: string | null;

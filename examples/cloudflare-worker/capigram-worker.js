@@ -77,6 +77,11 @@ function setCookie(name, value, maxAge, url) {
   return `${name}=${value}; Max-Age=${maxAge}; Path=/; Expires=${expires}; SameSite=Lax${url.protocol === 'https:' ? '; Secure' : ''}`;
 }
 
+// Meta's newer pixel appends `.<appendix>` to the fbclid in `_fbc`: the same click, kept as it is.
+function sameClick(recorded, fbclid) {
+  return recorded === fbclid || recorded.indexOf(fbclid + '.') === 0;
+}
+
 function readVisitor(request, url) {
   const c = cookiesOf(request);
   const v = { cookies: [] };
@@ -88,8 +93,10 @@ function readVisitor(request, url) {
   v.cookies.push(setCookie('capigram_sid', v.sid, 1800, url));
   v.fbp = c._fbp && c._fbp.length <= 512 ? c._fbp : undefined;
   v.fbc = c._fbc && c._fbc.length <= 512 ? c._fbc : undefined;
+  v.ttp = c._ttp && c._ttp.length <= 512 ? c._ttp : undefined;
+  v.scid = c._scid && c._scid.length <= 512 ? c._scid : undefined;
   const fbclid = rawParam(url.search, 'fbclid');
-  if (fbclid && !(v.fbc && v.fbc.split('.').slice(3).join('.') === fbclid)) {
+  if (fbclid && !(v.fbc && sameClick(v.fbc.split('.').slice(3).join('.'), fbclid))) {
     const built = `fb.1.${Date.now()}.${fbclid}`;
     if (built.length <= 512) {
       v.fbc = built;
@@ -119,7 +126,7 @@ function initBody(request, url, env, v) {
     websiteId: env.CAPIGRAM_WEBSITE_ID, tempId: v.tid, sessionId: v.sid, visitRequestId: v.visitRequestId,
     href: clip(url.href, 2048), landingPage: clip(url.pathname + url.search, 2048),
     referrer: clip(request.headers.get('Referer'), 2048), userAgent: clip(request.headers.get('User-Agent'), 1024),
-    fbc: v.fbc, fbp: v.fbp, gclid: id(q.get('gclid')), gbraid: id(q.get('gbraid')), wbraid: id(q.get('wbraid')), ttclid: id(q.get('ttclid')), sccid: id(q.get('ScCid') || q.get('sccid')),
+    fbc: v.fbc, fbp: v.fbp, ttp: v.ttp, scid: v.scid, gclid: id(q.get('gclid')), gbraid: id(q.get('gbraid')), wbraid: id(q.get('wbraid')), ttclid: id(q.get('ttclid')), sccid: id(q.get('ScCid') || q.get('sccid')),
     utmSource: clip(q.get('utm_source'), 256), utmMedium: clip(q.get('utm_medium'), 256), utmCampaign: clip(q.get('utm_campaign'), 256),
     utmContent: clip(q.get('utm_content'), 256), utmTerm: clip(q.get('utm_term'), 256),
   };

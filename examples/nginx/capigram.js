@@ -52,6 +52,11 @@ function cookie(name, value, maxAge, secure) {
 
 // Everything about this request's visitor, computed once (nginx caches js_set values per request,
 // and the mirror subrequest sees the same value).
+// Meta's newer pixel appends `.<appendix>` to the fbclid in `_fbc`: the same click, kept as it is.
+function sameClick(recorded, fbclid) {
+  return recorded === fbclid || recorded.indexOf(fbclid + '.') === 0;
+}
+
 function plan(r) {
   const invite = r.uri === '/capigram/invite' && r.method === 'GET';
   if (!invite && !isNavigation(r)) return '{}';
@@ -65,9 +70,12 @@ function plan(r) {
   if (p.tidIsNew) p.cookies.push(cookie('capigram_tid', p.tid, 31536000, secure));
   p.cookies.push(cookie('capigram_sid', p.sid, 1800, secure));
   p.fbp = c._fbp && c._fbp.length <= 512 ? c._fbp : undefined;
+  // TikTok's and Snapchat's first-party browser ids, set by their pixels.
+  p.ttp = c._ttp && c._ttp.length <= 512 ? c._ttp : undefined;
+  p.scid = c._scid && c._scid.length <= 512 ? c._scid : undefined;
   p.fbc = c._fbc && c._fbc.length <= 512 ? c._fbc : undefined;
   const fbclid = rawParam('fbclid', r.variables.args);
-  if (fbclid && !(p.fbc && p.fbc.split('.').slice(3).join('.') === fbclid)) {
+  if (fbclid && !(p.fbc && sameClick(p.fbc.split('.').slice(3).join('.'), fbclid))) {
     const built = 'fb.1.' + Date.now() + '.' + fbclid;
     if (built.length <= 512) {
       p.fbc = built;
@@ -103,7 +111,7 @@ function initBody(r, p) {
     websiteId: WEBSITE_ID, tempId: p.tid, sessionId: p.sid, visitRequestId: p.visitRequestId,
     href: pick(r.variables.scheme + '://' + r.variables.host + target, 2048), landingPage: pick(target, 2048),
     referrer: pick(r.headersIn.Referer, 2048), userAgent: pick(r.headersIn['User-Agent'], 1024),
-    fbc: p.fbc, fbp: p.fbp, gclid: id(q.gclid), gbraid: id(q.gbraid), wbraid: id(q.wbraid), ttclid: id(q.ttclid), sccid: id(q.ScCid || q.sccid),
+    fbc: p.fbc, fbp: p.fbp, ttp: p.ttp, scid: p.scid, gclid: id(q.gclid), gbraid: id(q.gbraid), wbraid: id(q.wbraid), ttclid: id(q.ttclid), sccid: id(q.ScCid || q.sccid),
     utmSource: pick(q.utm_source, 256), utmMedium: pick(q.utm_medium, 256), utmCampaign: pick(q.utm_campaign, 256),
     utmContent: pick(q.utm_content, 256), utmTerm: pick(q.utm_term, 256),
   });

@@ -159,22 +159,25 @@ describe('what every event of a lead carries', () => {
     expect((await metaEvent(rounded.body.conversionId)).event.custom_data).toMatchObject({ value: 10.0001, currency: 'USD' });
   });
 
-  it("the lead's stored externalUserId is every later event's external_id, on every platform that sends one, and stays the same on a retry", async () => {
+  // One identity per lead (intended change): every event carries the CRM id and the Telegram id.
+  it("the lead's stored externalUserId and its Telegram id are every later event's external ids, on every platform that sends one; a retry keeps the recorded id and adds the lead's new one", async () => {
     const user = newUser();
     await attributedJoin(db.pool, { siteId: both.site.siteId, channelId: both.site.channels.main, telegramUserId: user });
     const first = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', externalUserId: 'crm-7001' }, { key: both.accountKey });
     const later = await api.post(`/leads/${user}/events`, { eventType: 'CompleteRegistration' }, { key: both.accountKey });
     expect((await api.get(`/leads/${user}`, { key: both.site.siteKey })).body.externalUserId).toBe('crm-7001');
     for (const c of [first, later]) {
-      expect((await metaEvent(c.body.conversionId)).event.user_data.external_id).toEqual([sha('crm-7001')]);
-      expect((await tiktokEvent(c.body.conversionId)).event.user).toMatchObject({ external_id: sha('crm-7001') });
+      expect((await metaEvent(c.body.conversionId)).event.user_data.external_id).toEqual([sha('crm-7001'), sha(String(user))]);
+      expect((await tiktokEvent(c.body.conversionId)).event.user).toMatchObject({ external_id: [sha('crm-7001'), sha(String(user))] });
     }
 
-    // The lead's id changes afterwards: the later conversion's sends, if retried, still carry the one they were recorded with.
+    // The lead's id changes afterwards: the later conversion's sends, if retried, still carry the
+    // one they were recorded with, and the lead's new one beside it (never fewer ids than before).
     await api.post(`/leads/${user}/events`, { eventType: 'Contact', externalUserId: 'crm-7002' }, { key: both.accountKey });
     const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM sends WHERE conversion_id = $1', [later.body.conversionId]);
     const again = await loadSubjects(db.pool, rows.map((r) => r.id));
-    expect(again.map((r) => eventFromRow(r).hashed.externalId)).toEqual([sha('crm-7001'), sha('crm-7001')]);
+    for (const r of again) expect(eventFromRow(r).externalIds).toEqual([sha('crm-7001'), sha('crm-7002'), sha(String(user))]);
+    expect(again).toHaveLength(2);
   });
 
   it("a cold lead's follow-up event carries its event source URL forward with the rest of its attribution", async () => {

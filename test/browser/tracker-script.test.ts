@@ -7,6 +7,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addChannel } from '../../backend/domain/admin/channels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
+import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { refillChannelPool } from '../../backend/domain/invites/refill.js';
 import { CHATS, startWorld, type World } from '../tracker/world.js';
 
@@ -28,6 +29,19 @@ function pageHtml(): string {
 </body></html>`;
 }
 
+/** A page with a Meta pixel stub (recording its calls), TikTok's and Snapchat's cookies, and the fbq option. */
+function pixelPageHtml(): string {
+  return `<!doctype html><html><head><title>Pixel</title>
+<script>
+  document.cookie = '_ttp=2Qx_browser-ttp; Path=/';
+  document.cookie = '_scid=browser-scid-01; Path=/';
+  window.fbqCalls = [];
+  window.fbq = function () { window.fbqCalls.push(Array.prototype.slice.call(arguments)); };
+</script></head><body>
+<script async src="${w.app.url}/backend/tracker.js" data-website-id="${websiteId}" data-fbq-pageview></script>
+</body></html>`;
+}
+
 beforeAll(async () => {
   w = await startWorld();
   ({ siteId, websiteId } = await createSite(w.db.pool, { accountId: w.accountId, name: 'Local', domains: ['localhost'] }));
@@ -37,9 +51,10 @@ beforeAll(async () => {
   ));
   await w.db.pool.query('UPDATE channels SET pool_target = 3 WHERE id = $1', [channelId]);
   await refillChannelPool(w.app.deps, channelId);
-  pages = createServer((_req, res) => {
+  await addPixel({ db: w.db.pool, box: w.app.deps.box }, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
+  pages = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(pageHtml());
+    res.end(req.url?.startsWith('/pixel') ? pixelPageHtml() : pageHtml());
   });
   await new Promise<void>((ok) => pages.listen(0, '127.0.0.1', ok));
   pageOrigin = `http://localhost:${(pages.address() as AddressInfo).port}`;
@@ -83,6 +98,7 @@ async function newPage(): Promise<Page> {
 }
 
 describe('tracker.js in Chromium', () => {
+
   it('sets the cookies, records the visit, patches a late _fbp and routes the join click', async () => {
     const page = await newPage();
     const before = Date.now();
@@ -190,5 +206,24 @@ describe('tracker.js in Chromium', () => {
       await page.waitForURL('https://t.me/not_tracked');
       await page.context().close();
     });
+  });
+});
+
+// Last: it adds a visit of its own, which the tests above count.
+describe('tracker.js with a Meta pixel on the page', () => {
+  it("reads _ttp and _scid, and fires the page's fbq PageView with the server PageView's event id", async () => {
+    const page = await newPage();
+    await page.goto(`${pageOrigin}/pixel`);
+    await page.waitForFunction(() => (window as unknown as { fbqCalls: unknown[] }).fbqCalls.length > 0, undefined, { timeout: 10_000 });
+    const calls = await page.evaluate(() => (window as unknown as { fbqCalls: unknown[] }).fbqCalls);
+    const exposed = await page.evaluate(() => (window as unknown as { capigram: { visitId: string; pageViewEventId: string } }).capigram);
+    const { rows } = await w.db.pool.query<{ id: string; ttp: string | null; scid: string | null }>(
+      "SELECT id, ttp, scid FROM visits WHERE site_id = $1 AND landing_page = '/pixel'", [siteId]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ ttp: '2Qx_browser-ttp', scid: 'browser-scid-01' });
+    const { rows: sends } = await w.db.pool.query<{ event_id: string }>("SELECT event_id FROM sends WHERE visit_id = $1 AND platform = 'meta'", [rows[0]!.id]);
+    expect(exposed).toEqual({ visitId: rows[0]!.id, pageViewEventId: sends[0]!.event_id });
+    expect(calls).toEqual([['track', 'PageView', {}, { eventID: sends[0]!.event_id }]]);
+    await page.context().close();
   });
 });

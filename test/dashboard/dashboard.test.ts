@@ -284,6 +284,7 @@ describe('finding a Telegram user', () => {
       [conversionId, tenant.site.siteId],
     );
     expect(rows).toHaveLength(1);
+    await db.pool.query(`UPDATE conversions SET pii_warnings = ARRAY['pii.phone was dropped: <no country>'] WHERE id = $1`, [conversionId]);
 
     const res = await call(`/dashboard/leads?user=${user}`, { cookie });
     expect(res.status).toBe(200);
@@ -295,6 +296,8 @@ describe('finding a Telegram user', () => {
     expect(page).toContain('awaiting value');
     expect(page).toContain('meta: failed (3 attempts)');
     expect(page).toContain('HTTP 400: expired token');
+    // What of the PII was not sent, escaped like every value on the page.
+    expect(page).toContain('not sent: pii.phone was dropped: &lt;no country&gt;');
     expect(page).toContain(conversionId);
     expect(page).not.toContain(VISIT.clientIp);
     expect(page).not.toContain(VISIT.userAgent);

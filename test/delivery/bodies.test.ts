@@ -1,7 +1,7 @@
 // What each platform receives, byte for byte where it matters: names, seconds, hashes, ids, click
 // ids, IP and User-Agent, test event codes; from a warm conversion, a cold one and a PageView.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashPii } from '../../backend/domain/pii.js';
+import { hashPii, sha256Hex } from '../../backend/domain/pii.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import {
   allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, GOOGLE_ACTION, GOOGLE_CUSTOMER, META_PIXEL, SNAP_PIXEL,
@@ -33,6 +33,11 @@ afterAll(async () => {
   await h.close();
   await db.drop();
 });
+/** The digest of the conversion's Telegram user id, which every event of the lead carries as an external id. */
+async function telegramIdHash(conversionId: string): Promise<string> {
+  const { rows } = await db.pool.query<{ telegram_user_id: string }>('SELECT telegram_user_id FROM conversions WHERE id = $1', [conversionId]);
+  return sha256Hex(String(rows[0]!.telegram_user_id));
+}
 function only<T>(list: T[]): T {
   expect(list).toHaveLength(1);
   return list[0]!;
@@ -41,6 +46,7 @@ function only<T>(list: T[]): T {
 describe('a warm Purchase (attribution from the acquisition visit)', () => {
   let conversionId: string;
   let externalIdHash: string;
+  let telegramHash: string;
   // Milliseconds that must be floored to seconds, not rounded.
   const eventTime = new Date(Math.floor(Date.now() / 1000) * 1000 - 3600_000 + 999);
   const seconds = Math.floor(eventTime.getTime() / 1000);
@@ -55,6 +61,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
     ({ conversionId } = await createConversion(db.pool, siteId, {
       visitId, eventType: 'Purchase', value: 49.9, currency: 'usd', contentName: 'Main channel', piiHashed, eventTime,
     }));
+    telegramHash = await telegramIdHash(conversionId);
     const sends = await allSettled(db.pool);
     expect(sends.filter((s) => s.conversion_id === conversionId).map((s) => s.status)).toEqual(['sent', 'sent', 'sent', 'sent']);
   });
@@ -70,8 +77,10 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
         event_id: `cnv_${conversionId}`,
         action_source: 'website',
         event_source_url: HREF,
+        referrer_url: 'https://m.facebook.com/',
+        // Both ids of the lead: the CRM's and the Telegram user's (one identity per lead).
         user_data: {
-          em: [EM], ph: [PH], fn: [FN], ln: [LN], external_id: [externalIdHash],
+          em: [EM], ph: [PH], fn: [FN], ln: [LN], external_id: [externalIdHash, telegramHash],
           fbc: FBC, fbp: FBP, client_ip_address: '203.0.113.7', client_user_agent: UA,
         },
         custom_data: { value: 49.9, currency: 'USD', content_name: 'Main channel' },
@@ -92,7 +101,10 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
         event: 'CompletePayment',
         event_time: seconds,
         event_id: `cnv_${conversionId}`,
-        user: { email: EM, phone: PH_E164, external_id: externalIdHash, ttclid: 'E.C.P.ttclid123', ip: '203.0.113.7', user_agent: UA },
+        user: {
+          email: EM, phone: PH_E164, external_id: [externalIdHash, telegramHash], first_name: FN, last_name: LN,
+          ttclid: 'E.C.P.ttclid123', ip: '203.0.113.7', user_agent: UA,
+        },
         page: { url: HREF, referrer: 'https://m.facebook.com/' },
         properties: { value: 49.9, currency: 'USD', content_name: 'Main channel' },
       }],
@@ -111,7 +123,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
         action_source: 'WEB',
         event_source_url: HREF,
         user_data: {
-          em: [EM], ph: [PH], fn: [FN], ln: [LN], external_id: [externalIdHash],
+          em: [EM], ph: [PH], fn: [FN], ln: [LN], external_id: [externalIdHash, telegramHash],
           client_ip_address: '203.0.113.7', client_user_agent: UA, sc_click_id: 'sc-click-1',
         },
         custom_data: { value: 49.9, currency: 'USD' },
@@ -172,12 +184,12 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     const meta = (only(h.fakes.meta.received).body as { data: Record<string, any>[] }).data[0]!;
     expect(meta).toMatchObject({ event_name: 'Lead', event_id: `cnv_${conversionId}`, event_source_url: 'https://shop.example.com/form' });
     // No external id was supplied: the hashed Telegram user id stands in (see event-builder).
-    const hashedUser = expect.stringMatching(/^[0-9a-f]{64}$/);
+    const hashedUser = await telegramIdHash(conversionId);
     expect(meta.user_data).toEqual({ fbc: FBC, fbp: FBP, client_ip_address: '198.51.100.9', client_user_agent: 'CRM-Forwarded-UA/1.0', external_id: [hashedUser] });
     expect(meta.custom_data).toBeUndefined();
     const tt = (only(h.fakes.tiktok.received).body as { data: Record<string, any>[] }).data[0]!;
     expect(tt.event).toBe('SubmitForm');
-    expect(tt.user).toEqual({ ttclid: 'coldtt', ip: '198.51.100.9', user_agent: 'CRM-Forwarded-UA/1.0', external_id: meta.user_data.external_id[0] });
+    expect(tt.user).toEqual({ ttclid: 'coldtt', ip: '198.51.100.9', user_agent: 'CRM-Forwarded-UA/1.0', external_id: [hashedUser] });
     expect((only(h.fakes.snapchat.received).body as { data: Record<string, any>[] }).data[0]!.user_data.sc_click_id).toBe('coldsc');
     expect((only(h.fakes.google.received).body as { conversions: Record<string, any>[] }).conversions[0]!.gclid).toBe('coldgclid');
   });
@@ -192,7 +204,7 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     expect(meta.user_data).toEqual({ client_ip_address: '192.0.2.1', client_user_agent: 'Override-UA/1.0', external_id: [expect.stringMatching(/^[0-9a-f]{64}$/)] });
   });
 
-  it('a Custom event goes out under its own name (Meta, TikTok) and as CUSTOM_EVENT_1 (Snapchat)', async () => {
+  it('a Custom event goes out under its own name (Meta, TikTok) and as CUSTOM_EVENT_2 (Snapchat), not Contact\'s CUSTOM_EVENT_1', async () => {
     await createConversion(db.pool, siteId, {
       eventType: 'Custom', customEventName: 'VipUpgrade', coldLead: true, eventSourceUrl: 'https://shop.example.com/',
       clientIp: '192.0.2.1', userAgent: UA,
@@ -200,7 +212,7 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     await allSettled(db.pool);
     expect((only(h.fakes.meta.received).body as { data: Record<string, any>[] }).data[0]!.event_name).toBe('VipUpgrade');
     expect((only(h.fakes.tiktok.received).body as { data: Record<string, any>[] }).data[0]!.event).toBe('VipUpgrade');
-    expect((only(h.fakes.snapchat.received).body as { data: Record<string, any>[] }).data[0]!.event_name).toBe('CUSTOM_EVENT_1');
+    expect((only(h.fakes.snapchat.received).body as { data: Record<string, any>[] }).data[0]!.event_name).toBe('CUSTOM_EVENT_2');
   });
 });
 
@@ -222,7 +234,8 @@ describe('a PageView (a visit is its own event)', () => {
     expect((only(h.fakes.meta.received).body as { data: unknown[]; test_event_code: string })).toEqual({
       data: [{
         event_name: 'PageView', event_time: seconds, event_id: `pv_${visitId}`, action_source: 'website', event_source_url: HREF,
-        user_data: { fbp: FBP, client_ip_address: '203.0.113.8', client_user_agent: UA },
+        // No _fbc cookie came with the visit: fbc is built from the fbclid in its URL, timed at the visit.
+        user_data: { fbc: `fb.1.${createdAt.getTime()}.IwAR2F4`, fbp: FBP, client_ip_address: '203.0.113.8', client_user_agent: UA },
       }],
       test_event_code: 'TEST123',
     });

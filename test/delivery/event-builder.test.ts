@@ -2,7 +2,7 @@
 // how a pixel's config is assembled, and when to retry.
 import { describe, expect, it } from 'vitest';
 import { retryDecision } from '../../backend/delivery/backoff.js';
-import { eventFromRow, hashedPiiOf, pixelConfigOf, withExternalId, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
+import { actionSourceFor, eventFromRow, externalIdsFor, fbcFromHref, hashedPiiOf, pixelConfigOf, visitPageUrl, type PixelRow, type SendSubjectRow } from '../../backend/delivery/event-builder.js';
 import { deliveryOptions } from '../../backend/delivery/options.js';
 import { createSecretBox } from '../../backend/crypto/secret-box.js';
 import { TEST_SECRET_KEY } from '../harness/app.js';
@@ -19,7 +19,8 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
     send_id: 's1', event_id: 'cnv_c1', created_at: T, conversion_id: 'c1', event_type: 'Subscribe', custom_event_name: null, value: null,
     currency: null, content_name: null, pii_hashed: {}, external_user_id: null, telegram_user_id: null, event_time: T, event_source_url: null, c_client_ip: null, c_user_agent: null,
     api_visit_override: null, visit_id: null, href: null, referrer: null, v_client_ip: null, v_user_agent: null, fbc: null, fbp: null,
-    gclid: null, gbraid: null, wbraid: null, ttclid: null, sccid: null, v_created_at: null, google_ad_user_data: null,
+    gclid: null, gbraid: null, wbraid: null, ttclid: null, sccid: null, ttp: null, scid: null, v_created_at: null, google_ad_user_data: null,
+    lead_external_user_id: null, source: 'api', telegram_action_source: 'website', v_kind: null, site_url: null, site_domain: null,
     ...over,
   };
 }
@@ -27,21 +28,37 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
 const visit = { visit_id: 'v1', href: 'https://a.example/landing', referrer: 'https://ref.example/', v_client_ip: '203.0.113.1', v_user_agent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', ttclid: 't', sccid: 's', v_created_at: new Date('2026-05-10T11:00:00Z') };
 const override = { fbc: 'fb.1.9.o', fbp: 'fb.1.9.9', clientIp: '192.0.2.9', userAgent: 'OverrideUA', gclid: 'og', ttclid: 'ot', sccid: 'os' };
 
-describe('withExternalId', () => {
-  it('uses the SHA-256 of the decimal Telegram user id when the conversion has no external id', () => {
-    expect(withExternalId({}, null, 777000111)).toEqual({ externalId: SHA_777 });
+describe('externalIdsFor: one identity per lead', () => {
+  it('carries the Telegram user id (the SHA-256 of its decimal form) on every event', () => {
+    expect(externalIdsFor({}, [null], 777000111)).toEqual([SHA_777]);
   });
-  it("hashes the conversion's external id (the request's, else the lead's) as a request's would be", () => {
-    expect(withExternalId({}, ' crm-7001 ', 777000111)).toEqual({ externalId: SHA_CRM });
-    expect(withExternalId({}, H('A'), 777000111)).toEqual({ externalId: H('a') });
+  it("adds the CRM id, normalised as Meta's parameter builder does (lowercase, no whitespace), the request's and the lead's", () => {
+    expect(externalIdsFor({}, [' CRM-7001 ', null], 777000111)).toEqual([SHA_CRM, SHA_777]);
+    expect(externalIdsFor({}, ['crm-7001', 'CRM-7001'], 777000111)).toEqual([SHA_CRM, SHA_777]);
+    expect(externalIdsFor({}, [H('A')], null)).toEqual([H('a')]);
   });
-  it('keeps a hashed external id, and adds nothing without a user', () => {
-    expect(withExternalId({ externalId: H('a') }, 'crm-7001', 777000111)).toEqual({ externalId: H('a') });
-    expect(withExternalId({ em: H('b') }, null, null)).toEqual({ em: H('b') });
+  it('keeps a stored digest first and adds nothing without a user', () => {
+    expect(externalIdsFor({ externalId: H('a') }, ['crm-7001'], 777000111)).toEqual([H('a'), SHA_CRM, SHA_777]);
+    expect(externalIdsFor({ em: H('b') }, [null], null)).toEqual([]);
   });
-  it('a conversion event carries it', () => {
-    expect(eventFromRow(row({ telegram_user_id: 777000111 })).hashed).toEqual({ externalId: SHA_777 });
-    expect(eventFromRow(row({ telegram_user_id: 777000111, external_user_id: 'crm-7001' })).hashed).toEqual({ externalId: SHA_CRM });
+  it("a conversion event carries the lead's CRM id even when recorded before it was known", () => {
+    const e = eventFromRow(row({ telegram_user_id: 777000111, lead_external_user_id: 'crm-7001' }));
+    expect(e.externalIds).toEqual([SHA_CRM, SHA_777]);
+  });
+});
+
+describe('actionSourceFor and fbcFromHref', () => {
+  it('reports a Telegram join as the site says, a browserless business event as system_generated', () => {
+    expect(actionSourceFor('webhook', 'website', true)).toBe('website');
+    expect(actionSourceFor('webhook', 'chat', true)).toBe('chat');
+    expect(actionSourceFor('webhook', 'website', false)).toBe('chat');
+    expect(actionSourceFor('api', 'chat', true)).toBe('website');
+    expect(actionSourceFor('api', 'website', false)).toBe('system_generated');
+  });
+  it("builds fbc from an fbclid in the visit's URL, timed at the visit, byte for byte", () => {
+    expect(fbcFromHref('https://a.example/l?x=1&fbclid=IwAR2F4-AbC_dEf#top', 1_763_776_512_345)).toBe('fb.1.1763776512345.IwAR2F4-AbC_dEf');
+    expect(fbcFromHref('https://a.example/l?x=1', 1)).toBeNull();
+    expect(eventFromRow(row({ ...visit, fbc: null, href: 'https://a.example/l?fbclid=Zz' })).fbc).toBe(`fb.1.${visit.v_created_at.getTime()}.Zz`);
   });
 });
 
@@ -49,7 +66,7 @@ describe('eventFromRow', () => {
   it('a visit is a PageView with its own id, time, URL and attribution, and no PII', () => {
     expect(eventFromRow(row({ conversion_id: null, event_type: null, event_time: null, event_id: 'pv_v1', ...visit }))).toEqual({
       eventId: 'pv_v1', eventType: 'PageView', eventTimeMs: visit.v_created_at.getTime(), eventSourceUrl: visit.href, referrer: visit.referrer,
-      clientIp: '203.0.113.1', landingIp: '203.0.113.1', userAgent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', gbraid: null, wbraid: null, ttclid: 't', sccid: 's', hashed: {},
+      clientIp: '203.0.113.1', landingIp: '203.0.113.1', userAgent: 'VisitUA', fbc: 'fb.1.1.x', fbp: 'fb.1.1.2', gclid: 'g', gbraid: null, wbraid: null, ttclid: 't', sccid: 's', ttp: null, scid: null, hashed: {},
     });
   });
 
@@ -153,5 +170,22 @@ describe('retryDecision', () => {
     expect(at(5, 0)).toEqual({ retry: false, reason: 'gave up after 5 attempts' });
     expect(at(2, 0, undefined, 3600_000 - 500)).toEqual({ retry: false, reason: 'gave up after 2 attempts: the next one would come more than 1 h after the event was queued' });
     expect(at(2, 0, undefined, 3600_000 - 1000)).toEqual({ retry: true, delayMs: 1000 });
+  });
+});
+
+describe("an /r/ click's page: the site's, never Capigram's", () => {
+  const click = { ...visit, href: 'https://capigram.example/r/ws_1/ch?fbclid=F', v_kind: 'redirect' };
+  it("the site's URL, else its first domain's root, for the PageView and a conversion", () => {
+    expect(visitPageUrl({ ...click, site_url: 'https://shop.example/start', site_domain: 'shop.example' })).toBe('https://shop.example/start');
+    expect(visitPageUrl({ ...click, site_url: null, site_domain: 'shop.example' })).toBe('https://shop.example/');
+    expect(eventFromRow(row({ ...click, conversion_id: null, event_id: 'pv_v1', site_domain: 'shop.example' })).eventSourceUrl).toBe('https://shop.example/');
+    const conversion = eventFromRow(row({ ...click, site_domain: 'shop.example' }));
+    expect(conversion).toMatchObject({ eventSourceUrl: 'https://shop.example/', actionSource: 'website', userAgent: 'VisitUA' });
+    // The conversion's own page (forwarded with a business request) still wins.
+    expect(eventFromRow(row({ ...click, site_domain: 'shop.example', event_source_url: 'https://shop.example/thanks' })).eventSourceUrl).toBe('https://shop.example/thanks');
+  });
+  it('every other visit is the page it was recorded on', () => {
+    expect(visitPageUrl({ ...visit, v_kind: 'pageview', site_url: 'https://shop.example/', site_domain: 'shop.example' })).toBe(visit.href);
+    expect(visitPageUrl({ ...visit, v_kind: 'direct_invite', site_url: null, site_domain: 'shop.example' })).toBe(visit.href);
   });
 });

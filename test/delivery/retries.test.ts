@@ -156,17 +156,37 @@ describe('permanent failures are not retried', () => {
 });
 
 describe('sends that cannot be valid are skipped with the reason', () => {
-  it('no User-Agent (Meta, TikTok, Snapchat) and no click id or e-mail or phone (Google); capiStatus skipped', async () => {
-    const { conversionId } = await conversionOn(['meta', 'tiktok', 'snapchat', 'google'], {}, { userAgent: null, gclid: null });
-    const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+  it('a PageView without a User-Agent (a website event needs one: Meta, TikTok, Snapchat); Google never takes page views', async () => {
+    const { siteId } = await createSiteWith(h.deps, ['meta', 'tiktok', 'snapchat', 'google']);
+    const visitId = await createVisit(db.pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: null }, true);
+    const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'visit_id = $1', [visitId]));
     expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual({
       meta: ['skipped', 'missing user agent (required for website events)', 0],
       tiktok: ['skipped', 'missing user agent (required for website events)', 0],
       snapchat: ['skipped', 'missing user agent (required for website events)', 0],
-      google: ['skipped', 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with', 0],
+      google: ['skipped', 'page views are not uploaded to Google Ads', 0],
     });
     expect(h.fakes.meta.received.length + h.fakes.tiktok.received.length + h.fakes.snapchat.received.length + h.fakes.google.received.length).toBe(0);
-    expect(await capiStatus(conversionId)).toBe('skipped');
+  });
+
+  // A conversion without a browser is no longer skipped (issue: business events without a browser
+  // were dropped everywhere): it goes out as a non-website event. Google still needs a click id or PII.
+  it('a conversion without a User-Agent goes out as a non-website event (Meta, TikTok, Snapchat); no click id or e-mail or phone (Google): skipped', async () => {
+    const { conversionId } = await conversionOn(['meta', 'tiktok', 'snapchat', 'google'], {}, { userAgent: null, gclid: null });
+    const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+    expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual({
+      meta: ['sent', null, 1],
+      tiktok: ['sent', null, 1],
+      snapchat: ['sent', null, 1],
+      google: ['skipped', 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with', 0],
+    });
+    const meta = (h.fakes.meta.received[0]!.body as { data: Record<string, any>[] }).data[0]!;
+    expect(meta.action_source).toBe('system_generated');
+    expect(meta.user_data.client_user_agent).toBeUndefined();
+    const snap = (h.fakes.snapchat.received[0]!.body as { data: Record<string, any>[] }).data[0]!;
+    expect(snap.action_source).toBe('OFFLINE');
+    expect(h.fakes.google.received).toHaveLength(0);
+    expect(await capiStatus(conversionId)).toBe('sent');
     expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(/platform="google",outcome="skipped"\} [1-9]/);
   });
 

@@ -5,7 +5,7 @@ import { startMeta, type MetaFake } from './meta.js';
 const TOKEN = 'meta-test-token';
 let meta: MetaFake;
 const endpoint = (pixel = '1234567890', token: string | null = TOKEN) =>
-  `${meta.url}/v21.0/${pixel}/events${token === null ? '' : `?access_token=${token}`}`;
+  `${meta.url}/v26.0/${pixel}/events${token === null ? '' : `?access_token=${token}`}`;
 
 function event(overrides: Record<string, unknown> = {}, userData: Record<string, unknown> = {}) {
   return {
@@ -40,9 +40,9 @@ describe('Meta CAPI fake: accepted requests', () => {
     expect(res.body).toMatchObject({ events_received: 1, messages: [] });
     expect(res.body.fbtrace_id).toMatch(/^[\w-]{10,}$/);
     const [accepted] = meta.events();
-    expect(accepted).toMatchObject({ pixelId: '1234567890', version: 'v21.0', testEventCode: 'TEST123' });
+    expect(accepted).toMatchObject({ pixelId: '1234567890', version: 'v26.0', testEventCode: 'TEST123' });
     expect(accepted?.event.user_data.fbc).toBe('fb.1.1763776512345.IwAR2F4');
-    expect(meta.received[0]).toMatchObject({ method: 'POST', path: '/v21.0/1234567890/events', query: { access_token: TOKEN }, status: 200 });
+    expect(meta.received[0]).toMatchObject({ method: 'POST', path: '/v26.0/1234567890/events', query: { access_token: TOKEN }, status: 200 });
   });
 
   it('accepts hashes carrying the SDK suffix and a Purchase with value and currency', async () => {
@@ -135,6 +135,22 @@ describe('Meta CAPI fake: rejected requests', () => {
   it('rejects an unknown pixel and a missing action_source', async () => {
     expect((await rejects({ data: [event()] }, endpoint('42'))).body.error).toMatchObject({ code: 100, error_subcode: 33 });
     expect((await rejects({ data: [event({ action_source: undefined })] })).body.error.message).toContain('action_source');
+    expect((await rejects({ data: [event({ action_source: 'telegram' })] })).body.error.message).toContain('action_source must be one of');
+  });
+
+  it('accepts a non-website event without a page or a browser, and refuses one website event without them', async () => {
+    const crm = event({ action_source: 'system_generated', event_source_url: undefined }, { client_user_agent: undefined, fbc: undefined, fbp: undefined, client_ip_address: undefined, em: [sha256('a@example.com')] });
+    expect((await rejects({ data: [event({ action_source: 'website', event_source_url: undefined })] })).body.error.message).toContain('event_source_url');
+    expect((await call(endpoint(), { json: { data: [crm] } })).status).toBe(200);
+  });
+
+  it('refuses a Marketing API version that has ended (v24.0 after 2026-11-10, anything older) with code 2635', async () => {
+    for (const version of ['v24.0', 'v21.0']) {
+      const res = await call(`${meta.url}/${version}/1234567890/events?access_token=${TOKEN}`, { json: { data: [event()] } });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe(2635);
+    }
+    expect(meta.events()).toEqual([]);
   });
 });
 

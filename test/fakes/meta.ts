@@ -44,6 +44,13 @@ const MAX_AGE_SEC = 7 * 24 * 3600;
 const MAX_FUTURE_SEC = 5 * 60; // tolerance for clock skew
 const PATH = /^\/(v\d+\.\d+)\/([^/]+)\/events$/;
 const NODE_PATH = /^\/(v\d+\.\d+)\/(\d+)$/;
+/**
+ * The Conversions API is a Marketing API endpoint: its versions end on the Marketing API's
+ * schedule (its version table: v24.0 until 2026-11-10, v25.0 until 2027-02-23), and a call with an ended version is
+ * refused with code 2635. Versions older than v24.0 ended before it.
+ */
+const MARKETING_API_SUNSETS: Readonly<Record<string, string>> = { 'v24.0': '2026-11-10', 'v25.0': '2027-02-23' };
+const OLDEST_KNOWN_MAJOR = 24;
 
 export class MetaFake extends FakeServer {
   readonly accessTokens: Set<string>;
@@ -80,6 +87,10 @@ export class MetaFake extends FakeServer {
     if (!match) return graphError(400, 2500, `Unknown path components: ${req.path}`);
     const [, version = '', pixelId = ''] = match;
     if (req.method !== 'POST') return graphError(400, 100, `Unsupported ${req.method.toLowerCase()} request.`);
+    const sunset = MARKETING_API_SUNSETS[version];
+    if (Number(version.slice(1).split('.')[0]) < OLDEST_KNOWN_MAJOR || (sunset !== undefined && this.now() >= Date.parse(`${sunset}T00:00:00Z`))) {
+      return graphError(400, 2635, `(#2635) You are calling a deprecated version of the Ads API. Please update to the latest version: v26.0.`);
+    }
 
     const body = isRecord(req.body) ? req.body : {};
     const token = req.query.access_token ?? (typeof body.access_token === 'string' ? body.access_token : undefined);
@@ -139,6 +150,9 @@ export class MetaFake extends FakeServer {
       throw new Invalid(`Invalid parameter: ${at}.action_source must be one of ${ACTION_SOURCES.join(', ')}`);
     }
     if (e.event_id !== undefined && typeof e.event_id !== 'string') throw new Invalid(`Invalid parameter: ${at}.event_id must be a string`);
+    if (e.referrer_url !== undefined && !(typeof e.referrer_url === 'string' && /^https?:\/\//.test(e.referrer_url))) {
+      throw new Invalid(`Invalid parameter: ${at}.referrer_url must be a URL`);
+    }
     const ud = e.user_data;
     if (!isRecord(ud)) throw new Invalid(`Invalid parameter: ${at}.user_data is required`);
     if (e.action_source === 'website') {

@@ -58,6 +58,39 @@ describe('Snapchat CAPI fake', () => {
     expect(snap.events()).toEqual([]);
   });
 
+  it('refuses an unknown action_source and an event name outside its list (it has no CONTACT)', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [event({ action_source: 'website' }), 'action_source'],
+      [event({ action_source: 'CHAT' }), 'action_source'],
+      [event({ action_source: undefined }), 'action_source'],
+      [event({ event_name: 'CONTACT' }), 'event_name'],
+    ];
+    for (const [bad, field] of cases) {
+      const res = await call(endpoint(), { json: { data: [bad] } });
+      expect(res.status).toBe(400);
+      expect(res.body.reason).toContain(field);
+    }
+    expect(snap.events()).toEqual([]);
+  });
+
+  it('refuses unhashed names, address fields and external ids; accepts an OFFLINE event with neither page nor browser', async () => {
+    for (const field of ['fn', 'ln', 'ct', 'st', 'zp', 'country', 'db', 'ge']) {
+      const res = await call(endpoint(), { json: { data: [event({}, { [field]: ['plain'] })] } });
+      expect(res.status, field).toBe(400);
+      expect(res.body.reason).toContain(`user_data.${field}`);
+    }
+    const mixed = await call(endpoint(), { json: { data: [event({}, { external_id: [sha256('crm-1'), 'crm-1'] })] } });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.reason).toContain('user_data.external_id');
+    expect(snap.events()).toEqual([]);
+    const offline = {
+      event_name: 'SIGN_UP', event_time: nowSec() - 30, event_id: 'cnv_crm', action_source: 'OFFLINE',
+      user_data: { em: [sha256('ann@example.com')], external_id: [sha256('crm-1'), sha256('777')], country: [sha256('de')] },
+    };
+    expect((await call(endpoint(), { json: { data: [offline] } })).status).toBe(200);
+    expect(snap.events().map((e) => e.event.event_id)).toEqual(['cnv_crm']);
+  });
+
   it('refuses a bad token with 401 and throttles with 429 and Retry-After', async () => {
     const bad = await call(endpoint('nope'), { json: { data: [event()] } });
     expect(bad.status).toBe(401);

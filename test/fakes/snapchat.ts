@@ -119,7 +119,7 @@ export class SnapchatFake extends FakeServer {
       if (typeof e.event_source_url !== 'string' || e.event_source_url === '') throw new Invalid(`${at}.event_source_url is required for WEB events`);
       if (typeof ud.client_user_agent !== 'string' || ud.client_user_agent === '') throw new Invalid(`${at}.user_data.client_user_agent is required for WEB events`);
     }
-    for (const field of ['em', 'ph']) {
+    for (const field of ['em', 'ph', 'fn', 'ln', 'ge', 'db', 'ct', 'st', 'zp', 'country', 'external_id']) {
       if (ud[field] !== undefined && !matchesEach(ud[field], SHA256_HEX)) throw new Invalid(`${at}.user_data.${field} must be SHA-256 hashed (64 lowercase hex characters)`);
     }
     const cd = e.custom_data;

@@ -69,6 +69,40 @@ describe('TikTok Events API fake', () => {
     expect(tiktok.events()).toEqual([]);
   });
 
+  it('refuses a pixel code with any event source but web (offline, crm and app take event sets of their own) and an unknown one', async () => {
+    for (const source of ['offline', 'crm', 'app', 'server', undefined]) {
+      const res = await track({ ...batch([event()]), event_source: source });
+      expect(res.body.code).toBe(40002);
+      expect(res.body.message).toContain('event_source');
+    }
+    expect(tiktok.events()).toEqual([]);
+  });
+
+  it('refuses unhashed names, zip code and external ids (one plain id in an array is enough); accepts them hashed, and an event without a page', async () => {
+    const bad: [Record<string, unknown>, string][] = [
+      [{ first_name: 'ann' }, 'user.first_name'],
+      [{ last_name: 'Smith' }, 'user.last_name'],
+      [{ zip_code: '10115' }, 'user.zip_code'],
+      [{ external_id: [sha256('crm-1'), 'crm-1'] }, 'user.external_id'],
+      [{ phone: sha256('+4915112345678').toUpperCase() }, 'user.phone'],
+    ];
+    for (const [user, field] of bad) {
+      const res = await track(batch([event({ user })]));
+      expect(res.body.code, field).toBe(40002);
+      expect(res.body.message).toContain(field);
+    }
+    expect(tiktok.events()).toEqual([]);
+    const crm = { event: 'SubmitForm', event_time: nowSec() - 30, event_id: 'cnv_crm', user: { email: sha256('ann@example.com'), external_id: [sha256('crm-1'), sha256('777')], first_name: sha256('ann'), last_name: sha256('smith'), zip_code: sha256('10115') } };
+    expect((await track(batch([crm]))).body.code).toBe(0);
+    expect(tiktok.events().map((e) => e.event.event_id)).toEqual(['cnv_crm']);
+  });
+
+  it('knows only the v1.3 track path: another version is not found', async () => {
+    const res = await call(`${tiktok.url}/open_api/v1.2/event/track/`, { json: batch([event()]), headers: { 'Access-Token': TOKEN } });
+    expect(res.status).toBe(404);
+    expect(tiktok.events()).toEqual([]);
+  });
+
   it('answers 40105 for a bad token, 40104 for none, 40001 for a foreign pixel', async () => {
     expect((await track(batch([event()]), 'wrong')).body.code).toBe(40105);
     expect((await track(batch([event()]), null)).body.code).toBe(40104);

@@ -20,7 +20,8 @@ export interface TikTokEvent {
   event_time: number;
   event_id: string;
   user?: Record<string, unknown>;
-  page: { url: string; referrer?: string; [field: string]: unknown };
+  /** Absent on an event without a page (a CRM stage matched on its identifiers). */
+  page?: { url: string; referrer?: string; [field: string]: unknown };
   properties?: Record<string, unknown>;
   [field: string]: unknown;
 }
@@ -73,7 +74,9 @@ export class TikTokFake extends FakeServer {
     if (!isRecord(req.body)) return body(TIKTOK_CODES.INVALID, `Invalid request body${req.bodyError ? `: ${req.bodyError}` : ''}`);
     const b = req.body;
     try {
-      if (b.event_source !== 'web') throw new Invalid('event_source: must be "web"');
+      if (!['web', 'app', 'offline', 'crm'].includes(b.event_source as string)) throw new Invalid('event_source: Must be one of: web, app, offline, crm.');
+      // A pixel code is a web event source; app, offline and CRM events go to their own sets.
+      if (b.event_source !== 'web') throw new Invalid(`event_source_id: ${String(b.event_source_id)} is not a ${String(b.event_source)} event set; a pixel code takes event_source "web".`);
       if (typeof b.event_source_id !== 'string' || b.event_source_id === '') throw new Invalid('event_source_id: Missing data for required field.');
       if (this.pixelCodes && !this.pixelCodes.has(b.event_source_id)) {
         return body(TIKTOK_CODES.NO_PERMISSION, `No permission to operate pixel code: ${b.event_source_id}`);
@@ -101,12 +104,14 @@ export class TikTokFake extends FakeServer {
     if (typeof e.event_id !== 'string' || e.event_id === '') throw new Invalid(`${at}.event_id: Not a valid string.`);
     if (e.user !== undefined) {
       if (!isRecord(e.user)) throw new Invalid(`${at}.user: Not a valid object.`);
-      for (const field of ['email', 'phone', 'external_id']) {
+      for (const field of ['email', 'phone', 'external_id', 'first_name', 'last_name', 'zip_code']) {
         const v = e.user[field];
         if (v !== undefined && !matchesEach(v, SHA256_HEX)) throw new Invalid(`${at}.user.${field}: must be a SHA-256 hash (64 lowercase hex characters).`);
       }
     }
-    if (!isRecord(e.page) || typeof e.page.url !== 'string' || e.page.url === '') throw new Invalid(`${at}.page.url: Missing data for required field.`);
+    if (e.page !== undefined && (!isRecord(e.page) || typeof e.page.url !== 'string' || e.page.url === '')) {
+      throw new Invalid(`${at}.page.url: Missing data for required field.`);
+    }
     const p = e.properties;
     if (p !== undefined && !isRecord(p)) throw new Invalid(`${at}.properties: Not a valid object.`);
     if (p?.value !== undefined && typeof p.value !== 'number') throw new Invalid(`${at}.properties.value: Not a valid number.`);

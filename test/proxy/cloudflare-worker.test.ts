@@ -137,6 +137,14 @@ describe('the Cloudflare Worker recipe', () => {
     expect(await page.text()).toContain('tap the link again');
   });
 
+  it("keeps an _fbc with Meta's appendix for the same click, and reports the _ttp and _scid cookies", async () => {
+    const res = await run('/landing?fbclid=SAME', {
+      headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbc=fb.1.1690000000000.SAME.AQx-y_z; _ttp=2Qx_ttp.1; _scid=abcd-scid-1` },
+    });
+    expect(tracker.of('/backend/track/init')[0]?.body).toMatchObject({ fbc: 'fb.1.1690000000000.SAME.AQx-y_z', ttp: '2Qx_ttp.1', scid: 'abcd-scid-1' });
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('_fbc='))).toBe(false);
+  });
+
   it('sends its forwarder key with every tracker call when it has one, and none otherwise', async () => {
     await run('/landing', { headers: { accept: 'text/html' } });
     expect(tracker.of('/backend/track/init')[0]?.headers['x-capigram-forwarder-key']).toBeUndefined();

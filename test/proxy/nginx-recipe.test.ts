@@ -61,7 +61,7 @@ describe('the nginx recipe with the real backend', () => {
 
   it('sets the cookies, reports the visit with the visitor\'s IP and page, and hands out an invite link of that visit', async () => {
     const ip = `198.51.100.${randomInt(1, 255)}`;
-    const page = await send(`${withBackend.url}/landing?utm_source=nginx&fbclid=IwAR_nginx`, { headers: visitorHeaders(ip) });
+    const page = await send(`${withBackend.url}/landing?utm_source=nginx&fbclid=IwAR_nginx`, { headers: visitorHeaders(ip, { cookie: '_ttp=2Qx_ttp.1; _scid=abcd-scid-1' }) });
     expect(page.status).toBe(200);
     expect(page.text).toContain('Sample shop');
     const tid = cookieNamed(page.setCookies, 'capigram_tid')?.value;
@@ -69,7 +69,7 @@ describe('the nginx recipe with the real backend', () => {
     expect(tid).toMatch(/^[0-9a-f-]{36}$/);
     expect(cookieNamed(page.setCookies, '_fbc')?.value).toMatch(/^fb\.1\.\d{13}\.IwAR_nginx$/);
     const visits = await eventually(
-      async () => (await world.db.pool.query('SELECT id, href, landing_page, client_ip, user_agent, utm_source, fbc FROM visits WHERE temp_id = $1', [tid])).rows,
+      async () => (await world.db.pool.query('SELECT id, href, landing_page, client_ip, user_agent, utm_source, fbc, ttp, scid FROM visits WHERE temp_id = $1', [tid])).rows,
       (rows) => rows.length === 1,
     );
     expect(visits).toEqual([
@@ -79,6 +79,8 @@ describe('the nginx recipe with the real backend', () => {
         client_ip: ip,
         user_agent: UA,
         utm_source: 'nginx',
+        ttp: '2Qx_ttp.1',
+        scid: 'abcd-scid-1',
       }),
     ]);
     // The origin saw the page under its own path, whatever nginx did inside.

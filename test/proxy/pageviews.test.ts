@@ -175,6 +175,13 @@ describe('fbc', () => {
     expect(init?.body?.fbc).toBe(`fb.1.${rig.clock.now()}.NEWER`);
   });
 
+  it("keeps an _fbc with Meta's appendix for the same click, and reports the _ttp and _scid cookies", async () => {
+    const res = await rig.navigate('/landing?fbclid=SAME', { cookie: '_fbc=fb.1.1690000000000.SAME.AQx-y_z; _ttp=2Qx_ttp.1; _scid=abcd-scid-1' });
+    const [init] = await rig.tracker.waitFor('/backend/track/init');
+    expect(init?.body).toMatchObject({ fbc: 'fb.1.1690000000000.SAME.AQx-y_z', ttp: '2Qx_ttp.1', scid: 'abcd-scid-1' });
+    expect(res.setCookies.some((c) => c.startsWith('_fbc='))).toBe(false);
+  });
+
   it('reports an existing _fbc and _fbp without a click', async () => {
     await rig.navigate('/page', { cookie: '_fbc=fb.1.1690000000000.KEPT; _fbp=fb.1.1690000000000.987654321' });
     const [init] = await rig.tracker.waitFor('/backend/track/init');

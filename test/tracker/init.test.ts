@@ -39,8 +39,12 @@ async function visit(id: string): Promise<VisitRow> {
 async function init(body: unknown, headers?: Record<string, string>): Promise<string> {
   const res = await w.post('/backend/track/init', body, headers);
   expect(res.status, await res.clone().text()).toBe(200);
-  const json = (await res.json()) as { visitId: string };
-  expect(Object.keys(json)).toEqual(['visitId']);
+  const json = (await res.json()) as { visitId: string; pageViewEventId: string | null };
+  expect(Object.keys(json)).toEqual(['visitId', 'pageViewEventId']);
+  // The event id of the Meta PageView queued for the visit (for the browser pixel's eventID), else null.
+  const { rows } = await w.db.pool.query<{ event_id: string }>(
+    `SELECT s.event_id FROM sends s JOIN pixels p ON p.id = s.pixel_id WHERE s.visit_id = $1 AND p.platform = 'meta'`, [json.visitId]);
+  expect(json.pageViewEventId).toBe(rows[0]?.event_id ?? null);
   return json.visitId;
 }
 

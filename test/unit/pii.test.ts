@@ -73,14 +73,13 @@ describe('normalizePhone', () => {
   it.each([
     ['(650)555-1212', 'US', '16505551212'],
     ['+1 (616) 954-78 88', undefined, '16169547888'],
-    ['1-616-954-7888', undefined, '16169547888'],
+    ['1-616-954-7888', 'US', '16169547888'],
     ['011 1 650 555 1212', 'US', '16505551212'],
     ['0044 20 7946 0958', 'DE', '442079460958'],
     ['0044 20 7946 0958', undefined, '442079460958'],
     ['020 7946 0958', 'GB', '442079460958'],
     ['020 7946 0958', 'gb', '442079460958'],
     ['+44 20 7946 0958', 'US', '442079460958'],
-    ['44 20 7946 0958', 'US', '442079460958'],
     ['+442079460958 ext. 12', undefined, '442079460958'],
     // Italy keeps the zero after the country code: it is part of the number, not a prefix.
     ['+39 06 1234 5678', undefined, '390612345678'],
@@ -90,6 +89,12 @@ describe('normalizePhone', () => {
 
   it.each([
     ['(650)555-1212', undefined],
+    // Written nationally without a known country: never guessed (stripping zeros and prefixing + made these Egypt and Texas).
+    ['(201) 555-0123', undefined],
+    ['01512 3456789', undefined],
+    ['1-616-954-7888', undefined],
+    // A US country does not make a British number of digits written without + or 011.
+    ['44 20 7946 0958', 'US'],
     ['+1 555 0100', undefined],
     ['not a phone', 'US'],
     ['', 'US'],
@@ -111,7 +116,7 @@ describe('normalizeName', () => {
     ["O'Brien-Smith", 'obriensmith'],
     ['José María', 'josémaría'],
     ['王 小明', '王小明'],
-    ['Anne-Marie 2nd.', 'annemariend'],
+    ['Anne-Marie 2nd.', 'annemarie2nd'],
     ['!!! ...', undefined],
     ['', undefined],
     [null, undefined],
@@ -128,7 +133,8 @@ describe('normalizeName', () => {
 describe('normalizeExternalId', () => {
   it.each([
     [' u-123 ', 'u-123'],
-    ['U-123', 'U-123'],
+    ['U-123', 'u-123'],
+    [' User 123\t', 'user123'],
     ['  ', undefined],
     [null, undefined],
   ])('%j → %j', (input, expected) => {
@@ -175,15 +181,16 @@ describe('hashPii', () => {
     expect(hashPii({ firstName: name, lastName: name })).toEqual({ fn: digest, ln: digest });
   });
 
-  it('keeps external ids case-sensitive', () => {
-    expect(hashPii({ externalId: 'U-123' })).toEqual({ externalId: H.extU123Upper });
+  it("lowercases external ids as Meta's parameter builder does, so U-123 and u-123 are one id", () => {
+    expect(hashPii({ externalId: 'U-123' })).toEqual({ externalId: H.extU123 });
+    expect(H.extU123Upper).not.toBe(H.extU123);
   });
 
   it('passes an already hashed value through unchanged, only lowercased', () => {
     const upper = H.test.toUpperCase();
     expect(
       hashPii({ email: H.johnSmithEmail, phone: ` ${upper} `, firstName: H.mary, lastName: upper, externalId: H.test }),
-    ).toEqual({ em: H.johnSmithEmail, emGoogle: H.johnSmithEmail, ph: H.test, fn: H.mary, ln: H.test, externalId: H.test });
+    ).toEqual({ em: H.johnSmithEmail, emGoogle: H.johnSmithEmail, ph: H.test, phE164: H.test, fn: H.mary, ln: H.test, externalId: H.test });
   });
 
   it('leaves out empty, blank and unusable values', () => {

@@ -5,6 +5,7 @@ import { ApiError, validationError } from '../../errors.js';
 import { requireAccount } from './accounts.js';
 import { installStates, type SiteInstallState } from '../tracker/install-signals.js';
 import { Domain, Name, Uuid } from './schemas.js';
+import { supportedCountry } from '../pii.js';
 
 export const CreateSiteInput = z.object({
   accountId: Uuid,
@@ -12,7 +13,19 @@ export const CreateSiteInput = z.object({
   domains: z.array(Domain).min(1, 'at least one --domain is required').max(50),
   url: z.string().trim().url().max(2048).refine((u) => /^https?:/.test(u), 'must be an http(s) URL').optional(),
   googleAdUserData: z.enum(['granted', 'denied', 'default'], { message: 'must be granted, denied or default' }).optional(),
+  defaultCountry: z
+    .string()
+    .trim()
+    .transform((c) => c.toUpperCase())
+    .refine((c) => c === 'NONE' || supportedCountry(c) !== undefined, 'must be an ISO 3166-1 alpha-2 country code such as US or DE (or none)')
+    .optional(),
+  telegramActionSource: z.enum(['website', 'chat'], { message: 'must be website or chat' }).optional(),
 });
+
+/** `none` clears the setting. */
+function countryColumn(v: string | undefined): string | null {
+  return v === undefined || v === 'NONE' ? null : v;
+}
 
 /** `default` (or nothing): the configured GOOGLE_ADS_AD_USER_DATA_CONSENT applies. */
 function consentColumn(v: 'granted' | 'denied' | 'default' | undefined): 'GRANTED' | 'DENIED' | null {
@@ -31,8 +44,9 @@ export async function createSite(db: Queryable, input: z.input<typeof CreateSite
   await requireAccount(db, s.accountId);
   const websiteId = newWebsiteId();
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-    [s.accountId, websiteId, s.name, s.url ?? null, [...new Set(s.domains)], consentColumn(s.googleAdUserData)],
+    `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data, default_country, telegram_action_source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+    [s.accountId, websiteId, s.name, s.url ?? null, [...new Set(s.domains)], consentColumn(s.googleAdUserData), countryColumn(s.defaultCountry), s.telegramActionSource ?? 'website'],
   );
   return { siteId: rows[0]!.id, websiteId };
 }
@@ -73,7 +87,12 @@ export const UpdateSiteInput = z.object({
   addDomains: z.array(Domain).max(50).default([]),
   removeDomains: z.array(Domain).max(50).default([]),
   googleAdUserData: CreateSiteInput.shape.googleAdUserData,
+  defaultCountry: CreateSiteInput.shape.defaultCountry,
+  telegramActionSource: CreateSiteInput.shape.telegramActionSource,
+  url: CreateSiteInput.shape.url,
 });
+
+export const UPDATE_FLAGS = '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country, --telegram-action-source or --url';
 
 export interface SiteSettings {
   siteId: string;
@@ -81,6 +100,11 @@ export interface SiteSettings {
   dedupWindowSeconds: number;
   /** The site's Google ad-user-data consent; null: the configured default. */
   googleAdUserData: 'GRANTED' | 'DENIED' | null;
+  /** ISO 3166-1 alpha-2 country of phone numbers written nationally; null: none. */
+  defaultCountry: string | null;
+  telegramActionSource: 'website' | 'chat';
+  /** The site's own address, reported as the page of an `/r/…` click; null: its first domain's root. */
+  url: string | null;
 }
 
 /**
@@ -92,16 +116,21 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
   const parsed = UpdateSiteInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'site');
   const u = parsed.data;
-  if (u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0 && u.googleAdUserData === undefined) {
-    throw new ApiError('VALIDATION_FAILED', 'nothing to change: give --dedup-window-seconds, --add-domain, --remove-domain or --google-ad-user-data');
+  if (
+    u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0 && u.googleAdUserData === undefined &&
+    u.defaultCountry === undefined && u.telegramActionSource === undefined && u.url === undefined
+  ) {
+    throw new ApiError('VALIDATION_FAILED', `nothing to change: give ${UPDATE_FLAGS}`);
   }
   const both = u.addDomains.filter((d) => u.removeDomains.includes(d));
   if (both.length > 0) throw fieldError('removeDomains', `${both[0]} is both added and removed`);
   return withTx(pool, async (tx) => {
     const found = await findSite(tx, u.siteId);
     if (!found) throw new ApiError('NOT_FOUND', `site ${u.siteId} does not exist`);
-    const { rows } = await tx.query<{ domains: string[]; dedup_window_seconds: number; google_ad_user_data: 'GRANTED' | 'DENIED' | null }>(
-      'SELECT domains, dedup_window_seconds, google_ad_user_data FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
+    const { rows } = await tx.query<{
+      domains: string[]; dedup_window_seconds: number; google_ad_user_data: 'GRANTED' | 'DENIED' | null;
+      default_country: string | null; telegram_action_source: 'website' | 'chat'; url: string | null;
+    }>('SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source, url FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
     const current = rows[0]!;
     const missing = u.removeDomains.find((d) => !current.domains.includes(d));
     if (missing !== undefined) throw fieldError('removeDomains', `${missing} is not one of the site's domains (${current.domains.join(', ')})`);
@@ -110,8 +139,14 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     if (domains.length > 50) throw fieldError('addDomains', 'a site has at most 50 domains');
     const dedup = u.dedupWindowSeconds ?? current.dedup_window_seconds;
     const consent = u.googleAdUserData === undefined ? current.google_ad_user_data : consentColumn(u.googleAdUserData);
-    await tx.query('UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4 WHERE id = $1', [found.id, domains, dedup, consent]);
-    return { siteId: found.id, domains, dedupWindowSeconds: dedup, googleAdUserData: consent };
+    const country = u.defaultCountry === undefined ? current.default_country : countryColumn(u.defaultCountry);
+    const telegram = u.telegramActionSource ?? current.telegram_action_source;
+    const url = u.url ?? current.url;
+    await tx.query(
+      'UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4, default_country = $5, telegram_action_source = $6, url = $7 WHERE id = $1',
+      [found.id, domains, dedup, consent, country, telegram, url],
+    );
+    return { siteId: found.id, domains, dedupWindowSeconds: dedup, googleAdUserData: consent, defaultCountry: country, telegramActionSource: telegram, url };
   });
 }
 

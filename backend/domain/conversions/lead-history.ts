@@ -50,7 +50,7 @@ export interface RecentMatch {
 }
 
 export interface EventContext {
-  site: { id: string; websiteId: string; dedupWindowSeconds: number; activePixels: number };
+  site: { id: string; websiteId: string; dedupWindowSeconds: number; activePixels: number; defaultCountry: string | null };
   /** The first verified acquisition on the site (first touch: later joins never move it). */
   acquisition: Acquisition | null;
   /** The most recent conversion on the site. */
@@ -107,7 +107,7 @@ const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.ev
 const EVENT_CONTEXT_SQL = `
   WITH acq_all AS (${ACQUISITIONS}),
   site AS (
-    SELECT s.id, s.website_id, s.dedup_window_seconds FROM sites s
+    SELECT s.id, s.website_id, s.dedup_window_seconds, s.default_country FROM sites s
     WHERE s.account_id = $2 AND s.id = COALESCE(
       $3::uuid,
       (SELECT a.site_id FROM acq_all a JOIN sites x ON x.id = a.site_id AND x.account_id = $2 ORDER BY a.at, a.visit_created_at LIMIT 1),
@@ -129,7 +129,7 @@ const EVENT_CONTEXT_SQL = `
       AND c.channel_id IN ($4::uuid, (SELECT channel_id FROM acq), (SELECT channel_id FROM latest))
     ORDER BY c.channel_id, c.received_at DESC, c.id DESC
   )
-  SELECT site.id, site.website_id, site.dedup_window_seconds,
+  SELECT site.id, site.website_id, site.dedup_window_seconds, site.default_country,
     (SELECT count(*)::int FROM pixels p WHERE p.site_id = site.id AND p.active) AS active_pixels,
     (SELECT row_to_json(acq) FROM acq) AS acq,
     (SELECT row_to_json(latest) FROM latest) AS latest,
@@ -144,6 +144,7 @@ export interface EventContextRow {
   id: string;
   website_id: string;
   dedup_window_seconds: number;
+  default_country: string | null;
   active_pixels: number;
   acq: { site_id: string; channel_id: string | null; visit_id: string; at: string } | null;
   latest: PriorJson | null;
@@ -166,7 +167,7 @@ export function toEventContext(rows: readonly EventContextRow[]): EventContext |
   const r = rows[0];
   if (!r) return null;
   return {
-    site: { id: r.id, websiteId: r.website_id, dedupWindowSeconds: r.dedup_window_seconds, activePixels: r.active_pixels },
+    site: { id: r.id, websiteId: r.website_id, dedupWindowSeconds: r.dedup_window_seconds, activePixels: r.active_pixels, defaultCountry: r.default_country },
     acquisition: r.acq ? { siteId: r.acq.site_id, channelId: r.acq.channel_id, visitId: r.acq.visit_id, at: new Date(r.acq.at) } : null,
     latest: prior(r.latest),
     attributed: prior(r.attributed),

@@ -16,6 +16,8 @@ export interface ConversionPatch {
   currency: string | null;
   contentName: string | null;
   piiHashed: HashedPiiRecord;
+  /** This event's: they replace the stored ones when there are any. */
+  piiWarnings: string[];
   externalUserId: string | null;
   eventSourceUrl: string | null;
   clientIp: string | null;
@@ -58,12 +60,13 @@ export async function patchConversion(tx: Queryable, conversionId: string, p: Co
          WHEN COALESCE(visit_id, $10) IS NOT NULL OR $11::jsonb IS NULL THEN api_visit_override
          ELSE $11::jsonb || COALESCE(api_visit_override, '{}'::jsonb) END,
        awaiting_manual_input = awaiting_manual_input AND COALESCE($2, value) IS NULL,
+       pii_warnings = CASE WHEN jsonb_array_length($13::jsonb) > 0 THEN ARRAY(SELECT jsonb_array_elements_text($13::jsonb)) ELSE pii_warnings END,
        updated_at = $12
      WHERE id = $1
      RETURNING visit_id, api_visit_override, client_ip, user_agent, pii_hashed, external_user_id, awaiting_manual_input`,
     [
       conversionId, p.value, p.currency, p.contentName, JSON.stringify(p.piiHashed), p.externalUserId, p.eventSourceUrl,
-      p.clientIp, p.userAgent, p.recoveredVisitId, p.apiVisitOverride ? JSON.stringify(p.apiVisitOverride) : null, now,
+      p.clientIp, p.userAgent, p.recoveredVisitId, p.apiVisitOverride ? JSON.stringify(p.apiVisitOverride) : null, now, JSON.stringify(p.piiWarnings),
     ],
   );
   const r = rows[0]!;

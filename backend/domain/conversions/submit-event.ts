@@ -4,7 +4,7 @@ import { capiStatusOf, type CapiStatus, type SendStatus } from '../capi-status.j
 import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../conversion-record.js';
 import { wakeDelivery } from '../delivery-wake.js';
 import type { HashedPiiRecord } from '../hashed-pii.js';
-import { hashPii, type RawPii } from '../pii.js';
+import { hashPiiChecked, type RawPii } from '../pii.js';
 import { lockConversions } from '../sends.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
@@ -35,7 +35,7 @@ export interface BusinessEvent {
   pii: Omit<RawPii, 'externalId'>;
   externalUserId: string | null;
   eventTimeMs: number | null;
-  clickIds: Pick<ApiVisitOverride, 'fbc' | 'fbp' | 'gclid' | 'gbraid' | 'wbraid' | 'ttclid' | 'sccid'>;
+  clickIds: Pick<ApiVisitOverride, 'fbc' | 'fbp' | 'gclid' | 'gbraid' | 'wbraid' | 'ttclid' | 'sccid' | 'ttp' | 'scid'>;
   client: ClientContext;
   eventSourceUrl: string | null;
 }
@@ -48,6 +48,8 @@ export interface ConversionResult {
   deduplicated: boolean;
   updatedExisting: boolean;
   warning?: string;
+  /** PII that was given but not used (a phone without a country, an address that is none). */
+  piiWarnings?: string[];
   sends: { sendId: string; platform: string }[];
 }
 
@@ -68,7 +70,9 @@ interface PreparedEvent {
   now: Date;
   eventTime: Date;
   customEventName: string | null;
+  /** Set under the lead lock, once the site (and so its default country) is known. */
   piiHashed: HashedPiiRecord;
+  piiWarnings: string[];
   requestOverride: ApiVisitOverride;
 }
 
@@ -96,7 +100,8 @@ export async function submitBusinessEvent(
     now,
     eventTime: ev.eventTimeMs === null ? now : new Date(ev.eventTimeMs),
     customEventName: ev.eventType === 'Custom' ? ev.customEventName : null,
-    piiHashed: hashPii({ ...ev.pii, externalId: ev.externalUserId }),
+    piiHashed: {},
+    piiWarnings: [],
     requestOverride: { ...ev.clickIds, clientIp: ev.client.clientIp, userAgent: ev.client.userAgent },
   };
 
@@ -115,6 +120,10 @@ export async function submitBusinessEvent(
       if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
       throw new ApiError('SITE_REQUIRED', 'this user has no acquisition or conversion in the account yet (a cold lead): pass siteId or websiteId');
     }
+    // A phone written nationally takes the event's country, else the site's; never a guessed one.
+    const pii = hashPiiChecked({ ...ev.pii, externalId: ev.externalUserId }, { defaultCountry: ctx.site.defaultCountry });
+    p.piiHashed = pii.hashed;
+    p.piiWarnings = pii.warnings;
     const target = decideTarget({ mode, history: ctx, suppliedChannelId: ev.channelId, requestOverride: p.requestOverride });
     const match = ctx.recent.find((r) => r.channelId === target.channelId);
     if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
@@ -123,7 +132,15 @@ export async function submitBusinessEvent(
   }, persist, claim, matchesToLock);
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) wakeDelivery(deps.pool);
-  return outcome;
+  return withPiiWarnings(outcome, p.piiWarnings);
+}
+
+/** The answer says what of the PII was not used, in `piiWarnings` and in `warning`. */
+function withPiiWarnings(outcome: EventOutcome, warnings: string[]): EventOutcome {
+  if (warnings.length === 0) return outcome;
+  const r = outcome.result;
+  const warning = [r.warning, ...warnings].filter((w): w is string => w !== undefined).join('; ');
+  return { ...outcome, result: { ...r, warning, piiWarnings: warnings } };
 }
 
 /**
@@ -205,6 +222,7 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
       currency: ev.currency,
       contentName: ev.contentName,
       piiHashed: p.piiHashed,
+      piiWarnings: p.piiWarnings,
       externalUserId: ev.externalUserId,
       eventSourceUrl: ev.eventSourceUrl,
       clientIp: ev.client.clientIp,
@@ -262,6 +280,7 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
       currency: ev.currency,
       contentName: ev.contentName,
       piiHashed: p.piiHashed,
+      piiWarnings: p.piiWarnings,
       externalUserId: ev.externalUserId,
       eventSourceUrl: ev.eventSourceUrl,
       clientIp: ev.client.clientIp,

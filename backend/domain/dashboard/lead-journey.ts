@@ -58,6 +58,8 @@ export interface JourneyConversion {
   /** Fields of the cold lead's `apiVisitOverride` that are present. */
   override: string[];
   sends: JourneySend[];
+  /** What of the conversion's PII was not sent, and why (e.g. a phone without a country): never the value. */
+  piiWarnings: string[];
 }
 
 export interface LeadJourney {
@@ -124,10 +126,10 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
     db.query<VisitColumns & {
       id: string; received_at: Date; site_name: string; channel_title: string | null; event_type: string; custom_event_name: string | null;
       value: number | null; currency: string | null; source: string; capi_status: string; awaiting_manual_input: boolean; cold_lead: boolean;
-      override: Record<string, unknown> | null; sends: JourneySend[] | null;
+      override: Record<string, unknown> | null; sends: JourneySend[] | null; pii_warnings: string[];
     }>(
       `SELECT c.id, c.received_at, s.name AS site_name, ch.title AS channel_title, c.event_type, c.custom_event_name, c.value::float8 AS value,
-         c.currency, c.source, c.capi_status, c.awaiting_manual_input, c.cold_lead, c.api_visit_override AS override, ${VISIT_FIELDS},
+         c.currency, c.source, c.capi_status, c.awaiting_manual_input, c.cold_lead, c.api_visit_override AS override, c.pii_warnings, ${VISIT_FIELDS},
          (SELECT json_agg(json_build_object('platform', x.platform, 'status', x.status, 'attempts', x.attempts, 'reason', COALESCE(x.last_error, x.skip_reason))
                           ORDER BY x.platform)
           FROM sends x WHERE x.conversion_id = c.id) AS sends
@@ -164,6 +166,7 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
       visit: visitOf(r),
       override: Object.entries(r.override ?? {}).filter(([, v]) => typeof v === 'string' && v !== '').map(([k]) => k),
       sends: r.sends ?? [],
+      piiWarnings: r.pii_warnings,
     })),
   };
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { wakeDelivery } from '../delivery-wake.js';
-import { sendsCte, type SqlFragment } from '../sends.js';
+import { eventIdFor, sendsCte, type SqlFragment } from '../sends.js';
 
 /**
  * Visits: one row per pageview (or direct invite, or ad redirect), each with its PageView sends.
@@ -28,6 +28,9 @@ export interface VisitAttribution {
   wbraid?: string | undefined;
   ttclid?: string | undefined;
   sccid?: string | undefined;
+  /** TikTok's `_ttp` and Snapchat's `_scid` first-party cookies. */
+  ttp?: string | undefined;
+  scid?: string | undefined;
   utmSource?: string | undefined;
   utmMedium?: string | undefined;
   utmCampaign?: string | undefined;
@@ -48,6 +51,8 @@ const ATTRIBUTION_COLUMNS: readonly (readonly [keyof VisitAttribution, string])[
   ['wbraid', 'wbraid'],
   ['ttclid', 'ttclid'],
   ['sccid', 'sccid'],
+  ['ttp', 'ttp'],
+  ['scid', 'scid'],
   ['utmSource', 'utm_source'],
   ['utmMedium', 'utm_medium'],
   ['utmCampaign', 'utm_campaign'],
@@ -73,6 +78,11 @@ export interface RecordedVisit {
   created: boolean;
   /** The visit's routing, as its first call fixed it. */
   channelId: string | null;
+  /**
+   * The `event_id` of the visit's Meta PageView, or null when none was queued (no active Meta
+   * pixel): a browser pixel firing its PageView with this `eventID` is deduplicated with it.
+   */
+  pageViewEventId: string | null;
 }
 
 const FIXED_COLUMNS = ['site_id', 'temp_id', 'session_id', 'visit_request_id', 'kind', 'channel_id'] as const;
@@ -123,7 +133,9 @@ const INSERT_VISIT = `
 
 function statement(visit: string, admission: SqlFragment): string {
   return `WITH ${admission.text}, ${visit}, ${SENDS.text}
-    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.created, (SELECT count(*) FROM created_sends)::int AS sends
+    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.created, (SELECT count(*) FROM created_sends)::int AS sends,
+      (EXISTS (SELECT 1 FROM created_sends WHERE platform = 'meta')
+       OR EXISTS (SELECT 1 FROM sends s WHERE s.visit_id = v.id AND s.platform = 'meta')) AS meta_page_view
     FROM admission a LEFT JOIN visit v ON true`;
 }
 
@@ -161,7 +173,9 @@ function parameters(v: NewVisit): unknown[] {
 export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   const check = admission.sql(ADMISSION_FIRST_PARAM);
   const text = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
-  const { rows } = await db.query<{ allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null; sends: number }>({
+  const { rows } = await db.query<{
+    allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null; sends: number; meta_page_view: boolean;
+  }>({
     name: statementName(text),
     text,
     values: [...parameters(v), ...check.params],
@@ -175,7 +189,24 @@ export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmissi
       'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
     );
   }
-  return { visitId: row.id, created: row.created === true, channelId: row.channel_id };
+  return {
+    visitId: row.id,
+    created: row.created === true,
+    channelId: row.channel_id,
+    pageViewEventId: (await hasMetaPageView(db, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
+  };
+}
+
+/**
+ * Whether the visit has a Meta PageView. The statement that found a duplicate of a visit being
+ * recorded at the same moment waited for that one's commit, but its snapshot predates it and so
+ * misses the sends it made: a new statement (a new snapshot) sees them. Asked only then.
+ */
+async function hasMetaPageView(db: Pool, visitId: string, row: { created: boolean | null; meta_page_view: boolean }): Promise<boolean> {
+  if (row.meta_page_view || row.created === true) return row.meta_page_view;
+  const { rows } = await db.query<{ meta: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM sends WHERE visit_id = $1 AND platform = 'meta') AS meta`, [visitId]);
+  return rows[0]?.meta === true;
 }
 
 /**

@@ -201,7 +201,7 @@ export function journeyPage(query: string, journey: LeadJourney | null, session:
     (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${c.siteName}</td><td>${c.channelTitle ?? ''}</td><td>${c.eventType}</td><td class="num">${c.value === null ? '' : `${c.value} ${c.currency ?? ''}`}</td>
 <td>${c.source}${c.coldLead ? ' (cold)' : ''}</td><td>${c.visit !== null ? visitCell(c.visit) : c.override.length > 0 ? html`override: ${c.override.join(', ')}` : html`<span class="warn">none</span>`}</td>
 <td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td>
-<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.platform}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}</td>
+<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.platform}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}${c.piiWarnings.map((w) => html`<div class="muted">not sent: ${w}</div>`)}</td>
 <td><code>${c.conversionId}</code></td></tr>`,
   );
   return page(

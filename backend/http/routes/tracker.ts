@@ -102,6 +102,8 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       wbraid: body.wbraid,
       ttclid: body.ttclid,
       sccid: body.sccid,
+      ttp: body.ttp,
+      scid: body.scid,
       utmSource: body.utmSource,
       utmMedium: body.utmMedium,
       utmCampaign: body.utmCampaign,
@@ -122,7 +124,7 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );
     install.visitSeen(site.id, deps.now());
-    return c.json({ visitId: visit.visitId });
+    return c.json({ visitId: visit.visitId, pageViewEventId: visit.pageViewEventId });
   });
 
   keyless.post('/backend/track/update-fbp', async (c) => {

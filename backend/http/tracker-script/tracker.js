@@ -15,6 +15,9 @@
   var websiteId = script.getAttribute('data-website-id');
   if (!websiteId) return;
   var defaultChannel = script.getAttribute('data-channel') || '';
+  // Opt-in: the page's Meta pixel PageView is fired by this script, with the server PageView's
+  // event id, instead of by the pixel's base code (which must then leave out its own).
+  var fbqPageView = script.hasAttribute('data-fbq-pageview');
   var base = script.src.replace(/\/backend\/tracker\.js(?:[?#].*)?$/, '');
 
   var TID = 'capigram_tid';
@@ -96,7 +99,8 @@
     var fbclid = rawParam('fbclid');
     if (!fbclid || fbclid.length > MAX_CLICK_ID) return existing;
     var match = /^fb\.\d\.\d+\.(.+)$/.exec(existing);
-    if (match && match[1] === fbclid) return existing;
+    // Meta's newer pixel appends `.<appendix>` after the fbclid: still the same click.
+    if (match && (match[1] === fbclid || match[1].indexOf(fbclid + '.') === 0)) return existing;
     var built = 'fb.1.' + Date.now() + '.' + fbclid;
     writeCookie('_fbc', built, FBC_MAX_AGE);
     return built;
@@ -107,12 +111,15 @@
     if (value && value.length <= max && value.indexOf('\u0000') === -1) body[key] = value;
   }
 
-  function post(path, body, attempt, onSuccess) {
+  /** `onFailure` runs once no attempt is left (or the answer is a 4xx). */
+  function post(path, body, attempt, onSuccess, onFailure) {
     function retry(delayMs) {
       if (attempt < RETRY_DELAYS_MS.length) {
         setTimeout(function () {
-          post(path, body, attempt + 1, onSuccess);
+          post(path, body, attempt + 1, onSuccess, onFailure);
         }, delayMs);
+      } else if (onFailure) {
+        onFailure();
       }
     }
     // A text/plain body keeps the request "simple": no CORS preflight round trip.
@@ -122,12 +129,44 @@
         if (res.status === 429 || res.status >= 500) {
           var after = Number(res.headers.get('Retry-After'));
           retry(after > 0 ? Math.min(after, 30) * 1000 : RETRY_DELAYS_MS[attempt]);
+        } else if (onFailure) {
+          onFailure();
         }
         return undefined;
       })
       .catch(function () {
         retry(RETRY_DELAYS_MS[attempt]);
       });
+  }
+
+  /**
+   * `window.capigram.pageViewEventId`: the event_id of the server's Meta PageView (null: none), also
+   * sent as a `capigram:visit` event. With data-fbq-pageview the pixel's PageView gets that eventID.
+   */
+  function visited(answer) {
+    var eventId = answer && typeof answer.pageViewEventId === 'string' ? answer.pageViewEventId : null;
+    var visit = { visitId: answer && answer.visitId ? answer.visitId : null, pageViewEventId: eventId };
+    window.capigram = visit;
+    try {
+      document.dispatchEvent(new CustomEvent('capigram:visit', { detail: visit }));
+    } catch (e) {
+      // An old browser without CustomEvent: the global is enough.
+    }
+    if (fbqPageView) firePixelPageView(eventId);
+  }
+
+  function firePixelPageView(eventId) {
+    if (typeof window.fbq === 'function') {
+      if (eventId) window.fbq('track', 'PageView', {}, { eventID: eventId });
+      else window.fbq('track', 'PageView');
+      return;
+    }
+    // The pixel's base code may come later on the page: wait for it as for _fbp.
+    if (Date.now() - startedAt < FBP_WAIT_MS) {
+      setTimeout(function () {
+        firePixelPageView(eventId);
+      }, FBP_POLL_MS);
+    }
   }
 
   function watchFbp(ids) {
@@ -158,14 +197,21 @@
     put(body, 'wbraid', param('wbraid'), MAX_CLICK_ID);
     put(body, 'ttclid', param('ttclid'), MAX_CLICK_ID);
     put(body, 'sccid', param('ScCid') || param('sccid'), MAX_CLICK_ID);
+    // TikTok's and Snapchat's pixels keep their own first-party browser ids in these cookies.
+    put(body, 'ttp', readCookie('_ttp'), MAX_CLICK_ID);
+    put(body, 'scid', readCookie('_scid'), MAX_CLICK_ID);
     put(body, 'utmSource', param('utm_source'), MAX_UTM);
     put(body, 'utmMedium', param('utm_medium'), MAX_UTM);
     put(body, 'utmCampaign', param('utm_campaign'), MAX_UTM);
     put(body, 'utmContent', param('utm_content'), MAX_UTM);
     put(body, 'utmTerm', param('utm_term'), MAX_UTM);
-    post('/backend/track/init', body, 0, function () {
+    post('/backend/track/init', body, 0, function (answer) {
       // Meta's pixel often writes _fbp after this script ran: tell the tracker once it appears.
       if (!body.fbp) watchFbp(ids);
+      visited(answer);
+    }, function () {
+      // No visit recorded, so no server PageView: the pixel's own still counts this page.
+      if (fbqPageView) firePixelPageView(null);
     });
   }
 

@@ -29,7 +29,7 @@ const EXPECTED: Record<'meta' | 'tiktok' | 'snapchat', Record<EventType, string>
     Purchase: 'PURCHASE',
     CompleteRegistration: 'SIGN_UP',
     Subscribe: 'SUBSCRIBE',
-    Custom: 'CUSTOM_EVENT_1',
+    Custom: 'CUSTOM_EVENT_2',
   },
 };
 
@@ -47,7 +47,7 @@ describe('platformEventName', () => {
     ['meta', '   ', undefined],
     ['meta', '  Trimmed ', 'Trimmed'],
     ['tiktok', null, undefined],
-    ['snapchat', null, 'CUSTOM_EVENT_1'],
+    ['snapchat', null, 'CUSTOM_EVENT_2'],
   ] as const)('%s: Custom named %j → %j', (platform, customEventName, name) => {
     expect(platformEventName(platform, { eventType: 'Custom', customEventName })).toBe(name);
   });

@@ -11,9 +11,10 @@ function body(events: DeliveryEvent[], p: PixelConfig = pixel, opts = {}): unkno
 }
 
 describe('meta buildRequest', () => {
-  it('reproduces the PLATFORMS.md sample byte for byte', () => {
+  it('reproduces the PLATFORMS.md sample byte for byte, with the visit\'s referrer as referrer_url', () => {
     const sample = `{"data":[{"event_name":"Subscribe","event_time":1763776800,"event_id":"cnv_01JD…",
       "action_source":"website","event_source_url":"https://shop.example.com/landing?fbclid=IwAR2F4",
+      "referrer_url":"https://l.facebook.com/",
       "user_data":{"fbc":"fb.1.1763776512345.IwAR2F4","fbp":"fb.1.1763776500000.1116446470",
         "client_ip_address":"203.0.113.7","client_user_agent":"Mozilla/5.0 (iPhone; …)",
         "external_id":["9f86d08…"]},

@@ -74,7 +74,7 @@ describe('snapchat buildRequest', () => {
     ['Purchase', 'PURCHASE'],
     ['CompleteRegistration', 'SIGN_UP'],
     ['Subscribe', 'SUBSCRIBE'],
-    ['Custom', 'CUSTOM_EVENT_1'],
+    ['Custom', 'CUSTOM_EVENT_2'],
   ] as const)('names %s as %s', (eventType, name) => {
     const data = (body([event({ eventType, customEventName: 'Ignored' })]) as { data: Array<{ event_name: string }> }).data;
     expect(data[0]?.event_name).toBe(name);

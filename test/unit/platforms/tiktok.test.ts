@@ -42,7 +42,8 @@ describe('tiktok buildRequest', () => {
             user: {
               email: HASH.email,
               phone: HASH.phE164,
-              external_id: HASH.externalId,
+              external_id: [HASH.externalId],
+              first_name: '6915771be1c5aa0c886870b6951b03d7eafc121fea0e80a5ea83beb7c449f4ec',
               ttclid: 'E.C.P.AbC-123',
               ttp: '2Qx_ttp-Cookie',
               ip: '203.0.113.7',

@@ -34,6 +34,10 @@ describe('fbcMatchesFbclid', () => {
     ['fb.1.1.ABC', 'abc', false],
     ['fb.1.1.ABC', 'ABCD', false],
     ['fb.1.1.ABCD', 'ABC', false],
+    // Meta's newer pixel appends `.<appendix>` after the fbclid: the same click.
+    ['fb.1.1.ABC.AQZ-appendix_1', 'ABC', true],
+    ['fb.1.1.ABCD.AQZ', 'ABC', false],
+    ['fb.1.1.XABC.AQZ', 'ABC', false],
     [undefined, 'ABC', false],
     ['garbage', 'garbage', false],
   ] as const)('%s vs %s → %s', (fbc, fbclid, expected) => {
@@ -61,6 +65,7 @@ describe('decideFbc', () => {
     ['no cookie, no fbclid', undefined, undefined, { fbc: undefined, built: false }],
     ['cookie only', 'fb.1.1.OLD', undefined, { fbc: 'fb.1.1.OLD', built: false }],
     ['matching cookie is kept', 'fb.1.1.SAME', 'SAME', { fbc: 'fb.1.1.SAME', built: false }],
+    ["a cookie with Meta's appendix keeps its click time", 'fb.1.1.SAME.AQxyz', 'SAME', { fbc: 'fb.1.1.SAME.AQxyz', built: false }],
     ['other click replaces cookie', 'fb.1.1.OLD', 'NEW', { fbc: `fb.1.${now}.NEW`, built: true }],
     ['fbclid without cookie', undefined, 'NEW', { fbc: `fb.1.${now}.NEW`, built: true }],
     ['malformed cookie is not a match', 'NEW', 'NEW', { fbc: `fb.1.${now}.NEW`, built: true }],

@@ -76,7 +76,7 @@ describe('track/init body', () => {
   it('lists the attribution fields shared with direct-invite', () => {
     expect([...ATTRIBUTION_FIELDS].sort()).toEqual(
       [
-        'href', 'landingPage', 'referrer', 'userAgent', 'fbc', 'fbp', 'gclid', 'gbraid', 'wbraid', 'ttclid', 'sccid',
+        'href', 'landingPage', 'referrer', 'userAgent', 'fbc', 'fbp', 'gclid', 'gbraid', 'wbraid', 'ttclid', 'sccid', 'ttp', 'scid',
         'utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm',
       ].sort(),
     );

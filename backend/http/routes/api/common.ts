@@ -46,7 +46,7 @@ export function eventJson(deps: ApiDeps): MiddlewareHandler<ApiEnv>[] {
 
 // Control characters are never meaningful in these fields, NUL breaks PostgreSQL text and a lone
 // surrogate breaks its JSON: refusing them here keeps every such input a 400, never a 500.
-const UNSAFE_CHARS = /[\p{Cc}\p{Cs}]/u;
+export const UNSAFE_CHARS = /[\p{Cc}\p{Cs}]/u;
 
 export function text(max: number) {
   return z.string().max(max, `must be at most ${max} characters`).refine((s) => !UNSAFE_CHARS.test(s), 'must not contain control characters');

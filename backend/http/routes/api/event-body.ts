@@ -3,7 +3,7 @@ import { normalizeIp } from '../../../../shared/client-ip.js';
 import { clientContext } from '../../../domain/conversions/client-context.js';
 import { MIN_VALUE, normalizeCurrency, valueProblem } from '../../../domain/conversions/currencies.js';
 import type { BusinessEvent } from '../../../domain/conversions/submit-event.js';
-import { IdempotencyHeaders, orNull, text } from './common.js';
+import { IdempotencyHeaders, UNSAFE_CHARS, orNull, text } from './common.js';
 
 /**
  * The body shared by `POST /events/conversion` and `POST /leads/{telegramUserId}/events`, and the
@@ -29,12 +29,32 @@ export const Currency = z
   .refine((s) => normalizeCurrency(s) !== undefined, 'must be an ISO 4217 currency code such as USD')
   .openapi({ example: 'USD', description: 'ISO 4217 (case-insensitive)' });
 
+/**
+ * A PII string: whitespace around it (a tab or newline a CRM export left) is trimmed, as every
+ * platform's normalisation does, instead of refusing the whole event; control characters inside
+ * it are still refused.
+ */
+function piiText(max: number) {
+  return z
+    .string()
+    .max(max, `must be at most ${max} characters`)
+    .refine((s) => !UNSAFE_CHARS.test(s.trim()), 'must not contain control characters');
+}
+
 export const Pii = z
   .object({
-    email: text(320).nullish(),
-    phone: text(64).nullish().openapi({ description: 'with country code, e.g. +44 20 7946 0958' }),
-    firstName: text(200).nullish(),
-    lastName: text(200).nullish(),
+    email: piiText(320).nullish(),
+    phone: piiText(64).nullish().openapi({
+      description: "international (+44 20 7946 0958, 0044 …) or national with `country` or the site's default country; otherwise dropped with a warning",
+    }),
+    firstName: piiText(200).nullish(),
+    lastName: piiText(200).nullish(),
+    country: piiText(64).nullish().openapi({ description: 'ISO 3166-1 alpha-2, e.g. DE; also the country of a national phone number' }),
+    city: piiText(200).nullish(),
+    state: piiText(200).nullish().openapi({ description: 'US/Canada: the two-letter code or the name' }),
+    zip: piiText(32).nullish(),
+    dateOfBirth: piiText(64).nullish().openapi({ description: 'YYYY-MM-DD' }),
+    gender: piiText(16).nullish().openapi({ description: 'f or m' }),
   })
   .openapi('Pii', { description: 'Raw or already SHA-256-hashed; normalised and hashed on receipt, never stored raw' });
 
@@ -62,6 +82,8 @@ const eventFields = {
   wbraid: text(512).nullish().openapi({ description: "Google's click id for iOS web traffic; used when there is no gclid or gbraid" }),
   ttclid: text(512).nullish(),
   sccid: text(512).nullish(),
+  ttp: text(512).nullish().openapi({ description: "TikTok's _ttp cookie" }),
+  scid: text(512).nullish().openapi({ description: "Snapchat's _scid cookie" }),
   clientIp: text(64).refine(isIp, 'must be an IP address').nullish().openapi({ description: 'X-Capigram-Client-IP wins when both are sent' }),
   userAgent: text(1024).nullish().openapi({ description: 'X-Capigram-Client-User-Agent wins when both are sent' }),
   eventSourceUrl: text(2048).refine(isHttpUrl, 'must be an http(s) URL').nullish(),
@@ -108,7 +130,8 @@ export const ConversionResult = z
     dispatched: z.boolean().openapi({ description: 'a send was scheduled (not that a platform accepted it)' }),
     deduplicated: z.boolean().openapi({ description: 'an existing matching conversion was reused or updated' }),
     updatedExisting: z.boolean().openapi({ description: 'a pending, failed or skipped matching conversion was updated' }),
-    warning: z.string().optional().openapi({ description: 'why nothing was dispatched' }),
+    warning: z.string().optional().openapi({ description: 'why nothing was dispatched, and what of the PII was not used' }),
+    piiWarnings: z.array(z.string()).optional().openapi({ description: 'what of the PII was not used and why (never the value)' }),
     sends: z.array(z.object({ sendId: z.string(), platform: z.string() })),
   })
   .openapi('ConversionResult');
@@ -129,10 +152,21 @@ export function toBusinessEvent(
     value: b.value ?? null,
     currency: currency === null ? null : (normalizeCurrency(currency) ?? null),
     contentName: orNull(b.contentName),
-    pii: { email: orNull(b.pii?.email), phone: orNull(b.pii?.phone), firstName: orNull(b.pii?.firstName), lastName: orNull(b.pii?.lastName) },
+    pii: {
+      email: orNull(b.pii?.email),
+      phone: orNull(b.pii?.phone),
+      firstName: orNull(b.pii?.firstName),
+      lastName: orNull(b.pii?.lastName),
+      country: orNull(b.pii?.country),
+      city: orNull(b.pii?.city),
+      state: orNull(b.pii?.state),
+      zip: orNull(b.pii?.zip),
+      dateOfBirth: orNull(b.pii?.dateOfBirth),
+      gender: orNull(b.pii?.gender),
+    },
     externalUserId: orNull(b.externalUserId),
     eventTimeMs: b.eventTime ?? null,
-    clickIds: { fbc: orNull(b.fbc), fbp: orNull(b.fbp), gclid: orNull(b.gclid), gbraid: orNull(b.gbraid), wbraid: orNull(b.wbraid), ttclid: orNull(b.ttclid), sccid: orNull(b.sccid) },
+    clickIds: { fbc: orNull(b.fbc), fbp: orNull(b.fbp), gclid: orNull(b.gclid), gbraid: orNull(b.gbraid), wbraid: orNull(b.wbraid), ttclid: orNull(b.ttclid), sccid: orNull(b.sccid), ttp: orNull(b.ttp), scid: orNull(b.scid) },
     client: clientContext({
       headerIp: headers['x-capigram-client-ip'],
       headerUserAgent: headers['x-capigram-client-user-agent'],
