@@ -7,7 +7,13 @@ import { startTestApp } from '../harness/app.js';
 import { DEFAULT_BOT, DEFAULT_CHAT, cliWorld, runWith, type CliWorld } from './harness.js';
 
 const SECOND_BOT = { token: '778100:Second-bot-token-abcdefghijk', id: 778100, first_name: 'Second', username: 'second_test_bot' };
-const SECOND_CHAT = { id: -1002000000777, title: 'R chat', type: 'channel' as const, admins: { [SECOND_BOT.id]: { can_invite_users: true } } };
+const READD_BOT = { token: '778300:Readd-bot-token-abcdefghijk', id: 778300, first_name: 'Readd', username: 'readd_test_bot' };
+const SECOND_CHAT = {
+  id: -1002000000777,
+  title: 'R chat',
+  type: 'channel' as const,
+  admins: { [SECOND_BOT.id]: { can_invite_users: true }, [READD_BOT.id]: { can_invite_users: true } },
+};
 
 let w: CliWorld;
 let acme: { accountId: string; siteId: string; websiteId: string; botId: string };
@@ -156,7 +162,7 @@ describe('bot remove', () => {
   it("the bot added again (or a new one) takes back the removed bot's chats on the same site, and a default channel", async () => {
     const { accountId } = await w.ok('account', 'create', '--name', 'Readd');
     const { siteId, websiteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'RA', '--domain', 'ra.example.com');
-    const bot = { token: '778300:Readd-bot-token-abcdefghijk', id: 778300, first_name: 'Readd', username: 'readd_test_bot' };
+    const bot = READD_BOT;
     w.telegram.bots.set(bot.token, bot);
     const { botId } = await w.ok('bot', 'add', '--account', accountId, '--token', bot.token, '--no-webhook');
     const old = await w.ok('channel', 'add', '--site', siteId, '--bot', botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'R');
