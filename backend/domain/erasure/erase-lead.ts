@@ -141,3 +141,28 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
   );
   return { erasureId: audit[0]!.id, ...summary };
 }
+
+/**
+ * The operator's erasure (`lead erase`, the dashboard): on the named site, or on every site of the
+ * account where the user is known, each site in its own transaction. Nothing to erase anywhere is
+ * 404 LEAD_NOT_FOUND, as for the API.
+ */
+export async function eraseLeadInAccount(
+  pool: Pool,
+  input: { accountId: string; telegramUserId: number; site?: string | undefined },
+  actor: string,
+): Promise<{ erasures: ErasureSummary[] }> {
+  const { accountId, telegramUserId } = input;
+  if (!Number.isSafeInteger(telegramUserId) || telegramUserId <= 0) {
+    throw new ApiError('VALIDATION_FAILED', 'the Telegram user id must be a positive integer', { errors: [{ path: 'telegramUserId', message: 'must be a positive integer' }] });
+  }
+  const { rows } = await pool.query('SELECT 1 FROM accounts WHERE id::text = $1', [accountId]);
+  if (rows.length === 0) throw new ApiError('NOT_FOUND', `account ${accountId} does not exist`);
+  const caller: ApiCaller = { keyId: actor, accountId, siteId: null };
+  if (input.site !== undefined) return { erasures: [await eraseLead(pool, caller, telegramUserId, { siteId: input.site }, actor)] };
+  const sites = await sitesOfPerson(pool, accountId, telegramUserId);
+  if (sites.length === 0) throw new ApiError('LEAD_NOT_FOUND', 'this user is not known in the account (or was erased already)');
+  const erasures: ErasureSummary[] = [];
+  for (const siteId of sites) erasures.push(await eraseLead(pool, caller, telegramUserId, { siteId }, actor));
+  return { erasures };
+}
