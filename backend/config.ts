@@ -54,6 +54,8 @@ const EnvSchema = z.object({
   TRACKER_RATE_LIMIT_INVITE: z.coerce.number().int().min(0).max(1_000_000).default(30),
   // Extra requests per group once its minute is spent, per 10 minutes.
   TRACKER_RATE_LIMIT_BURST: z.coerce.number().int().min(0).max(1_000_000).default(60),
+  // Raw IP, User-Agent, URLs and click ids of visits (and conversions) older than this are erased; finished sends deleted.
+  RETENTION_DAYS: z.coerce.number({ message: 'RETENTION_DAYS must be a whole number of days' }).int('RETENTION_DAYS must be a whole number of days').min(1, 'RETENTION_DAYS must be at least 1').max(36500, 'RETENTION_DAYS must be at most 36500').default(400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
