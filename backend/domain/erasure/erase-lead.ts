@@ -72,15 +72,16 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
     'SELECT id, visit_id FROM conversions WHERE site_id = $1 AND telegram_user_id = $2 ORDER BY id FOR UPDATE',
     [siteId, user],
   );
-  const { rows: joins } = await tx.query<{ id: string; visit_id: string | null }>(
-    `SELECT m.id, m.visit_id FROM memberships m JOIN channels ch ON ch.id = m.channel_id
+  const { rows: joins } = await tx.query<{ id: string; visit_id: string | null; invitation_id: string | null }>(
+    `SELECT m.id, m.visit_id, m.invitation_id FROM memberships m JOIN channels ch ON ch.id = m.channel_id
      WHERE ch.site_id = $1 AND m.telegram_user_id = $2`,
     [siteId, user],
   );
+  // An invitation records its user only with a join through it (telegram/credit.ts), so the
+  // person's joins name every invitation they used: found by key, with no index on used_by.
   const { rows: invites } = await tx.query<{ id: string; visit_id: string | null }>(
-    `SELECT i.id, i.visit_id FROM invitations i JOIN channels ch ON ch.id = i.channel_id
-     WHERE ch.site_id = $1 AND i.used_by = $2`,
-    [siteId, user],
+    'SELECT id, visit_id FROM invitations WHERE id = ANY($1::uuid[]) AND used_by = $2',
+    [joins.flatMap((m) => (m.invitation_id ? [m.invitation_id] : [])), user],
   );
   const { rows: leads } = await tx.query<{ id: string }>('SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2', [siteId, user]);
   if (conv.length + joins.length + invites.length + leads.length === 0) {
