@@ -29,7 +29,8 @@ CREATE SEQUENCE erased_people;
 -- its page to stay there (a HOT update: no index entry written, the row does not move). Rows that
 -- moved would land on the newest pages with an old time and widen the BRIN ranges there, which
 -- every later batch then reads. Measured with `npm run bench -- retention` on 1 million expired
--- visits written at fillfactor 100: 4,326 of 645,357 updates HOT, about 1,500 rows a second.
+-- visits written at fillfactor 100 (on a shared two-core machine under a load of 12): 4,326 of
+-- 645,357 updates HOT, 600 to 850 rows a second and slowing.
 -- Pages written from now on keep the room.
 ALTER TABLE visits SET (fillfactor = 70);
 ALTER TABLE conversions SET (fillfactor = 80);
