@@ -196,6 +196,23 @@ describe('erasure', () => {
     expect(lead.body.externalUserId).toBeUndefined();
   });
 
+  it('runs in turn with the same user\'s events (the lead lock): every answer is 201 or 204, and what the erasure saw is gone', async () => {
+    const p = await person();
+    const events = Array.from({ length: 12 }, (_, i) =>
+      api.post('/events/conversion', { telegramUserId: p.user, eventType: 'Custom', customEventName: `e${i}`, channelId: tenant.site.channels.main, pii: { email: `x${i}@example.com` } }, { key: tenant.site.siteKey }),
+    );
+    const erase = api.delete(`/leads/${p.user}`, { key: tenant.site.siteKey });
+    const answers = await Promise.all([...events, erase]);
+    expect(answers.slice(0, -1).map((a) => a.status)).toEqual(Array(12).fill(201));
+    expect(answers.at(-1)!.status).toBe(204);
+    // Events the erasure came after are anonymised; those after it start a new lead: no row that
+    // still names the user holds a digest from before the erasure.
+    const { rows } = await db.pool.query(`SELECT custom_event_name, pii_hashed FROM conversions WHERE site_id = $1 AND telegram_user_id = $2`, [tenant.site.siteId, p.user]);
+    for (const r of rows) expect(r.custom_event_name).toMatch(/^e\d+$/);
+    const { rows: erased } = await db.pool.query(`SELECT count(*)::int AS n FROM conversions WHERE id = ANY($1::uuid[]) AND telegram_user_id < 0 AND pii_hashed = '{}'`, [p.conversions]);
+    expect(erased[0].n).toBe(2);
+  });
+
   it('is malformed input a 400, never a 500', async () => {
     expect((await api.delete('/leads/0', { key: tenant.site.siteKey })).body.code).toBe('VALIDATION_FAILED');
     expect((await api.delete('/leads/-5', { key: tenant.site.siteKey })).body.code).toBe('VALIDATION_FAILED');
