@@ -49,7 +49,7 @@ export const LEAD_PERSON_FIELDS: ClearedFields = {
   external_user_id: 'NULL',
 };
 
-/** `col = value, …` for an UPDATE, with an optional table alias. */
+/** `col = value, …` for an UPDATE. */
 export function setClause(fields: ClearedFields): string {
   return Object.entries(fields).map(([col, value]) => `${col} = ${value}`).join(', ');
 }
