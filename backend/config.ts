@@ -70,6 +70,8 @@ const EnvSchema = z.object({
     .regex(/^\S+$/, 'METRICS_TOKEN must not contain spaces, tabs or line breaks (a bearer token cannot)')
     .optional()
     .or(z.literal('').transform(() => undefined)),
+  // Raw IP, User-Agent, URLs and click ids of visits (and conversions) older than this are erased; finished sends deleted.
+  RETENTION_DAYS: z.coerce.number({ message: 'RETENTION_DAYS must be a whole number of days' }).int('RETENTION_DAYS must be a whole number of days').min(1, 'RETENTION_DAYS must be at least 1').max(36500, 'RETENTION_DAYS must be at most 36500').default(400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
 import { loadConfig } from '../backend/config.js';
 import { createSecretBox, parseSecretKey } from '../backend/crypto/secret-box.js';
 import { startEmbedded } from '../backend/db/embedded.js';
@@ -219,4 +220,27 @@ export class RoundRow {
   get databasePerRequest(): number {
     return this.dbMicros / this.requests;
   }
+}
+
+/**
+ * The cheapest durable write an endpoint can make here: parse the JSON body, INSERT a UUID and the
+ * body as jsonb into a table that has only its primary key. Everything an endpoint does beyond
+ * this is its own cost; PostgreSQL's own pgbench doing the same INSERT shows what the database has
+ * beyond it.
+ */
+export const CHEAPEST_TABLE = 'bench_cheapest_write';
+
+export async function createCheapestTable(pool: Pool): Promise<void> {
+  await pool.query(`CREATE TABLE IF NOT EXISTS ${CHEAPEST_TABLE} (id uuid PRIMARY KEY, body jsonb NOT NULL)`);
+}
+
+export function cheapestWrite(path: string, status: 200 | 201, query: (sql: string, params: unknown[]) => Promise<unknown>): Hono {
+  const app = new Hono();
+  app.post(path, async (c) => {
+    const body: unknown = await c.req.json();
+    const id = randomUUID();
+    await query(`INSERT INTO ${CHEAPEST_TABLE} (id, body) VALUES ($1, $2)`, [id, JSON.stringify(body)]);
+    return c.json({ id }, status);
+  });
+  return app;
 }

@@ -25,20 +25,23 @@ import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
-import { cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
+import { maybeSeedHistory } from './history.js';
+import { cheapestWrite, createCheapestTable, cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
 const POOL_SIZE = 20;
 const ORIGIN = 'https://shop.example.com';
 const USER_AGENT = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) CapigramBench/1.0';
 
-type Role = 'bare' | 'capigram';
+type Role = 'bare' | 'cheapest' | 'capigram';
 
 /** The child side: one server per process on the bench database, its URL reported over IPC. */
 async function serveRole(role: Role, databaseUrl: string): Promise<void> {
   const pool = createPool(databaseUrl, POOL_SIZE);
   let app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> };
-  if (role === 'bare') {
+  if (role === 'cheapest') {
+    app = cheapestWrite('/backend/track/init', 200, (sql, params) => pool.query(sql, params));
+  } else if (role === 'bare') {
     const bare = new Hono();
     bare.post('/backend/track/init', async (c) => {
       const b = (await c.req.json()) as Record<string, string>;
@@ -208,11 +211,14 @@ export async function run(args: string[] = []): Promise<void> {
   const children: RoleChild[] = [];
   try {
     await migrate(pool);
+    await createCheapestTable(pool);
+    const history = await maybeSeedHistory(pool, args);
     const { websiteId, channelId } = await seed(pool, true);
     const withoutPixels = await seed(pool, false);
+    const cheapest = await spawnRole(import.meta.url, ROLE_ENV, 'cheapest', [databaseUrl]);
     const bare = await spawnRole(import.meta.url, ROLE_ENV, 'bare', [databaseUrl]);
     const capigram = await spawnRole(import.meta.url, ROLE_ENV, 'capigram', [databaseUrl]);
-    children.push(bare, capigram);
+    children.push(cheapest, bare, capigram);
 
     // Browsers with a visit, for the clicks: every click a different visit, as in production.
     const browsers: { tid: string; sid: string }[] = [];
@@ -243,19 +249,22 @@ export async function run(args: string[] = []): Promise<void> {
       return call;
     };
 
+    await load(cheapest.url, warmup, concurrency, initOn(websiteId));
     await load(bare.url, warmup, concurrency, initOn(websiteId));
     await load(capigram.url, warmup, concurrency, initOn(withoutPixels.websiteId));
     browsers.length = 0;
     await load(capigram.url, warmup, concurrency, initOn(websiteId));
     // The targets take turns, so that a change in the machine's load over the run (other
     // processes, the disk) weighs on each of them alike.
-    const samples: { ceiling: Sample[]; plain: Sample[]; pixel: Sample[] } = { ceiling: [], plain: [], pixel: [] };
+    const samples: { cheapest: Sample[]; ceiling: Sample[]; plain: Sample[]; pixel: Sample[] } = { cheapest: [], ceiling: [], plain: [], pixel: [] };
     const share = Math.ceil(total / rounds);
     for (let r = 0; r < rounds; r++) {
+      samples.cheapest.push(await measure(cheapest, share, concurrency, initOn(websiteId)));
       samples.ceiling.push(await measure(bare, share, concurrency, initOn(websiteId)));
       samples.plain.push(await measure(capigram, share, concurrency, initOn(withoutPixels.websiteId)));
       samples.pixel.push(await measure(capigram, share, concurrency, initOn(websiteId)));
     }
+    const cheapestRow = summarize(samples.cheapest);
     const ceiling = summarize(samples.ceiling);
     const trackerPlain = summarize(samples.plain);
     const tracker = summarize(samples.pixel);
@@ -284,15 +293,18 @@ export async function run(args: string[] = []): Promise<void> {
     const row = (name: string, r: Result) =>
       `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.dbMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
     const lines = [
+      ...(history === null ? [] : [history, '']),
       `track/init: ${rounds * Math.ceil(total / rounds)} requests per row in ${rounds} alternating rounds after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, loopback, one PostgreSQL`,
       '',
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req | database CPU µs/req | failed |',
       '|---|---:|---:|---:|---:|---:|---:|',
+      row('cheapest write: bare hono + one INSERT (uuid, jsonb) into a table with only its key', cheapestRow),
       row('bare hono + one INSERT', ceiling),
       row('Capigram track/init, site without pixels', trackerPlain),
       row('Capigram track/init, site with a Meta pixel (PageView send)', tracker),
       '',
-      `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} with a pixel, ${(trackerPlain.perSecond / ceiling.perSecond).toFixed(2)} without (target >= 0.5)`,
+      `throughput, Capigram / bare ceiling: ${(tracker.perSecond / ceiling.perSecond).toFixed(2)} with a pixel, ${(trackerPlain.perSecond / ceiling.perSecond).toFixed(2)} without`,
+      `throughput, Capigram / cheapest write: ${(tracker.perSecond / cheapestRow.perSecond).toFixed(2)} with a pixel, ${(trackerPlain.perSecond / cheapestRow.perSecond).toFixed(2)} without (target >= 0.5)`,
       '',
       `track/invite from the pool: ${serial} clicks one at a time, then ${clicks} clicks from ${clickConcurrency} concurrent clients, after ${Math.min(warmup, browsers.length)} warm-up; every click a different visit`,
       '',

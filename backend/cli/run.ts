@@ -10,6 +10,7 @@ import { channelCommands } from './channels.js';
 import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command } from './command.js';
 import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
+import { leadCommands } from './leads.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
 import { siteCommands } from './sites.js';
@@ -20,7 +21,7 @@ import { siteCommands } from './sites.js';
  * the server runs). stdout carries only the result, so `--json` output can be piped; warnings,
  * refusals and logs go to stderr.
  */
-export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands];
+export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands, ...leadCommands];
 
 const PROGRAM = 'npm run admin --';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

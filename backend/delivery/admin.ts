@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import { requireSite } from '../domain/admin/sites.js';
 import { wakeDeliveryNow } from '../domain/delivery-wake.js';
+import { ERASED_SKIP_REASON } from '../domain/erasure/erase-lead.js';
 import { lockConversions, refreshCapiStatus, refreshCapiStatuses } from '../domain/sends.js';
 import { ApiError, validationError } from '../errors.js';
 
@@ -66,9 +67,11 @@ const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_
 export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: string; status: 'pending' }> {
   if (!SendId.safeParse(sendId).success) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
   const result = await withTx(pool, async (tx) => {
-    const found = await tx.query<{ conversion_id: string | null; status: string }>('SELECT conversion_id, status FROM sends WHERE id = $1', [sendId]);
+    const found = await tx.query<{ conversion_id: string | null; status: string; skip_reason: string | null }>('SELECT conversion_id, status, skip_reason FROM sends WHERE id = $1', [sendId]);
     const send = found.rows[0];
     if (!send) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
+    // The person's identifiers are gone, and with them the consent to send anything about them.
+    if (send.skip_reason === ERASED_SKIP_REASON) throw new ApiError('VALIDATION_FAILED', `send ${sendId} was cancelled when its person's data was erased`);
     if (send.conversion_id) await lockConversions(tx, [send.conversion_id]);
     const { rows } = await tx.query<{ status: string }>('SELECT status FROM sends WHERE id = $1 FOR UPDATE', [sendId]);
     const { status } = rows[0]!;

@@ -23,6 +23,7 @@ const OPERATIONS = [
   ['post', '/leads/{telegramUserId}/events'],
   ['post', '/leads/{telegramUserId}/conversions/{conversionId}/value'],
   ['get', '/leads/{telegramUserId}'],
+  ['delete', '/leads/{telegramUserId}'],
   ['get', '/channels'],
 ] as const;
 
@@ -40,7 +41,8 @@ describe('openapi.json', () => {
     expect(op.security).toEqual([{ bearerAuth: [] }]);
     expect(op.responses['401'].content['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
     expect(op.responses['400'].description).toContain('VALIDATION_FAILED');
-    expect(op.parameters.some((p: { name: string; in: string }) => p.name === 'idempotency-key' && p.in === 'header')).toBe(true);
+    // An erasure is idempotent by itself (a repeat is 404): the DELETE takes no Idempotency-Key.
+    expect(op.parameters.some((p: { name: string; in: string }) => p.name === 'idempotency-key' && p.in === 'header')).toBe(method !== 'delete');
   });
 
   it('the conversion body schema is the validating one: required fields, the event types, bounds', () => {

@@ -171,6 +171,7 @@ export function apiClient(baseUrl: string) {
   return {
     post: <T = Record<string, any>>(path: string, body: unknown, o: CallOptions = {}) => call<T>('POST', path, body, o),
     get: <T = Record<string, any>>(path: string, o: CallOptions = {}) => call<T>('GET', path, undefined, o),
+    delete: <T = Record<string, any>>(path: string, o: CallOptions = {}) => call<T>('DELETE', path, undefined, o),
   };
 }
 

@@ -315,6 +315,43 @@ describe('finding a Telegram user', () => {
     }
     expect(await call(`/dashboard/leads?user=1`)).toMatchObject({ status: 303, location: '/dashboard/login' });
   });
+
+  it("erases the person's data on a site from their page, only once the box is ticked, and with the form token", async () => {
+    const cookie = await signIn();
+    const user = newUser();
+    const { visitId } = await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    await db.pool.query(`INSERT INTO leads (site_id, telegram_user_id, external_user_id) VALUES ($1, $2, 'crm-77')`, [tenant.site.siteId, user]);
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, user);
+    const page = await call(`/dashboard/leads?user=${user}`, { cookie });
+    const action = `/dashboard/sites/${tenant.site.siteId}/leads/${user}/erase`;
+    expect(page.text).toContain(`action="${action}"`);
+    expect(page.text).toMatch(/name="confirm" value="yes" required/);
+    const token = formTokenOf(page.text);
+
+    // Not confirmed, or without the token: nothing happens.
+    const unticked = await call(action, { cookie, form: { _token: token } });
+    expect(unticked.status).toBe(400);
+    expect(unticked.text).toContain('Tick the box');
+    expect((await call(action, { cookie, form: { confirm: 'yes' } })).status).toBe(403);
+    expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [user])).toBe(1);
+
+    const done = await call(action, { cookie, form: { _token: token, confirm: 'yes' } });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(`/dashboard/leads?user=${user}&erased=${tenant.site.siteId}`);
+    const after = await call(done.location!, { cookie });
+    expect(after.text).toContain('was erased');
+    expect(after.text).toContain('Nothing is known about this user');
+    expect(after.text).not.toContain('crm-77');
+    expect((await db.pool.query('SELECT client_ip, fbc FROM visits WHERE id = $1', [visitId])).rows[0]).toEqual({ client_ip: null, fbc: null });
+    expect(Number((await db.pool.query('SELECT telegram_user_id FROM conversions WHERE id = $1', [conversionId])).rows[0].telegram_user_id)).toBeLessThan(0);
+    expect((await db.pool.query(`SELECT actor FROM erasures WHERE site_id = $1`, [tenant.site.siteId])).rows).toEqual([{ actor: 'dashboard' }]);
+
+    // Again: nothing left on that site; another site's address cannot reach it either.
+    const again = await call(action, { cookie, form: { _token: token, confirm: 'yes' } });
+    expect(again.status).toBe(404);
+    expect(again.text).toContain('erased already');
+    expect((await call(`/dashboard/sites/${tenant.site.siteId}/leads/0/erase`, { cookie, form: { _token: token, confirm: 'yes' } })).status).toBe(400);
+  });
 });
 
 describe('retrying every failed send of a site', () => {

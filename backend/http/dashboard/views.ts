@@ -185,13 +185,14 @@ function visitCell(v: VisitSignals | null): Html {
 }
 
 /** Everything known about one Telegram user, or the search form's answer when there is nothing. */
-export function journeyPage(query: string, journey: LeadJourney | null, session: { formToken: string }, error?: string): Html {
-  const heading = html`<h1>Telegram user ${query}</h1>`;
+export function journeyPage(query: string, journey: LeadJourney | null, session: { formToken: string }, error?: string, notice?: string): Html {
+  const heading = html`<h1>Telegram user ${query}</h1>${notice ? html`<p class="ok">${notice}</p>` : ''}${journey !== null && error ? html`<p class="error">${error}</p>` : ''}`;
   if (journey === null) return page('Find a user', html`${heading}${error ? html`<p class="error">${error}</p>` : ''}`, session);
   const empty = journey.leads.length === 0 && journey.memberships.length === 0 && journey.conversions.length === 0;
   if (empty) return page(`User ${query}`, html`${heading}<p>Nothing is known about this user: no join, no conversion, on any site.</p>`, session);
   const leads = journey.leads.map(
-    (l) => html`<tr><td><a href="/dashboard/sites/${l.siteId}">${l.siteName}</a></td><td>${when(l.firstSeenAt)}</td><td>${when(l.lastSeenAt)}</td><td>${l.externalUserId ?? ''}</td></tr>`,
+    (l) => html`<tr><td><a href="/dashboard/sites/${l.siteId}">${l.siteName}</a></td><td>${when(l.firstSeenAt)}</td><td>${when(l.lastSeenAt)}</td><td>${l.externalUserId ?? ''}</td>
+<td><form class="inline" method="post" action="/dashboard/sites/${l.siteId}/leads/${query}/erase"><input type="hidden" name="_token" value="${session.formToken}"><label><input type="checkbox" name="confirm" value="yes" required> erase for good</label><button>Erase data</button></form></td></tr>`,
   );
   const memberships = journey.memberships.map(
     (m) => html`<tr><td>${when(m.at)}</td><td>${m.siteName}</td><td>${m.channelTitle}</td><td>${m.kind}${m.viaJoinRequest ? ' (join request)' : ''}</td>
@@ -207,7 +208,7 @@ export function journeyPage(query: string, journey: LeadJourney | null, session:
   return page(
     `User ${query}`,
     html`${heading}
-<h2>Leads</h2>${journey.leads.length === 0 ? html`<p class="muted">No lead row.</p>` : html`<table><thead><tr><th>site</th><th>first seen (UTC)</th><th>last seen</th><th>external id</th></tr></thead><tbody>${leads}</tbody></table>`}
+<h2>Leads</h2>${journey.leads.length === 0 ? html`<p class="muted">No lead row.</p>` : html`<table><thead><tr><th>site</th><th>first seen (UTC)</th><th>last seen</th><th>external id</th><th>erasure (on request: identifiers go, counts stay)</th></tr></thead><tbody>${leads}</tbody></table>`}
 <h2>Joins and leaves</h2>${journey.memberships.length === 0 ? html`<p class="muted">None seen by a bot.</p>` : html`<table><thead><tr><th>when (UTC)</th><th>site</th><th>channel</th><th>what</th><th>attributed</th><th>visit (signals it carried)</th></tr></thead><tbody>${memberships}</tbody></table>`}
 <h2>Conversions</h2>${journey.conversions.length === 0 ? html`<p class="muted">None.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>site</th><th>channel</th><th>event</th><th>value</th><th>source</th><th>attribution</th><th>status</th><th>sends</th><th>id</th></tr></thead><tbody>${conversions}</tbody></table>`}`,
     session,

@@ -8,6 +8,7 @@ import { submitConversionValue } from '../../domain/conversions/submit-value.js'
 import { Uuid } from '../../domain/admin/schemas.js';
 import { findSite, type SiteRow } from '../../domain/admin/sites.js';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
+import { eraseLeadInAccount } from '../../domain/erasure/erase-lead.js';
 import { closeSession, openSession, sessionOpen } from '../../domain/dashboard/sessions.js';
 import { conversionOwner, dashboardOverview, dashboardSite, sendOfSite } from '../../domain/dashboard/read-model.js';
 import { ApiError } from '../../errors.js';
@@ -137,7 +138,33 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     if (!(Number.isSafeInteger(id) && id > 0)) {
       return c.html(journeyPage(query, null, session, 'A Telegram user id is a positive whole number, such as 123456789.'), 400);
     }
-    return c.html(journeyPage(String(id), await leadJourney(deps.pool, id), session));
+    const erased = c.req.query('erased');
+    const notice = erased !== undefined && isUuid(erased) ? 'This person\'s data on that site was erased.' : undefined;
+    return c.html(journeyPage(String(id), await leadJourney(deps.pool, id), session, undefined, notice));
+  });
+
+  // Erasure needs the confirmation box ticked: the page has no script to ask, and nothing undoes it.
+  app.post('/dashboard/sites/:site/leads/:user/erase', signedIn, async (c) => {
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
+    const rawUser = c.req.param('user');
+    const user = /^\d{1,16}$/.test(rawUser) ? Number(rawUser) : Number.NaN;
+    const session = { formToken: c.get('formToken') };
+    if (!(Number.isSafeInteger(user) && user > 0)) return c.html(journeyPage(rawUser.slice(0, 40), null, session, 'A Telegram user id is a positive whole number, such as 123456789.'), 400);
+    const form = await c.req.parseBody();
+    if (form.confirm !== 'yes') {
+      return c.html(journeyPage(String(user), await leadJourney(deps.pool, user), session, 'Tick the box to confirm the erasure: it cannot be undone.'), 400);
+    }
+    try {
+      await eraseLeadInAccount(deps.pool, { accountId: site.account_id, telegramUserId: user, site: site.id }, 'dashboard');
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'LEAD_NOT_FOUND') {
+        return c.html(journeyPage(String(user), await leadJourney(deps.pool, user), session, 'Nothing is known about this user on that site (erased already?).'), 404);
+      }
+      throw err;
+    }
+    deps.log.info({ requestId: c.get('requestId'), siteId: site.id }, 'dashboard: lead erased');
+    return c.redirect(`/dashboard/leads?user=${user}&erased=${site.id}`, 303);
   });
 
   /** The site the URL names, or the not-found page to answer with. */

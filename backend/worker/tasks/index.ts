@@ -1,5 +1,6 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
+import { runRetention } from '../../domain/erasure/retention.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
 import { purgeDeadJobs } from '../dead-jobs.js';
 import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
@@ -10,11 +11,16 @@ import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 export const TASKS = {
   purgeIdempotency: 'purge_idempotency',
   purgeDeadJobs: 'purge_dead_jobs',
+  retention: 'retention',
 } as const;
+
+/** One retention run stops starting batches after this long; the next hourly run goes on. */
+export const RETENTION_RUN_MS = 10 * 60_000;
 
 /** Cron schedule in graphile-worker's crontab format. */
 export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace
 */10 * * * * ${TASKS.purgeDeadJobs} ?max=1&jobKey=${TASKS.purgeDeadJobs}&jobKeyMode=replace
+23 * * * * ${TASKS.retention} ?max=5&jobKey=${TASKS.retention}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
 
@@ -31,5 +37,10 @@ export function createTaskList(deps: Deps): TaskList {
     const n = await purgeDeadJobs(deps.pool, deps.now());
     if (n.signals + n.others > 0) deps.log.info(n, 'purged dead jobs');
   };
-  return { [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
+  const retention: Task = async () => {
+    const out = await runRetention(deps.pool, deps.now(), { days: deps.config.RETENTION_DAYS, until: Date.now() + RETENTION_RUN_MS });
+    const total = Object.values(out.cleared).reduce((a, b) => a + b, 0) + out.sendsDeleted;
+    if (total > 0 || !out.done) deps.log.info(out, 'retention: old raw identifiers erased');
+  };
+  return { [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
 }

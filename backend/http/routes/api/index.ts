@@ -6,6 +6,7 @@ import type { App } from '../../app.js';
 import { registerListChannels } from './channels-list.js';
 import { registerConversionEvent } from './events-conversion.js';
 import { registerConversionValue } from './lead-conversion-value.js';
+import { registerEraseLead } from './lead-erase.js';
 import { registerLeadEvent } from './lead-events.js';
 import { registerGetLead } from './lead-get.js';
 import { registerReference } from './reference.js';
@@ -22,6 +23,7 @@ export function registerApiRoutes(app: App, deps: Deps): void {
   registerLeadEvent(api, deps);
   registerConversionValue(api, deps);
   registerGetLead(api, deps);
+  registerEraseLead(api, deps);
   registerListChannels(api, deps);
   registerReference(api, deps);
   app.route('/api/v1', api);

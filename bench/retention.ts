@@ -1,0 +1,138 @@
+/**
+ * `npm run bench -- retention`: the retention job over expired visits while `track/init` runs.
+ *
+ * Seeds `--expired=N` visits (default 1,000,000; with N/10 leads, N/5 conversions and N sends in
+ * proportion, as `history.ts` writes a busy site) spread over the year that ended 401 days ago, so
+ * that every one is past the default RETENTION_DAYS. Then, against Capigram's `track/init` in its
+ * own process at 50 concurrent clients: batches of `--requests=N` requests (default 5000) before,
+ * during and after the retention job runs in this process, and the job's own time. The figures to
+ * compare: the job's duration, and `track/init` p99 and throughput during it against before.
+ */
+import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { migrate } from '../backend/db/migrate.js';
+import { createPool } from '../backend/db/pool.js';
+import { runRetention } from '../backend/domain/erasure/retention.js';
+import { createApp } from '../backend/http/app.js';
+import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
+import { seedHistory } from './history.js';
+import { openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type Batch, type RoleChild } from './support.js';
+
+const ROLE_ENV = 'CAPIGRAM_BENCH_RETENTION_ROLE';
+const ORIGIN = 'https://shop.example.com';
+
+async function serveRole(databaseUrl: string): Promise<void> {
+  const pool = createPool(databaseUrl, 20);
+  const unlimited = Object.fromEntries(Object.values(RATE_LIMIT_ENV).map((name) => [name, '1000000']));
+  await serveRoleApp(createApp(roleDeps(pool, { DATABASE_URL: databaseUrl, ...unlimited })));
+}
+
+async function initLoad(url: string, websiteId: string, total: number, concurrency: number): Promise<Batch> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const latencies: number[] = [];
+  let failures = 0;
+  let issued = 0;
+  const one = (client: number) =>
+    new Promise<void>((resolve) => {
+      const body = JSON.stringify({
+        websiteId, tempId: randomUUID(), sessionId: randomUUID(), visitRequestId: randomUUID(),
+        href: `${ORIGIN}/landing?fbclid=IwAR2F4`, landingPage: '/landing?fbclid=IwAR2F4', referrer: 'https://l.facebook.com/',
+        userAgent: 'Mozilla/5.0 (iPhone) CapigramBench/1.0', fbc: `fb.1.${Date.now()}.IwAR2F4`, fbp: 'fb.1.1763776500000.1116446470',
+      });
+      const started = performance.now();
+      const req = request(`${url}/backend/track/init`, {
+        agent, method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN, 'x-capigram-client-ip': `198.51.100.${client + 1}` },
+      }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (res.statusCode === 200) latencies.push(performance.now() - started);
+          else failures += 1;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        failures += 1;
+        resolve();
+      });
+      req.end(body);
+    });
+  const client = async (c: number) => {
+    while (issued < total) {
+      issued += 1;
+      await one(c);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, (_, c) => client(c)));
+  agent.destroy();
+  return { latencies, failures, seconds: (performance.now() - started) / 1000 };
+}
+
+function summary(batches: Batch[]): string {
+  const all = batches.flatMap((b) => b.latencies).sort((a, b) => a - b);
+  const q = (p: number) => all[Math.min(all.length - 1, Math.floor(p * all.length))] ?? Number.NaN;
+  const seconds = batches.reduce((s, b) => s + b.seconds, 0);
+  const failures = batches.reduce((s, b) => s + b.failures, 0);
+  return `${(all.length / seconds).toFixed(0)} | ${q(0.5).toFixed(2)} | ${q(0.99).toFixed(2)} | ${all.length} | ${failures}`;
+}
+
+export async function run(args: string[] = []): Promise<void> {
+  const expired = option(args, 'expired', 1_000_000);
+  const requests = option(args, 'requests', 5_000);
+  const concurrency = option(args, 'concurrency', 50);
+  const db = await openBenchDatabase(4);
+  const children: RoleChild[] = [];
+  try {
+    await migrate(db.pool);
+    const h = await seedHistory(db.pool, { visits: expired, days: 365, endDaysAgo: 401, log: (l) => process.stderr.write(`${l}\n`) });
+    const { rows: site } = await db.pool.query<{ website_id: string }>(
+      `WITH a AS (INSERT INTO accounts (name) VALUES ('bench') RETURNING id)
+       INSERT INTO sites (account_id, website_id, name, domains) SELECT id, 'ws_retention_bench', 'Bench', '{example.com}' FROM a RETURNING website_id`,
+    );
+    const websiteId = site[0]!.website_id;
+    const capigram = await spawnRole(import.meta.url, ROLE_ENV, 'capigram', [db.databaseUrl]);
+    children.push(capigram);
+
+    await initLoad(capigram.url, websiteId, Math.min(2_000, requests), concurrency); // warm-up
+    const before: Batch[] = [];
+    for (let i = 0; i < 3; i++) before.push(await initLoad(capigram.url, websiteId, requests, concurrency));
+
+    const started = performance.now();
+    let finished = false;
+    const job = runRetention(db.pool, new Date(), { days: 400 }).then((r) => {
+      finished = true;
+      return r;
+    });
+    const during: Batch[] = [];
+    while (!finished) during.push(await initLoad(capigram.url, websiteId, Math.min(requests, 2_000), concurrency));
+    const result = await job;
+    const jobSeconds = (performance.now() - started) / 1000;
+    const after: Batch[] = [];
+    for (let i = 0; i < 3; i++) after.push(await initLoad(capigram.url, websiteId, requests, concurrency));
+
+    const { rows: left } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM visits WHERE client_ip IS NOT NULL AND created_at < now() - interval '400 days'`);
+    const lines = [
+      `history: ${h.rows.visits} visits (all expired), ${h.rows.leads} leads, ${h.rows.conversions} conversions, ${h.rows.sends} sends, seeded in ${h.seconds.toFixed(0)} s`,
+      `retention job: ${jobSeconds.toFixed(1)} s; cleared ${JSON.stringify(result.cleared)}, finished sends deleted ${result.sendsDeleted}, done ${result.done}; expired visits still holding an IP: ${left[0]!.n}`,
+      '',
+      `track/init at ${concurrency} concurrent clients, Capigram in its own process:`,
+      '',
+      '| when | req/s | p50 ms | p99 ms | requests | failed |',
+      '|---|---:|---:|---:|---:|---:|',
+      `| before the job | ${summary(before)} |`,
+      `| while the job runs | ${summary(during)} |`,
+      `| after the job | ${summary(after)} |`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    for (const child of children) child.process.kill();
+    await db.close();
+  }
+}
+
+if (process.env[ROLE_ENV] !== undefined) {
+  serveRole(process.argv[2]!).catch((err: unknown) => {
+    process.stderr.write(`bench retention server failed: ${String(err)}\n`);
+    process.exit(1);
+  });
+}
