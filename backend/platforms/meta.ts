@@ -4,9 +4,9 @@ import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } 
 import {
   assertBatch,
   externalIdsOf,
+  hashedUserFields,
   isWebsite,
   nonEmptyObject,
-  one,
   opt,
   pixelFor,
   stripTrailingSlash,
@@ -54,16 +54,7 @@ function metaEvent(e: DeliveryEvent) {
     // The page the visitor came from, which Meta reads like the pixel's referrer (website events only).
     referrer_url: isWebsite(e) ? opt(e.referrer) : undefined,
     user_data: {
-      em: one(h.em),
-      ph: one(h.ph),
-      fn: one(h.fn),
-      ln: one(h.ln),
-      ct: one(h.ct),
-      st: one(h.st),
-      zp: one(h.zp),
-      country: one(h.country),
-      db: one(h.db),
-      ge: one(h.ge),
+      ...hashedUserFields(h),
       fbc: opt(e.fbc),
       fbp: opt(e.fbp),
       client_ip_address: opt(e.clientIp),

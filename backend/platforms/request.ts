@@ -61,6 +61,25 @@ export function one(v: string | undefined): string[] | undefined {
   return v ? [v] : undefined;
 }
 
+/**
+ * The PII digests as Meta's and Snap's `user_data` both name them (each an array of one digest,
+ * absent when unknown): the two platforms took the same field names.
+ */
+export function hashedUserFields(h: DeliveryEvent['hashed']) {
+  return {
+    em: one(h.em),
+    ph: one(h.ph),
+    fn: one(h.fn),
+    ln: one(h.ln),
+    ct: one(h.ct),
+    st: one(h.st),
+    zp: one(h.zp),
+    country: one(h.country),
+    db: one(h.db),
+    ge: one(h.ge),
+  };
+}
+
 /** Whether the event is a website event (the default), which the platforms want with a page URL and a User-Agent. */
 export function isWebsite(e: Pick<DeliveryEvent, 'actionSource'>): boolean {
   return (e.actionSource ?? 'website') === 'website';

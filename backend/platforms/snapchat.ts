@@ -1,6 +1,6 @@
 import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
-import { assertBatch, externalIdsOf, isWebsite, nonEmptyObject, one, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
+import { assertBatch, externalIdsOf, hashedUserFields, isWebsite, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
 import {
   allDelivered,
   allFailed,
@@ -29,16 +29,7 @@ function snapchatEvent(e: DeliveryEvent) {
     action_source: isWebsite(e) ? 'WEB' : 'OFFLINE',
     event_source_url: opt(e.eventSourceUrl),
     user_data: {
-      em: one(h.em),
-      ph: one(h.ph),
-      fn: one(h.fn),
-      ln: one(h.ln),
-      ct: one(h.ct),
-      st: one(h.st),
-      zp: one(h.zp),
-      country: one(h.country),
-      db: one(h.db),
-      ge: one(h.ge),
+      ...hashedUserFields(h),
       external_id: externalIdsOf(e),
       client_ip_address: opt(e.clientIp),
       client_user_agent: opt(e.userAgent),
