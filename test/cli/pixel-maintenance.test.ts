@@ -61,6 +61,11 @@ describe('Google conversion actions per event type, test mode and IP', () => {
     expect((await pixelRow(pixelId)).public_config).toEqual({ customerId: '1234567890', conversionActions: { Purchase: '22', 'Custom:Demo': '33' }, sendUserIpAddress: true });
     // The credentials are untouched by a settings-only update.
     expect(await secretsOf(pixelId)).toEqual({ developerToken: 'dev-token-maint-1', oauthToken: 'ya29.oauth-maint-1' });
+    // Another customer's action, by resource name, is refused against the stored customer.
+    expect(await w.refused('pixel', 'update', '--pixel', pixelId, '--conversion-action', 'Purchase=customers/5555555555/conversionActions/9')).toMatch(
+      /the action belongs to customer 5555555555, not to this pixel's customer 1234567890/,
+    );
+    expect((await pixelRow(pixelId)).public_config.conversionActions).toEqual({ Purchase: '22', 'Custom:Demo': '33' });
     expect(await w.refused('pixel', 'update', '--pixel', pixelId, '--validate-only', '--no-validate-only')).toBe('error: --validate-only and --no-validate-only cannot be given together (see npm run admin -- pixel update --help)\n');
     const meta = (await w.ok<{ pixelId: string }>('pixel', 'add', '--site', siteId, '--platform', 'meta', '--pixel-id', '55555', '--access-token', 'meta-token-maint-1')).pixelId;
     expect(await w.refused('pixel', 'update', '--pixel', meta, '--conversion-action', 'Lead=1')).toBe('error: --conversion-action: is not used by a meta pixel\n');

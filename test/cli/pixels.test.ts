@@ -82,6 +82,10 @@ describe('pixel add', () => {
     expect(await w.refused(...google, '--conversion-action', 'PageView=1')).toBe('error: --conversion-action: PageView is not uploaded to Google Ads\n');
     expect(await w.refused(...google, '--conversion-action', 'Join=1')).toBe('error: --conversion-action: "Join" is not an event type: use Contact, Lead, Purchase, CompleteRegistration, Subscribe, Custom, Custom:<name> or *\n');
     expect(await w.refused(...google, '--conversion-action', 'Lead=1', '--conversion-action', 'Lead=2')).toBe('error: --conversion-action: Lead is mapped twice\n');
+    // A resource name of another customer's action would upload to the wrong account's action id.
+    expect(await w.refused(...google, '--conversion-action', 'Lead=customers/9999999999/conversionActions/5')).toBe(
+      "error: --conversion-action Lead=customers/9999999999/conversionActions/5: the action belongs to customer 9999999999, not to this pixel's customer 1234567890\n",
+    );
     expect(await w.refused(...google, '--conversion-action', 'Custom:=1')).toBe('error: --conversion-action: "Custom:": a custom event name must be 1–100 characters\n');
     expect(await w.refused('pixel', 'add', '--site', 'ws_unknown', '--platform', 'meta', '--pixel-id', '12345', '--access-token', 'tokentoken'))
       .toBe('error: site ws_unknown does not exist\n');

@@ -24,6 +24,20 @@ const ActionId = z
 const MAPPABLE = new Set<string>(EVENT_TYPES.filter((t) => t !== 'PageView'));
 
 /**
+ * An action given as a resource name (`customers/X/conversionActions/N`) names its customer; only
+ * its id is kept, so an X other than the pixel's customer would upload to the wrong account's
+ * action id. Refused instead, naming the entry.
+ */
+function refuseForeignActions(entries: readonly string[] | undefined, customerId: string): void {
+  for (const entry of entries ?? []) {
+    const named = /customers\/(\d{10})\/conversionActions\/\d+\s*$/.exec(entry)?.[1];
+    if (named !== undefined && named !== customerId) {
+      throw new ApiError('VALIDATION_FAILED', `--conversion-action ${entry.trim()}: the action belongs to customer ${named}, not to this pixel's customer ${customerId}`);
+    }
+  }
+}
+
+/**
  * `EVENT=ACTION_ID` → [key, id]; a bare `ACTION_ID` (the form of a single action) stands for every
  * event type. Split at the last `=`: an action id never holds one, a custom event's name may
  * (`Custom:plan=pro=123`).
@@ -133,6 +147,7 @@ export async function addPixel(deps: { db: Pool; box: SecretBox; verify?: Verify
       secrets = { accessToken: p.accessToken };
       break;
     case 'google':
+      refuseForeignActions((input as { conversionActions?: string[] }).conversionActions, p.customerId);
       pub = {
         customerId: p.customerId,
         conversionActions: p.conversionActions,
@@ -310,7 +325,10 @@ export async function updatePixel(deps: { db: Pool; box: SecretBox }, input: Upd
     }
     const testEventCode = changes.testEventCode === undefined ? row.test_event_code : changes.testEventCode;
     const pub: Record<string, unknown> = { ...row.public_config };
-    if (conversionActions !== undefined) pub.conversionActions = conversionActions;
+    if (conversionActions !== undefined) {
+      refuseForeignActions((input as { conversionActions?: string[] }).conversionActions, String(pub.customerId));
+      pub.conversionActions = conversionActions;
+    }
     for (const flag of ['validateOnly', 'sendUserIpAddress'] as const) {
       if (publicChanges[flag] === true) pub[flag] = true;
       else if (publicChanges[flag] === false) delete pub[flag];
