@@ -5,44 +5,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
+import { failureTrigger, type FailureTrigger } from '../harness/fail-trigger.js';
 import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
 let tenant: Tenant;
+let injected: FailureTrigger;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   t = await startTestApp(db.pool);
   api = apiClient(t.url);
   tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
-  // The first `fail_first` conversion inserts fail with `code`. A sequence counts them: it is not
-  // rolled back with the failing transaction.
-  await db.pool.query(`
-    CREATE SEQUENCE test_insert_failures;
-    CREATE TABLE test_insert_failure (fail_first int NOT NULL, code text NOT NULL);
-    INSERT INTO test_insert_failure VALUES (0, '40P01');
-    CREATE FUNCTION test_fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE f test_insert_failure;
-    BEGIN
-      SELECT * INTO f FROM test_insert_failure;
-      IF nextval('test_insert_failures') <= f.fail_first THEN
-        RAISE EXCEPTION 'injected lock conflict' USING ERRCODE = f.code;
-      END IF;
-      RETURN NEW;
-    END $$;
-    CREATE TRIGGER test_fail_insert BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION test_fail_insert();`);
+  injected = await failureTrigger(db.pool, { name: 'test_fail_insert', on: 'BEFORE INSERT ON conversions' });
 });
 afterAll(async () => {
   await t.stop();
   await db.drop();
 });
 
-async function failFirst(n: number, code: string): Promise<void> {
-  await db.pool.query(`SELECT setval('test_insert_failures', 1, false)`);
-  await db.pool.query('UPDATE test_insert_failure SET fail_first = $1, code = $2', [n, code]);
-}
+const failFirst = (n: number, code: string) => injected.failFirst(n, code);
 
 async function warmUser(): Promise<number> {
   const user = newUser();
@@ -59,8 +43,7 @@ describe('lock conflicts reported by PostgreSQL', () => {
     const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD' }, { key: tenant.accountKey, idempotencyKey: `conflict-${code}-${user}` });
     expect(res.status).toBe(201);
     expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [user])).toBe(1);
-    const { rows } = await db.pool.query<{ n: string }>('SELECT last_value::text AS n FROM test_insert_failures');
-    expect(Number(rows[0]!.n)).toBe(6); // five failed, the sixth committed
+    expect(await injected.fired()).toBe(6); // five failed, the sixth committed
   });
 
   it('once, in a shared transaction: the transaction is run again as it was (its events not one by one)', async () => {
