@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { apiClient, count, seedTenant, type ApiClient, type Tenant, warmLead } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -28,11 +28,7 @@ afterAll(async () => {
 let keySeq = 0;
 const freshKey = () => `reuse-${Date.now()}-${keySeq++}`;
 
-async function warmUser(): Promise<number> {
-  const user = newUser();
-  await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
-  return user;
-}
+const warmUser = () => warmLead(db.pool, tenant);
 const purchase = (user: number) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD' });
 const purchasesOf = (user: number) => count(db.pool, `conversions WHERE telegram_user_id = $1 AND event_type = 'Purchase'`, [user]);
 

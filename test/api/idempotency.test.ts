@@ -9,7 +9,7 @@ import { startTestApp, testClock, TEST_SECRET_KEY, type TestApp, type TestClock 
 import { waitUntil } from '../delivery/support.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
-import { apiClient, attributedJoin, count, lockLead, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { apiClient, count, lockLead, newUser, seedTenant, type ApiClient, type Tenant, warmLead } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -32,11 +32,7 @@ afterAll(async () => {
 let keySeq = 0;
 const freshKey = () => `order-${Date.now()}-${keySeq++}`;
 
-async function warmUser(): Promise<number> {
-  const user = newUser();
-  await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
-  return user;
-}
+const warmUser = () => warmLead(db.pool, tenant);
 const purchase = (user: number, extra: Record<string, unknown> = {}) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD', ...extra });
 const conversionsOf = (user: number) => count(db.pool, 'conversions WHERE telegram_user_id = $1', [user]);
 

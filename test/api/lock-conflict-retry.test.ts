@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { failureTrigger, type FailureTrigger } from '../harness/fail-trigger.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { apiClient, count, seedTenant, type ApiClient, type Tenant, warmLead } from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -28,11 +28,7 @@ afterAll(async () => {
 
 const failFirst = (n: number, code: string) => injected.failFirst(n, code);
 
-async function warmUser(): Promise<number> {
-  const user = newUser();
-  await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
-  return user;
-}
+const warmUser = () => warmLead(db.pool, tenant);
 
 const batchOutcomes = async () => (await t.deps.metrics.registry.getSingleMetricAsString('capigram_event_batch_events')).split('\n').filter((l) => l.includes('_count{'));
 

@@ -135,6 +135,13 @@ export async function attributedJoin(
   return { visitId };
 }
 
+/** A new Telegram user who joined the tenant's main channel through a tracked visit: a warm lead. */
+export async function warmLead(pool: Pool, tenant: Pick<Tenant, 'site'>): Promise<number> {
+  const user = newUser();
+  await attributedJoin(pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+  return user;
+}
+
 export interface ApiResponse<T = Record<string, unknown>> {
   status: number;
   headers: Headers;
