@@ -25,6 +25,8 @@ const OPERATIONS = [
   ['get', '/leads/{telegramUserId}'],
   ['delete', '/leads/{telegramUserId}'],
   ['get', '/channels'],
+  ['get', '/reports/funnel'],
+  ['get', '/reports/match-quality'],
 ] as const;
 
 describe('openapi.json', () => {
