@@ -227,3 +227,43 @@ describe.each(['/reports/funnel', '/reports/match-quality'])('tenant isolation o
     else expect(own.body.rows).toEqual([]);
   });
 });
+
+describe('match quality', () => {
+  it('gives per platform and event type the share of delivered events carrying each signal, and what to fix', async () => {
+    const other = tenant.sites[1]!;
+    const { main } = other.channels;
+    const { rows: v } = await db.pool.query<{ id: string }>(
+      `INSERT INTO visits (site_id, temp_id, session_id, fbc, fbp, client_ip, user_agent, utm_campaign) VALUES ($1, gen_random_uuid(), gen_random_uuid(), 'fb.1.1.mq', 'fb.1.1.fbp', '203.0.113.5', 'Mozilla/5.0', 'mq') RETURNING id`,
+      [other.siteId],
+    );
+    // Four warm leads from the visit, a Purchase each: one with an e-mail; one failed (not counted).
+    const ids: string[] = [];
+    for (const [i, pii] of [{ email: 'a@example.com' }, {}, {}, {}].entries()) {
+      const user = newUser();
+      await db.pool.query(`INSERT INTO memberships (channel_id, telegram_user_id, kind, visit_id, attributed, occurred_at) VALUES ($1, $2, 'join', $3, true, now())`, [main, user, v[0]!.id]);
+      const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 10 + i, currency: 'EUR', channelId: main, pii, contentName: `order ${i}` }, { key: other.siteKey });
+      expect(res.status).toBe(201);
+      ids.push(res.body.conversionId);
+    }
+    await db.pool.query(`UPDATE sends SET status = 'sent', sent_at = now() WHERE conversion_id = ANY($1::uuid[])`, [ids.slice(0, 3)]);
+    await db.pool.query(`UPDATE sends SET status = 'failed', last_error = 'boom' WHERE conversion_id = $1`, [ids[3]]);
+    // An organic join of the public channel: most of its joins are organic.
+    await db.pool.query(`UPDATE channels SET chat_is_public = true WHERE id = $1`, [other.channels.second]);
+    await db.pool.query(`INSERT INTO memberships (channel_id, telegram_user_id, kind, occurred_at) VALUES ($1, $2, 'join', now())`, [other.channels.second, newUser()]);
+
+    const res = await api.get(`/reports/match-quality?siteId=${other.siteId}`, { key: tenant.accountKey });
+    expect(res.status).toBe(200);
+    const purchase = res.body.rows.find((r: any) => r.platform === 'meta' && r.eventType === 'Purchase');
+    expect(purchase.sent).toBe(3);
+    expect(purchase.shares).toEqual({ fbc: 1, fbp: 1, ip: 1, userAgent: 1, email: 0.3333, phone: 0, externalId: 1, clickId: 1 });
+    expect(purchase.advice).toContain('67 % of Purchases carry no e-mail: send `pii.email` from your backend.');
+    expect(purchase.advice.some((a: string) => a.includes('no phone'))).toBe(true);
+    expect(purchase.advice.some((a: string) => a.includes('fbc'))).toBe(false);
+
+    const coverage = Object.fromEntries(res.body.coverage.map((c: any) => [c.channelId, c]));
+    expect(coverage[main]).toMatchObject({ attributedJoins: 4, organicJoins: 0, share: 1 });
+    expect(coverage[main].warning).toBeUndefined();
+    expect(coverage[other.channels.second]).toMatchObject({ attributedJoins: 0, organicJoins: 1, share: 0, isPublic: true });
+    expect(coverage[other.channels.second].warning).toMatch(/public channel/);
+  });
+});
