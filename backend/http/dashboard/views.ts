@@ -162,7 +162,7 @@ ${installSection(d)}
 <h2>Awaiting a value (${d.awaiting.length})</h2>
 ${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
 <h2>Failed sends (${d.failedSends.length === d.failedLimit ? `${d.failedLimit} newest` : d.failedSends.length})</h2>
-${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>platform</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
+${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>pixel</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
 <h2>Latest conversions</h2>
 ${d.recent.length === 0 ? html`<p class="muted">No conversion yet.</p>` : html`<table><thead>${CONVERSION_HEAD}</thead><tbody>${conversionRows(d.recent)}</tbody></table>`}
 <h2>Channels</h2>
@@ -202,7 +202,7 @@ export function journeyPage(query: string, journey: LeadJourney | null, session:
     (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${c.siteName}</td><td>${c.channelTitle ?? ''}</td><td>${c.eventType}</td><td class="num">${c.value === null ? '' : `${c.value} ${c.currency ?? ''}`}</td>
 <td>${c.source}${c.coldLead ? ' (cold)' : ''}</td><td>${c.visit !== null ? visitCell(c.visit) : c.override.length > 0 ? html`override: ${c.override.join(', ')}` : html`<span class="warn">none</span>`}</td>
 <td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td>
-<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.platform}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}${c.piiWarnings.map((w) => html`<div class="muted">not sent: ${w}</div>`)}</td>
+<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.pixel}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}${c.piiWarnings.map((w) => html`<div class="muted">not sent: ${w}</div>`)}</td>
 <td><code>${c.conversionId}</code></td></tr>`,
   );
   return page(
