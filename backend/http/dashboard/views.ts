@@ -8,7 +8,7 @@ import type { ConversionLine, SiteDetail, SiteOverview } from '../../domain/dash
  * The dashboard's pages, rendered on the server: no script at all, one inline stylesheet allowed
  * by its hash. Every interpolated value goes through hono's `html`, which escapes it.
  */
-type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 const STYLE = `
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
@@ -20,7 +20,14 @@ th,td{border:1px solid #dde1e6;padding:5px 8px;text-align:left;vertical-align:to
 .num{text-align:right}.warn{color:#a4262c;font-weight:600}.ok{color:#1a7f37}.muted{color:#667085}
 .notice{background:#e6f4ea;border:1px solid #1a7f37;padding:8px}.error{background:#fdecea;border:1px solid #a4262c;padding:8px}
 form.inline{display:flex;gap:6px;margin:0}input[type=text],input[type=number],input[type=password]{padding:3px 6px}
-code{font-size:12px}`;
+code{font-size:12px}td,th{overflow-wrap:anywhere}
+nav.tabs{display:flex;gap:12px;flex-wrap:wrap;margin:8px 0}.chart{position:relative;height:260px;background:#fff;border:1px solid #dde1e6;margin:8px 0}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}form.range{display:flex;flex-wrap:wrap;gap:8px;align-items:end}
+form.range label{display:flex;flex-direction:column;font-size:12px}ul.advice{margin:4px 0 12px;padding-left:20px}
+@media (max-width:700px){main{padding:12px}header{flex-wrap:wrap;padding:10px 12px}table,tbody,tr,td{display:block;width:auto}
+thead,tr:has(>th){display:none}tr{border:1px solid #dde1e6;margin:0 0 8px;background:#fff}td{border:0;border-bottom:1px solid #eef0f3}
+tr:has(>td[data-label]){display:grid;grid-template-columns:1fr 1fr}tr:has(>td[data-label])>td:first-child{grid-column:1/-1;font-weight:600}
+td[data-label]::before{content:attr(data-label);display:block;font-size:12px;color:#667085}.num{text-align:left}}`;
 
 /** For the Content-Security-Policy: the one stylesheet the pages may use. */
 export const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
@@ -32,7 +39,7 @@ export const NOTICES = {
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
-function page(title: string, body: Html, session?: { formToken: string }): Html {
+export function page(title: string, body: Html, session?: { formToken: string }): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>${title} · Capigram</title><style>${raw(STYLE)}</style></head>
@@ -156,6 +163,7 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
   return page(
     site.name,
     html`<p><a href="/dashboard">← all sites</a></p><h1>${site.name}</h1>
+<nav class="tabs"><strong>Operations</strong><a href="/dashboard/sites/${site.id}/reports">Reports: funnel, match quality, pixel health</a></nav>
 ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${state.error ? html`<p class="error">${state.error}</p>` : ''}
 <p>Account ${site.accountName} · websiteId <code>${site.website_id}</code> · siteId <code>${site.id}</code> · domains ${site.domains.join(', ')} · dedup window ${site.dedup_window_seconds} s</p>
 ${installSection(d)}

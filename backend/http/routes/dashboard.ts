@@ -19,6 +19,7 @@ import { createSignInLimit } from '../dashboard/sign-in-limit.js';
 import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from '../dashboard/session.js';
 import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from '../dashboard/views.js';
 import { MAX_VALUE } from './api/event-body.js';
+import { registerDashboardReports } from './dashboard-reports.js';
 
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
@@ -45,7 +46,8 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
 
   const headers: MiddlewareHandler = async (c, next) => {
     await next();
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value);
+    // A page that set its own policy keeps it (the Reports page adds its script files).
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!c.res.headers.has(name)) c.header(name, value);
   };
   app.use('/dashboard', headers);
   app.use('/dashboard/*', headers);
@@ -178,6 +180,8 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     if (!detail) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
     return c.html(sitePage(detail, { ...state, formToken: c.get('formToken') }), status);
   }
+
+  registerDashboardReports(app, deps, signedIn, siteOf);
 
   app.get('/dashboard/sites/:site', signedIn, async (c) => {
     const notice = c.req.query('notice');
