@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { listChannelsFor } from '../../../domain/channel-directory.js';
+import { listChannelsFor } from '../../domain/channel-directory.js';
 import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, SiteQuery, keyed, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
 
 const Channel = z

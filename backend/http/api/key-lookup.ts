@@ -1,4 +1,4 @@
-import type { Pool } from '../db/pool.js';
+import type { Pool } from '../../db/pool.js';
 
 /**
  * The API key look-up of the event endpoints (with what is stored under the request's

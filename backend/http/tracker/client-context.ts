@@ -1,41 +1,11 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import { normalizeIp, resolveForwardedChain, type TrustedProxies } from '../../../shared/client-ip.js';
 import { CLIENT_IP_HEADER, CLIENT_USER_AGENT_HEADER, FORWARDER_KEY_HEADER } from '../../../shared/headers.js';
 import { WIRE_LIMITS } from '../../../shared/tracker-wire.js';
 import type { ForwarderKeys } from '../../domain/tracker/forwarders.js';
 import { ApiError } from '../../errors.js';
-import type { KeylessEnv } from './env.js';
-
-/**
- * Who is behind a keyless request. The IP is the one the trusted hops vouch for
- * (`TRUSTED_PROXIES`): `X-Capigram-Client-IP` when the request came from a trusted proxy (such as
- * Capigram's own reverse proxy), else what trusted hops wrote in `X-Forwarded-For`, else the socket's
- * peer. A browser cannot pick its own IP, so it cannot dodge the rate limits.
- *
- * A caller that cannot be trusted by its address (a Cloudflare Worker: trusting Cloudflare's ranges
- * would trust every Cloudflare customer's Worker) proves itself with a forwarder key of the site
- * instead (`X-Capigram-Forwarder-Key`); its forwarding headers are then believed, for that site only.
- */
-export interface BrowserContext {
-  ip: string;
-  /** `X-Capigram-Client-User-Agent`: a proxy forwarding the visitor's User-Agent. */
-  forwardedUserAgent: string | undefined;
-  /** The request's own User-Agent: the browser's, when it calls directly. */
-  requestUserAgent: string | undefined;
-  /** The site whose forwarder key vouched for the forwarding headers; only that site's requests may use them. */
-  forwarderSiteId: string | undefined;
-}
-
-/** The TCP peer of the request, when a Node socket is behind it. */
-export function socketAddress(c: Context): string | undefined {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    // No Node socket behind the request (app.request in a script): nothing to go on.
-    return undefined;
-  }
-}
+import { socketAddress } from '../request-info.js';
+import type { BrowserContext, KeylessEnv } from './env.js';
 
 function clip(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;

@@ -1,12 +1,14 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Deps } from '../../deps.js';
-import { migrationsApplied } from '../../db/migrate.js';
-import { checkDelivery } from '../../delivery/stall.js';
-import type { App } from '../app.js';
-import { ApiError } from '../errors.js';
+import { Hono } from 'hono';
+import type { Deps } from '../deps.js';
+import { migrationsApplied } from '../db/migrate.js';
+import { checkDelivery } from '../delivery/stall.js';
+import type { AppEnv } from './env.js';
+import { ApiError } from './errors.js';
 
 /** Liveness, readiness and metrics: what an orchestrator and Prometheus call. */
-export function registerHealthRoutes(app: App, deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker'>): void {
+export function healthRoutes(deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker'>): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   app.get('/readyz', async (c) => {
@@ -50,6 +52,7 @@ export function registerHealthRoutes(app: App, deps: Pick<Deps, 'pool' | 'metric
     const body = await deps.metrics.registry.metrics();
     return c.body(body, 200, { 'content-type': deps.metrics.registry.contentType });
   });
+  return app;
 }
 
 /** Constant-time comparison of a bearer token (hashed first, so lengths do not leak either). */

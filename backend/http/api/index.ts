@@ -1,8 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { configureEventBatches } from '../../../domain/conversions/lead-lock-batch.js';
-import type { Deps } from '../../../deps.js';
-import type { ApiEnv } from '../../api-auth.js';
-import type { App } from '../../app.js';
+import { configureEventBatches } from '../../domain/conversions/lead-lock-batch.js';
+import type { Deps } from '../../deps.js';
+import type { ApiEnv } from './env.js';
 import { registerListChannels } from './channels-list.js';
 import { registerConversionEvent } from './events-conversion.js';
 import { registerConversionValue } from './lead-conversion-value.js';
@@ -13,10 +12,10 @@ import { registerReference } from './reference.js';
 
 /**
  * The business API under `/api/v1`, one file per endpoint. It is its own OpenAPIHono so that its
- * OpenAPI document holds exactly these endpoints; mounted on the app, it inherits the app's
+ * OpenAPI document holds exactly these endpoints; mounted on the app at `/api/v1`, it inherits the app's
  * validation hook (zod failures → 400 VALIDATION_FAILED) and error handler.
  */
-export function registerApiRoutes(app: App, deps: Deps): void {
+export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
   const api = new OpenAPIHono<ApiEnv>();
   configureEventBatches(deps.pool, { observer: (events, outcome) => deps.metrics.eventBatches.observe({ outcome }, events) });
   registerConversionEvent(api, deps);
@@ -26,5 +25,5 @@ export function registerApiRoutes(app: App, deps: Deps): void {
   registerEraseLead(api, deps);
   registerListChannels(api, deps);
   registerReference(api, deps);
-  app.route('/api/v1', api);
+  return api;
 }

@@ -1,10 +1,11 @@
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import type { Deps } from '../../../deps.js';
-import { ERROR_CODES, type ErrorCode } from '../../../errors.js';
-import { apiAuth, type ApiEnv } from '../../api-auth.js';
-import { ApiError } from '../../errors.js';
-import { idempotency } from '../../idempotency.js';
+import type { Deps } from '../../deps.js';
+import { ERROR_CODES, type ErrorCode } from '../../errors.js';
+import { apiAuth } from './auth.js';
+import type { ApiEnv } from './env.js';
+import { ApiError } from '../errors.js';
+import { idempotency } from './idempotency.js';
 
 /** Shared pieces of the business API's endpoint files: the sub-app type, middleware, schemas. */
 export type ApiApp = OpenAPIHono<ApiEnv>;

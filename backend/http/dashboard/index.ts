@@ -1,9 +1,9 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { parseTrustedProxies, resolveForwardedChain } from '../../../shared/client-ip.js';
 import type { Deps } from '../../deps.js';
 import { retryFailedSends, retrySend } from '../../delivery/admin.js';
-import { MIN_VALUE, normalizeCurrency, VALUE_DECIMALS } from '../../domain/conversions/currencies.js';
+import { MAX_VALUE, MIN_VALUE, normalizeCurrency, VALUE_DECIMALS } from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
 import { Uuid } from '../../domain/admin/schemas.js';
 import { findSite, type SiteRow } from '../../domain/admin/sites.js';
@@ -12,13 +12,11 @@ import { eraseLeadInAccount } from '../../domain/erasure/erase-lead.js';
 import { closeSession, openSession, sessionOpen } from '../../domain/dashboard/sessions.js';
 import { conversionOwner, dashboardOverview, dashboardSite, sendOfSite } from '../../domain/dashboard/read-model.js';
 import { ApiError } from '../../errors.js';
-import { bearerToken } from '../api-auth.js';
-import type { App, AppEnv } from '../app.js';
-import { socketAddress } from '../keyless/client-context.js';
-import { createSignInLimit } from '../dashboard/sign-in-limit.js';
-import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from '../dashboard/session.js';
-import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from '../dashboard/views.js';
-import { MAX_VALUE } from './api/event-body.js';
+import type { DashEnv } from './env.js';
+import { bearerToken, socketAddress } from '../request-info.js';
+import { createSignInLimit } from './sign-in-limit.js';
+import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from './session.js';
+import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from './views.js';
 
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
@@ -26,8 +24,6 @@ import { MAX_VALUE } from './api/event-body.js';
  * retrying a failed send. Signed in with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
  * for scripts). Server-rendered, no script; forms carry a session-bound token.
  */
-type DashEnv = AppEnv & { Variables: AppEnv['Variables'] & { formToken: string; session: string | null } };
-
 const OVERVIEW_HOURS = 24;
 const isUuid = (s: string) => Uuid.safeParse(s).success;
 
@@ -39,7 +35,8 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cache-control': 'no-store',
 };
 
-export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log'>): void {
+export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log'>): Hono<DashEnv> {
+  const app = new Hono<DashEnv>();
   const secure = deps.config.PUBLIC_URL.startsWith('https:');
   const nowMs = () => deps.now().getTime();
 
@@ -245,4 +242,5 @@ export function registerDashboardRoutes(app: App, deps: Pick<Deps, 'pool' | 'now
     deps.log.info({ requestId: c.get('requestId'), sendId }, 'dashboard: send retried');
     return c.redirect(`/dashboard/sites/${site.id}?notice=send-retried`, 303);
   });
+  return app;
 }

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { getLead } from '../../../domain/leads.js';
+import { getLead } from '../../domain/leads.js';
 import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, SiteQuery, TelegramUserIdParam, keyed, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
 
 const OVERRIDE_FIELDS = ['fbc', 'fbp', 'clientIp', 'userAgent', 'gclid', 'gbraid', 'wbraid', 'ttclid', 'sccid', 'ttp', 'scid', 'eventSourceUrl'] as const;

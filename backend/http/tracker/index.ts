@@ -17,19 +17,18 @@ import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
 import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
-import type { App } from '../app.js';
 import { readJson, readQuery } from '../json.js';
 import { createForwarderKeys } from '../../domain/tracker/forwarders.js';
-import { clientContext, userAgentOf } from '../keyless/client-context.js';
-import { corsResponses, preflight } from '../keyless/cors.js';
-import { checkDomains } from '../keyless/domains.js';
+import { clientContext, userAgentOf } from './client-context.js';
+import { corsResponses, preflight } from './cors.js';
+import { checkDomains } from './domains.js';
 import { createInstallSignals } from '../../domain/tracker/install-signals.js';
-import type { KeylessEnv } from '../keyless/env.js';
-import { isLinkLookup } from '../keyless/link-preview.js';
-import { isBrowserNavigation, navigationFallback, type FallbackTarget } from '../keyless/navigation-fallback.js';
-import { createRateLimiter, rateLimitSettings } from '../keyless/rate-limit.js';
-import { clickRequestId, redirectClick } from '../keyless/redirect-click.js';
-import { registerTrackerScriptRoute } from './tracker-script.js';
+import type { KeylessEnv } from './env.js';
+import { isLinkLookup } from './link-preview.js';
+import { isBrowserNavigation, navigationFallback, type FallbackTarget } from './navigation-fallback.js';
+import { createRateLimiter, rateLimitSettings } from './rate-limit.js';
+import { clickRequestId, redirectClick } from './redirect-click.js';
+import { registerTrackerScriptRoute } from './script.js';
 
 /**
  * The keyless tracker surface (spec: keyless tracker endpoints; CONTRACT.md: URLs, domain
@@ -38,7 +37,7 @@ import { registerTrackerScriptRoute } from './tracker-script.js';
  * site, and every request is domain-validated (except `/r/`, opened straight from an ad) and
  * rate-limited per (site, browser IP).
  */
-export function registerTrackerRoutes(app: App, deps: Deps): void {
+export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
   const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
   const sites = createSiteDirectory(deps.pool);
   const limiter = createRateLimiter(deps.pool, rateLimitSettings(deps.config));
@@ -242,8 +241,8 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     return redirect(c, outcome.inviteLink);
   }
 
-  app.route('/', keyless);
-  registerTrackerScriptRoute(app);
+  registerTrackerScriptRoute(keyless);
+  return keyless;
 }
 
 /**

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import { normalizeIp } from '../../../../shared/client-ip.js';
-import { clientContext } from '../../../domain/conversions/client-context.js';
-import { MIN_VALUE, normalizeCurrency, valueProblem } from '../../../domain/conversions/currencies.js';
-import type { BusinessEvent } from '../../../domain/conversions/submit-event.js';
+import { normalizeIp } from '../../../shared/client-ip.js';
+import { clientContext } from '../../domain/conversions/client-context.js';
+import { MAX_VALUE, MIN_VALUE, normalizeCurrency, valueProblem } from '../../domain/conversions/currencies.js';
+import type { BusinessEvent } from '../../domain/conversions/submit-event.js';
 import { IdempotencyHeaders, UNSAFE_CHARS, orNull, text } from './common.js';
 
 /**
@@ -11,8 +11,6 @@ import { IdempotencyHeaders, UNSAFE_CHARS, orNull, text } from './common.js';
  * string is bounded.
  */
 const EVENT_TYPES = ['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom'] as const;
-
-export const MAX_VALUE = 1_000_000_000_000;
 
 const isIp = (s: string) => s.trim() === '' || normalizeIp(s) !== undefined;
 const isHttpUrl = (s: string) => {

@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
-import { submitBusinessEvent, type BusinessEvent, type EventOutcome } from '../../../domain/conversions/submit-event.js';
-import type { EventMode } from '../../../domain/conversions/target.js';
-import type { ApiEnv } from '../../api-auth.js';
-import { answerRecorder } from '../../idempotency.js';
+import { submitBusinessEvent, type BusinessEvent, type EventOutcome } from '../../domain/conversions/submit-event.js';
+import type { EventMode } from '../../domain/conversions/target.js';
+import type { ApiEnv } from './env.js';
+import { answerRecorder } from './idempotency.js';
 import type { ApiDeps } from './common.js';
 
 /** What both event endpoints answer: 201 for a conversion created, 200 for one reused or updated. */

@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { MIN_VALUE, normalizeCurrency, valueProblem } from '../../../domain/conversions/currencies.js';
-import { submitConversionValue } from '../../../domain/conversions/submit-value.js';
+import { MAX_VALUE, MIN_VALUE, normalizeCurrency, valueProblem } from '../../domain/conversions/currencies.js';
+import { submitConversionValue } from '../../domain/conversions/submit-value.js';
 import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, TelegramUserIdParam, keyedJson, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
-import { Currency, MAX_VALUE, Pii } from './event-body.js';
+import { Currency, Pii } from './event-body.js';
 
 /** `POST /api/v1/leads/{telegramUserId}/conversions/{conversionId}/value`: the value a Purchase waited for. */
 export function registerConversionValue(api: ApiApp, deps: ApiDeps): void {

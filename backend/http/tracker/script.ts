@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { App } from '../app.js';
+import type { Hono } from 'hono';
+import type { KeylessEnv } from './env.js';
 
 /**
  * `GET /backend/tracker.js`: the browser tracker script, a static file served with a strong ETag
  * so browsers revalidate cheaply, and cached for an hour (a day more while revalidating) so a new
  * release reaches every page within the hour.
  */
-const SCRIPT = readFileSync(new URL('../tracker-script/tracker.js', import.meta.url));
+const SCRIPT = readFileSync(new URL('./tracker.js', import.meta.url));
 const ETAG = `"${createHash('sha256').update(SCRIPT).digest('base64url').slice(0, 27)}"`;
 const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
 
@@ -19,7 +20,7 @@ function matches(ifNoneMatch: string | undefined): boolean {
   });
 }
 
-export function registerTrackerScriptRoute(app: App): void {
+export function registerTrackerScriptRoute(app: Hono<KeylessEnv>): void {
   app.get('/backend/tracker.js', (c) => {
     const headers = {
       etag: ETAG,

@@ -1,4 +1,4 @@
-import type { Deps } from '../../../deps.js';
+import type { Deps } from '../../deps.js';
 import { renderReference } from './reference-page.js';
 import type { ApiApp } from './common.js';
 

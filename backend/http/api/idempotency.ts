@@ -1,9 +1,9 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { PreparedCall } from '../db/prepared-batch.js';
-import type { LockedClaim } from '../domain/conversions/lead-lock.js';
-import type { Deps } from '../deps.js';
-import { endpointOf, type ApiEnv, type HeldClaim, type PriorClaim } from './api-auth.js';
-import { ApiError } from './errors.js';
+import type { PreparedCall } from '../../db/prepared-batch.js';
+import type { LockedClaim } from '../../domain/conversions/lead-lock.js';
+import type { Deps } from '../../deps.js';
+import { endpointOf, type ApiEnv, type HeldClaim, type PriorClaim } from './env.js';
+import { ApiError } from '../errors.js';
 
 /**
  * `Idempotency-Key` on the business API (first layer of duplicate protection).

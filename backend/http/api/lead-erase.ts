@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { eraseLead } from '../../../domain/erasure/erase-lead.js';
-import { apiAuth } from '../../api-auth.js';
+import { eraseLead } from '../../domain/erasure/erase-lead.js';
+import { apiAuth } from './auth.js';
 import { COMMON_ERRORS, SECURITY, SiteQuery, TelegramUserIdParam, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
 
 /**
