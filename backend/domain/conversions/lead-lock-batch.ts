@@ -3,7 +3,7 @@ import type { Pool, PoolClient } from '../../db/pool.js';
 import { conflictPause, isLockConflict, LOCK_CONFLICT_TRIES } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
-import { lockConversionsAndSends } from '../sends.js';
+import { lockConversionsAndSends } from '../outbox/sends.js';
 import { leadLockKey, leadLockStatement, withLeadLock, type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 
 /**

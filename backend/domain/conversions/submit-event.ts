@@ -1,11 +1,11 @@
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import { capiStatusOf, type CapiStatus, type SendStatus } from '../capi-status.js';
-import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../conversion-record.js';
-import { wakeDelivery } from '../delivery-wake.js';
-import type { HashedPiiRecord } from '../hashed-pii.js';
-import { hashPiiChecked, type RawPii } from '../pii.js';
-import { lockConversions } from '../sends.js';
+import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
+import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../outbox/conversion-record.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
+import type { HashedPiiRecord } from '../pii/hashed.js';
+import { hashPiiChecked, type RawPii } from '../pii/normalize.js';
+import { lockConversions } from '../outbox/sends.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';

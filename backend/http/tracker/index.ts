@@ -19,7 +19,7 @@ import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.
 import { ApiError } from '../../errors.js';
 import { readJson, readQuery } from '../json.js';
 import { createForwarderKeys } from '../../domain/tracker/forwarders.js';
-import { clientContext, userAgentOf } from './client-context.js';
+import { clientContext, userAgentOf } from './browser-context.js';
 import { corsResponses, preflight } from './cors.js';
 import { checkDomains } from './domains.js';
 import { createInstallSignals } from '../../domain/tracker/install-signals.js';

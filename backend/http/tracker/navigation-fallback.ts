@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { Queryable } from '../../db/pool.js';
-import { findSiteChannel } from '../../domain/invites/channels.js';
+import { findSiteChannel } from '../../domain/invites/invite-channels.js';
 import { fallbackUrl } from '../../domain/invites/links.js';
 import { ApiError } from '../../errors.js';
 import type { Logger } from '../../log.js';

@@ -2,7 +2,7 @@ import { BurstyRateLimiter, RateLimiterPostgres, RateLimiterRes } from 'rate-lim
 import { clientBudgetKey } from '../../../shared/client-ip.js';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool.js';
-import type { SqlFragment } from '../../domain/sends.js';
+import type { SqlFragment } from '../../domain/outbox/sends.js';
 import type { VisitAdmission } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
 

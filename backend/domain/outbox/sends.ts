@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../../db/pool.js';
 import { capiStatusOf, type SendStatus } from './capi-status.js';
 
 /**

@@ -1,8 +1,8 @@
 // Raw PII is normalised and hashed the moment it arrives; only these digests are stored or sent.
 import { createHash } from 'node:crypto';
 import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString, type PhoneNumber } from 'libphonenumber-js';
-import type { HashedPii } from '../platforms/types.js';
-import { normalizeState } from './pii-address.js';
+import type { HashedPii } from '../../platforms/types.js';
+import { normalizeState } from './address.js';
 
 export type { HashedPii };
 

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/pool.js';
-import type { HashedPiiRecord } from './hashed-pii.js';
+import type { Queryable } from '../../db/pool.js';
+import type { HashedPiiRecord } from '../pii/hashed.js';
 import { sendsCte, type CreatedSend } from './sends.js';
 import type { CapiStatus } from './capi-status.js';
 

@@ -1,4 +1,4 @@
-import type { Pool } from '../db/pool.js';
+import type { Pool } from '../../db/pool.js';
 
 /**
  * Waking the delivery worker after sends were committed.
