@@ -114,7 +114,11 @@ export async function submitBusinessEvent(
     customEventName: p.customEventName,
     now,
   });
-  const outcome = await withLeadLockBatched(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
+  const outcome = await withLeadLockBatched(deps.pool, {
+    accountId: caller.accountId,
+    telegramUserId: ev.telegramUserId,
+    read,
+    fn: async (tx, rows: EventContextRow[]) => {
     const ctx = toEventContext(rows);
     if (!ctx) {
       if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
@@ -129,7 +133,11 @@ export async function submitBusinessEvent(
     if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
-  }, persist, claim, matchesToLock);
+    },
+    persist,
+    claim,
+    locks: matchesToLock,
+  });
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) wakeDelivery(deps.pool);
   return withPiiWarnings(outcome, p.piiWarnings);
