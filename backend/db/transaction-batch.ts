@@ -8,7 +8,7 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
  * Work under a lock, several to a transaction when they arrive together. Generic: what the lock
  * is (`BatchLocks.lockStatement`) and which rows the work may change (`BatchLocks.lockRows`)
  * are the caller's; the business events run here under the lead lock (see
- * `domain/conversions/lead-lock-batch.ts`), the way graphile-worker's local queue keeps its
+ * `domain/conversions/event-batches.ts`), the way graphile-worker's local queue keeps its
  * batching out of the tasks.
  *
  * Each work is a `LockedWork`: a read taken under its lock, the work on the rows read, an optional

@@ -54,7 +54,7 @@ export interface LeadWork<T, R> extends LockedWork<T, R> {
  * The work alone in its transaction. A claim (the business API's Idempotency-Key) is made right
  * after the lead lock, before the read; `persist` records the result with the COMMIT. A lone event
  * locks at most one existing conversion (taken by the work itself, conversion then sends), so
- * `locks` matters only to the batches of `lead-lock-batch.ts`, which lock all of theirs first.
+ * `locks` matters only to the batches of `event-batches.ts`, which lock all of theirs first.
  */
 export async function withLeadLock<T, R>(pool: Pool, { accountId, telegramUserId, read, fn, persist, claim }: LeadWork<T, R>): Promise<T> {
   const key = leadLockKey(accountId, telegramUserId);

@@ -10,7 +10,7 @@ import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
-import { withLeadLockBatched } from './lead-lock-batch.js';
+import { withLeadLockBatched } from './event-batches.js';
 import { type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';

@@ -28,7 +28,7 @@ import { ApiError } from '../errors.js';
  * The event endpoints claim a new key inside their own transaction instead (`claimInWork`), which
  * changes two of the rules above for them: nothing is claimed before the work, and a
  * duplicate waits for as long as the first request takes (behind it in this process's queue of
- * events, or on the lead's lock and then the claim's row; see `lead-lock-batch.ts`).
+ * events, or on the lead's lock and then the claim's row; see `db/transaction-batch.ts`).
  */
 export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_WAIT_MS = 1000;

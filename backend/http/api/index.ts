@@ -1,5 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { configureEventBatches } from '../../domain/conversions/lead-lock-batch.js';
+import { configureEventBatches } from '../../domain/conversions/event-batches.js';
 import type { Deps } from '../../deps.js';
 import type { ApiEnv } from './env.js';
 import { registerListChannels } from './channels-list.js';
