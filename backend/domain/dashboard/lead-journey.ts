@@ -1,4 +1,4 @@
-import { deliveryLabel } from '../capi-status.js';
+import { deliveryLabel } from '../outbox/capi-status.js';
 import { pixelLabel } from '../reports/pixel-health.js';
 import type { Queryable } from '../../db/pool.js';
 
