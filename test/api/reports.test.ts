@@ -2,6 +2,7 @@
 // read live and from the roll-up alike, kept through erasure, and scoped to the caller's sites.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { campaignRetention } from '../../backend/domain/reports/retention.js';
 import { runRollup } from '../../backend/domain/reports/rollup.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
@@ -191,6 +192,19 @@ describe('funnel', () => {
     await db.pool.query('DELETE FROM report_rows WHERE site_id = $1', [site.siteId]);
     const live = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}`);
     expect(live.body.totals).toEqual(TOTALS);
+  });
+
+  it("gives the retention of each campaign's joins after 1, 7 and 30 days, once that long has passed", async () => {
+    const at = (today: string) => campaignRetention(db.pool, { siteId: site.siteId, from: FROM, to: TO, today });
+    // Ann (spring) stayed a day and some hours; Bob (autumn) and Cat (organic) stayed.
+    expect(await at('2026-11-20')).toEqual([
+      { campaign: 'autumn', joins: 1, retained: { d1: 1, d7: 1, d30: 1 } },
+      { campaign: 'spring', joins: 1, retained: { d1: 1, d7: 0, d30: 0 } },
+      { campaign: null, joins: 1, retained: { d1: 1, d7: 1, d30: 1 } },
+    ]);
+    // Ten days after: the 30-day horizon has not passed for any of these joins yet.
+    const early = await at('2026-10-20');
+    expect(early.find((r) => r.campaign === 'spring')!.retained).toEqual({ d1: 1, d7: 0, d30: null });
   });
 
   it('refuses malformed ranges and groupings with 400', async () => {

@@ -43,5 +43,5 @@ export async function campaignRetention(db: Queryable, q: { siteId: string; from
       ) as CampaignRetention['retained'],
     }))
     .filter((r) => r.joins > 0)
-    .sort((a, b) => b.joins - a.joins || String(a.campaign).localeCompare(String(b.campaign)));
+    .sort((a, b) => b.joins - a.joins || Number(a.campaign === null) - Number(b.campaign === null) || String(a.campaign).localeCompare(String(b.campaign)));
 }
