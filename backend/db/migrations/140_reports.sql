@@ -121,7 +121,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Marks the day of a late row dirty when that day is already sealed. Called only for rows older
--- than a day (the triggers' WHEN), which the write paths never produce: they write "now".
+-- than a day (the triggers' WHEN): a Telegram update delivered late, a value set days later.
 CREATE FUNCTION report_mark_dirty(p_site uuid, p_at timestamptz) RETURNS void LANGUAGE sql AS $$
   INSERT INTO report_dirty (site_id, day)
   SELECT p_site, (p_at AT TIME ZONE 'UTC')::date
@@ -129,13 +129,9 @@ CREATE FUNCTION report_mark_dirty(p_site uuid, p_at timestamptz) RETURNS void LA
   ON CONFLICT DO NOTHING
 $$;
 
-CREATE FUNCTION report_late_visit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM report_mark_dirty(NEW.site_id, NEW.created_at);
-  RETURN NULL;
-END $$;
-CREATE TRIGGER report_late_visit AFTER INSERT ON visits FOR EACH ROW
-  WHEN (NEW.created_at < now() - interval '1 day') EXECUTE FUNCTION report_late_visit();
+-- Visits have no such trigger: track/init, the hottest write path, stays as it was. A visit's
+-- created_at is always the time of its own transaction (no code path sets it), so a visit can
+-- never land in a sealed day.
 
 CREATE FUNCTION report_late_membership() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
