@@ -2,7 +2,7 @@ import { requireSite } from '../domain/admin/sites.js';
 import { attributionCoverage } from '../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type FunnelCounts, type GroupBy } from '../domain/reports/funnel.js';
 import { SIGNALS, matchQualityReport } from '../domain/reports/match-quality.js';
-import { reportRange } from '../domain/reports/range.js';
+import { reportChannel, reportRange } from '../domain/reports/range.js';
 import { UsageError, defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -27,6 +27,7 @@ export const reportCommands = [
     flags: {
       ...RANGE_FLAGS,
       'group-by': { type: 'string', placeholder: GROUP_BYS.join('|'), field: 'groupBy', help: 'default: day' },
+      channel: { type: 'string', placeholder: 'CHANNEL_ID', help: "only this channel of the site" },
     },
     check(v) {
       if (v['group-by'] !== undefined && !(GROUP_BYS as readonly string[]).includes(v['group-by'])) throw new UsageError(`--group-by must be one of ${GROUP_BYS.join(', ')}`);
@@ -34,7 +35,8 @@ export const reportCommands = [
     async run({ deps }, v) {
       const site = await requireSite(deps.pool, v.site);
       const range = reportRange({ from: v.from, to: v.to }, deps.now());
-      const out = await funnelReport(deps.pool, { siteId: site.id, ...range, groupBy: (v['group-by'] ?? 'day') as GroupBy });
+      const channelId = await reportChannel(deps.pool, site.id, v.channel ?? null);
+      const out = await funnelReport(deps.pool, { siteId: site.id, ...range, groupBy: (v['group-by'] ?? 'day') as GroupBy, channelId });
       const head = [out.groupBy, 'visits', 'invite clicks', 'click rate', 'joins', 'attributed', 'organic', 'leaves', 'retained', 'conversions', 'value'];
       const rows = [...out.rows.map((r) => funnelCells(r.key ?? '(none)', r)), funnelCells('total', out.totals)];
       return { json: { ...out }, human: `${site.name}, ${out.from} to ${out.to} (UTC)\n${table(head, rows)}` };

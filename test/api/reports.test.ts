@@ -143,6 +143,14 @@ describe('funnel', () => {
     expect(c[site.channels.main]).toMatchObject({ visits: 1, inviteClicks: 1, joins: 2, attributedJoins: 1, organicJoins: 1, leaves: 1, retained: 1, conversions: 3, value: { EUR: 30, USD: 20 } });
     expect(c[site.channels.second]).toMatchObject({ visits: 1, inviteClicks: 1, joins: 1, attributedJoins: 1, retained: 1, conversions: 1, value: { EUR: 10 } });
     expect(c.null).toMatchObject({ visits: 2, joins: 0 });
+
+    // One channel of the site: what concerns it alone.
+    const vip = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=utm_campaign&channelId=${site.channels.second}`);
+    expect(vip.body.channelId).toBe(site.channels.second);
+    expect(vip.body.totals).toEqual({ visits: 1, inviteClicks: 1, joins: 1, attributedJoins: 1, organicJoins: 0, leaves: 0, retained: 1, conversions: 1, value: { EUR: 10 } });
+    expect(vip.body.rows.map((r: any) => r.key)).toEqual(['autumn']);
+    const foreign = await funnel(`siteId=${site.siteId}&channelId=${tenant.sites[1]!.channels.main}`);
+    expect([foreign.status, foreign.body.code]).toEqual([400, 'VALIDATION_FAILED']);
   });
 
   it('answers zeros for an empty range, and the same numbers once the days are rolled up', async () => {

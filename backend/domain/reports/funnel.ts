@@ -32,6 +32,8 @@ export interface Funnel {
   from: string;
   to: string;
   groupBy: GroupBy;
+  /** Only this channel's visits, clicks, joins, leaves and conversions; null: the whole site. */
+  channelId: string | null;
   rows: FunnelRow[];
   totals: FunnelCounts;
 }
@@ -105,7 +107,7 @@ export function daysBetween(from: string, to: string): string[] {
   return out;
 }
 
-export async function funnelReport(db: Queryable, q: { siteId: string; from: string; to: string; groupBy: GroupBy }): Promise<Funnel> {
+export async function funnelReport(db: Queryable, q: { siteId: string; from: string; to: string; groupBy: GroupBy; channelId?: string | null }): Promise<Funnel> {
   const key = KEY_SQL[q.groupBy];
   // A leave lowers the retained joins of the group of the join it ended; by day, that is the
   // join's day, not the leave's.
@@ -116,8 +118,9 @@ export async function funnelReport(db: Queryable, q: { siteId: string; from: str
             sum(r.attributed_joins)::bigint AS attributed_joins, sum(r.conversions)::bigint AS conversions, sum(r.value) AS value,
             sum(r.leaves)::bigint AS leaves
      FROM (${REPORT_ROWS_SQL}) r
+     WHERE $4::uuid IS NULL OR r.channel_id = $4::uuid
      GROUP BY 1, 2, 3, 4`,
-    [q.siteId, q.from, q.to],
+    [q.siteId, q.from, q.to, q.channelId ?? null],
   );
   const groups = new Map<string | null, FunnelCounts>();
   if (q.groupBy === 'day') for (const d of daysBetween(q.from, q.to)) groups.set(d, emptyCounts());
@@ -139,5 +142,5 @@ export async function funnelReport(db: Queryable, q: { siteId: string; from: str
   totals.retained = totals.joins - lostTotal;
   const list = [...groups].map(([k, g]) => ({ key: k, ...g }));
   if (q.groupBy !== 'day') list.sort((a, b) => b.visits - a.visits || b.joins - a.joins || String(a.key).localeCompare(String(b.key)));
-  return { from: q.from, to: q.to, groupBy: q.groupBy, rows: list, totals };
+  return { from: q.from, to: q.to, groupBy: q.groupBy, channelId: q.channelId ?? null, rows: list, totals };
 }

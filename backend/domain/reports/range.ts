@@ -50,3 +50,11 @@ export async function reportSite(db: Queryable, caller: ApiCaller, ref: SiteRef)
   if (siteId === null) throw new ApiError('SITE_REQUIRED', 'an account key must name the site (siteId or websiteId)', { errors: [{ path: 'siteId', message: 'Required' }] });
   return siteId;
 }
+
+/** A channel filter of a report: one of the site's channels (any other is refused, whoever owns it). */
+export async function reportChannel(db: Queryable, siteId: string, channelId: string | null): Promise<string | null> {
+  if (channelId === null) return null;
+  const { rows } = await db.query('SELECT 1 FROM channels WHERE site_id = $1 AND id::text = $2', [siteId, channelId]);
+  if (rows.length === 0) throw new ApiError('VALIDATION_FAILED', 'channelId is not a channel of this site', { errors: [{ path: 'channelId', message: 'not a channel of this site' }] });
+  return channelId;
+}

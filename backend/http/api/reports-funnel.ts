@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { GROUP_BYS, funnelReport } from '../../domain/reports/funnel.js';
-import { reportRange, reportSite } from '../../domain/reports/range.js';
-import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, SiteQuery, keyed, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
+import { reportChannel, reportRange, reportSite } from '../../domain/reports/range.js';
+import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, SiteQuery, keyed, orNull, problems, text, type ApiApp, type ApiDeps } from './common.js';
 
 export const RangeQuery = SiteQuery.extend({
   from: z.string().max(10).optional().openapi({ description: 'first UTC day, YYYY-MM-DD (default: 29 days before `to`)', example: '2026-11-01' }),
@@ -24,7 +24,7 @@ const FunnelTotals = z.object(Counts).openapi('FunnelTotals');
 const FunnelRow = z
   .object({ key: z.string().nullable().openapi({ description: 'the day (YYYY-MM-DD), utm value, channel id or platform (meta, tiktok, google, snapchat, none); null: the visits had none' }), ...Counts })
   .openapi('FunnelRow');
-const Funnel = z.object({ from: z.string(), to: z.string(), groupBy: z.enum(GROUP_BYS), rows: z.array(FunnelRow), totals: FunnelTotals }).openapi('Funnel');
+const Funnel = z.object({ from: z.string(), to: z.string(), groupBy: z.enum(GROUP_BYS), channelId: z.string().nullable(), rows: z.array(FunnelRow), totals: FunnelTotals }).openapi('Funnel');
 
 /** `GET /api/v1/reports/funnel`: the site's funnel for a range of days, grouped. */
 export function registerFunnelReport(api: ApiApp, deps: ApiDeps): void {
@@ -39,7 +39,10 @@ export function registerFunnelReport(api: ApiApp, deps: ApiDeps): void {
     security: SECURITY,
     middleware: keyed(deps),
     request: {
-      query: RangeQuery.extend({ groupBy: z.enum(GROUP_BYS).optional().openapi({ description: 'default: day' }) }),
+      query: RangeQuery.extend({
+        groupBy: z.enum(GROUP_BYS).optional().openapi({ description: 'default: day' }),
+        channelId: text(100).optional().openapi({ description: "only this channel of the site: the visits sent to it, its invite clicks, joins, leaves and conversions" }),
+      }),
       headers: IdempotencyHeaders,
     },
     responses: {
@@ -52,6 +55,7 @@ export function registerFunnelReport(api: ApiApp, deps: ApiDeps): void {
     const q = c.req.valid('query');
     const siteId = await reportSite(deps.pool, c.get('caller'), { siteId: orNull(q.siteId), websiteId: orNull(q.websiteId) });
     const range = reportRange({ from: orNull(q.from), to: orNull(q.to) }, deps.now());
-    return c.json(await funnelReport(deps.pool, { siteId, ...range, groupBy: q.groupBy ?? 'day' }), 200);
+    const channelId = await reportChannel(deps.pool, siteId, orNull(q.channelId));
+    return c.json(await funnelReport(deps.pool, { siteId, ...range, groupBy: q.groupBy ?? 'day', channelId }), 200);
   });
 }

@@ -68,7 +68,7 @@ function dataBlock(value: unknown): Html {
 
 export function reportsPage(d: ReportsPageData, session: { formToken: string }): Html {
   const { funnel: f, site } = d;
-  const q = `from=${f.from}&to=${f.to}&groupBy=${d.groupBy}`;
+  const q = `from=${f.from}&to=${f.to}&groupBy=${d.groupBy}${f.channelId ? `&channelId=${f.channelId}` : ''}`;
   const rows = f.rows.map((r) => html`<tr>${funnelCells(keyLabel(d.groupBy, r.key, d.channelTitles), r)}</tr>`);
   const retention = d.retention.map(
     (r) => html`<tr><td data-label="campaign">${r.campaign ?? '(none)'}</td><td class="num" data-label="joins">${r.joins}</td>
@@ -103,8 +103,9 @@ ${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] 
 <form class="range" method="get" action="/dashboard/sites/${site.id}/reports">
 <label>from <input type="date" name="from" value="${f.from}" required></label><label>to <input type="date" name="to" value="${f.to}" required></label>
 <label>group by <select name="groupBy">${(Object.keys(GROUP_LABELS) as GroupBy[]).map((g) => html`<option value="${g}"${g === d.groupBy ? raw(' selected') : ''}>${GROUP_LABELS[g]}</option>`)}</select></label>
+<label>channel <select name="channelId"><option value="">all channels</option>${Object.entries(d.channelTitles).map(([id, title]) => html`<option value="${id}"${id === f.channelId ? raw(' selected') : ''}>${title}</option>`)}</select></label>
 <button>Show</button><a href="/dashboard/sites/${site.id}/reports.csv?${q}" download>Download CSV</a></form>
-<p class="muted">UTC days ${f.from} to ${f.to}. Joins count for the campaign and platform of the visit they were traced to; organic joins have none. Values are summed per currency.</p>
+<p class="muted">UTC days ${f.from} to ${f.to}${f.channelId ? html`, channel ${d.channelTitles[f.channelId] ?? f.channelId}` : ''}. Joins count for the campaign and platform of the visit they were traced to; organic joins have none. Values are summed per currency.</p>
 <h2>Funnel</h2>
 <div class="charts"><div class="chart"><canvas id="chart-days" role="img" aria-label="Visits, invite clicks, joins and conversions by day"></canvas></div>
 <div class="chart"><canvas id="chart-funnel" role="img" aria-label="The funnel: visits, invite clicks, joins, retained, conversions"></canvas></div></div>

@@ -5,7 +5,7 @@ import { attributionCoverage } from '../../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type GroupBy } from '../../domain/reports/funnel.js';
 import { matchQualityReport } from '../../domain/reports/match-quality.js';
 import { pixelHealth } from '../../domain/reports/pixel-health.js';
-import { reportRange, utcDay } from '../../domain/reports/range.js';
+import { reportChannel, reportRange, utcDay } from '../../domain/reports/range.js';
 import { campaignRetention } from '../../domain/reports/retention.js';
 import { ApiError } from '../../errors.js';
 import { DASHBOARD_ASSETS } from './assets.js';
@@ -35,11 +35,12 @@ export function registerDashboardReports(
   });
 
   /** The range and grouping a request asks for, or the 400 page saying what is wrong. */
-  const params = async (c: Context<DashEnv>): Promise<{ from: string; to: string; groupBy: GroupBy } | Response> => {
+  const params = async (c: Context<DashEnv>, siteId: string): Promise<{ from: string; to: string; groupBy: GroupBy; channelId: string | null } | Response> => {
     const groupBy = (c.req.query('groupBy') ?? 'day') as GroupBy;
     try {
       if (!GROUP_BYS.includes(groupBy)) throw new ApiError('VALIDATION_FAILED', `group by one of ${GROUP_BYS.join(', ')}`);
-      return { ...reportRange({ from: c.req.query('from') || null, to: c.req.query('to') || null }, deps.now()), groupBy };
+      const channelId = await reportChannel(deps.pool, siteId, c.req.query('channelId')?.slice(0, 100) || null);
+      return { ...reportRange({ from: c.req.query('from') || null, to: c.req.query('to') || null }, deps.now()), groupBy, channelId };
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       return c.html(notFoundPage(`That is not a range of days the reports can show: ${err.detail ?? err.message}.`, { formToken: c.get('formToken') }), 400);
@@ -54,12 +55,12 @@ export function registerDashboardReports(
   app.get('/dashboard/sites/:site/reports', signedIn, async (c) => {
     const site = await siteOf(c);
     if (site instanceof Response) return site;
-    const p = await params(c);
+    const p = await params(c, site.id);
     if (p instanceof Response) return p;
     const q = { siteId: site.id, from: p.from, to: p.to };
     const now = deps.now();
-    const funnel = await funnelReport(deps.pool, { ...q, groupBy: p.groupBy });
-    const byDay = p.groupBy === 'day' ? funnel : await funnelReport(deps.pool, { ...q, groupBy: 'day' });
+    const funnel = await funnelReport(deps.pool, { ...q, groupBy: p.groupBy, channelId: p.channelId });
+    const byDay = p.groupBy === 'day' ? funnel : await funnelReport(deps.pool, { ...q, groupBy: 'day', channelId: p.channelId });
     const page = reportsPage(
       {
         site: { id: site.id, name: site.name },
@@ -82,9 +83,9 @@ export function registerDashboardReports(
   app.get('/dashboard/sites/:site/reports.csv', signedIn, async (c) => {
     const site = await siteOf(c);
     if (site instanceof Response) return site;
-    const p = await params(c);
+    const p = await params(c, site.id);
     if (p instanceof Response) return p;
-    const funnel = await funnelReport(deps.pool, { siteId: site.id, from: p.from, to: p.to, groupBy: p.groupBy });
+    const funnel = await funnelReport(deps.pool, { siteId: site.id, from: p.from, to: p.to, groupBy: p.groupBy, channelId: p.channelId });
     c.header('content-type', 'text/csv; charset=utf-8');
     c.header('content-disposition', `attachment; filename="funnel-${site.website_id}-${p.from}-${p.to}-${p.groupBy}.csv"`);
     return c.body(funnelCsv(funnel, p.groupBy, await channelTitles(site.id)));
