@@ -189,6 +189,21 @@ describe('funnel', () => {
     await runRollup(db.pool, new Date(today));
   });
 
+  it('counts a join Telegram reported late into its sealed day', async () => {
+    await runRollup(db.pool, new Date(today));
+    const late = newUser();
+    await membership('join', site.channels.main, late, new Date(Date.UTC(2026, 9, 12, 8)));
+    expect(await count(`report_dirty WHERE site_id = $1 AND day = '2026-10-12'`, [site.siteId])).toBe(1);
+    const dirty = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}`);
+    expect(dirty.body.totals).toMatchObject({ joins: 4, organicJoins: 2 });
+    expect(dirty.body.rows[2]).toMatchObject({ key: '2026-10-12', joins: 1, retained: 1 });
+    await runRollup(db.pool, new Date(today));
+    expect((await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}`)).body).toEqual(dirty.body);
+    await db.pool.query('DELETE FROM memberships WHERE telegram_user_id = $1', [late]);
+    await db.pool.query(`INSERT INTO report_dirty (site_id, day) VALUES ($1, '2026-10-12')`, [site.siteId]);
+    await runRollup(db.pool, new Date(today));
+  });
+
   it('keeps its totals when a lead is erased', async () => {
     const before = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=platform`);
     const res = await fetch(`${t.url}/api/v1/leads/${annUser}`, { method: 'DELETE', headers: { authorization: `Bearer ${site.siteKey}` } });
