@@ -50,6 +50,24 @@ describe('the Reports page', () => {
     expect((await get(`/dashboard/sites/${tenant.site.siteId}`)).headers.get('content-security-policy')).not.toContain('script-src');
   });
 
+  it("shows each pixel's health: last success, last error with its reason, the last 24 hours by status", async () => {
+    const { rows: [c] } = await db.pool.query<{ id: string }>(
+      `INSERT INTO conversions (site_id, telegram_user_id, event_type, event_time, attributed_at, source) VALUES ($1, 7, 'Lead', now(), now(), 'api') RETURNING id`,
+      [tenant.site.siteId],
+    );
+    await db.pool.query(
+      `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error, sent_at, created_at, updated_at)
+       SELECT $1, p.id, p.platform, 'e' || p.platform, CASE p.platform WHEN 'meta' THEN 'sent' ELSE 'failed' END, 1,
+              CASE p.platform WHEN 'tiktok' THEN 'HTTP 401: access token expired' END, now() - interval '2 hours', now() - interval '2 hours', now() - interval '2 hours'
+       FROM pixels p WHERE p.site_id = $2`,
+      [c!.id, tenant.site.siteId],
+    );
+    const page = await (await get(`/dashboard/sites/${tenant.site.siteId}/reports`)).text();
+    const health = page.slice(page.indexOf('<h2>Pixel health</h2>'));
+    expect(health).toMatch(/<td data-label="pixel">meta 1234567890<\/td>\s*<td data-label="last success">2 h ago<\/td>\s*<td data-label="last error"><span class="muted">none in 30 days<\/span><\/td>\s*<td class="num" data-label="last 24 h">1 sent · 0 failed · 0 skipped<\/td>/);
+    expect(health).toMatch(/tiktok CTIKTOKPIXEL01<\/td>\s*<td data-label="last success"><span class="warn">none in 30 days<\/span><\/td>\s*<td data-label="last error">2 h ago: <span class="warn">HTTP 401: access token expired<\/span><\/td>\s*<td class="num" data-label="last 24 h">0 sent · 1 failed · 0 skipped<\/td>/);
+  });
+
   it('serves Chart.js and its own script as JavaScript, nothing else', async () => {
     const chart = await get('/dashboard/assets/chart.umd.min.js');
     expect(chart.status).toBe(200);
