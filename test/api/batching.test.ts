@@ -3,7 +3,6 @@
 // the others nothing, and nothing is written twice or half.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/db/transaction-batch.js';
-import { configureEventBatches } from '../../backend/domain/conversions/event-batches.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
 import { spawnService } from '../harness/process.js';
@@ -245,7 +244,7 @@ describe('events that arrive together', () => {
 
   it('an event that waits too long for a transaction gets 503 UNAVAILABLE, and is never written', async () => {
     const { user } = await warmUser();
-    configureEventBatches(db.pool, { queueWaitMs: 500 });
+    t.deps.local.eventBatches.setQueueWait(500);
     try {
       const { sent, blockers } = await queuedTogether(async () => {
         const started = performance.now();
@@ -260,7 +259,7 @@ describe('events that arrive together', () => {
       // Its retry goes through.
       expect((await post(purchase(user))).status).toBe(201);
     } finally {
-      configureEventBatches(db.pool, { queueWaitMs: QUEUE_WAIT_MS });
+      t.deps.local.eventBatches.setQueueWait(QUEUE_WAIT_MS);
     }
   });
 
