@@ -111,6 +111,8 @@ export async function run(args: string[] = []): Promise<void> {
     const lastSealed = (await pool.query<{ day: string }>(`SELECT to_char(sealed_before - 1, 'YYYY-MM-DD') AS day FROM report_sealed WHERE site_id = $1`, [history.siteId])).rows[0]!.day;
     let resealed = 0;
     for (let r = 0; r < rounds; r++) {
+      // Which goes first alternates too, so that neither always follows the other.
+      if (r % 2 === 1) samples.without.push(await measure(child, share, concurrency, init));
       let rolling = true;
       const roller = (async () => {
         while (rolling) {
@@ -122,8 +124,9 @@ export async function run(args: string[] = []): Promise<void> {
       samples.with.push(await measure(child, share, concurrency, init));
       rolling = false;
       await roller;
-      samples.without.push(await measure(child, share, concurrency, init));
+      if (r % 2 === 0) samples.without.push(await measure(child, share, concurrency, init));
     }
+
     const withAgg = summarize(samples.with);
     const withoutAgg = summarize(samples.without);
     const row = (name: string, r: Result) => `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.failures} |`;

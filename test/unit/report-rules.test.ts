@@ -44,9 +44,9 @@ describe('report range', () => {
 });
 
 describe('sealing', () => {
-  it('seals a day once it ended more than a day ago', () => {
-    expect(sealLimit(new Date('2026-11-25T15:00:00Z'))).toBe('2026-11-24');
-    expect(sealLimit(new Date('2026-11-25T00:00:00Z'))).toBe('2026-11-24');
-    expect(sealLimit(new Date('2026-11-24T23:59:59Z'))).toBe('2026-11-23');
+  it('seals a day once it ended more than an hour ago', () => {
+    expect(sealLimit(new Date('2026-11-25T15:00:00Z'))).toBe('2026-11-25');
+    expect(sealLimit(new Date('2026-11-25T01:00:00Z'))).toBe('2026-11-25');
+    expect(sealLimit(new Date('2026-11-25T00:59:59Z'))).toBe('2026-11-24');
   });
 });

@@ -120,14 +120,20 @@ LANGUAGE sql STABLE AS $$
   GROUP BY day, channel_id, COALESCE(utm_source, ''), COALESCE(utm_campaign, ''), platform, currency, join_day, lasted_days
 $$;
 
--- Marks the day of a late row dirty when that day is already sealed. Called only for rows older
--- than a day (the triggers' WHEN): a Telegram update delivered late, a value set days later.
-CREATE FUNCTION report_mark_dirty(p_site uuid, p_at timestamptz) RETURNS void LANGUAGE sql AS $$
+-- Marks the day of a late row dirty when that day is already sealed. Called only for rows dated
+-- more than 30 minutes back (the triggers' WHEN): a Telegram update delivered late, a value set
+-- days later. Days are sealed an hour after they end (domain/reports/rollup.ts): a row dated
+-- within the last 30 minutes, in a transaction shorter than that, can never fall in a sealed day.
+-- The share lock on the site's report_sealed row orders this with a seal in progress: either the
+-- seal waits for this row's commit and counts it, or this waits for the seal and marks the day.
+CREATE FUNCTION report_mark_dirty(p_site uuid, p_at timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM report_sealed WHERE site_id = p_site FOR SHARE;
   INSERT INTO report_dirty (site_id, day)
   SELECT p_site, (p_at AT TIME ZONE 'UTC')::date
   FROM report_sealed s WHERE s.site_id = p_site AND (p_at AT TIME ZONE 'UTC')::date < s.sealed_before
-  ON CONFLICT DO NOTHING
-$$;
+  ON CONFLICT DO NOTHING;
+END $$;
 
 -- Visits have no such trigger: track/init, the hottest write path, stays as it was. A visit's
 -- created_at is always the time of its own transaction (no code path sets it), so a visit can
@@ -139,7 +145,7 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER report_late_membership AFTER INSERT ON memberships FOR EACH ROW
-  WHEN (NEW.occurred_at < now() - interval '1 day') EXECUTE FUNCTION report_late_membership();
+  WHEN (NEW.occurred_at < now() - interval '30 minutes') EXECUTE FUNCTION report_late_membership();
 
 CREATE FUNCTION report_late_invitation() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -147,7 +153,7 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER report_late_invitation AFTER INSERT OR UPDATE OF assigned_at ON invitations FOR EACH ROW
-  WHEN (NEW.assigned_at < now() - interval '1 day') EXECUTE FUNCTION report_late_invitation();
+  WHEN (NEW.assigned_at < now() - interval '30 minutes') EXECUTE FUNCTION report_late_invitation();
 
 -- A conversion counts on the day it was received; its value may be set days later (a manual
 -- value), which changes that day.
@@ -157,7 +163,7 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER report_late_conversion AFTER INSERT ON conversions FOR EACH ROW
-  WHEN (NEW.received_at < now() - interval '1 day') EXECUTE FUNCTION report_late_conversion();
+  WHEN (NEW.received_at < now() - interval '30 minutes') EXECUTE FUNCTION report_late_conversion();
 CREATE TRIGGER report_conversion_value AFTER UPDATE OF value, currency ON conversions FOR EACH ROW
   WHEN ((OLD.value IS DISTINCT FROM NEW.value OR OLD.currency IS DISTINCT FROM NEW.currency)
-        AND NEW.received_at < now() - interval '1 day') EXECUTE FUNCTION report_late_conversion();
+        AND NEW.received_at < now() - interval '30 minutes') EXECUTE FUNCTION report_late_conversion();

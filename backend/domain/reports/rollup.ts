@@ -6,12 +6,13 @@ import { withTx, type Pool, type PoolClient } from '../../db/pool.js';
  * history is, and the write paths (track/init above all) carry no counter.
  *
  * A day is sealed once it ended more than `SEAL_LAG_MS` ago: every row of it has been committed
- * by then (the write paths stamp rows with the time of their own transaction), and Telegram has
- * delivered its updates. A row that still lands in a sealed day (a value set days later, an update
+ * by then (the write paths stamp rows with the time of their own transaction, which lasts
+ * seconds). A row that still lands in a sealed day (a value set days later, a Telegram update
  * delivered late) marks the day dirty (triggers in migration 140); the report reads a dirty day
- * live and the next run seals it again.
+ * live and the next run seals it again. The shorter the lag, the less a report reads live: with
+ * an hour, only today (and, in the first hour after midnight UTC, yesterday).
  */
-export const SEAL_LAG_MS = 86_400_000;
+export const SEAL_LAG_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 export interface RollupOptions {
