@@ -64,9 +64,9 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
         );
       }
       await tx.query(
-        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null],
+        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at, webhook_allowed_updates)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null, b.webhook ? ALLOWED_UPDATES : null],
       );
       if (!b.webhook) return;
       await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
@@ -166,8 +166,8 @@ export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ bot
   const webhookUrl = webhookUrlFor(deps.publicUrl, bot.id);
   await withTx(deps.db, async (tx) => {
     const { rowCount } = await tx.query(
-      `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now() WHERE id = $1 AND removed_at IS NULL`,
-      [bot.id, hashApiKey(secret), webhookUrl],
+      `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now(), webhook_allowed_updates = $4 WHERE id = $1 AND removed_at IS NULL`,
+      [bot.id, hashApiKey(secret), webhookUrl, ALLOWED_UPDATES],
     );
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
     await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {

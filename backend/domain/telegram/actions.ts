@@ -72,7 +72,7 @@ export type ActionOutcome =
 
 export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>;
 
-type Client = ReturnType<typeof createTelegramClient>;
+export type Client = ReturnType<typeof createTelegramClient>;
 
 /**
  * Runs one Bot API call for a bot. Flood control is per bot and shared with the invite-link pool
@@ -80,7 +80,7 @@ type Client = ReturnType<typeof createTelegramClient>;
  * every process hold off that bot. `settle` turns a Telegram refusal into an outcome, or null to
  * apply the common rules.
  */
-async function withBot(
+export async function withBot(
   deps: ActionDeps,
   p: { botId: string; chatId: number; floodWaits: number },
   call: (tg: Client) => Promise<unknown>,

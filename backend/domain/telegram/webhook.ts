@@ -8,6 +8,7 @@ import { findBot } from '../admin/bots.js';
 import { handleMyChatMember } from './bot-status.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
+import { handlePrivateMessage } from './messages.js';
 import { handleChatMember } from './joins.js';
 import { claimUpdate } from './queries.js';
 import { followChatMigration } from './migration.js';
@@ -39,7 +40,7 @@ export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: strin
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'config'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -55,7 +56,7 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   }
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
     if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return 'duplicate';
-    const ctx: UpdateContext = { tx, bot, now: deps.now(), log };
+    const ctx: UpdateContext = { tx, bot, now: deps.now(), log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
     switch (update.kind) {
       case 'chat_member':
         return handleChatMember(ctx, update.body);
@@ -63,13 +64,15 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
         return handleJoinRequest(ctx, update.body);
       case 'my_chat_member':
         return handleMyChatMember(ctx, update.body);
+      case 'private_message':
+        return handlePrivateMessage(ctx, update.body, update.updateId);
       case 'chat_migrated':
         return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0 ? 'chat_migrated' : 'ignored';
     }
   });
   if (outcome === 'unknown_chat') noteUnknownChat(deps, bot.id, update.kind, chatOf(update), log);
   // An attributed join committed its conversion's sends: wake the delivery worker for them.
-  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
+  if (outcome === 'attributed_join' || outcome === 'entry_start') wakeDelivery(deps.pool);
   log.debug({ kind: update.kind, outcome }, 'telegram update handled');
   return outcome;
 }

@@ -8,7 +8,7 @@ import { limitBody, payloadTooLarge, WEBHOOK_BODY_LIMIT_BYTES } from '../body-li
  * body is read. Any authenticated body gets 200 (bad ones are logged and dropped), since Telegram
  * resends whatever is not answered 2xx; Bot API calls the update causes run later as jobs.
  */
-export function registerTelegramRoutes(app: App, deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics'>): void {
+export function registerTelegramRoutes(app: App, deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'config'>): void {
   const limited = limitBody(WEBHOOK_BODY_LIMIT_BYTES, payloadTooLarge);
   app.post('/backend/telegram/:botId', async (c) => {
     const bot = await authenticateWebhook(deps, c.req.param('botId'), c.req.header('x-telegram-bot-api-secret-token'));

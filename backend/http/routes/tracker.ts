@@ -5,6 +5,7 @@ import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS,
 import {
   resolveVisitRequestId,
   trackDirectInviteBodySchema,
+  trackEntryQuerySchema,
   trackInitBodySchema,
   trackInviteQuerySchema,
   trackUpdateFbpBodySchema,
@@ -14,6 +15,7 @@ import {
 import type { Deps } from '../../deps.js';
 import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
 import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
+import { entryClick, entryRedirect } from '../../domain/entries/click.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
 import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
@@ -167,6 +169,30 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     }
   });
 
+  // An entry click: like an invite click, but to a bot (or its Mini App) with a fresh payload.
+  keyless.get('/backend/track/entry', async (c) => {
+    const query = readQuery(c, trackEntryQuerySchema);
+    const site = await siteFor(query.website);
+    admit(c, site);
+    const browser = c.get('browser');
+    if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
+    await limiter.consume('invite', site.id, browser.ip);
+    const referer = c.req.header('referer');
+    const outcome = await entryClick(deps.pool, {
+      siteId: site.id,
+      tempId: query.tid,
+      sessionId: query.sid,
+      entryId: query.entry,
+      click: {
+        href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+        clientIp: browser.ip,
+        userAgent: userAgentOf(browser, undefined),
+      },
+    });
+    if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
+    return redirect(c, outcome.url);
+  });
+
   keyless.post('/backend/track/direct-invite', async (c) => {
     const body = await readJson(c, trackDirectInviteBodySchema);
     // One visit per visitRequestId is the point of this endpoint: one of the two names is required.
@@ -187,6 +213,15 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
   });
 
+  // Registered before `/r/:siteId/:channelId`'s neighbours; three segments, so never confused with it.
+  keyless.get('/r/:siteId/entry/:entryId', async (c) => {
+    const click = await adClick(c, c.req.param('siteId'), `entry:${c.req.param('entryId')}`);
+    if (click instanceof Response) return click;
+    const outcome = await entryRedirect(deps.pool, { ...click.visit, entryId: c.req.param('entryId') });
+    click.setCookies();
+    return redirect(c, outcome.url);
+  });
+
   keyless.get('/r/:siteId/:channelId', async (c) => {
     const channelParam = c.req.param('channelId');
     const target: FallbackTarget = { siteId: undefined, channelId: channelParam };
@@ -200,6 +235,20 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
 
   /** `/r/{siteId}/{channelId}`; tells `siteFound` the site as soon as it is known (for the fallback). */
   async function redirectClickRoute(c: Context<KeylessEnv>, siteParam: string, channelParam: string, siteFound: (siteId: string) => void): Promise<Response> {
+    const click = await adClick(c, siteParam, channelParam, siteFound);
+    if (click instanceof Response) return click;
+    const outcome = await directInvite(deps, { ...click.visit, channelId: channelParam, kind: 'redirect' });
+    click.setCookies();
+    return redirect(c, outcome.inviteLink);
+  }
+
+  /**
+   * What an ad click straight to Telegram (`/r/…`) learns before it is handed a link: the site, the
+   * browser's ids (Capigram's cookies, else new ones), the click ids and UTM tags of the URL, and
+   * the visitRequestId that makes a reload the same visit. A link lookup is answered at once.
+   * `target` names what the click is for (a channel id, `entry:<id>`), part of that request id.
+   */
+  async function adClick(c: Context<KeylessEnv>, siteParam: string, target: string, siteFound: (siteId: string) => void = () => undefined) {
     const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
     siteFound(site.id);
@@ -218,14 +267,11 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
     const click = redirectClick(url.search, (name) => c.req.query(name), cookies[FBC_COOKIE], nowMs);
     const referer = c.req.header('referer');
     const href = `${deps.config.PUBLIC_URL}${url.pathname}${url.search}`;
-
-    const outcome = await directInvite(deps, {
+    const visit = {
       siteId: site.id,
       tempId,
       sessionId,
-      visitRequestId: clickRequestId({ siteId: site.id, channelId: channelParam, tempId, sessionId, clickId: click.clickId }),
-      channelId: channelParam,
-      kind: 'redirect',
+      visitRequestId: clickRequestId({ siteId: site.id, channelId: target, tempId, sessionId, clickId: click.clickId }),
       attribution: {
         ...click.attribution,
         href: href.length <= WIRE_LIMITS.url ? href : undefined,
@@ -234,12 +280,14 @@ export function registerTrackerRoutes(app: App, deps: Deps): void {
         clientIp: browser.ip,
         userAgent: userAgentOf(browser, undefined),
       },
-    });
-    const scope = { secure: secureCookies };
-    c.header('set-cookie', serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
-    c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
-    c.header('cache-control', 'no-store');
-    return redirect(c, outcome.inviteLink);
+    };
+    const setCookies = () => {
+      const scope = { secure: secureCookies };
+      c.header('set-cookie', serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+      c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+      c.header('cache-control', 'no-store');
+    };
+    return { visit, setCookies };
   }
 
   app.route('/', keyless);
