@@ -107,13 +107,15 @@ export async function tieEntry(tx: Queryable, q: { payload: string; telegramUser
 /**
  * The visit an entry tied to this user on the site within the window, newest first: the visit a
  * join without one of our invite links is credited to (the public-channel route through the bot).
+ * Telegram dates updates in whole seconds: a tie within the second of the join (its start recorded
+ * at the service's millisecond clock) is one made before it.
  */
 export async function entryVisitInWindow(tx: Queryable, q: { siteId: string; telegramUserId: number; at: Date; windowDays: number }): Promise<string | null> {
   if (q.windowDays <= 0) return null;
   const { rows } = await tx.query<{ visit_id: string }>(
     `SELECT k.visit_id FROM entry_clicks k
      WHERE k.used_by = $2 AND k.site_id = $1 AND k.visit_id IS NOT NULL
-       AND k.used_at <= $3 AND k.used_at > $3::timestamptz - make_interval(days => $4)
+       AND k.used_at < $3::timestamptz + interval '1 second' AND k.used_at > $3::timestamptz - make_interval(days => $4)
      ORDER BY k.used_at DESC LIMIT 1`,
     [q.siteId, q.telegramUserId, q.at, q.windowDays],
   );

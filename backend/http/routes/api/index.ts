@@ -4,6 +4,7 @@ import type { Deps } from '../../../deps.js';
 import type { ApiEnv } from '../../api-auth.js';
 import type { App } from '../../app.js';
 import { registerListChannels } from './channels-list.js';
+import { registerEntryStart } from './entries-start.js';
 import { registerConversionEvent } from './events-conversion.js';
 import { registerConversionValue } from './lead-conversion-value.js';
 import { registerEraseLead } from './lead-erase.js';
@@ -25,6 +26,7 @@ export function registerApiRoutes(app: App, deps: Deps): void {
   registerGetLead(api, deps);
   registerEraseLead(api, deps);
   registerListChannels(api, deps);
+  registerEntryStart(api, deps);
   registerReference(api, deps);
   app.route('/api/v1', api);
 }
