@@ -1,6 +1,6 @@
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
-import { wakeDelivery } from '../delivery-wake.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { tieEntry } from './tie.js';
 
 /**

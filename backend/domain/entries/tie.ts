@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import { recordConversion, upsertLead, type EventTypeName } from '../conversion-record.js';
+import { recordConversion, upsertLead, type EventTypeName } from '../outbox/conversion-record.js';
 import { visitContext } from '../telegram/queries.js';
 
 /**
