@@ -4,6 +4,7 @@ import { hasNul } from '../../../shared/text.js';
 import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS, serializeTrackingCookie, TEMP_ID_COOKIE, TEMP_ID_MAX_AGE_SECONDS, isUuid } from '../../../shared/cookies.js';
 import {
   resolveVisitRequestId,
+  trackAppBodySchema,
   trackDirectInviteBodySchema,
   trackEntryQuerySchema,
   trackInitBodySchema,
@@ -15,6 +16,7 @@ import {
 import type { Deps } from '../../deps.js';
 import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
 import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
+import { appOpened } from '../../domain/entries/app-open.js';
 import { entryClick, entryRedirect } from '../../domain/entries/click.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
 import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.js';
@@ -55,6 +57,18 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     c.res.headers.set('cache-control', 'no-store');
   });
   keyless.use('/r/*', clientContext(trust, forwarders));
+  // A Mini App may be served from any origin, and its initData is its own credential (nothing of
+  // Capigram's host is sent, and the answer holds nothing but whether the visit was tied): any
+  // origin may post it. Registered before the site-origin preflight of the rest of the surface.
+  keyless.options('/backend/track/app', (c) =>
+    c.body(null, 204, {
+      'access-control-allow-origin': c.req.header('origin') ?? '*',
+      'access-control-allow-methods': 'POST, OPTIONS',
+      'access-control-allow-headers': 'Content-Type',
+      'access-control-max-age': '600',
+      vary: 'Origin',
+    }),
+  );
   keyless.options('/backend/track/*', preflight(deps.pool));
 
   async function siteFor(websiteId: string): Promise<TrackerSite> {
@@ -190,6 +204,14 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     });
     if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
     return redirect(c, outcome.url);
+  });
+
+  keyless.post('/backend/track/app', async (c) => {
+    const origin = c.req.header('origin');
+    if (origin !== undefined) c.set('corsOrigin', origin);
+    const body = await readJson(c, trackAppBodySchema);
+    const { attributed } = await appOpened(deps, body.initData);
+    return c.json({ attributed });
   });
 
   keyless.post('/backend/track/direct-invite', async (c) => {
