@@ -112,4 +112,30 @@ describe('entry click → /start → Meta', () => {
     expect((await fetch(`${w.app.url}/backend/track/entry?${q({ tid: 'x' })}`, { redirect: 'manual', headers })).status).toBe(400);
     expect((await fetch(`${w.app.url}/backend/track/entry?${q({})}`, { redirect: 'manual', headers: { origin: 'https://evil.example' } })).status).toBe(403);
   });
+
+  it('/r/{websiteId}/entry/{entryId} (an ad without a landing page) records the click’s visit and sends the visitor to the bot', async () => {
+    const ua = 'Mozilla/5.0 (Linux; Android 14) AdClick/1.0';
+    const res = await fetch(`${w.app.url}/r/${w.websiteId}/entry/${w.entryId}?fbclid=IwAR_rentry1&utm_source=fb`, {
+      redirect: 'manual',
+      headers: { 'x-capigram-client-ip': '198.51.100.23', 'x-capigram-client-user-agent': ua },
+    });
+    expect(res.status).toBe(302);
+    const location = res.headers.get('location')!;
+    expect(location).toMatch(/^https:\/\/t\.me\/capigram_test_bot\?start=[A-Za-z0-9_-]{1,64}$/);
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('capigram_tid='))).toBe(true);
+    const { rows } = await w.db.pool.query<{ kind: string; fbc: string; utm_source: string }>(
+      'SELECT v.kind, v.fbc, v.utm_source FROM entry_clicks k JOIN visits v ON v.id = k.visit_id WHERE k.payload = $1',
+      [payloadOf(location)],
+    );
+    expect(rows).toEqual([{ kind: 'redirect', fbc: expect.stringMatching(/^fb\.1\.\d{13}\.IwAR_rentry1$/), utm_source: 'fb' }]);
+
+    const user = { id: 777_300_020 };
+    await start(user, payloadOf(location));
+    await w.fakes.meta.waitFor(() => metaEvents(w, 'Lead').some((e) => e.event.user_data.fbc === rows[0]!.fbc), 10_000);
+    const lead = metaEvents(w, 'Lead').find((e) => e.event.user_data.fbc === rows[0]!.fbc);
+    expect(lead!.event.user_data).toMatchObject({ client_ip_address: '198.51.100.23', client_user_agent: ua });
+
+    expect((await fetch(`${w.app.url}/r/${w.websiteId}/entry/00000000-0000-4000-8000-000000000000`, { redirect: 'manual' })).status).toBe(404);
+    expect((await fetch(`${w.app.url}/r/nope/entry/${w.entryId}`, { redirect: 'manual' })).status).toBe(404);
+  });
 });
