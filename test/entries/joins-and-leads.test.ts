@@ -150,4 +150,22 @@ describe('warm leads and starts reported through the API', () => {
     expect(await (await api('/entries/start', { payload: payloadOf(location), telegramUserId: 777_310_099 }, otherKey)).json()).toEqual({ attributed: false });
     expect(await conversionsOf(w, 777_310_099)).toEqual([]);
   });
+
+  it('erasing the lead erases its entry tie: the visit’s identifiers go, and a later event is a cold lead’s', async () => {
+    const { entryId } = await addEntry(w.db.pool, { siteId: w.siteId, botId: w.botId, eventType: 'none' });
+    const { location } = await landAndEnter(w, newVisitor(), entryId);
+    const user = 777_310_030;
+    expect(await (await api('/entries/start', { payload: payloadOf(location), telegramUserId: user })).json()).toEqual({ attributed: true });
+
+    const erased = await fetch(`${w.app.url}/api/v1/leads/${user}?siteId=${w.siteId}`, { method: 'DELETE', headers: { authorization: `Bearer ${apiKey}` } });
+    expect(erased.status).toBe(204);
+    const { rows } = await w.db.pool.query('SELECT k.used_by, v.fbc, v.client_ip FROM entry_clicks k JOIN visits v ON v.id = k.visit_id WHERE k.payload = $1', [payloadOf(location)]);
+    expect(rows).toEqual([{ used_by: expect.any(Number), fbc: null, client_ip: null }]);
+    expect(rows[0].used_by).toBeLessThan(0);
+    // Nothing left makes this user a known lead of the site.
+    const later = await api('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 5, currency: 'EUR' });
+    expect(later.status).toBe(400);
+    expect(((await later.json()) as { code: string }).code).toBe('SITE_REQUIRED');
+  });
 });
+
