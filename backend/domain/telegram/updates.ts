@@ -73,8 +73,12 @@ export type ParsedUpdate =
   | { kind: 'chat_join_request'; updateId: number; body: ChatJoinRequest }
   | { kind: 'chat_migrated'; updateId: number; body: { fromChatId: number; toChatId: number } }
   | { kind: 'private_message'; updateId: number; body: PrivateMessage }
-  /** Not acted on; `reason` is for the log and never holds user data. */
-  | { kind: 'ignored'; updateId: number | null; reason: string };
+  /**
+   * Not acted on; `reason` is for the log and never holds user data. `routine`: an update Telegram
+   * sends in the normal course (a group's messages reach a bot that administers it, now that
+   * `message` is asked for), logged at debug rather than warn.
+   */
+  | { kind: 'ignored'; updateId: number | null; reason: string; routine?: true };
 
 const UpdateId = z.number().int().min(0).refine(Number.isSafeInteger);
 
@@ -105,10 +109,11 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
       const m = parsed.data as z.infer<typeof MigrationMessage>;
       if (m.migrate_to_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.chat.id, toChatId: m.migrate_to_chat_id } };
       if (m.migrate_from_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.migrate_from_chat_id, toChatId: m.chat.id } };
-      if (m.chat.type === 'private' && m.from !== undefined && m.from.is_bot !== true && m.text !== undefined && m.chat.id === m.from.id) {
+      // Only /start means anything: other messages are not even recorded as seen (no write per chat message).
+      if (m.chat.type === 'private' && m.from !== undefined && m.from.is_bot !== true && m.text?.startsWith('/start') && m.chat.id === m.from.id) {
         return { kind: 'private_message', updateId, body: { userId: m.from.id, text: m.text } };
       }
-      return { kind: 'ignored', updateId, reason: 'a message that is neither a chat migration nor a private message to the bot' };
+      return { kind: 'ignored', updateId, reason: 'a message that is neither a chat migration nor a private message to the bot', routine: true };
     }
     return { kind, updateId, body: parsed.data as ChatMemberUpdated };
   }

@@ -51,7 +51,8 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   const log = deps.log.child({ botId: bot.id, updateId: update.updateId });
   if (update.kind === 'ignored') {
     // Answered 200 all the same: an error would only make Telegram resend it for a day.
-    log.warn({ reason: update.reason }, 'telegram update ignored');
+    if ('routine' in update) log.debug({ reason: update.reason }, 'telegram update ignored');
+    else log.warn({ reason: update.reason }, 'telegram update ignored');
     return 'ignored';
   }
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {

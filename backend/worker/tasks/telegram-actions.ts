@@ -9,13 +9,12 @@ import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/telegram/rights-che
 
 const PURGE_TASK = 'purge_telegram_updates';
 
-/**
- * Daily purge of the webhook's old de-duplication records; the bot's rights re-checked every 10
- * minutes; webhooks set with fewer update types than Capigram asks for set again (also at start).
- */
+/** Daily purge of the webhook's old de-duplication records; the bot's rights re-checked every 10 minutes. */
 export const TELEGRAM_CRONTAB = `17 3 * * * ${PURGE_TASK} ?max=1&jobKey=${PURGE_TASK}&jobKeyMode=replace
-*/10 * * * * ${RIGHTS_CHECK_TASK} ?max=1&jobKey=${RIGHTS_CHECK_TASK}&jobKeyMode=replace
-*/15 * * * * ${UPGRADE_WEBHOOKS_TASK} ?max=1&jobKey=${UPGRADE_WEBHOOKS_TASK}&jobKeyMode=replace`;
+*/10 * * * * ${RIGHTS_CHECK_TASK} ?max=1&jobKey=${RIGHTS_CHECK_TASK}&jobKeyMode=replace`;
+
+/** Webhooks set with fewer update types than Capigram asks for are set again (also when a worker starts). */
+export const UPGRADE_WEBHOOKS_CRONTAB = `*/15 * * * * ${UPGRADE_WEBHOOKS_TASK} ?max=1&jobKey=${UPGRADE_WEBHOOKS_TASK}&jobKeyMode=replace`;
 
 /**
  * Jobs of the Telegram webhook: its Bot API calls, and the purge of old update records.
