@@ -2,7 +2,6 @@ import type { SecretBox } from '../../crypto/secret-box.js';
 import { withTx, type Pool } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { parseInitData, readSignedInitData, signedBy } from './init-data.js';
 import { isPayload } from './payload.js';
 import { tieEntry } from './tie.js';
@@ -19,7 +18,7 @@ const MAX_APP_BOTS = 100;
 
 const invalid = (why: string) => new ApiError('INIT_DATA_INVALID', why);
 
-export async function appOpened(deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log'>, initData: string): Promise<{ attributed: boolean; siteId: string | null }> {
+export async function appOpened(deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log' | 'local'>, initData: string): Promise<{ attributed: boolean; siteId: string | null }> {
   const fields = parseInitData(initData);
   if (fields === null) throw invalid('initData is not Telegram.WebApp.initData (no hash)');
   const startParam = fields.get('start_param');
@@ -33,7 +32,7 @@ export async function appOpened(deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log'>
   const tie = await withTx(deps.pool, (tx) =>
     tieEntry(tx, { payload, telegramUserId: read.data.userId, scope: { botId: bot.id }, through: 'app', now: deps.now() }),
   );
-  if (tie.conversionId !== null) wakeDelivery(deps.pool);
+  if (tie.conversionId !== null) deps.local.waker.wake();
   deps.log.info({ botId: bot.id, entryId: tie.entryId, attributed: tie.attributed, reason: tie.reason }, 'mini app opened');
   return { attributed: tie.attributed, siteId: bot.siteId };
 }

@@ -1,4 +1,5 @@
-import type { Pool, Queryable } from '../../db/pool.js';
+import type { Queryable } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import { findClickVisit, recordVisit, type VisitAttribution } from '../tracker/visits.js';
 import { deepLink, newPayload } from './payload.js';
@@ -49,23 +50,23 @@ export interface EntryOutcome {
  * latest visit, else the browser's; a browser never seen gets a minimal visit from the click.
  */
 export async function entryClick(
-  db: Pool,
+  deps: Pick<Deps, 'pool' | 'local'>,
   q: { siteId: string; tempId: string; sessionId: string; entryId?: string | undefined; click: VisitAttribution },
 ): Promise<EntryOutcome> {
-  const [entry, found] = await Promise.all([requireSiteEntry(db, q.siteId, q.entryId), findClickVisit(db, q)]);
+  const [entry, found] = await Promise.all([requireSiteEntry(deps.pool, q.siteId, q.entryId), findClickVisit(deps.pool, q)]);
   const visitId =
-    found ?? (await recordVisit(db, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click })).visitId;
-  return { visitId, url: await handOutPayload(db, { siteId: q.siteId, entry, visitId }) };
+    found ?? (await recordVisit(deps, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click })).visitId;
+  return { visitId, url: await handOutPayload(deps.pool, { siteId: q.siteId, entry, visitId }) };
 }
 
 /** An ad click straight to an entry (`/r/{siteId}/entry/{entryId}`): one visit per click request, a payload per click. */
 export async function entryRedirect(
-  db: Pool,
+  deps: Pick<Deps, 'pool' | 'local'>,
   q: { siteId: string; entryId: string; tempId: string; sessionId: string; visitRequestId: string; attribution: VisitAttribution },
 ): Promise<EntryOutcome> {
-  const entry = await requireSiteEntry(db, q.siteId, q.entryId);
-  const visit = await recordVisit(db, {
+  const entry = await requireSiteEntry(deps.pool, q.siteId, q.entryId);
+  const visit = await recordVisit(deps, {
     siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, visitRequestId: q.visitRequestId, kind: 'redirect', attribution: q.attribution,
   });
-  return { visitId: visit.visitId, url: await handOutPayload(db, { siteId: q.siteId, entry, visitId: visit.visitId }) };
+  return { visitId: visit.visitId, url: await handOutPayload(deps.pool, { siteId: q.siteId, entry, visitId: visit.visitId }) };
 }

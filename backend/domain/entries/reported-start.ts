@@ -1,6 +1,5 @@
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { tieEntry } from './tie.js';
 
 /**
@@ -11,7 +10,7 @@ import { tieEntry } from './tie.js';
  * as unknown as a made-up one.
  */
 export async function reportStart(
-  deps: Pick<Deps, 'pool' | 'now' | 'log'>,
+  deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>,
   caller: { accountId: string; siteId: string | null },
   q: { payload: string; telegramUserId: number },
 ): Promise<{ attributed: boolean; conversionId?: string }> {
@@ -19,7 +18,7 @@ export async function reportStart(
   const tie = await withTx(deps.pool, (tx) =>
     tieEntry(tx, { payload: q.payload, telegramUserId: q.telegramUserId, scope: { accountId: caller.accountId, siteId: caller.siteId ?? undefined }, through: 'api', now }),
   );
-  if (tie.conversionId !== null) wakeDelivery(deps.pool);
+  if (tie.conversionId !== null) deps.local.waker.wake();
   deps.log.info({ entryId: tie.entryId, attributed: tie.attributed, reason: tie.reason }, 'bot start reported through the API');
   return { attributed: tie.attributed, ...(tie.conversionId !== null ? { conversionId: tie.conversionId } : {}) };
 }

@@ -134,7 +134,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     admit(c, site, body.href);
     // The rate-limit count is made by the statement that records the visit: one round trip.
     const visit = await recordVisit(
-      deps.pool,
+      deps,
       { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );
@@ -191,7 +191,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
     await limiter.consume('invite', site.id, browser.ip);
     const referer = c.req.header('referer');
-    const outcome = await entryClick(deps.pool, {
+    const outcome = await entryClick(deps, {
       siteId: site.id,
       tempId: query.tid,
       sessionId: query.sid,
@@ -238,7 +238,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
   keyless.get('/r/:siteId/entry/:entryId', async (c) => {
     const click = await adClick(c, c.req.param('siteId'), `entry:${c.req.param('entryId')}`);
     if (click instanceof Response) return click;
-    const outcome = await entryRedirect(deps.pool, { ...click.visit, entryId: c.req.param('entryId') });
+    const outcome = await entryRedirect(deps, { ...click.visit, entryId: c.req.param('entryId') });
     click.setCookies();
     return redirect(c, outcome.url);
   });
