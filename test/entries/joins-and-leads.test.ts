@@ -144,6 +144,11 @@ describe('warm leads and starts reported through the API', () => {
     expect((await api('/entries/start', { payload: 'has space', telegramUserId: 1 })).status).toBe(400);
     expect((await api('/entries/start', { payload: 'abc', telegramUserId: -5 })).status).toBe(400);
     expect((await api('/entries/start', { payload: 'abc', telegramUserId: 1 }, null)).status).toBe(401);
+    const raw = (headers: Record<string, string>) =>
+      fetch(`${w.app.url}/api/v1/entries/start`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, ...headers }, body: JSON.stringify({ payload: payloadOf(location), telegramUserId: 777_310_098 }) });
+    expect(await (await raw({ 'content-type': 'text/plain' })).json()).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'Content-Type' }] });
+    expect(await (await raw({ 'content-type': 'application/json', 'idempotency-key': 'x'.repeat(129) })).json()).toMatchObject({ code: 'IDEMPOTENCY_KEY_INVALID' });
+    expect(await conversionsOf(w, 777_310_098)).toEqual([]);
     const { createAccount } = await import('../../backend/domain/admin/accounts.js');
     const other = await createAccount(w.db.pool, { name: 'Other' });
     const otherKey = (await createApiKey(w.db.pool, { accountId: other.accountId })).apiKey;
