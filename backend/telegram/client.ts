@@ -102,6 +102,9 @@ export function createTelegramClient(opts: TelegramClientOptions) {
     }) => call('createChatInviteLink', p, ChatInviteLink),
     revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) => call('revokeChatInviteLink', p, ChatInviteLink),
     approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('approveChatJoinRequest', p, z.literal(true)),
+    declineChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('declineChatJoinRequest', p, z.literal(true)),
+    sendMessage: (p: { chat_id: number | string; text: string }) =>
+      call('sendMessage', p, z.object({ message_id: z.number().int() }).passthrough()),
     getChat: (p: { chat_id: number | string }) =>
       call('getChat', p, z.object({ id: z.number().int(), type: z.string(), title: z.string().optional(), username: z.string().optional() }).passthrough()),
     getChatMember: (p: { chat_id: number | string; user_id: number }) =>
