@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { DELIVER_TASK } from '../domain/delivery-wake.js';
+import { DELIVER_TASK } from '../domain/outbox/delivery-wake.js';
 import { FORWARD_TASK } from '../domain/telegram/forwards.js';
 
 /**
