@@ -122,7 +122,8 @@ describe('welcome text', () => {
     const update = tg().chatJoinRequest({ chatId, user, inviteLink: inv.inviteLink });
     await w.deliver(update);
     await tg().waitFor(() => approvalsOf(user.id).length === 1, 8000);
-    const sent = tg().messages.filter((m) => m.chatId === update.chat_join_request.user_chat_id);
+    const { user_chat_id: userChatId } = (update as { chat_join_request: { user_chat_id: number } }).chat_join_request;
+    const sent = tg().messages.filter((m) => m.chatId === userChatId);
     expect(sent.map((m) => m.text)).toEqual([TEXT]);
     // Telegram only lets the bot write until the request is decided: the welcome went first.
     expect(sent[0]!.at).toBeLessThan(approvalsOf(user.id)[0]!.at);

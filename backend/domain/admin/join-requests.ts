@@ -105,3 +105,26 @@ export function telegramRefusal(err: unknown, userId: number): ApiError {
   if (err.kind === 'network') return new ApiError('UNAVAILABLE', 'Telegram is unreachable; try again later');
   return new ApiError('VALIDATION_FAILED', `Telegram refused: ${m}`);
 }
+
+export interface HeldRequestLine extends HeldRequest {
+  channelId: string;
+  channelTitle: string;
+}
+
+/** The held requests of a site's active channels, for the dashboard: oldest first, at most `limit`. */
+export async function heldRequestsOfSite(db: Deps['pool'], siteId: string, limit = 200): Promise<HeldRequestLine[]> {
+  const { rows } = await db.query<{ channel_id: string; title: string; user_id: string; attributed: boolean; occurred_at: Date }>(
+    `SELECT c.id AS channel_id, c.title, h.user_id, h.attributed, h.occurred_at
+     FROM channels c CROSS JOIN LATERAL (${HELD_SQL.replace('$1', 'c.id')}) h
+     WHERE c.site_id = $1 AND c.active
+     ORDER BY h.occurred_at, c.id, h.user_id LIMIT $2`,
+    [siteId, limit],
+  );
+  return rows.map((r) => ({
+    channelId: r.channel_id,
+    channelTitle: r.title,
+    telegramUserId: Number(r.user_id),
+    attributed: r.attributed,
+    requestedAt: r.occurred_at.toISOString(),
+  }));
+}
