@@ -16,6 +16,8 @@ CREATE TABLE telegram_forwards (
   created_at    timestamptz NOT NULL DEFAULT now(),
   attempts      integer NOT NULL DEFAULT 0,
   last_error    text,
+  -- After a refusal: not tried again before this (the backoff), nor anything of the same user after it.
+  next_attempt_at timestamptz,
   delivered_at  timestamptz,
   -- Given up (older than Telegram itself keeps an update, or forwarding was turned off).
   dropped_at    timestamptz,

@@ -15,13 +15,20 @@ import { forwardOrderKey } from './forward-order.js';
  * one by one, oldest first, under a session advisory lock, so two jobs never send one user's
  * updates side by side; the lock dies with a crashed worker's connection, and the sweep
  * (`sweepForwards`) queues a new job for rows nobody is taking care of. A non-2xx answer or a
- * network failure fails the job, and graphile-worker retries it with its exponential backoff (as
- * Telegram retries a webhook), from that same row: at least once, in order per user. A row older
- * than Telegram keeps an update (24 hours) is dropped, as Telegram drops it.
+ * network failure puts the row off by a backoff that grows as Telegram's own retries do
+ * (e^attempts seconds, at most 6 hours), and the user's later rows wait behind it: at least once,
+ * in order per user. The wait is kept on the row, not in the job, so that the user's next update
+ * (which queues a job) does not cut it short. A row older than Telegram keeps an update (24 hours)
+ * is dropped, as Telegram drops it.
  */
 export const FORWARD_TASK = 'telegram_forward_updates';
-/** graphile-worker's backoff is exp(attempts) seconds, capped at exp(10) (6 hours): 15 attempts outlast a day. */
-export const FORWARD_MAX_ATTEMPTS = 15;
+/** Attempts of the job itself: it fails only when the database does (or another job holds the user's lock). */
+export const FORWARD_MAX_ATTEMPTS = 25;
+
+/** The wait after a forward's `attempts`-th refusal: e^attempts seconds, at most 6 hours. */
+export function forwardBackoffMs(attempts: number): number {
+  return Math.round(Math.exp(Math.min(Math.max(attempts, 1), 10)) * 1000);
+}
 export const FORWARD_MAX_AGE_MS = 24 * 3600_000;
 export const FORWARD_TIMEOUT_MS = 10_000;
 
@@ -47,6 +54,13 @@ async function wake(db: Queryable, p: ForwardPayload): Promise<void> {
   await db.query(WAKE_SQL, [FORWARD_TASK, JSON.stringify(p), forwardJobKey(p), FORWARD_MAX_ATTEMPTS]);
 }
 
+/** Queues the (bot, user)'s job for when its first row is due again (replacing a sooner one). */
+async function wakeAt(db: Queryable, p: ForwardPayload, at: Date): Promise<void> {
+  await db.query(`SELECT graphile_worker.add_job($1::text, $2::json, job_key := $3::text, job_key_mode := 'replace', max_attempts := $4::int, run_at := $5::timestamptz)`, [
+    FORWARD_TASK, JSON.stringify(p), forwardJobKey(p), FORWARD_MAX_ATTEMPTS, at,
+  ]);
+}
+
 /**
  * Records the forward of one update, in the webhook's transaction, if the bot forwards. `raw` is
  * the parsed body (for the order key); `body` the text as received, which is what is sent.
@@ -66,21 +80,23 @@ export async function enqueueForward(tx: Queryable, botId: string, updateId: num
 
 export type ForwardDeps = Pick<Deps, 'pool' | 'box' | 'log' | 'now'>;
 
-/** Thrown to have graphile-worker retry the job later (its backoff). */
-export class ForwardNotDelivered extends Error {
-  override name = 'ForwardNotDelivered';
-}
+/** How soon a job that found the (bot, user) taken by another job looks again (run_at is the database's clock: the wall clock). */
+const BUSY_RETRY_MS = 1000;
 
-/** Sends the (bot, user)'s pending forwards in order; throws at the first one not taken, for a retry. */
-export async function drainForwards(deps: ForwardDeps, raw: unknown): Promise<{ delivered: number; dropped: number }> {
+/** Sends the (bot, user)'s pending forwards in order, up to the first one not taken, which is put off. */
+export async function drainForwards(deps: ForwardDeps, raw: unknown): Promise<{ delivered: number; dropped: number; failed: number }> {
   const parsed = ForwardPayload.safeParse(raw);
-  if (!parsed.success) return { delivered: 0, dropped: 0 };
+  if (!parsed.success) return { delivered: 0, dropped: 0, failed: 0 };
   const p = parsed.data;
   const lockKey = forwardLockKey(p);
   const client = await deps.pool.connect();
   try {
     const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [lockKey]);
-    if (!rows[0]!.ok) throw new ForwardNotDelivered('another job is sending these forwards');
+    if (!rows[0]!.ok) {
+      // Another job is sending them; it may be just finishing, so look again in a moment.
+      await wakeAt(deps.pool, p, new Date(Date.now() + BUSY_RETRY_MS));
+      return { delivered: 0, dropped: 0, failed: 0 };
+    }
     try {
       return await sendPending(deps, p);
     } finally {
@@ -91,7 +107,7 @@ export async function drainForwards(deps: ForwardDeps, raw: unknown): Promise<{ 
   }
 }
 
-async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ delivered: number; dropped: number }> {
+async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ delivered: number; dropped: number; failed: number }> {
   const { rows: bots } = await deps.pool.query<{ forward_url: string | null; forward_secret_enc: string | null }>(
     'SELECT forward_url, forward_secret_enc FROM bots WHERE id = $1 AND removed_at IS NULL',
     [p.botId],
@@ -101,30 +117,38 @@ async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ deli
   if (!bot?.forward_url) {
     // Forwarding turned off (or the bot removed): what was waiting is not sent anywhere.
     const { rowCount } = await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $3, last_error = 'forwarding turned off' WHERE ${pending}`, [p.botId, p.orderKey, deps.now()]);
-    return { delivered: 0, dropped: rowCount ?? 0 };
+    return { delivered: 0, dropped: rowCount ?? 0, failed: 0 };
   }
   const secret = bot.forward_secret_enc ? deps.box.open(bot.forward_secret_enc) : null;
   let delivered = 0;
   let dropped = 0;
   for (;;) {
-    const { rows } = await deps.pool.query<{ id: string; body: string; created_at: Date }>(
-      `SELECT id::text, body, created_at FROM telegram_forwards WHERE ${pending} ORDER BY id LIMIT 1`,
+    const { rows } = await deps.pool.query<{ id: string; body: string; created_at: Date; attempts: number; next_attempt_at: Date | null }>(
+      `SELECT id::text, body, created_at, attempts, next_attempt_at FROM telegram_forwards WHERE ${pending} ORDER BY id LIMIT 1`,
       [p.botId, p.orderKey],
     );
     const row = rows[0];
-    if (!row) return { delivered, dropped };
+    if (!row) return { delivered, dropped, failed: 0 };
     if (deps.now().getTime() - row.created_at.getTime() > FORWARD_MAX_AGE_MS) {
       await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $2 WHERE id = $1`, [row.id, deps.now()]);
       deps.log.warn({ botId: p.botId, forwardId: row.id }, 'update forward dropped: not taken for a day');
       dropped++;
       continue;
     }
+    if (row.next_attempt_at !== null && row.next_attempt_at > deps.now()) {
+      // Still waiting out its backoff (this job was queued by a later update of the user).
+      await wakeAt(deps.pool, p, row.next_attempt_at);
+      return { delivered, dropped, failed: 0 };
+    }
     const failure = await post(bot.forward_url, secret, row.body);
     if (failure !== null) {
-      await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = $2 WHERE id = $1', [row.id, failure]);
-      throw new ForwardNotDelivered(`update forward not taken: ${failure}`);
+      const next = new Date(deps.now().getTime() + forwardBackoffMs(row.attempts + 1));
+      await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3 WHERE id = $1', [row.id, failure, next]);
+      await wakeAt(deps.pool, p, next);
+      deps.log.info({ botId: p.botId, forwardId: row.id, reason: failure, retryAt: next.toISOString() }, 'update forward not taken; retried later');
+      return { delivered, dropped, failed: 1 };
     }
-    await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = NULL, delivered_at = $2 WHERE id = $1', [row.id, deps.now()]);
+    await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL, delivered_at = $2 WHERE id = $1', [row.id, deps.now()]);
     delivered++;
   }
 }
@@ -159,6 +183,8 @@ export async function sweepForwards(db: Queryable): Promise<number> {
      WHERE f.delivered_at IS NULL AND f.dropped_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM graphile_worker.jobs j
                        WHERE j.key = $1 || ':' || f.bot_id || ':' || f.order_key AND j.locked_at IS NULL AND j.attempts < j.max_attempts)
+       -- Due for a while: a job that has just been given the row and not yet taken its lock is left alone.
+       AND COALESCE(f.next_attempt_at, f.created_at) < now() - interval '5 seconds'
        AND NOT EXISTS (SELECT 1 FROM pg_locks l, LATERAL (SELECT hashtextextended('capigram:forward:' || f.bot_id || ':' || f.order_key, 0) AS k) h
                        WHERE l.locktype = 'advisory' AND l.objsubid = 1
                          AND l.classid = ((h.k >> 32) & 4294967295)::oid AND l.objid = (h.k & 4294967295)::oid)
