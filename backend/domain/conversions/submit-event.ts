@@ -76,19 +76,21 @@ interface PreparedEvent {
   requestOverride: ApiVisitOverride;
 }
 
-/**
- * `persist`, when given, turns the outcome into a write committed with it (the caller's
- * idempotent answer); without it the outcome is only returned. `claim`, when given, is made first
- * in the same transaction (the caller's Idempotency-Key, see `withLeadLock`).
- */
-export async function submitBusinessEvent(
-  deps: EventDeps,
-  caller: ApiCaller,
-  ev: BusinessEvent,
-  mode: EventMode,
-  persist?: (outcome: EventOutcome) => PreparedCall | null,
-  claim?: LockedClaim,
-): Promise<EventOutcome> {
+/** A business event to run, for whom, and what is written with it. */
+export interface EventSubmission {
+  caller: ApiCaller;
+  event: BusinessEvent;
+  mode: EventMode;
+  /**
+   * Turns the outcome into a write committed with it (the caller's idempotent answer); without it
+   * the outcome is only returned.
+   */
+  persist?: ((outcome: EventOutcome) => PreparedCall | null) | undefined;
+  /** Made first in the same transaction (the caller's Idempotency-Key, see `withLeadLock`). */
+  claim?: LockedClaim | undefined;
+}
+
+export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, mode, persist, claim }: EventSubmission): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
     const problem = eventTimeProblem(ev.eventTimeMs, now.getTime());

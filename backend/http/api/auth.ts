@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../../crypto/api-keys.js';
 import { findApiKey, type KeyRow as LookedUpKey } from './key-lookup.js';
 import type { Deps } from '../../deps.js';
+import { keyLookupAndClaimStatement } from '../../domain/idempotency.js';
 import { ApiError } from '../errors.js';
 import { bearerToken } from '../request-info.js';
 import { endpointOf, type ApiEnv } from './env.js';
@@ -49,15 +50,7 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
     const row: KeyRow | undefined = claimInWork
       ? await findApiKey(deps.pool, { prefix, claimKey, hash: hashApiKey(key) })
       : (
-          await deps.pool.query<KeyRow>({
-            name: 'capigram_api_key_by_prefix_and_claim',
-            text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
-                   claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint)
-                             SELECT k.id, $2, $3, $5 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
-                             ON CONFLICT DO NOTHING RETURNING 1)
-                   SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
-            values: [prefix, claimKey, now, hashApiKey(key), endpointOf(c)],
-          })
+          await deps.pool.query<KeyRow>(keyLookupAndClaimStatement({ prefix, claimKey, now, hash: hashApiKey(key), endpoint: endpointOf(c) }))
         ).rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();

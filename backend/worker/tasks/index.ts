@@ -1,7 +1,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { runRetention } from '../../domain/erasure/retention.js';
-import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
+import { purgeIdempotencyKeys } from '../../domain/idempotency.js';
 import { purgeDeadJobs } from '../dead-jobs.js';
 import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { deliveryTasks } from './deliver.js';
