@@ -3,6 +3,7 @@
 // same JSON with the operator's secret, at least once, in order per user, retried on non-2xx.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { updateBot } from '../../backend/domain/admin/bot-update.js';
+import { purgeTelegramUpdates } from '../../backend/domain/telegram/purge.js';
 import { DEFAULT_BOT, type TgUpdate } from '../fakes/index.js';
 import { startOperatorBackend, type OperatorBackend } from './operator-backend.js';
 import { CHATS, eventually, newUser, startWorld, type World } from './world.js';
@@ -54,6 +55,11 @@ describe('forwarding', () => {
     // Capigram handled it before anything was forwarded: the request is recorded.
     expect(await w.count(`memberships WHERE telegram_user_id = $1 AND kind = 'join_request'`, [user.id])).toBe(1);
 
+    // While it waits for its retry, the update (names, texts) is kept sealed, never in clear.
+    await eventually(async () => receivedFor(update.update_id).length === 1, 5000, 'the first attempt');
+    const waiting = await w.db.pool.query<{ body_enc: string | null }>('SELECT body_enc FROM telegram_forwards WHERE update_id = $1', [update.update_id]);
+    expect(waiting.rows[0]!.body_enc).toMatch(/^v1\./);
+    expect(waiting.rows[0]!.body_enc).not.toContain('first_name');
     await eventually(async () => receivedFor(update.update_id).some((r) => r.status === 200), 10_000, 'the forward to be taken');
     const got = receivedFor(update.update_id);
     expect(got.map((r) => r.status)).toEqual([500, 200]);
@@ -67,11 +73,12 @@ describe('forwarding', () => {
     await forwardsIdle();
     await new Promise((r) => setTimeout(r, 300));
     expect(receivedFor(update.update_id)).toHaveLength(2);
-    const { rows } = await w.db.pool.query<{ attempts: number; delivered_at: Date | null; last_error: string | null }>(
-      'SELECT attempts, delivered_at, last_error FROM telegram_forwards WHERE update_id = $1',
+    const { rows } = await w.db.pool.query<{ attempts: number; delivered_at: Date | null; last_error: string | null; body_enc: string | null }>(
+      'SELECT attempts, delivered_at, last_error, body_enc FROM telegram_forwards WHERE update_id = $1',
       [update.update_id],
     );
-    expect(rows).toEqual([{ attempts: 2, delivered_at: expect.any(Date), last_error: null }]);
+    // Sent: the body is gone, only the record that it was sent stays.
+    expect(rows).toEqual([{ attempts: 2, delivered_at: expect.any(Date), last_error: null, body_enc: null }]);
   });
 
   it('an update Telegram sends again (same update_id) is forwarded once', async () => {
@@ -134,5 +141,19 @@ describe('forwarding', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(op.received.length).toBe(before);
     expect(await w.count('telegram_forwards WHERE update_id = $1', [update.update_id])).toBe(0);
+  });
+
+  it('the daily purge deletes the records of forwards sent or dropped a week ago, never one still waiting', async () => {
+    const now = new Date();
+    const old = new Date(now.getTime() - 8 * 24 * 3600_000);
+    await w.db.pool.query(
+      `INSERT INTO telegram_forwards (bot_id, order_key, update_id, body_enc, created_at, delivered_at, dropped_at) VALUES
+         ($1, 'user:1', 80001, NULL, $2, $2, NULL), ($1, 'user:1', 80002, NULL, $2, NULL, $2),
+         ($1, 'user:2', 80003, 'v1.x.y.z', $2, NULL, NULL), ($1, 'user:3', 80004, NULL, $3, $3, NULL)`,
+      [w.botId, old, now],
+    );
+    await purgeTelegramUpdates(w.db.pool, now);
+    expect((await w.db.pool.query<{ update_id: string }>('SELECT update_id::text FROM telegram_forwards WHERE update_id BETWEEN 80001 AND 80004 ORDER BY 1')).rows.map((r) => r.update_id)).toEqual(['80003', '80004']);
+    await w.db.pool.query('DELETE FROM telegram_forwards WHERE update_id = 80003');
   });
 });

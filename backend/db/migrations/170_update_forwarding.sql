@@ -7,12 +7,14 @@ ALTER TABLE bots ADD COLUMN forward_secret_enc text;
 -- The forwards' outbox: one row per update, written in the transaction that records the update,
 -- so a forward exists exactly when its update was handled. Rows of one (bot, order_key) go out
 -- one at a time, oldest first: an update for a user never overtakes that user's earlier ones.
+-- The update's JSON carries names, usernames and message texts, which Capigram otherwise never
+-- stores: it is kept encrypted (SECRET_KEY) and only until it is delivered or dropped.
 CREATE TABLE telegram_forwards (
   id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   bot_id        uuid NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
   order_key     text NOT NULL,
   update_id     bigint NOT NULL,
-  body          text NOT NULL,
+  body_enc      text,
   created_at    timestamptz NOT NULL DEFAULT now(),
   attempts      integer NOT NULL DEFAULT 0,
   last_error    text,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { forwardOrderKey } from './forward-order.js';
@@ -65,13 +66,14 @@ async function wakeAt(db: Queryable, p: ForwardPayload, at: Date): Promise<void>
  * Records the forward of one update, in the webhook's transaction, if the bot forwards. `raw` is
  * the parsed body (for the order key); `body` the text as received, which is what is sent.
  */
-export async function enqueueForward(tx: Queryable, botId: string, updateId: number, body: string, raw: unknown): Promise<boolean> {
+export async function enqueueForward(tx: Queryable, box: SecretBox, botId: string, updateId: number, body: string, raw: unknown): Promise<boolean> {
   const orderKey = forwardOrderKey(raw);
+  // Sealed: the update carries names and texts (see migration 170); kept only until it is sent.
   const { rowCount } = await tx.query(
-    `INSERT INTO telegram_forwards (bot_id, order_key, update_id, body)
+    `INSERT INTO telegram_forwards (bot_id, order_key, update_id, body_enc)
      SELECT id, $2, $3, $4 FROM bots WHERE id = $1 AND forward_url IS NOT NULL
      ON CONFLICT (bot_id, update_id) DO NOTHING`,
-    [botId, orderKey, updateId, body],
+    [botId, orderKey, updateId, box.seal(body)],
   );
   if (!rowCount) return false;
   await wake(tx, { botId, orderKey });
@@ -116,21 +118,21 @@ async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ deli
   const pending = `bot_id = $1 AND order_key = $2 AND delivered_at IS NULL AND dropped_at IS NULL`;
   if (!bot?.forward_url) {
     // Forwarding turned off (or the bot removed): what was waiting is not sent anywhere.
-    const { rowCount } = await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $3, last_error = 'forwarding turned off' WHERE ${pending}`, [p.botId, p.orderKey, deps.now()]);
+    const { rowCount } = await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $3, body_enc = NULL, last_error = 'forwarding turned off' WHERE ${pending}`, [p.botId, p.orderKey, deps.now()]);
     return { delivered: 0, dropped: rowCount ?? 0, failed: 0 };
   }
   const secret = bot.forward_secret_enc ? deps.box.open(bot.forward_secret_enc) : null;
   let delivered = 0;
   let dropped = 0;
   for (;;) {
-    const { rows } = await deps.pool.query<{ id: string; body: string; created_at: Date; attempts: number; next_attempt_at: Date | null }>(
-      `SELECT id::text, body, created_at, attempts, next_attempt_at FROM telegram_forwards WHERE ${pending} ORDER BY id LIMIT 1`,
+    const { rows } = await deps.pool.query<{ id: string; body_enc: string; created_at: Date; attempts: number; next_attempt_at: Date | null }>(
+      `SELECT id::text, body_enc, created_at, attempts, next_attempt_at FROM telegram_forwards WHERE ${pending} ORDER BY id LIMIT 1`,
       [p.botId, p.orderKey],
     );
     const row = rows[0];
     if (!row) return { delivered, dropped, failed: 0 };
     if (deps.now().getTime() - row.created_at.getTime() > FORWARD_MAX_AGE_MS) {
-      await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $2 WHERE id = $1`, [row.id, deps.now()]);
+      await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $2, body_enc = NULL WHERE id = $1`, [row.id, deps.now()]);
       deps.log.warn({ botId: p.botId, forwardId: row.id }, 'update forward dropped: not taken for a day');
       dropped++;
       continue;
@@ -140,7 +142,7 @@ async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ deli
       await wakeAt(deps.pool, p, row.next_attempt_at);
       return { delivered, dropped, failed: 0 };
     }
-    const failure = await post(bot.forward_url, secret, row.body);
+    const failure = await post(bot.forward_url, secret, deps.box.open(row.body_enc));
     if (failure !== null) {
       const next = new Date(deps.now().getTime() + forwardBackoffMs(row.attempts + 1));
       await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3 WHERE id = $1', [row.id, failure, next]);
@@ -148,7 +150,7 @@ async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ deli
       deps.log.info({ botId: p.botId, forwardId: row.id, reason: failure, retryAt: next.toISOString() }, 'update forward not taken; retried later');
       return { delivered, dropped, failed: 1 };
     }
-    await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL, delivered_at = $2 WHERE id = $1', [row.id, deps.now()]);
+    await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL, delivered_at = $2, body_enc = NULL WHERE id = $1', [row.id, deps.now()]);
     delivered++;
   }
 }

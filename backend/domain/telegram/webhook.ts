@@ -42,7 +42,7 @@ export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: strin
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'box'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -58,7 +58,7 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
     if (bot.forwards && update.updateId !== null) {
       const updateId = update.updateId;
       await withTx(deps.pool, async (tx) => {
-        if (await claimUpdate(tx, bot.id, updateId, 'forward_only')) await enqueueForward(tx, bot.id, updateId, body, raw);
+        if (await claimUpdate(tx, bot.id, updateId, 'forward_only')) await enqueueForward(tx, deps.box, bot.id, updateId, body, raw);
       });
     } else {
       log.warn({ reason: update.reason }, 'telegram update ignored');
@@ -70,7 +70,7 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
     const ctx: UpdateContext = { tx, bot, now: deps.now(), log };
     const handled = await handleParsed(ctx, update);
     // After Capigram's own handling, in its transaction: forwarded exactly when it was handled.
-    if (bot.forwards) await enqueueForward(tx, bot.id, update.updateId, body, raw);
+    if (bot.forwards) await enqueueForward(tx, deps.box, bot.id, update.updateId, body, raw);
     return handled;
   });
   if (outcome === 'unknown_chat') noteUnknownChat(deps, bot.id, update.kind, chatOf(update), log);
