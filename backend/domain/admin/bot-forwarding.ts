@@ -61,12 +61,13 @@ export async function saveBotForwarding(
   if (!parsed.success) throw validationError(parsed.error, 'bot');
   const u = parsed.data;
   const cols = forwardingColumns(deps.box, u);
-  // The row's lock (FOR UPDATE in the subquery's stead: one UPDATE) orders two concurrent changes.
+  // One statement, the row locked first: two concurrent changes are applied one after the other.
   const { rows } = await deps.db.query<{ forward_url: string | null; was_forwarding: boolean; webhook_set: boolean }>(
     `WITH old AS (SELECT id, forward_url IS NOT NULL AS was_forwarding FROM bots WHERE id = $1 AND removed_at IS NULL FOR UPDATE)
      UPDATE bots b SET
        forward_url = CASE WHEN $4 THEN NULL ELSE COALESCE($2, b.forward_url) END,
-       forward_secret_enc = CASE WHEN $4 THEN NULL ELSE COALESCE($3, b.forward_secret_enc) END
+       -- A secret for a bot that forwards nowhere is not kept (refused below, nothing changed).
+       forward_secret_enc = CASE WHEN $4 OR COALESCE($2, b.forward_url) IS NULL THEN NULL ELSE COALESCE($3, b.forward_secret_enc) END
      FROM old WHERE b.id = old.id
      RETURNING b.forward_url, old.was_forwarding, b.webhook_set_at IS NOT NULL AS webhook_set`,
     [u.botId, cols.url, cols.secretEnc, u.noForward],
