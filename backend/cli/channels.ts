@@ -124,6 +124,8 @@ export const channelCommands = [
           isDefault: c.isDefault,
           botCanInvite: c.botCanInvite,
           botStatus: c.botStatus,
+          joinRequests: c.joinRequests,
+          welcomeText: c.welcomeText,
         })),
       };
       const human =

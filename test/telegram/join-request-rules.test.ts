@@ -47,6 +47,10 @@ const telegramIdle = () => eventually(async () => (await w.count(`graphile_worke
 describe('hold', () => {
   it('leaves a request through our link waiting until channel approve; the approval then credits the visit', async () => {
     await setRule('--join-requests', 'hold');
+    const { channels } = await cli<{ channels: { channelId: string; joinRequests: string; welcomeText: boolean }[] }>('channel', 'list', '--site', w.siteId);
+    expect(channels.find((c) => c.channelId === w.channels.requests)).toMatchObject({ joinRequests: 'hold', welcomeText: false });
+    // A new channel's default (the contract's): every request approved.
+    expect(channels.find((c) => c.channelId === w.channels.main)).toMatchObject({ joinRequests: 'approve-all' });
     const inv = await w.invitation('requests', { joinRequest: true });
     const user = newUser();
     const requestedAt = Math.floor(Date.now() / 1000);

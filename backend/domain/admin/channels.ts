@@ -292,15 +292,19 @@ export interface ChannelListItem {
   botCanInvite: boolean | null;
   botStatus: string | null;
   poolSize: number;
+  /** The channel's join-request rule, and whether requesters get a welcome text. */
+  joinRequests: string;
+  welcomeText: boolean;
 }
 
 export async function listChannels(db: Queryable, siteIdOrWebsiteId: string): Promise<{ channels: ChannelListItem[] }> {
   const site = await requireSite(db, siteIdOrWebsiteId);
   const { rows } = await db.query<{
     id: string; telegram_chat_id: number; title: string; username: string | null; funnel_order: number; event_type: string;
-    bot_is_admin: boolean | null; bot_can_invite: boolean | null; bot_status: string | null; pool_size: number;
+    bot_is_admin: boolean | null; bot_can_invite: boolean | null; bot_status: string | null; pool_size: number; join_requests: string; has_welcome: boolean;
   }>(
     `SELECT c.id, c.telegram_chat_id, c.title, c.username, c.funnel_order, c.event_type, c.bot_is_admin, c.bot_can_invite, c.bot_status,
+       c.join_requests, c.welcome_text IS NOT NULL AS has_welcome,
        (SELECT count(*)::int FROM invitations i WHERE i.channel_id = c.id AND i.visit_id IS NULL AND i.revoked_at IS NULL
           AND NOT i.unattributed AND (i.expires_at IS NULL OR i.expires_at > now())) AS pool_size
      FROM channels c WHERE c.site_id = $1 AND c.active ORDER BY c.funnel_order, c.created_at, c.id`,
@@ -319,6 +323,8 @@ export async function listChannels(db: Queryable, siteIdOrWebsiteId: string): Pr
       botCanInvite: r.bot_can_invite,
       botStatus: r.bot_status,
       poolSize: r.pool_size,
+      joinRequests: r.join_requests,
+      welcomeText: r.has_welcome,
     })),
   };
 }
