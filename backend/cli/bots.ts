@@ -33,7 +33,7 @@ export const botCommands = [
     name: 'add',
     summary:
       'Registers a Telegram bot: checks the token with getMe, then sets the webhook with a generated secret token ' +
-      'and allowed_updates chat_member, chat_join_request, my_chat_member. The token is stored encrypted.',
+      'and allowed_updates chat_member, chat_join_request, my_chat_member (every update type with --forward-url). The token is stored encrypted.',
     flags: {
       account: { type: 'string', required: true, placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'the owning account' },
       token: { type: 'string', required: true, placeholder: 'BOT_TOKEN', help: "the bot's token from @BotFather (123456:ABC…)" },

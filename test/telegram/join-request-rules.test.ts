@@ -85,6 +85,17 @@ describe('hold', () => {
   });
 });
 
+describe('held, then decided in Telegram\'s app', () => {
+  it('leaves the list when the join comes', async () => {
+    await setRule('--join-requests', 'hold');
+    const user = newUser();
+    await w.deliver(tg().chatJoinRequest({ chatId, user }));
+    expect((await held()).requests.map((r) => r.telegramUserId)).toContain(user.id);
+    await w.deliver(tg().chatMemberJoined({ chatId, user, viaJoinRequest: true }));
+    expect((await held()).requests.map((r) => r.telegramUserId)).not.toContain(user.id);
+  });
+});
+
 describe('approve-attributed', () => {
   it('approves the request through our link and holds the other', async () => {
     await setRule('--join-requests', 'approve-attributed');
