@@ -68,6 +68,11 @@ async function wakeAt(db: Queryable, p: ForwardPayload, at: Date): Promise<void>
  */
 export async function enqueueForward(tx: Queryable, box: SecretBox, botId: string, updateId: number, body: string, raw: unknown): Promise<boolean> {
   const orderKey = forwardOrderKey(raw);
+  // Telegram posts updates over several connections at once: two of one user's may be handled
+  // side by side. Taken before the row's id is drawn and held until commit, this lock makes ids
+  // follow commit order within a user, so the sender never sees a later row before an earlier one
+  // has committed.
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`capigram:forward-enqueue:${botId}:${orderKey}`]);
   // Sealed: the update carries names and texts (see migration 170); kept only until it is sent.
   const { rowCount } = await tx.query(
     `INSERT INTO telegram_forwards (bot_id, order_key, update_id, body_enc)
