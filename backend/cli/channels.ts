@@ -1,3 +1,4 @@
+import { CONVERSION_EVENT_TYPES } from '../platforms/types.js';
 import { addChannel, CLEARABLE, listChannels, updateChannel } from '../domain/admin/channels.js';
 import { decideJoinRequest, listHeldRequests } from '../domain/admin/join-requests.js';
 import { defineCommand } from './command.js';
@@ -6,7 +7,7 @@ import { table } from './table.js';
 // Free text goes to the domain, whose schema refuses what is not one of the allowed values.
 type Input = Parameters<typeof addChannel>[1];
 
-const EVENT_TYPES = 'Contact, Lead, Purchase, CompleteRegistration, Subscribe or Custom';
+const EVENT_TYPES = `${CONVERSION_EVENT_TYPES.slice(0, -1).join(', ')} or ${CONVERSION_EVENT_TYPES.at(-1)}`;
 
 /** The flags of a channel's settings, shared by `channel add` and `channel update`. */
 const CHANNEL_FLAGS = {

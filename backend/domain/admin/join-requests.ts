@@ -64,7 +64,7 @@ export const DecideInput = z.object({
  * of Capigram's links records the join and credits it to the visit, as Capigram's own approval does.
  */
 export async function decideJoinRequest(
-  deps: Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>,
+  deps: Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now' | 'local'>,
   input: z.input<typeof DecideInput>,
 ): Promise<{ telegramUserId: number; status: 'approved' | 'declined' }> {
   const parsed = DecideInput.safeParse(input);

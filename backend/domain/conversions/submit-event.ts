@@ -1,8 +1,8 @@
+import type { Deps } from '../../deps.js';
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
 import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../outbox/conversion-record.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
 import { hashPiiChecked, type RawPii } from '../pii/normalize.js';
 import { lockConversions } from '../outbox/sends.js';
@@ -59,10 +59,7 @@ export interface EventOutcome {
   result: ConversionResult;
 }
 
-export interface EventDeps {
-  pool: Pool;
-  now: () => Date;
-}
+export type EventDeps = Pick<Deps, 'pool' | 'now' | 'local'>;
 
 /** The request as written to the database: hashed PII, the attribution it brought, resolved times. */
 interface PreparedEvent {
@@ -116,7 +113,7 @@ export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, 
     customEventName: p.customEventName,
     now,
   });
-  const outcome = await withLeadLockBatched(deps.pool, {
+  const outcome = await withLeadLockBatched(deps, {
     accountId: caller.accountId,
     telegramUserId: ev.telegramUserId,
     read,
@@ -141,7 +138,7 @@ export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, 
     locks: matchesToLock,
   });
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
-  if (outcome.result.dispatched) wakeDelivery(deps.pool);
+  if (outcome.result.dispatched) deps.local.waker.wake();
   return withPiiWarnings(outcome, p.piiWarnings);
 }
 

@@ -70,7 +70,7 @@ export type ActionOutcome =
   | { outcome: 'gave_up'; reason: string }
   | { outcome: 'retry_after'; seconds: number; payload: object };
 
-export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>;
+export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now' | 'local'>;
 
 type Client = ReturnType<typeof createTelegramClient>;
 

@@ -2,7 +2,6 @@ import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { upsertLead } from '../outbox/conversion-record.js';
 import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome } from './actions.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation } from './queries.js';
@@ -17,7 +16,7 @@ import { markRequestDecided } from './request-status.js';
  * channel is gone.
  */
 export async function recordApprovedJoin(
-  deps: Pick<Deps, 'pool' | 'log' | 'now'>,
+  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local'>,
   p: { botId: string; chatId: number; userId: number },
 ): Promise<UpdateOutcome | 'nothing'> {
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
@@ -35,7 +34,7 @@ export async function recordApprovedJoin(
       channel, chatId: p.chatId, userId: p.userId, leadId, invitation, occurredAt: now, viaJoinRequest: true, recordedBy: 'approval',
     });
   });
-  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
+  if (outcome === 'attributed_join') deps.local.waker.wake();
   return outcome;
 }
 

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import { findBot } from '../admin/bots.js';
@@ -42,7 +41,7 @@ export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: strin
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'box'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -75,7 +74,7 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   });
   if (outcome === 'unknown_chat') noteUnknownChat(deps, bot.id, update.kind, chatOf(update), log);
   // An attributed join committed its conversion's sends: wake the delivery worker for them.
-  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
+  if (outcome === 'attributed_join') deps.local.waker.wake();
   log.debug({ kind: update.kind, outcome }, 'telegram update handled');
   return outcome;
 }

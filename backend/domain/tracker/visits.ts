@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { eventIdFor, sendsCte, type SqlFragment } from '../outbox/sends.js';
 
 /**
@@ -170,10 +170,10 @@ function parameters(v: NewVisit): unknown[] {
  * Records a visit; a new visit gets its PageView sends in the same statement, which commits on its
  * own (hence a pool, never a transaction's client), and then wakes the delivery worker.
  */
-export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+export async function recordVisit(deps: Pick<Deps, 'pool' | 'local'>, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   const check = admission.sql(ADMISSION_FIRST_PARAM);
   const text = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
-  const { rows } = await db.query<{
+  const { rows } = await deps.pool.query<{
     allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null; sends: number; meta_page_view: boolean;
   }>({
     name: statementName(text),
@@ -181,7 +181,7 @@ export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmissi
     values: [...parameters(v), ...check.params],
   });
   const row = rows[0];
-  if (row !== undefined && row.sends > 0) wakeDelivery(db);
+  if (row !== undefined && row.sends > 0) deps.local.waker.wake();
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
   if (row === undefined || row.id === null) {
     throw new ApiError(
@@ -193,7 +193,7 @@ export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmissi
     visitId: row.id,
     created: row.created === true,
     channelId: row.channel_id,
-    pageViewEventId: (await hasMetaPageView(db, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
+    pageViewEventId: (await hasMetaPageView(deps.pool, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
   };
 }
 

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../../crypto/api-keys.js';
-import { findApiKey, type KeyRow as LookedUpKey } from './key-lookup.js';
+import type { KeyRow as LookedUpKey } from '../../domain/api-key-lookup.js';
 import type { Deps } from '../../deps.js';
 import { keyLookupAndClaimStatement } from '../../domain/idempotency.js';
 import { ApiError } from '../errors.js';
@@ -36,7 +36,7 @@ type KeyRow = Omit<LookedUpKey, Prior> & Partial<Pick<LookedUpKey, Prior>> & { c
  * key. With `claimInWork` (endpoints whose transaction claims the key itself) the look-up only
  * reads what is stored under it, so that a stored answer is replayed without another round trip.
  */
-export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
+export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const key = bearerToken(c.req.header('authorization'));
     const prefix = key === undefined ? null : apiKeyPrefix(key);
@@ -46,9 +46,9 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
     const claimKey = idempotencyKey !== undefined && isIdempotencyKey(idempotencyKey) ? idempotencyKey : null;
     const now = deps.now();
     // One of these runs on every business request: the event endpoints' look-up is coalesced with
-    // its neighbours' (see key-lookup.ts); the others' is prepared once per connection.
+    // its neighbours' (see domain/api-key-lookup.ts); the others' is prepared once per connection.
     const row: KeyRow | undefined = claimInWork
-      ? await findApiKey(deps.pool, { prefix, claimKey, hash: hashApiKey(key) })
+      ? await deps.local.keyLookups.find({ prefix, claimKey, hash: hashApiKey(key) })
       : (
           await deps.pool.query<KeyRow>(keyLookupAndClaimStatement({ prefix, claimKey, now, hash: hashApiKey(key), endpoint: endpointOf(c) }))
         ).rows[0];

@@ -36,7 +36,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cache-control': 'no-store',
 };
 
-export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log' | 'box'>): Hono<DashEnv> {
+export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log' | 'local' | 'box'>): Hono<DashEnv> {
   const app = new Hono<DashEnv>();
   const secure = deps.config.PUBLIC_URL.startsWith('https:');
   const nowMs = () => deps.now().getTime();

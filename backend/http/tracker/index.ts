@@ -118,7 +118,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     admit(c, site, body.href);
     // The rate-limit count is made by the statement that records the visit: one round trip.
     const visit = await recordVisit(
-      deps.pool,
+      deps,
       { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );

@@ -1,5 +1,5 @@
-import type { Pool } from '../../db/pool.js';
-import { KEY_LOOKUPS_WITH_PRIOR_SQL } from '../../domain/idempotency.js';
+import type { Pool } from '../db/pool.js';
+import { KEY_LOOKUPS_WITH_PRIOR_SQL } from './idempotency.js';
 
 /**
  * The API key look-up of the event endpoints (with what is stored under the request's
@@ -40,12 +40,14 @@ interface Waiting {
   reject(error: unknown): void;
 }
 
-class KeyLookups {
+/** The look-ups of one pool, held by the process (see `process-state.ts`). */
+export class KeyLookups {
   private queue: Waiting[] = [];
   private inFlight = 0;
 
   constructor(private readonly pool: Pool) {}
 
+  /** The key row for `lookup`, with what is stored under its Idempotency-Key; undefined when no key has the prefix. */
   find(lookup: KeyLookup): Promise<KeyRow | undefined> {
     return new Promise((resolve, reject) => {
       this.queue.push({ lookup, resolve, reject });
@@ -76,13 +78,4 @@ class KeyLookups {
       for (const w of batch) w.reject(error);
     }
   }
-}
-
-const lookups = new WeakMap<Pool, KeyLookups>();
-
-/** The key row for `lookup`, with what is stored under its Idempotency-Key; undefined when no key has the prefix. */
-export function findApiKey(pool: Pool, lookup: KeyLookup): Promise<KeyRow | undefined> {
-  let l = lookups.get(pool);
-  if (l === undefined) lookups.set(pool, (l = new KeyLookups(pool)));
-  return l.find(lookup);
 }
