@@ -88,13 +88,16 @@ export class TelegramFake extends FakeServer {
   private declined: JoinDecision[] = [];
   /** Pending join requests, by `chat:user`, with the link each came through (if any). */
   private pending = new Map<string, ChatInviteLink | undefined>();
+  /** When each pending request's `user_chat_id` was handed out, by user_chat_id: the bot may write there for 5 minutes. */
+  private requestChats = new Map<number, { key: string; at: number }>();
+  /** Messages the bots sent (sendMessage), in order, with their inline keyboard's URL buttons row by row. */
+  readonly messages: (SentMessage & { at: number })[] = [];
   private members = new Map<string, MemberStatus>();
   private users = new Map<number, TgUser>();
   /** Join requests approved or declined through the API, with the link each came through. */
   private decidedRequests = new Map<string, ChatInviteLink | undefined>();
   /** Users who opened a private chat with a bot (by `token:user`): only they can be sent messages. */
   private privateChats = new Set<string>();
-  private sentMessages: SentMessage[] = [];
   private readonly initialChats: FakeChat[];
 
   constructor(options: TelegramFakeOptions = {}) {
@@ -127,10 +130,6 @@ export class TelegramFake extends FakeServer {
 
   get revoked(): ChatInviteLink[] {
     return this.revokedLinks.map((l) => ({ ...l }));
-  }
-
-  get messages(): SentMessage[] {
-    return this.sentMessages.map((m) => ({ ...m, buttons: m.buttons.map((r) => [...r]) }));
   }
 
   /**
@@ -269,6 +268,7 @@ export class TelegramFake extends FakeServer {
     const user = this.user(o.user);
     const link = o.inviteLink === undefined || this.chats.get(o.chatId)?.username ? undefined : this.linkObject(o.inviteLink);
     this.pending.set(`${o.chatId}:${user.id}`, link);
+    this.requestChats.set(user.id, { key: `${o.chatId}:${user.id}`, at: (o.date ?? nowSec()) * 1000 });
     const request = { chat: this.tgChat(o.chatId), from: user, user_chat_id: user.id, date: o.date ?? nowSec(), ...(link === undefined ? {} : { invite_link: link }) };
     return { update_id: this.nextUpdateId++, chat_join_request: request };
   }
@@ -332,9 +332,10 @@ export class TelegramFake extends FakeServer {
     this.approved = [];
     this.declined = [];
     this.pending.clear();
+    this.requestChats.clear();
+    this.messages.length = 0;
     this.decidedRequests.clear();
     this.privateChats.clear();
-    this.sentMessages = [];
     this.members.clear();
     this.users.clear();
   }
@@ -443,6 +444,27 @@ export class TelegramFake extends FakeServer {
       return ok(this.linkFor(bot, entry.link));
     },
 
+    // Telegram's rules as far as Capigram uses it: text 1–4096 characters; an inline keyboard's URL
+    // buttons need a text and a valid URL; a user can be written to once they started the bot
+    // (opened its private chat), else only through a join request's user_chat_id, for 5 minutes
+    // and until the request is decided.
+    sendmessage: (bot, p, req) => {
+      const chatId = int(p.chat_id);
+      if (chatId === undefined) return tgError(400, 'Bad Request: chat not found');
+      const text = typeof p.text === 'string' ? p.text : '';
+      if (text.trim() === '') return tgError(400, 'Bad Request: message text is empty');
+      if ([...text].length > MAX_MESSAGE_TEXT) return tgError(400, 'Bad Request: message is too long');
+      const request = this.requestChats.get(chatId);
+      const started = this.privateChats.has(`${bot.token}:${chatId}`);
+      if (!started && (!request || !this.pending.has(request.key) || req.receivedAtEpochMs - request.at > 5 * 60_000)) {
+        return tgError(403, "Forbidden: bot can't initiate conversation with a user");
+      }
+      const buttons = inlineKeyboard(p.reply_markup);
+      if ('error' in buttons) return tgError(400, buttons.error);
+      this.messages.push({ botToken: bot.token, chatId, text, buttons: buttons.rows, at: req.receivedAt });
+      return ok({ message_id: this.messages.length, date: nowSec(), chat: { id: chatId, type: 'private' }, text });
+    },
+
     approvechatjoinrequest: (bot, p, req) => this.decide(bot, p, req, this.approved),
     declinechatjoinrequest: (bot, p, req) => this.decide(bot, p, req, this.declined),
 
@@ -456,21 +478,6 @@ export class TelegramFake extends FakeServer {
       if (bot && rights) return ok(adminMember(toUser(bot), rights.can_invite_users));
       const user = bot ? toUser(bot) : this.users.get(userId) ?? { id: userId, is_bot: false, first_name: `User${userId}` };
       return ok(plainMember(user, this.memberStatus(chat.id, userId)));
-    },
-
-    sendmessage: (bot, p) => {
-      const chatId = int(p.chat_id);
-      if (chatId === undefined) return tgError(400, 'Bad Request: chat not found');
-      // A bot may write to a user only once the user opened a chat with it (or sent a join request).
-      if (chatId > 0 && !this.privateChats.has(`${bot.token}:${chatId}`)) return tgError(403, "Forbidden: bot can't initiate conversation with a user");
-      if (chatId < 0 && !this.chats.has(chatId)) return tgError(400, 'Bad Request: chat not found');
-      const text = str(p.text) ?? '';
-      if (text.trim() === '') return tgError(400, 'Bad Request: message text is empty');
-      if ([...text].length > MAX_MESSAGE_TEXT) return tgError(400, 'Bad Request: message is too long');
-      const buttons = inlineKeyboard(p.reply_markup);
-      if ('error' in buttons) return tgError(400, buttons.error);
-      this.sentMessages.push({ botToken: bot.token, chatId, text, buttons: buttons.rows });
-      return ok({ message_id: this.sentMessages.length, date: nowSec(), chat: { id: chatId, type: chatId > 0 ? 'private' : 'channel' }, text });
     },
 
     getchat: (_bot, p) => {

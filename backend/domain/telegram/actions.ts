@@ -41,7 +41,7 @@ export const RevokePayload = z.object({
 export type RevokePayload = z.input<typeof RevokePayload>;
 
 /** The job key names the action's subject: a second identical action still waiting merges with the first. */
-async function enqueue(tx: Queryable, task: TelegramTask, payload: object, key: string): Promise<void> {
+export async function enqueue(tx: Queryable, task: string, payload: object, key: string): Promise<void> {
   await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3, job_key := $4)`, [task, JSON.stringify(payload), MAX_ATTEMPTS, key]);
 }
 

@@ -5,6 +5,7 @@ import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation } from './queries.js';
+import { markRequestDecided } from './request-status.js';
 
 /**
  * Capigram's approveChatJoinRequest succeeded (or Telegram said the user is already in): the user
@@ -46,6 +47,7 @@ export async function approveAndRecordJoin(deps: ActionDeps, raw: unknown): Prom
   const outcome = await approveJoinRequest(deps, raw);
   if (outcome.outcome !== 'done') return outcome;
   const p = ApprovePayload.parse(raw);
+  await markRequestDecided(deps.pool, p, 'approved', deps.now());
   const recorded = await recordApprovedJoin(deps, p);
   deps.log.debug({ botId: p.botId, outcome: recorded }, 'join request approved');
   return outcome;

@@ -3,6 +3,7 @@ import { isUuid } from '../../../shared/ids.js';
 import { TELEGRAM_TASKS, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
 import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
 import { SEND_WELCOME_TASK, sendWelcome } from '../../domain/entries/welcome.js';
+import { JOIN_WELCOME_TASK, sendJoinWelcome } from '../../domain/telegram/join-welcome.js';
 import { UPGRADE_WEBHOOKS_TASK, upgradeWebhooks } from '../../domain/telegram/webhook-upgrade.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
 import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/telegram/rights-check.js';
@@ -35,6 +36,7 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
     [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveAndRecordJoin),
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
     [SEND_WELCOME_TASK]: task(SEND_WELCOME_TASK, sendWelcome),
+    [JOIN_WELCOME_TASK]: task(JOIN_WELCOME_TASK, sendJoinWelcome),
     [RIGHTS_CHECK_TASK]: async (payload) => {
       const channelId = (payload as { channelId?: unknown } | null)?.channelId;
       await checkRights(deps, { channelId: typeof channelId === 'string' && isUuid(channelId) ? channelId : undefined });
