@@ -2,9 +2,10 @@
 // the entry link (track/entry → t.me/<bot>?start=<payload>), opens the bot (Telegram posts
 // `/start <payload>` to the webhook), and Meta receives the entry's Lead with the visit's fbc,
 // fbp, IP and User-Agent; the bot answers with the welcome text and a button to the channel.
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BOT } from '../fakes/index.js';
-import { CHATS, conversionsOf, landAndEnter, metaEvents, newVisitor, payloadOf, settled, startEntryWorld, type EntryWorld } from './world.js';
+import { CHATS, ORIGIN, conversionsOf, landAndEnter, metaEvents, newVisitor, payloadOf, settled, startEntryWorld, type EntryWorld } from './world.js';
 
 let w: EntryWorld;
 beforeAll(async () => {
@@ -13,6 +14,18 @@ beforeAll(async () => {
 afterAll(async () => {
   await w.close();
 });
+
+/** A GET as a browser's navigation sends it (fetch() would put its own Sec-Fetch-Mode, cors, in place of ours). */
+function navigate(path: string, headers: Record<string, string>): Promise<{ status: number; location: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${w.app.url}${path}`, { headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate', ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 const start = (user: { id: number }, payload?: string) => w.fakes.telegram.deliverUpdate(DEFAULT_BOT.token, w.fakes.telegram.startCommand({ user, payload }));
 
@@ -138,4 +151,20 @@ describe('entry click → /start → Meta', () => {
     expect((await fetch(`${w.app.url}/r/${w.websiteId}/entry/00000000-0000-4000-8000-000000000000`, { redirect: 'manual' })).status).toBe(404);
     expect((await fetch(`${w.app.url}/r/nope/entry/${w.entryId}`, { redirect: 'manual' })).status).toBe(404);
   });
+
+  it('a browser that cannot be handed a payload goes on to the bot itself, unattributed, never to an error page', async () => {
+    const v = newVisitor();
+    const q = new URLSearchParams({ website: w.websiteId, tid: v.tempId, sid: v.sessionId });
+    const refused = { referer: 'https://elsewhere.example.net/page' };
+    // A refusal (here the Referer is not the site's) answers a script with the error…
+    expect((await fetch(`${w.app.url}/backend/track/entry?${q}`, { redirect: 'manual', headers: refused })).status).toBe(403);
+    // …and sends a browser's navigation to the bot, without a payload.
+    const nav = await navigate(`/backend/track/entry?${q}`, refused);
+    expect(nav.status).toBe(302);
+    expect(nav.location).toBe('https://t.me/capigram_test_bot');
+    // No entry to fall back on: the error stays.
+    const unknown = new URLSearchParams({ website: w.websiteId, tid: v.tempId, sid: v.sessionId, entry: '00000000-0000-4000-8000-000000000000' });
+    expect((await navigate(`/backend/track/entry?${unknown}`, { origin: ORIGIN })).status).toBe(404);
+  });
 });
+

@@ -33,6 +33,17 @@ export async function requireSiteEntry(db: Queryable, siteId: string, entryId: s
   return { id: row.id, kind: row.kind, botUsername: row.username, app: row.app_short_name };
 }
 
+/**
+ * Where a browser that clicked an entry goes when Capigram cannot hand out a payload (rate
+ * limited, the database away): the bot (or its Mini App) itself, unattributed, rather than an
+ * error page. Null when the site has no such entry, or it cannot be looked up.
+ */
+export async function entryFallbackUrl(db: Queryable, siteId: string, entryId: string | undefined): Promise<string | null> {
+  const entry = await requireSiteEntry(db, siteId, entryId).catch(() => null);
+  if (entry === null) return null;
+  return entry.kind === 'app' ? `https://t.me/${entry.botUsername}/${entry.app}` : `https://t.me/${entry.botUsername}`;
+}
+
 /** Hands the visit a new payload of the entry; returns the deep link. */
 export async function handOutPayload(db: Queryable, q: { siteId: string; entry: ClickEntry; visitId: string }): Promise<string> {
   const payload = newPayload();

@@ -17,7 +17,7 @@ import type { Deps } from '../../deps.js';
 import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
 import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
 import { appOpened } from '../../domain/entries/app-open.js';
-import { entryClick, entryRedirect } from '../../domain/entries/click.js';
+import { entryClick, entryFallbackUrl, entryRedirect } from '../../domain/entries/click.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
 import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
@@ -184,27 +184,61 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
 
   // An entry click: like an invite click, but to a bot (or its Mini App) with a fresh payload.
   keyless.get('/backend/track/entry', async (c) => {
-    const query = readQuery(c, trackEntryQuerySchema);
-    const site = await siteFor(query.website);
-    admit(c, site);
-    const browser = c.get('browser');
-    if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
-    await limiter.consume('invite', site.id, browser.ip);
-    const referer = c.req.header('referer');
-    const outcome = await entryClick(deps, {
-      siteId: site.id,
-      tempId: query.tid,
-      sessionId: query.sid,
-      entryId: query.entry,
-      click: {
-        href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
-        clientIp: browser.ip,
-        userAgent: userAgentOf(browser, undefined),
-      },
-    });
-    if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
-    return redirect(c, outcome.url);
+    let siteId: string | undefined;
+    try {
+      const query = readQuery(c, trackEntryQuerySchema);
+      const site = await siteFor(query.website);
+      siteId = site.id;
+      admit(c, site);
+      const browser = c.get('browser');
+      if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
+      await limiter.consume('invite', site.id, browser.ip);
+      const referer = c.req.header('referer');
+      const outcome = await entryClick(deps, {
+        siteId: site.id,
+        tempId: query.tid,
+        sessionId: query.sid,
+        entryId: query.entry,
+        click: {
+          href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+          clientIp: browser.ip,
+          userAgent: userAgentOf(browser, undefined),
+        },
+      });
+      if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
+      return redirect(c, outcome.url);
+    } catch (err) {
+      return entryNavigationFallback(c, err, siteId, c.req.query('entry'));
+    }
   });
+
+  // Registered before `/r/:siteId/:channelId`'s neighbours; three segments, so never confused with it.
+  keyless.get('/r/:siteId/entry/:entryId', async (c) => {
+    let siteId: string | undefined;
+    try {
+      const click = await adClick(c, c.req.param('siteId'), `entry:${c.req.param('entryId')}`, (id) => (siteId = id));
+      if (click instanceof Response) return click;
+      const outcome = await entryRedirect(deps, { ...click.visit, entryId: c.req.param('entryId') });
+      click.setCookies();
+      return redirect(c, outcome.url);
+    } catch (err) {
+      return entryNavigationFallback(c, err, siteId, c.req.param('entryId'));
+    }
+  });
+
+  /**
+   * A browser that followed an entry link is sent on to the bot itself (unattributed) when the
+   * click cannot be answered, as an invite click is sent to the channel: never an error page.
+   * Only when the site and the entry are known; anything else, and any non-navigation, gets the
+   * error.
+   */
+  async function entryNavigationFallback(c: Context<KeylessEnv>, err: unknown, siteId: string | undefined, entryId: string | undefined): Promise<Response> {
+    if (!isBrowserNavigation(c) || siteId === undefined) throw err;
+    const url = await entryFallbackUrl(deps.pool, siteId, entryId);
+    if (url === null) throw err;
+    deps.log.info({ siteId, err: err instanceof ApiError ? err.code : String(err) }, 'entry click answered with the bot itself');
+    return redirect(c, url);
+  }
 
   keyless.post('/backend/track/app', async (c) => {
     const origin = c.req.header('origin');
@@ -232,15 +266,6 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       attribution: attributionOf(c, body),
     });
     return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
-  });
-
-  // Registered before `/r/:siteId/:channelId`'s neighbours; three segments, so never confused with it.
-  keyless.get('/r/:siteId/entry/:entryId', async (c) => {
-    const click = await adClick(c, c.req.param('siteId'), `entry:${c.req.param('entryId')}`);
-    if (click instanceof Response) return click;
-    const outcome = await entryRedirect(deps, { ...click.visit, entryId: c.req.param('entryId') });
-    click.setCookies();
-    return redirect(c, outcome.url);
   });
 
   keyless.get('/r/:siteId/:channelId', async (c) => {
