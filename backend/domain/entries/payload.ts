@@ -26,7 +26,7 @@ export function isPayload(value: unknown): value is string {
  * (typed by hand, or a payload outside Telegram's alphabet).
  */
 export function startPayload(text: string, botUsername: string | null): string | null | undefined {
-  const m = /^\/start(?:@([A-Za-z0-9_]{1,64}))?(?:\s+([^]*?))?\s*$/.exec(text);
+  const m = /^\/start(?:@([A-Za-z0-9_]{1,64}))?(?:\s+([\s\S]*?))?\s*$/.exec(text);
   if (!m) return undefined;
   if (m[1] !== undefined && botUsername !== null && m[1].toLowerCase() !== botUsername.toLowerCase()) return undefined;
   const payload = m[2];
