@@ -5,18 +5,17 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../../backend/db/pool.js';
 import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
 import type { TestDatabase } from '../harness/db.js';
-import type { TestApp, TestClock } from '../harness/app.js';
+import type { TestClock } from '../harness/app.js';
 import { type ApiClient, apiWorld, attributedJoin, count, insertVisit, newUser, type Tenant, waitingJoin } from './support.js';
 
 const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'], sites: 2 }, clock: true });
 let db: TestDatabase;
-let t: TestApp;
 let api: ApiClient;
 let clock: TestClock;
 let tenant: Tenant;
 
 beforeAll(() => {
-  ({ db, t, api, tenant, clock } = world);
+  ({ db, api, tenant, clock } = world);
 });
 
 const conversion = async (id: string) => (await db.pool.query('SELECT * FROM conversions WHERE id = $1', [id])).rows[0] as Record<string, any>;

@@ -9,7 +9,7 @@ import { startTestApp, TEST_SECRET_KEY, type TestApp, type TestClock } from '../
 import { waitUntil } from '../delivery/support.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
-import { apiClient, type ApiClient, apiWorld, count, lockLead, newUser, type Tenant, warmLead } from './support.js';
+import { apiClient, type ApiClient, type ApiResponse, apiWorld, count, lockLead, newUser, type Tenant, warmLead } from './support.js';
 
 const world = apiWorld({ connections: 20, tenant: { platforms: ['meta', 'tiktok'] }, clock: true });
 let db: TestDatabase;
@@ -328,7 +328,7 @@ describe('5xx answers are not stored', () => {
     await db.pool.query(`CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'injected failure' USING ERRCODE = '${sqlstate}'; END $$`);
     await db.pool.query('CREATE TRIGGER fail_insert BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION fail_insert()');
-    let failed;
+    let failed: ApiResponse;
     try {
       failed = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
     } finally {

@@ -27,6 +27,7 @@ const OPERATIONS = [
   ['get', '/channels'],
   ['get', '/reports/funnel'],
   ['get', '/reports/match-quality'],
+  ['post', '/entries/start'],
 ] as const;
 
 describe('openapi.json', () => {

@@ -5,18 +5,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Fakes } from '../fakes/index.js';
 import type { TestDatabase } from '../harness/db.js';
-import type { TestApp } from '../harness/app.js';
 import { type ApiClient, apiWorld, attributedJoin, META_PIXEL, newUser, type Tenant } from './support.js';
 
 const world = apiWorld({ tenant: { platforms: ['meta'] }, fakes: true });
 let fakes: Fakes;
 let db: TestDatabase;
-let t: TestApp;
 let api: ApiClient;
 let tenant: Tenant;
 
 beforeAll(() => {
-  ({ db, t, api, tenant, fakes } = world);
+  ({ db, api, tenant, fakes } = world);
 });
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {

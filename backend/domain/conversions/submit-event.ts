@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps.js';
-import type { Pool, PoolClient } from '../../db/pool.js';
+import type { PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
 import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../outbox/conversion-record.js';
@@ -11,7 +11,7 @@ import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
 import { withLeadLockBatched } from './event-batches.js';
-import { type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
+import type { LockedClaim, LockedFinish, PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';

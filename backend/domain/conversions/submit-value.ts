@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
-import { withTx, type Pool } from '../../db/pool.js';
+import { withTx } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { hashPii, type RawPii } from '../pii/normalize.js';
 import { redispatchConversion } from './redispatch.js';

@@ -5,6 +5,7 @@ import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation } from './queries.js';
+import { markRequestDecided } from './request-status.js';
 
 /**
  * Capigram's approveChatJoinRequest succeeded (or Telegram said the user is already in): the user
@@ -15,7 +16,7 @@ import { findChannel, lockPendingRequestInvitation } from './queries.js';
  * channel is gone.
  */
 export async function recordApprovedJoin(
-  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local'>,
+  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local' | 'config'>,
   p: { botId: string; chatId: number; userId: number },
 ): Promise<UpdateOutcome | 'nothing'> {
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
@@ -25,7 +26,7 @@ export async function recordApprovedJoin(
     const channel = await findChannel(tx, p.botId, p.chatId);
     if (!channel) return 'nothing';
     const now = deps.now();
-    const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log };
+    const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
     const leadId = await upsertLead(tx, channel.site_id, p.userId, now);
     const invitation = await lockPendingRequestInvitation(tx, channel.id, p.userId, null);
     if (!invitation) return 'nothing';
@@ -46,6 +47,7 @@ export async function approveAndRecordJoin(deps: ActionDeps, raw: unknown): Prom
   const outcome = await approveJoinRequest(deps, raw);
   if (outcome.outcome !== 'done') return outcome;
   const p = ApprovePayload.parse(raw);
+  await markRequestDecided(deps.pool, p, 'approved', deps.now());
   const recorded = await recordApprovedJoin(deps, p);
   deps.log.debug({ botId: p.botId, outcome: recorded }, 'join request approved');
   return outcome;

@@ -4,8 +4,9 @@ import { runRetention } from '../../domain/erasure/retention.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency.js';
 import { runRollup } from '../../domain/reports/rollup.js';
 import { purgeDeadJobs } from '../dead-jobs.js';
-import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
+import { TELEGRAM_CRONTAB, UPGRADE_WEBHOOKS_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { deliveryTasks } from './deliver.js';
+import { forwardUpdateTasks } from './forward-updates.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 
 /** Task names are part of the queue's data: keep them stable. */
@@ -25,6 +26,7 @@ export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASK
 23 * * * * ${TASKS.retention} ?max=5&jobKey=${TASKS.retention}&jobKeyMode=replace
 */15 * * * * ${TASKS.reportRollup} ?max=3&jobKey=${TASKS.reportRollup}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
+${UPGRADE_WEBHOOKS_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
 
 /**
@@ -51,5 +53,5 @@ export function createTaskList(deps: Deps): TaskList {
     const out = await runRollup(deps.pool, deps.now(), { until: Date.now() + RETENTION_RUN_MS });
     if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days sealed');
   };
-  return { [TASKS.reportRollup]: reportRollup, [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
+  return { [TASKS.reportRollup]: reportRollup, [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps), ...forwardUpdateTasks(deps) };
 }
