@@ -116,6 +116,64 @@ describe('warm leads and starts reported through the API', () => {
     expect(sent!.event.user_data).toMatchObject({ fbc: v.fbc, fbp: v.fbp, client_ip_address: v.ip, client_user_agent: v.userAgent });
   });
 
+  // The start happened eight days ago (the default window is seven).
+  const ageTie = (payload: string) => w.db.pool.query(`UPDATE entry_clicks SET used_at = used_at - interval '8 days' WHERE payload = $1`, [payload]);
+  const conversionOf = async (res: Response) => {
+    const body = (await res.json()) as { conversionId: string; coldLead: boolean };
+    const { rows } = await w.db.pool.query('SELECT visit_id, channel_id, cold_lead FROM conversions WHERE id = $1', [body.conversionId]);
+    return { ...body, ...rows[0] };
+  };
+
+  it('past ATTRIBUTION_WINDOW_DAYS the tie is no acquisition: the lead is cold again, and needs its site and channel', async () => {
+    const v = newVisitor();
+    const { location } = await landAndEnter(w, v);
+    const user = { id: 777_310_040 };
+    await start(user, payloadOf(location));
+    await settled(w);
+    expect((await conversionsOf(w, user.id)).map((c) => c.event_type)).toEqual(['Lead']);
+    await ageTie(payloadOf(location));
+
+    // Neither the tie nor its Lead event names the site any more.
+    const noSite = await api('/events/conversion', { telegramUserId: user.id, eventType: 'Purchase', value: 9, currency: 'EUR' });
+    expect(((await noSite.json()) as { code: string }).code).toBe('SITE_REQUIRED');
+    const noChannel = await api('/events/conversion', { telegramUserId: user.id, siteId: w.siteId, eventType: 'Purchase', value: 9, currency: 'EUR' });
+    expect(((await noChannel.json()) as { code: string }).code).toBe('CHANNEL_REQUIRED');
+    const res = await api('/events/conversion', { telegramUserId: user.id, siteId: w.siteId, channelId: w.channels.club, eventType: 'Purchase', value: 9, currency: 'EUR' });
+    expect(res.status).toBe(201);
+    expect(await conversionOf(res)).toMatchObject({ coldLead: true, cold_lead: true, visit_id: null, channel_id: w.channels.club });
+  });
+
+  it('a Purchase within the window is warm; past it, a later event carries the entry visit no more', async () => {
+    const { entryId } = await addEntry(w.db.pool, { siteId: w.siteId, botId: w.botId, eventType: 'none' });
+    const { visitId, location } = await landAndEnter(w, newVisitor(), entryId);
+    const user = { id: 777_310_041 };
+    await start(user, payloadOf(location));
+    await settled(w);
+    const within = await api('/events/conversion', { telegramUserId: user.id, eventType: 'Purchase', value: 10, currency: 'EUR' });
+    expect(await conversionOf(within)).toMatchObject({ coldLead: false, visit_id: visitId });
+
+    await ageTie(payloadOf(location));
+    // A known lead (the Purchase), but no longer one the entry's visit acquired.
+    const after = await api('/events/conversion', { telegramUserId: user.id, eventType: 'CompleteRegistration' });
+    expect(after.status).toBe(201);
+    expect(await conversionOf(after)).toMatchObject({ coldLead: false, visit_id: null, channel_id: w.channels.club });
+  });
+
+  it('a join credited to the entry visit within the window stays the lead’s acquisition after it, as any attributed join', async () => {
+    const v = newVisitor();
+    const { visitId, location } = await landAndEnter(w, v);
+    const user = { id: 777_310_042 };
+    await start(user, payloadOf(location));
+    await deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.news.id, user }));
+    await settled(w);
+    expect((await conversionsOf(w, user.id)).map((c) => [c.event_type, c.visit_id])).toEqual([['Lead', visitId], ['Subscribe', visitId]]);
+    await ageTie(payloadOf(location));
+
+    const res = await api('/events/conversion', { telegramUserId: user.id, eventType: 'Purchase', value: 11, currency: 'EUR' });
+    expect(res.status).toBe(201);
+    expect(await conversionOf(res)).toMatchObject({ coldLead: false, visit_id: visitId, channel_id: w.channels.news });
+  });
+
   it('POST /entries/start is attributed like a webhook /start, once, and a second user is organic', async () => {
     const v = newVisitor();
     const { visitId, location } = await landAndEnter(w, v);
