@@ -217,14 +217,14 @@ describe('warm leads and starts reported through the API', () => {
 
   it('erasing the lead erases its entry tie: the visit’s identifiers go, and a later event is a cold lead’s', async () => {
     const { entryId } = await addEntry(w.db.pool, { siteId: w.siteId, botId: w.botId, eventType: 'none' });
-    const { location } = await landAndEnter(w, newVisitor(), entryId);
+    const { visitId, location } = await landAndEnter(w, newVisitor(), entryId);
     const user = 777_310_030;
     expect(await (await api('/entries/start', { payload: payloadOf(location), telegramUserId: user })).json()).toEqual({ attributed: true });
 
     const erased = await fetch(`${w.app.url}/api/v1/leads/${user}?siteId=${w.siteId}`, { method: 'DELETE', headers: { authorization: `Bearer ${apiKey}` } });
     expect(erased.status).toBe(204);
-    const { rows } = await w.db.pool.query('SELECT k.used_by, v.fbc, v.client_ip FROM entry_clicks k JOIN visits v ON v.id = k.visit_id WHERE k.payload = $1', [payloadOf(location)]);
-    expect(rows).toEqual([{ used_by: expect.any(Number), fbc: null, client_ip: null }]);
+    const { rows } = await w.db.pool.query('SELECT k.payload, k.used_by, v.fbc, v.client_ip FROM entry_clicks k JOIN visits v ON v.id = k.visit_id WHERE k.visit_id = $1', [visitId]);
+    expect(rows).toEqual([{ payload: null, used_by: expect.any(Number), fbc: null, client_ip: null }]);
     expect(rows[0].used_by).toBeLessThan(0);
     // Nothing left makes this user a known lead of the site.
     const later = await api('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 5, currency: 'EUR' });
