@@ -111,15 +111,15 @@ function chatOf(update: ParsedUpdate): number | null {
 
 /** Bounds the memory of chats already warned about; past it, a chat may be warned about again. */
 const MAX_WARNED_CHATS = 10_000;
-const warnedChats = new Set<string>();
 
 /**
  * An update from a chat none of the bot's channels is in: counted, and logged at warn once per
  * (bot, chat) and process. A stream of them usually means a channel's chat id changed (a basic
  * group upgraded to a supergroup) or a channel was added under the wrong id.
  */
-function noteUnknownChat(deps: Pick<Deps, 'metrics'>, botId: string, kind: string, chatId: number | null, log: Deps['log']): void {
+function noteUnknownChat(deps: Pick<Deps, 'metrics' | 'local'>, botId: string, kind: string, chatId: number | null, log: Deps['log']): void {
   deps.metrics.telegramUnknownChatUpdates.inc({ kind });
+  const warnedChats = deps.local.warnedChats;
   const key = `${botId}:${chatId}`;
   if (warnedChats.has(key)) return;
   if (warnedChats.size >= MAX_WARNED_CHATS) warnedChats.clear();
