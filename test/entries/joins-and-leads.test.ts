@@ -144,6 +144,20 @@ describe('warm leads and starts reported through the API', () => {
     expect(await conversionOf(res)).toMatchObject({ coldLead: true, cold_lead: true, visit_id: null, channel_id: w.channels.club });
   });
 
+  it('the window is counted to the event’s time: a Purchase reported late but made within it is warm', async () => {
+    const { entryId } = await addEntry(w.db.pool, { siteId: w.siteId, botId: w.botId, eventType: 'none' });
+    const { visitId, location } = await landAndEnter(w, newVisitor(), entryId);
+    const user = { id: 777_310_043 };
+    await start(user, payloadOf(location));
+    await settled(w);
+    await ageTie(payloadOf(location));
+    // Made six days after the start (two days ago), reported now.
+    const eventTime = Date.now() - 2 * 86_400_000;
+    const res = await api('/events/conversion', { telegramUserId: user.id, eventType: 'Purchase', value: 12, currency: 'EUR', eventTime });
+    expect(res.status).toBe(201);
+    expect(await conversionOf(res)).toMatchObject({ coldLead: false, visit_id: visitId });
+  });
+
   it('a Purchase within the window is warm; past it, a later event carries the entry visit no more', async () => {
     const { entryId } = await addEntry(w.db.pool, { siteId: w.siteId, botId: w.botId, eventType: 'none' });
     const { visitId, location } = await landAndEnter(w, newVisitor(), entryId);
