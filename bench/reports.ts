@@ -22,7 +22,7 @@ import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
 import { funnelReport } from '../backend/domain/reports/funnel.js';
 import { runRollup } from '../backend/domain/reports/rollup.js';
-import { seedHistory } from './history.js';
+import { seedReportsHistory } from './reports-history.js';
 import { openBenchDatabase, option, spawnRole } from './support.js';
 import { ROLE_ENV, load, measure, seed, summarize, type Call, type Result, type Sample } from './tracker.js';
 
@@ -62,18 +62,10 @@ export async function run(args: string[] = []): Promise<void> {
   let child: Awaited<ReturnType<typeof spawnRole>> | null = null;
   try {
     await migrate(pool);
-    const history = await seedHistory(pool, { visits, days, pageViewSends: false, log });
-    const leavesStarted = performance.now();
-    const { rowCount: leaves } = await pool.query(
-      `INSERT INTO memberships (channel_id, telegram_user_id, kind, occurred_at, created_at)
-       SELECT channel_id, telegram_user_id, 'leave', least(now(), occurred_at + make_interval(hours => (telegram_user_id % 900)::int)),
-              least(now(), occurred_at + make_interval(hours => (telegram_user_id % 900)::int))
-       FROM memberships m JOIN channels c ON c.id = m.channel_id WHERE c.site_id = $1 AND m.kind = 'join' AND m.telegram_user_id % 10 = 0`,
-      [history.siteId],
-    );
-    await pool.query('VACUUM ANALYZE memberships');
+    const history = await seedReportsHistory(pool, { visits, days, log });
     const size = (await pool.query<{ size: string }>('SELECT pg_size_pretty(pg_database_size(current_database())) AS size')).rows[0]!.size;
-    const seeded = `history: ${history.rows.visits} visits, ${history.rows.leads} joins, ${leaves} leaves, ${history.rows.conversions} conversions over ${days} days, seeded in ${(history.seconds + (performance.now() - leavesStarted) / 1000).toFixed(0)} s; database ${size}`;
+    const h = history.rows;
+    const seeded = `history: ${h.visits} visits, ${h.inviteClicks} invite clicks, ${h.joins} joins, ${h.leaves} leaves, ${h.conversions} conversions over ${days} days, seeded in ${history.seconds.toFixed(0)} s; database ${size}`;
     log(seeded);
 
     const live = await timeReports(pool, history.siteId, liveRuns);
