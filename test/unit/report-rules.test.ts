@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { deliveryLabel } from '../../backend/domain/outbox/capi-status.js';
 import { matchAdvice, type SignalShares } from '../../backend/domain/reports/match-advice.js';
 import { reportRange } from '../../backend/domain/reports/range.js';
-import { sealLimit } from '../../backend/domain/reports/rollup.js';
+import { foldLimit } from '../../backend/domain/reports/rollup.js';
 
 const FULL: SignalShares = { fbc: 1, fbp: 1, ip: 1, userAgent: 1, email: 1, phone: 1, externalId: 1, clickId: 1 };
 
@@ -43,10 +43,12 @@ describe('report range', () => {
   });
 });
 
-describe('sealing', () => {
-  it('seals a day once it ended more than an hour ago', () => {
-    expect(sealLimit(new Date('2026-11-25T15:00:00Z'))).toBe('2026-11-25');
-    expect(sealLimit(new Date('2026-11-25T01:00:00Z'))).toBe('2026-11-25');
-    expect(sealLimit(new Date('2026-11-25T00:59:59Z'))).toBe('2026-11-24');
+describe('folding', () => {
+  it('moves the watermark up to half an hour ago, in quarter hours, whatever the time of day', () => {
+    expect(foldLimit(new Date('2026-11-25T15:00:00Z')).toISOString()).toBe('2026-11-25T14:30:00.000Z');
+    expect(foldLimit(new Date('2026-11-25T15:44:59Z')).toISOString()).toBe('2026-11-25T15:00:00.000Z');
+    expect(foldLimit(new Date('2026-11-25T23:59:59Z')).toISOString()).toBe('2026-11-25T23:15:00.000Z');
+    expect(foldLimit(new Date('2026-11-26T00:29:59Z')).toISOString()).toBe('2026-11-25T23:45:00.000Z');
+    expect(foldLimit(new Date('2026-11-26T00:30:00Z')).toISOString()).toBe('2026-11-26T00:00:00.000Z');
   });
 });

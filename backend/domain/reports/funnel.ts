@@ -3,9 +3,9 @@ import type { Queryable } from '../../db/pool.js';
 /**
  * The funnel of a site (docs/reports.md): visits → invite clicks → joins (attributed and organic)
  * → conversions → value per currency, with leaves and retained joins, grouped by day or by one of
- * the visit's attributes. Sealed days are read from `report_rows`, the rest live from the raw rows
- * through the same SQL function, so a report costs a few rows per day of its range whatever the
- * size of the history.
+ * the visit's attributes. What is folded is read from `report_rows`, the rest (the last hour or
+ * so) live from the raw rows through the same SQL function, so a report costs a few rows per day
+ * of its range whatever the size of the history and the time of day.
  */
 export const GROUP_BYS = ['day', 'utm_source', 'utm_campaign', 'channel', 'platform'] as const;
 export type GroupBy = (typeof GROUP_BYS)[number];
@@ -49,21 +49,25 @@ const KEY_SQL: Record<GroupBy, string> = {
 const COLUMNS = `day, channel_id, utm_source, utm_campaign, platform, visits, invite_clicks, joins, attributed_joins, conversions, currency, value, leaves, join_day, lasted_days`;
 
 /**
- * The rows of a site for the UTC days [$2, $3]: sealed days from `report_rows`, the days after
- * the sealed ones and the dirty days live.
+ * The rows of a site for the UTC days [$2, $3]: what lies before the site's watermark from
+ * `report_rows` (except dirty days), what lies after it and the dirty days live. The watermark
+ * trails the clock by half an hour to an hour, so the live part is that much of today.
  */
 export const REPORT_ROWS_SQL = `
-  WITH s AS (SELECT COALESCE((SELECT sealed_before FROM report_sealed WHERE site_id = $1), $2::date) AS sealed_before)
+  WITH s AS (
+    SELECT COALESCE((SELECT folded_until FROM report_sealed WHERE site_id = $1), '-infinity'::timestamptz) AS w,
+           $2::date::timestamp AT TIME ZONE 'UTC' AS t0, ($3::date + 1)::timestamp AT TIME ZONE 'UTC' AS t1
+  )
   SELECT ${COLUMNS} FROM report_rows r, s
-  WHERE r.site_id = $1 AND r.day BETWEEN $2::date AND $3::date AND r.day < s.sealed_before
+  WHERE r.site_id = $1 AND r.day BETWEEN $2::date AND $3::date AND r.day <= (s.w AT TIME ZONE 'UTC')::date
     AND NOT EXISTS (SELECT 1 FROM report_dirty d WHERE d.site_id = $1 AND d.day = r.day)
   UNION ALL
-  SELECT ${COLUMNS} FROM s, report_compute($1, greatest($2::date, s.sealed_before), $3::date)
+  SELECT ${COLUMNS} FROM s, report_compute_at($1, greatest(s.t0, s.w), s.t1)
   UNION ALL
   SELECT x.day, x.channel_id, x.utm_source, x.utm_campaign, x.platform, x.visits, x.invite_clicks, x.joins, x.attributed_joins,
          x.conversions, x.currency, x.value, x.leaves, x.join_day, x.lasted_days
-  FROM s, report_dirty d, report_compute($1, d.day, d.day) x
-  WHERE d.site_id = $1 AND d.day BETWEEN $2::date AND $3::date AND d.day < s.sealed_before`;
+  FROM s, report_dirty d, report_compute_at($1, d.day::timestamp AT TIME ZONE 'UTC', least((d.day + 1)::timestamp AT TIME ZONE 'UTC', s.w)) x
+  WHERE d.site_id = $1 AND d.day BETWEEN $2::date AND $3::date AND d.day::timestamp AT TIME ZONE 'UTC' < s.w`;
 
 interface SumRow {
   key: string | null;

@@ -51,7 +51,7 @@ export function createTaskList(deps: Deps): TaskList {
   // pieces, the next quarter hour goes on.
   const reportRollup: Task = async () => {
     const out = await runRollup(deps.pool, deps.now(), { until: Date.now() + RETENTION_RUN_MS });
-    if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days sealed');
+    if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days folded');
   };
   return { [TASKS.reportRollup]: reportRollup, [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps), ...forwardUpdateTasks(deps) };
 }
