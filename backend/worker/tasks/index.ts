@@ -47,8 +47,8 @@ export function createTaskList(deps: Deps): TaskList {
     const total = Object.values(out.cleared).reduce((a, b) => a + b, 0) + out.sendsDeleted;
     if (total > 0 || !out.done) deps.log.info(out, 'retention: old raw identifiers erased');
   };
-  // Seals the reports' past days (domain/reports/rollup.ts); a long first run is cut in
-  // pieces, the next quarter hour goes on.
+  // Folds the reports' rows up to half an hour ago (domain/reports/rollup.ts); a long first run
+  // is cut in pieces, the next quarter hour goes on.
   const reportRollup: Task = async () => {
     const out = await runRollup(deps.pool, deps.now(), { until: Date.now() + RETENTION_RUN_MS });
     if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days folded');
