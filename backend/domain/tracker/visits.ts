@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.js';
+import type { PreparedCall } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
 import { wakeDelivery } from '../delivery-wake.js';
 import { eventIdFor, sendsCte, type SqlFragment } from '../sends.js';
@@ -100,6 +101,11 @@ const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.
  */
 export interface VisitAdmission {
   sql(firstParam: number): SqlFragment;
+  /**
+   * The row the check writes (its counter's key), when it writes one: visits recorded together
+   * (visit-batch.ts) take these rows in key order, and never two batches of a process the same one.
+   */
+  key?: string;
   refusal(retryMs: number): Error;
 }
 
@@ -166,22 +172,44 @@ function parameters(v: NewVisit): unknown[] {
   ];
 }
 
+/** What the visit's statement answers: one row. */
+export interface VisitStatementRow {
+  allowed: boolean;
+  retry_ms: number;
+  id: string | null;
+  channel_id: string | null;
+  created: boolean | null;
+  sends: number;
+  meta_page_view: boolean;
+}
+
+/**
+ * The one statement that records `v` (its admission check, the visit, its PageView sends), with a
+ * name per statement text (a handful per process) under which it is prepared once per connection.
+ */
+export function visitCall(v: NewVisit, admission: VisitAdmission = ADMIT_ALL): PreparedCall {
+  const check = admission.sql(ADMISSION_FIRST_PARAM);
+  const sql = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
+  return { name: statementName(sql), sql, values: [...parameters(v), ...check.params] };
+}
+
 /**
  * Records a visit; a new visit gets its PageView sends in the same statement, which commits on its
  * own (hence a pool, never a transaction's client), and then wakes the delivery worker.
  */
 export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
-  const check = admission.sql(ADMISSION_FIRST_PARAM);
-  const text = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
-  const { rows } = await db.query<{
-    allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null; sends: number; meta_page_view: boolean;
-  }>({
-    name: statementName(text),
-    text,
-    values: [...parameters(v), ...check.params],
-  });
+  const call = visitCall(v, admission);
+  const { rows } = await db.query<VisitStatementRow>({ name: call.name, text: call.sql, values: [...call.values] });
   const row = rows[0];
   if (row !== undefined && row.sends > 0) wakeDelivery(db);
+  return settleVisit(db, row, admission);
+}
+
+/**
+ * The answer to a visit from its statement's committed row: the admission's refusal, a mismatch,
+ * or the visit (the delivery worker already woken by the caller when the row made sends).
+ */
+export async function settleVisit(db: Pool, row: VisitStatementRow | undefined, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
   if (row === undefined || row.id === null) {
     throw new ApiError(
