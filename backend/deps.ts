@@ -1,5 +1,4 @@
 import type { Config } from './config.js';
-import type { WorkerState } from './delivery/stall.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Pool } from './db/pool.js';
 import type { Logger } from './log.js';
@@ -20,4 +19,10 @@ export interface Deps {
   now: () => Date;
   /** Set in a process that runs the job worker: whether its runner works (for /readyz). */
   worker?: WorkerState;
+}
+
+/** What this process knows of its own job worker; absent in a process without one. */
+export interface WorkerState {
+  /** False while the runner is down (stopped on its own, not yet restarted). */
+  running(): boolean;
 }

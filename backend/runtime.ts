@@ -8,7 +8,7 @@ import { createPool } from './db/pool.js';
 import type { Deps } from './deps.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics } from './metrics.js';
-import { onWakeError } from './domain/delivery-wake.js';
+import { onWakeError } from './domain/outbox/delivery-wake.js';
 
 export interface Runtime {
   deps: Deps;

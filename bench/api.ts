@@ -7,7 +7,7 @@
  * 2. Capigram without `Idempotency-Key`: key check, validation, the lead's acquisition and history
  *    on the site, the per-lead lock and recent-match look-up, the lead upsert, the conversion and
  *    one send per pixel, all in one transaction, then the delivery wake-up (events that arrive
- *    while others are in flight share look-ups and transactions: lead-lock-batch.ts);
+ *    while others are in flight share look-ups and transactions: db/transaction-batch.ts);
  * 3. the same with a fresh `Idempotency-Key` per request (claimed with its stored answer in the
  *    event's transaction).
  *

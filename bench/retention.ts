@@ -14,7 +14,7 @@ import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { runRetention } from '../backend/domain/erasure/retention.js';
 import { createApp } from '../backend/http/app.js';
-import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
+import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { seedHistory } from './history.js';
 import { openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type Batch, type RoleChild } from './support.js';
 

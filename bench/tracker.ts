@@ -24,7 +24,7 @@ import pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { createApp } from '../backend/http/app.js';
-import { RATE_LIMIT_ENV } from '../backend/http/keyless/rate-limit.js';
+import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { maybeSeedHistory } from './history.js';
 import { cheapestWrite, createCheapestTable, cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
 

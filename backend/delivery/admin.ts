@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import { requireSite } from '../domain/admin/sites.js';
-import { wakeDeliveryNow } from '../domain/delivery-wake.js';
+import { wakeDeliveryNow } from '../domain/outbox/delivery-wake.js';
 import { ERASED_SKIP_REASON } from '../domain/erasure/erase-lead.js';
-import { lockConversions, refreshCapiStatus, refreshCapiStatuses } from '../domain/sends.js';
+import { lockConversions, refreshCapiStatus, refreshCapiStatuses } from '../domain/outbox/sends.js';
 import { ApiError, validationError } from '../errors.js';
 
 /** Operator views of the outbox: `npm run admin -- sends list|retry`. */

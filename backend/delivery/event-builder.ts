@@ -1,6 +1,6 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Queryable } from '../db/pool.js';
-import { isSha256Hex, normalizeExternalId, sha256Hex } from '../domain/pii.js';
+import { isSha256Hex, normalizeExternalId, sha256Hex } from '../domain/pii/normalize.js';
 import { buildFbc, rawQueryParam } from '../../shared/fbc.js';
 import { isRecord } from '../platforms/response.js';
 import { HASHED_PII_KEYS, pixelConfigSchema, type ActionSource, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';

@@ -1,8 +1,8 @@
 import { retryLockConflicts } from '../db/lock-conflict.js';
 import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import type { Deps } from '../deps.js';
-import { DELIVER_JOB_MAX_ATTEMPTS, DELIVER_TASK } from '../domain/delivery-wake.js';
-import { lockConversions, refreshCapiStatuses } from '../domain/sends.js';
+import { DELIVER_JOB_MAX_ATTEMPTS, DELIVER_TASK } from '../domain/outbox/delivery-wake.js';
+import { lockConversions, refreshCapiStatuses } from '../domain/outbox/sends.js';
 import type { Platform } from '../platforms/types.js';
 import type { Claim } from './claim.js';
 

@@ -1,5 +1,5 @@
 import type { Pool, Queryable } from '../db/pool.js';
-import type { Deps } from '../deps.js';
+import type { Deps, WorkerState } from '../deps.js';
 import type { Logger } from '../log.js';
 
 /**
@@ -41,12 +41,6 @@ export const OLDEST_DUE_SQL = `
 export async function oldestDueSeconds(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ seconds: number }>(OLDEST_DUE_SQL);
   return Math.max(0, rows[0]?.seconds ?? 0);
-}
-
-/** What this process knows of its own job worker; absent in a process without one. */
-export interface WorkerState {
-  /** False while the runner is down (stopped on its own, not yet restarted). */
-  running(): boolean;
 }
 
 export type DeliveryStatus = 'ok' | 'stalled';

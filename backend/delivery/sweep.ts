@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { WAKE_STATEMENT } from '../domain/delivery-wake.js';
+import { WAKE_STATEMENT } from '../domain/outbox/delivery-wake.js';
 import { DUE_PIXELS_SQL } from './claim.js';
 
 /**

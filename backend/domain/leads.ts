@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { ApiError } from '../errors.js';
-import type { CapiStatus } from './capi-status.js';
-import type { ApiVisitOverride, EventTypeName } from './conversion-record.js';
+import type { CapiStatus } from './outbox/capi-status.js';
+import type { ApiVisitOverride, EventTypeName } from './outbox/conversion-record.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './conversions/site-scope.js';
 
 /** The Lead resource of the business API: what is known about one Telegram user on one site. */

@@ -4,17 +4,20 @@ import { requestId } from 'hono/request-id';
 import type { Deps } from '../deps.js';
 import { BODY_LIMIT_BYTES, limitBody, payloadTooLarge } from './body-limit.js';
 import { ApiError, problemResponse, toApiError, validationError } from './errors.js';
-import { registerRoutes } from './routes/index.js';
+import { apiRoutes } from './api/index.js';
+import { dashboardRoutes } from './dashboard/index.js';
+import type { App, AppEnv } from './env.js';
+import { healthRoutes } from './health.js';
+import { telegramRoutes } from './telegram.js';
+import { trackerRoutes } from './tracker/index.js';
 
-export type AppEnv = { Variables: { requestId: string } };
-export type App = OpenAPIHono<AppEnv>;
-
+export type { App, AppEnv } from './env.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * The HTTP app: request ids, access logging and metrics, body limits, one error handler, then the
- * route groups. Every failure leaves here as problem+json; nothing leaks a stack trace.
+ * surfaces, each a sub-app of its own. Every failure leaves here as problem+json; nothing leaks a stack trace.
  */
 export function createApp(deps: Deps): App {
   const app = new OpenAPIHono<AppEnv>({
@@ -32,7 +35,7 @@ export function createApp(deps: Deps): App {
     }),
   );
   app.use(observe(deps));
-  // The Telegram webhook applies its own, larger limit after checking its secret (routes/telegram.ts).
+  // The Telegram webhook applies its own, larger limit after checking its secret (telegram.ts).
   const limited = limitBody(BODY_LIMIT_BYTES, payloadTooLarge);
   app.use('*', async (c, next) => {
     if (c.req.path.startsWith('/backend/telegram/')) return next();
@@ -48,7 +51,12 @@ export function createApp(deps: Deps): App {
   });
   app.notFound((c) => problemResponse(new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`), c.get('requestId')));
 
-  registerRoutes(app, deps);
+  // Every surface of the service, in the order their routes match.
+  app.route('/', healthRoutes(deps));
+  app.route('/', telegramRoutes(deps));
+  app.route('/', trackerRoutes(deps));
+  app.route('/api/v1', apiRoutes(deps));
+  app.route('/', dashboardRoutes(deps));
   return app;
 }
 

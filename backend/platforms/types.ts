@@ -15,7 +15,7 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /**
- * SHA-256 digests (lowercase hex) of normalised PII, produced by `domain/pii.ts` on receipt.
+ * SHA-256 digests (lowercase hex) of normalised PII, produced by `domain/pii/normalize.ts` on receipt.
  * `ph` hashes the digits with country code and no `+` (Meta, Snapchat); `phE164` hashes the
  * E.164 form with the `+` (TikTok, Google). Adapters send these as they are and never hash again.
  */

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { DELIVER_TASK } from '../domain/delivery-wake.js';
+import { DELIVER_TASK } from '../domain/outbox/delivery-wake.js';
 
 /**
  * Jobs graphile-worker gave up on stay in its table for good (it deletes only the ones that

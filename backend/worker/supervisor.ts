@@ -1,6 +1,6 @@
 import type { Runner } from 'graphile-worker';
 import type { Deps } from '../deps.js';
-import type { WorkerState } from '../delivery/stall.js';
+import type { WorkerState } from '../deps.js';
 import { startWorker, type Orphans, type WorkerOptions } from './runner.js';
 
 /**

@@ -1,8 +1,9 @@
-// Business events that arrive together share a transaction (backend/domain/conversions/lead-lock-batch.ts):
+// Business events that arrive together share a transaction (backend/db/transaction-batch.ts, backend/domain/conversions/event-batches.ts):
 // each still gets the answer it would get alone, an event refused by its rules or by PostgreSQL costs
 // the others nothing, and nothing is written twice or half.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configureEventBatches, MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/domain/conversions/lead-lock-batch.js';
+import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/db/transaction-batch.js';
+import { configureEventBatches } from '../../backend/domain/conversions/event-batches.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
 import { spawnService } from '../harness/process.js';

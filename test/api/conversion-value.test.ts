@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../../backend/db/pool.js';
-import { recordConversion } from '../../backend/domain/conversion-record.js';
+import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { apiClient, count, insertVisit, newUser, seedTenant, type ApiClient, type SiteSeed, type Tenant } from './support.js';

@@ -3,7 +3,7 @@
 // failed or skipped → updated and dispatched again; sent → returned untouched).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../../backend/db/pool.js';
-import { recordConversion } from '../../backend/domain/conversion-record.js';
+import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
 import { apiClient, attributedJoin, count, insertVisit, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';

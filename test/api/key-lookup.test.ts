@@ -1,9 +1,9 @@
-// The event endpoints' API key look-ups go together while others are out (backend/http/api-key-lookup.ts):
+// The event endpoints' API key look-ups go together while others are out (backend/http/api/key-lookup.ts):
 // one statement may then carry the keys of several accounts, revoked and forged keys among them,
 // and each request must still get exactly its own key's answer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../../backend/domain/admin/api-keys.js';
-import { MAX_LOOKUPS_IN_FLIGHT } from '../../backend/http/api-key-lookup.js';
+import { MAX_LOOKUPS_IN_FLIGHT } from '../../backend/http/api/key-lookup.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { apiClient, attributedJoin, count, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';

@@ -9,7 +9,7 @@ import { startTestApp, type TestApp } from '../harness/app.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { updateSite } from '../../backend/domain/admin/sites.js';
 import { leadJourney } from '../../backend/domain/dashboard/lead-journey.js';
-import { recordConversion } from '../../backend/domain/conversion-record.js';
+import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
 import { withTx } from '../../backend/db/pool.js';
 import { META_PIXEL, TIKTOK_PIXEL, apiClient, insertVisit, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
 

@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hashApiKey } from '../../backend/crypto/api-keys.js';
 import type { SecretBox } from '../../backend/crypto/secret-box.js';
 import { withTx, type Pool, type PoolClient } from '../../backend/db/pool.js';
-import { recordConversion, type EventTypeName, type RecordedConversion } from '../../backend/domain/conversion-record.js';
+import { recordConversion, type EventTypeName, type RecordedConversion } from '../../backend/domain/outbox/conversion-record.js';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { createApiKey } from '../../backend/domain/admin/api-keys.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';

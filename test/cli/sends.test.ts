@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../../backend/db/pool.js';
-import { createSends } from '../../backend/domain/sends.js';
+import { createSends } from '../../backend/domain/outbox/sends.js';
 import { cliWorld, type CliWorld } from './harness.js';
 
 let w: CliWorld;

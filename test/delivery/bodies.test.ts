@@ -1,7 +1,7 @@
 // What each platform receives, byte for byte where it matters: names, seconds, hashes, ids, click
 // ids, IP and User-Agent, test event codes; from a warm conversion, a cold one and a PageView.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashPii, sha256Hex } from '../../backend/domain/pii.js';
+import { hashPii, sha256Hex } from '../../backend/domain/pii/normalize.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import {
   allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, GOOGLE_ACTION, GOOGLE_CUSTOMER, META_PIXEL, SNAP_PIXEL,

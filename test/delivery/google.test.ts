@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
-import { hashPii } from '../../backend/domain/pii.js';
+import { hashPii } from '../../backend/domain/pii/normalize.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import {
   allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, GOOGLE_CUSTOMER, sendsOf, UA, type DeliveryHarness,

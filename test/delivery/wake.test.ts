@@ -1,7 +1,7 @@
 // The wake-up that follows a producer's commit: one queued deliver_due job, written only when none
 // is waiting, and a fresh one when the waiting one is already being run.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DELIVER_TASK, wakeDelivery, wakeDeliveryNow } from '../../backend/domain/delivery-wake.js';
+import { DELIVER_TASK, wakeDelivery, wakeDeliveryNow } from '../../backend/domain/outbox/delivery-wake.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 
 let db: TestDatabase;

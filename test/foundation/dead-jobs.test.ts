@@ -2,7 +2,7 @@
 // next wake-up came (graphile-worker then takes its remaining attempts) and failed is dead at once;
 // the scheduled purge deletes dead delivery signals at once and other dead jobs after a week.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVER_TASK, WAKE_STATEMENT } from '../../backend/domain/delivery-wake.js';
+import { DELIVER_TASK, WAKE_STATEMENT } from '../../backend/domain/outbox/delivery-wake.js';
 import { DEAD_JOB_KEEP_DAYS, purgeDeadJobs } from '../../backend/worker/dead-jobs.js';
 import { startWorker } from '../../backend/worker/runner.js';
 import { CRONTAB, TASKS } from '../../backend/worker/tasks/index.js';

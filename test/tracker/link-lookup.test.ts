@@ -2,7 +2,7 @@
 // link: it gets a small page, and no visit, PageView or single-use invite link is spent on it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isLinkLookup } from '../../backend/http/keyless/link-preview.js';
+import { isLinkLookup } from '../../backend/http/tracker/link-preview.js';
 import { clientIp, ORIGIN, startWorld, type World } from './world.js';
 
 let w: World;

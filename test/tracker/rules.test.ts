@@ -1,9 +1,9 @@
 // The pure rules of the keyless surface, table by table.
 import { describe, expect, it } from 'vitest';
 import { fallbackUrl, handoutCutoff, linkName, linkRequest } from '../../backend/domain/invites/links.js';
-import { checkDomains, hostAllowed, hostAndParents, hostOf } from '../../backend/http/keyless/domains.js';
-import { rateLimitSettings } from '../../backend/http/keyless/rate-limit.js';
-import { clickRequestId, redirectClick } from '../../backend/http/keyless/redirect-click.js';
+import { checkDomains, hostAllowed, hostAndParents, hostOf } from '../../backend/http/tracker/domains.js';
+import { rateLimitSettings } from '../../backend/http/tracker/rate-limit.js';
+import { clickRequestId, redirectClick } from '../../backend/http/tracker/redirect-click.js';
 
 describe('domain validation', () => {
   it.each([

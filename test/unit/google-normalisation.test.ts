@@ -5,7 +5,7 @@
 // Capigram stores no Google name digest.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { hashPii, normalizeGoogleEmail } from '../../backend/domain/pii.js';
+import { hashPii, normalizeGoogleEmail } from '../../backend/domain/pii/normalize.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 

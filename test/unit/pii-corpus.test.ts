@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { hashPiiChecked, type RawPii } from '../../backend/domain/pii.js';
+import { hashPiiChecked, type RawPii } from '../../backend/domain/pii/normalize.js';
 
 /**
  * A corpus of PII as CRMs and forms really send it, each with the normal form every platform

@@ -7,7 +7,7 @@ import {
   normalizeName,
   normalizePhone,
   sha256Hex,
-} from '../../backend/domain/pii.js';
+} from '../../backend/domain/pii/normalize.js';
 
 // Expected digests were computed once outside the code under test: printf %s '<value>' | sha256sum
 const H = {

@@ -5,7 +5,7 @@ import { ApiError, validationError } from '../../errors.js';
 import { requireAccount } from './accounts.js';
 import { installStates, type SiteInstallState } from '../tracker/install-signals.js';
 import { Domain, Name, Uuid } from './schemas.js';
-import { supportedCountry } from '../pii.js';
+import { supportedCountry } from '../pii/normalize.js';
 
 export const CreateSiteInput = z.object({
   accountId: Uuid,

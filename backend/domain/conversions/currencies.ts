@@ -28,6 +28,8 @@ export function normalizeCurrency(code: string): string | undefined {
  */
 export const VALUE_DECIMALS = 4;
 export const MIN_VALUE = 0.0001;
+/** The largest value the API and the dashboard accept. */
+export const MAX_VALUE = 1_000_000_000_000;
 
 /** Why a value cannot be stored as given, for the request's error; undefined when it can. */
 export function valueProblem(value: number, opts: { positive: boolean }): string | undefined {

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
-import type { CapiStatus } from '../capi-status.js';
-import type { ApiVisitOverride, EventTypeName } from '../conversion-record.js';
+import type { CapiStatus } from '../outbox/capi-status.js';
+import type { ApiVisitOverride, EventTypeName } from '../outbox/conversion-record.js';
 import type { PreparedCall } from './lead-lock.js';
 
 /**

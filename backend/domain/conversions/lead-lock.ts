@@ -1,6 +1,7 @@
-import type { Pool, PoolClient } from '../../db/pool.js';
+import type { Pool } from '../../db/pool.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
+import type { LockedClaim, LockedFinish, LockedWork } from '../../db/transaction-batch.js';
 
 /**
  * Business events for one Telegram user of one account run one at a time: their transaction starts
@@ -23,7 +24,7 @@ import { ensurePrepared, execute, withSession, type PreparedCall } from '../../d
 export const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export type { PreparedCall };
+export type { LockedClaim, LockedFinish, PreparedCall };
 
 /** The text the lead lock is taken on: one per (account, Telegram user). */
 export function leadLockKey(accountId: string, telegramUserId: number): string {
@@ -43,43 +44,19 @@ export function leadLockStatement(keys: readonly string[]): string {
   return `SELECT pg_advisory_xact_lock(${LEAD_LOCK_CLASS}, h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(ARRAY[${list}]::text[]) k ORDER BY 1) ordered`;
 }
 
-/** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
-export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
-
-/**
- * A claim the transaction makes right after the lead lock (the business API's Idempotency-Key): an
- * insert that returns a row when it claimed. A concurrent holder of the same claim makes the insert
- * wait for its transaction; if that one commits, nothing is claimed, the transaction is rolled
- * back and `taken()` is thrown. After the lock, not before: a transaction holding a claim never
- * waits for a lead lock, so a claim and a lead lock can never be held crosswise by two
- * transactions (the batches of `lead-lock-batch.ts` take them in the same order).
- */
-export interface LockedClaim {
-  /** What the claim claims (two claims with one id never run in one batch: see `lead-lock-batch.ts`). */
-  id: string;
-  call: PreparedCall;
-  taken: () => Error;
+/** Work for one lead: whose lock, and what runs under it (see `LockedWork`). */
+export interface LeadWork<T, R> extends LockedWork<T, R> {
+  accountId: string;
+  telegramUserId: number;
 }
 
-export async function withLeadLock<T, R>(
-  pool: Pool,
-  accountId: string,
-  telegramUserId: number,
-  read: PreparedCall,
-  fn: (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>,
-  /**
-   * A write that records the result in the same transaction (the business API's idempotent
-   * answer): it travels with the COMMIT, so the answer is stored exactly when the work is.
-   */
-  persist?: (result: T) => PreparedCall | null,
-  claim?: LockedClaim,
-  /**
-   * The existing conversions the work may lock, from its read's rows. A lone event locks at most
-   * one (taken by the work itself, conversion then sends); the batches of `lead-lock-batch.ts`
-   * lock all of theirs first, in id order.
-   */
-  _locks?: (rows: R[]) => readonly string[],
-): Promise<T> {
+/**
+ * The work alone in its transaction. A claim (the business API's Idempotency-Key) is made right
+ * after the lead lock, before the read; `persist` records the result with the COMMIT. A lone event
+ * locks at most one existing conversion (taken by the work itself, conversion then sends), so
+ * `locks` matters only to the batches of `event-batches.ts`, which lock all of theirs first.
+ */
+export async function withLeadLock<T, R>(pool: Pool, { accountId, telegramUserId, read, fn, persist, claim }: LeadWork<T, R>): Promise<T> {
   const key = leadLockKey(accountId, telegramUserId);
   return retryLockConflicts(() => withSession(pool, async (client) => {
     await ensurePrepared(client, read);

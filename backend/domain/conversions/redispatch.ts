@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
-import type { CapiStatus } from '../capi-status.js';
-import { createSends, refreshCapiStatus } from '../sends.js';
+import type { CapiStatus } from '../outbox/capi-status.js';
+import { createSends, refreshCapiStatus } from '../outbox/sends.js';
 
 /**
  * (Re)schedules delivery of an existing conversion, in the caller's transaction (which wakes the

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
-import type { ApiVisitOverride } from '../conversion-record.js';
-import type { HashedPiiRecord } from '../hashed-pii.js';
+import type { ApiVisitOverride } from '../outbox/conversion-record.js';
+import type { HashedPiiRecord } from '../pii/hashed.js';
 import type { SignalSources } from './signals.js';
 
 /**

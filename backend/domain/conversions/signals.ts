@@ -1,5 +1,5 @@
-import type { ApiVisitOverride } from '../conversion-record.js';
-import type { HashedPiiRecord } from '../hashed-pii.js';
+import type { ApiVisitOverride } from '../outbox/conversion-record.js';
+import type { HashedPiiRecord } from '../pii/hashed.js';
 
 /**
  * Whether a conversion carries anything a platform could match to a person: an acquisition visit,

@@ -1,16 +1,16 @@
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import { capiStatusOf, type CapiStatus, type SendStatus } from '../capi-status.js';
-import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../conversion-record.js';
-import { wakeDelivery } from '../delivery-wake.js';
-import type { HashedPiiRecord } from '../hashed-pii.js';
-import { hashPiiChecked, type RawPii } from '../pii.js';
-import { lockConversions } from '../sends.js';
+import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
+import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../outbox/conversion-record.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
+import type { HashedPiiRecord } from '../pii/hashed.js';
+import { hashPiiChecked, type RawPii } from '../pii/normalize.js';
+import { lockConversions } from '../outbox/sends.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
-import { withLeadLockBatched } from './lead-lock-batch.js';
+import { withLeadLockBatched } from './event-batches.js';
 import { type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
@@ -114,7 +114,11 @@ export async function submitBusinessEvent(
     customEventName: p.customEventName,
     now,
   });
-  const outcome = await withLeadLockBatched(deps.pool, caller.accountId, ev.telegramUserId, read, async (tx, rows: EventContextRow[]) => {
+  const outcome = await withLeadLockBatched(deps.pool, {
+    accountId: caller.accountId,
+    telegramUserId: ev.telegramUserId,
+    read,
+    fn: async (tx, rows: EventContextRow[]) => {
     const ctx = toEventContext(rows);
     if (!ctx) {
       if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
@@ -129,7 +133,11 @@ export async function submitBusinessEvent(
     if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
     if (match) return { result: await updateMatch(tx, ctx, match, p) };
     return createConversion(ctx, target, p);
-  }, persist, claim, matchesToLock);
+    },
+    persist,
+    claim,
+    locks: matchesToLock,
+  });
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) wakeDelivery(deps.pool);
   return withPiiWarnings(outcome, p.piiWarnings);

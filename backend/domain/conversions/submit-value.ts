@@ -1,8 +1,8 @@
 import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { withTx, type Pool } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../delivery-wake.js';
-import { hashPii, type RawPii } from '../pii.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
+import { hashPii, type RawPii } from '../pii/normalize.js';
 import { redispatchConversion } from './redispatch.js';
 import type { ApiCaller } from './site-scope.js';
 

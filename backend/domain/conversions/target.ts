@@ -1,5 +1,5 @@
 import { ApiError } from '../../errors.js';
-import type { ApiVisitOverride } from '../conversion-record.js';
+import type { ApiVisitOverride } from '../outbox/conversion-record.js';
 import type { EventContext, PriorConversion } from './lead-history.js';
 
 /**

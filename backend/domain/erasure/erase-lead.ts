@@ -4,7 +4,7 @@ import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ApiError } from '../../errors.js';
 import { leadLockKey, leadLockStatement } from '../conversions/lead-lock.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from '../conversions/site-scope.js';
-import { refreshCapiStatuses } from '../sends.js';
+import { refreshCapiStatuses } from '../outbox/sends.js';
 import { CONVERSION_PERSON_FIELDS, LEAD_PERSON_FIELDS, VISIT_RAW_FIELDS, setClause } from './fields.js';
 
 /** Why a send that erasure cancelled was not delivered (`sends list` shows it; `sends retry` refuses it). */

@@ -1,8 +1,8 @@
 import { withTx } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import type { InviteChannel } from './channels.js';
+import type { InviteChannel } from './invite-channels.js';
 import { fallbackUrl, handoutCutoff } from './links.js';
-import { heldLink, heldOrPooledLink, insertCreatedLink, insertFallback, lockVisit, queueRefill, type AssignedLink } from './pool.js';
+import { heldLink, heldOrPooledLink, insertCreatedLink, insertFallback, lockVisit, queueRefill, type AssignedLink } from './link-pool.js';
 import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } from './telegram.js';
 
 /**

@@ -2,7 +2,7 @@
  * Rules for the invite links Capigram creates. Pure: the pool, the click path and the refill task
  * all ask these, so a link is shaped the same wherever it is made.
  */
-import type { InviteChannel } from './channels.js';
+import type { InviteChannel } from './invite-channels.js';
 
 /** Telegram's limit on an invite link's name. */
 const MAX_LINK_NAME_LENGTH = 32;

@@ -1,7 +1,7 @@
 import { TelegramError } from '../../telegram/client.js';
-import { findChannel, listPoolChannels, type InviteChannel } from './channels.js';
+import { findChannel, listPoolChannels, type InviteChannel } from './invite-channels.js';
 import { handoutCutoff } from './links.js';
-import { insertCreatedLink, poolSize, queueRefill } from './pool.js';
+import { insertCreatedLink, poolSize, queueRefill } from './link-pool.js';
 import { createLinkAtTelegram, inFloodWait, revokeLinkAtTelegram, type InviteDeps } from './telegram.js';
 
 /**

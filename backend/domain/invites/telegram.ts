@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../deps.js';
 import { createTelegramClient, TelegramError } from '../../telegram/client.js';
-import type { InviteChannel } from './channels.js';
+import type { InviteChannel } from './invite-channels.js';
 import { linkName, linkRequest } from './links.js';
 import { followMigrationError } from '../telegram/migration.js';
 import { queueRightsCheck } from '../telegram/rights-check.js';

@@ -1,8 +1,8 @@
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
-import { upsertLead } from '../conversion-record.js';
+import { upsertLead } from '../outbox/conversion-record.js';
 import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome } from './actions.js';
-import { wakeDelivery } from '../delivery-wake.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation } from './queries.js';

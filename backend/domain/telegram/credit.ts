@@ -1,4 +1,4 @@
-import { recordConversion } from '../conversion-record.js';
+import { recordConversion } from '../outbox/conversion-record.js';
 import { enqueueRevokeInviteLink } from './actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { joinConversionTerms } from './join-terms.js';

@@ -1,4 +1,4 @@
-import { upsertLead } from '../conversion-record.js';
+import { upsertLead } from '../outbox/conversion-record.js';
 import { enqueueApproveJoinRequest } from './actions.js';
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
 import { findChannel, insertMembership, lockInvitationByLink } from './queries.js';

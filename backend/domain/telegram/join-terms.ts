@@ -1,4 +1,4 @@
-import type { EventTypeName } from '../conversion-record.js';
+import type { EventTypeName } from '../outbox/conversion-record.js';
 import type { ChannelRow } from './queries.js';
 
 export interface JoinConversionTerms {

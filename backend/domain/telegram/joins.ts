@@ -1,4 +1,4 @@
-import { upsertLead } from '../conversion-record.js';
+import { upsertLead } from '../outbox/conversion-record.js';
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { memberTransition } from './member-status.js';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import type { EventTypeName } from '../conversion-record.js';
+import type { EventTypeName } from '../outbox/conversion-record.js';
 
 /** SQL of the webhook's domain: channels, invitations, memberships and seen updates. */
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
-import { wakeDelivery } from '../delivery-wake.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import { findBot } from '../admin/bots.js';

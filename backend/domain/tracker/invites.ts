@@ -1,5 +1,5 @@
 import { ApiError } from '../../errors.js';
-import { findChannel, findSiteChannel, type InviteChannel } from '../invites/channels.js';
+import { findChannel, findSiteChannel, type InviteChannel } from '../invites/invite-channels.js';
 import { inviteForVisit, type HandedOut } from '../invites/handout.js';
 import type { InviteDeps } from '../invites/telegram.js';
 import type { Queryable } from '../../db/pool.js';

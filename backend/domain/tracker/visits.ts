@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.js';
 import type { PreparedCall } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../delivery-wake.js';
-import { eventIdFor, sendsCte, type SqlFragment } from '../sends.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
+import { eventIdFor, sendsCte, type SqlFragment } from '../outbox/sends.js';
 
 /**
  * Visits: one row per pageview (or direct invite, or ad redirect), each with its PageView sends.

@@ -2,7 +2,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { deliveryOptions, type DeliveryOptions } from '../../delivery/options.js';
 import { deliverDue } from '../../delivery/pipeline.js';
-import { DELIVER_TASK } from '../../domain/delivery-wake.js';
+import { DELIVER_TASK } from '../../domain/outbox/delivery-wake.js';
 
 /**
  * Task names an earlier version queued, one job per send and a recovery cron: a job of theirs

@@ -1,7 +1,7 @@
 import type { TaskList } from 'graphile-worker';
 import { z } from 'zod';
 import type { Deps } from '../../deps.js';
-import { REFILL_INVITES_TASK } from '../../domain/invites/pool.js';
+import { REFILL_INVITES_TASK } from '../../domain/invites/link-pool.js';
 import { refillAllPools, refillChannelPool, type RefillOutcome } from '../../domain/invites/refill.js';
 
 /**

@@ -1,5 +1,0 @@
-/**
- * What a conversion stores of a person: SHA-256 hex digests only (`backend/domain/pii.ts` normalises
- * and hashes). The shape is the platforms' `HashedPii`, so stored hashes go out unchanged.
- */
-export type { HashedPii as HashedPiiRecord } from '../platforms/types.js';

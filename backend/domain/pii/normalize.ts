@@ -1,0 +1,266 @@
+// Raw PII is normalised and hashed the moment it arrives; only these digests are stored or sent.
+import { createHash } from 'node:crypto';
+import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString, type PhoneNumber } from 'libphonenumber-js';
+import type { HashedPii } from '../../platforms/types.js';
+import { normalizeState } from './address.js';
+
+export type { HashedPii };
+
+export interface RawPii {
+  email?: string | null;
+  phone?: string | null;
+  firstName?: string | null;
+  lastName?: string | null;
+  externalId?: string | null;
+  /** ISO 3166-1 alpha-2; also the country of a phone number written nationally. */
+  country?: string | null;
+  city?: string | null;
+  state?: string | null;
+  zip?: string | null;
+  /** `YYYY-MM-DD`. */
+  dateOfBirth?: string | null;
+  /** `f` or `m`. */
+  gender?: string | null;
+}
+
+export interface HashPiiOptions {
+  /**
+   * ISO 3166-1 alpha-2 country for phone numbers written without an international prefix when
+   * the PII names no `country` of its own (the site's `--default-country`).
+   */
+  defaultCountry?: string | null;
+}
+
+export interface HashedPiiResult {
+  hashed: HashedPii;
+  /** What was given but could not be used, said without the value itself (it is PII). */
+  warnings: string[];
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/i;
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** A value that already is a SHA-256 digest; hashing it again would make it unmatchable. */
+export function isSha256Hex(text: string): boolean {
+  return SHA256_HEX.test(text);
+}
+
+function blankToUndefined(raw: string | null | undefined): string | undefined {
+  const t = raw?.trim();
+  return t ? t : undefined;
+}
+
+// One `@`, no whitespace, a dot in the domain that neither starts nor ends it. Deliberately loose
+// (an IDN domain or a `+tag` is fine): it only keeps what can never be an address from being sent.
+const EMAIL_SHAPE = /^[^\s@]+@[^\s@.][^\s@]*\.[^\s@]*[^\s@.]$/u;
+
+/**
+ * Trimmed (tabs and newlines too), lowercase, NFC. Something that cannot be an address is dropped:
+ * its digest would match no one and only lower the event's match quality.
+ */
+export function normalizeEmail(raw: string | null | undefined): string | undefined {
+  const email = blankToUndefined(raw)?.toLowerCase().normalize('NFC');
+  return email !== undefined && EMAIL_SHAPE.test(email) ? email : undefined;
+}
+
+const GOOGLE_MAIL_DOMAINS: ReadonlySet<string> = new Set(['gmail.com', 'googlemail.com']);
+
+/**
+ * Google's rule for enhanced conversions: trimmed, lowercase, and for gmail.com and googlemail.com
+ * addresses every `.` of the local part removed (Gmail ignores them, so Google matches without
+ * them). Nothing else changes: a `+tag` stays, other domains keep their dots.
+ */
+export function normalizeGoogleEmail(raw: string | null | undefined): string | undefined {
+  const email = normalizeEmail(raw);
+  if (email === undefined) return undefined;
+  const at = email.lastIndexOf('@');
+  const domain = email.slice(at + 1);
+  return GOOGLE_MAIL_DOMAINS.has(domain) ? `${email.slice(0, at).replaceAll('.', '')}@${domain}` : email;
+}
+
+export interface NormalizedPhone {
+  /** Country code and number, digits only, no `+`: what Meta and Snapchat hash. */
+  digits: string;
+  /** E.164 with the `+`: what TikTok and Google hash. */
+  e164: string;
+}
+
+export function supportedCountry(country: string | null | undefined): CountryCode | undefined {
+  const c = country?.trim().toUpperCase();
+  return c && /^[A-Z]{2}$/.test(c) && isSupportedCountry(c) ? c : undefined;
+}
+
+/** `+…` or `00…`: a number that says its own country code. */
+function writtenInternationally(text: string): boolean {
+  return /^\+/.test(text) || /^00/.test(text.replace(/[\s().\-/]/g, ''));
+}
+
+/** Valid means "in the known number ranges"; a merely possible number may be a range newer than the metadata. */
+function usable(p: PhoneNumber | undefined): p is PhoneNumber {
+  return p !== undefined && (p.isValid() || p.isPossible());
+}
+
+export type PhoneOutcome = { ok: NormalizedPhone } | { dropped: 'no-country' | 'invalid' };
+
+/**
+ * A phone number is never given a country it does not state: written internationally (`+`, `00`,
+ * or the known country's own exit code such as `011` in the US), it carries its country code;
+ * written nationally, it takes `country` (the event's, else the site's), and without one it is
+ * dropped. Stripping zeros and prefixing `+` instead turns `(201) 555-0123` into an Egyptian
+ * number and `01512 3456789` (Germany) into a Texan one.
+ */
+export function parsePhone(raw: string | null | undefined, country?: string | null): PhoneOutcome | undefined {
+  const text = blankToUndefined(raw);
+  if (text === undefined) return undefined;
+  const cc = supportedCountry(country);
+  let parsed: PhoneNumber | undefined;
+  if (writtenInternationally(text)) {
+    const plus = text.replace(/^[\s(]*(\+|00)/, '+');
+    parsed = parsePhoneNumberFromString(plus);
+  } else if (cc !== undefined) {
+    // With a country libphonenumber also reads that country's exit code (`011 44 …` in the US),
+    // and digits that start with the country's own code (`44 7911 …` in GB).
+    parsed = parsePhoneNumberFromString(text, cc);
+  } else {
+    return /\d/.test(text) ? { dropped: 'no-country' } : { dropped: 'invalid' };
+  }
+  if (!usable(parsed)) return { dropped: 'invalid' };
+  return { ok: { digits: parsed.number.slice(1), e164: parsed.number } };
+}
+
+export function normalizePhone(raw: string | null | undefined, country?: string | null): NormalizedPhone | undefined {
+  const r = parsePhone(raw, country);
+  return r !== undefined && 'ok' in r ? r.ok : undefined;
+}
+
+/**
+ * Lowercase, NFC, letters, combining marks and digits only: spaces and punctuation go (Meta's
+ * documentation and its parameter builder agree; `John2` stays `john2`). Any script is kept in UTF-8.
+ */
+export function normalizeName(raw: string | null | undefined): string | undefined {
+  const text = blankToUndefined(raw);
+  if (text === undefined) return undefined;
+  const name = text.toLowerCase().normalize('NFC').replace(/[^\p{L}\p{M}\p{N}]/gu, '');
+  return name === '' ? undefined : name;
+}
+
+/**
+ * Meta's parameter builder: lowercase with every whitespace removed (`  User 123 ` → `user123`),
+ * nothing else changed. The same normal form goes to every platform, so one id always has one digest.
+ */
+export function normalizeExternalId(raw: string | null | undefined): string | undefined {
+  const id = raw?.replace(/\s+/gu, '').toLowerCase().normalize('NFC');
+  return id ? id : undefined;
+}
+
+/** Lowercase, no spaces, punctuation or digits; any script kept (Meta `ct`, Snap `ct`). */
+export function normalizeCity(raw: string | null | undefined): string | undefined {
+  const city = blankToUndefined(raw)?.toLowerCase().normalize('NFC').replace(/[^\p{L}\p{M}]/gu, '');
+  return city ? city : undefined;
+}
+
+export { normalizeState };
+
+/** Lowercase, no spaces or dash; a US ZIP+4 keeps its first five digits (Meta `zp`). */
+export function normalizeZip(raw: string | null | undefined): string | undefined {
+  const text = blankToUndefined(raw)?.toLowerCase().replace(/\s+/g, '');
+  if (text === undefined) return undefined;
+  const us = /^(\d{5})-\d{4}$/.exec(text);
+  const zip = us ? us[1]! : text.replace(/-/g, '');
+  return /^[\p{L}\p{N}]{2,}$/u.test(zip) ? zip : undefined;
+}
+
+/** ISO 3166-1 alpha-2, lowercase (`country`); anything else is not a country. */
+export function normalizeCountry(raw: string | null | undefined): string | undefined {
+  return supportedCountry(raw)?.toLowerCase();
+}
+
+/** `YYYY-MM-DD` (a real calendar day) → `YYYYMMDD` (Meta, Snap `db`). */
+export function normalizeDateOfBirth(raw: string | null | undefined): string | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(blankToUndefined(raw) ?? '');
+  if (!m) return undefined;
+  const [, y, mo, d] = m;
+  const date = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
+  if (date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(d) || Number(y) < 1900) return undefined;
+  return `${y}${mo}${d}`;
+}
+
+/** `f` or `m` (`female`/`male` are read too). */
+export function normalizeGender(raw: string | null | undefined): string | undefined {
+  const g = blankToUndefined(raw)?.toLowerCase();
+  if (g === 'f' || g === 'female') return 'f';
+  if (g === 'm' || g === 'male') return 'm';
+  return undefined;
+}
+
+/** A digest passed in stays as it is (lowercased); anything else is normalised, then hashed. */
+function hashWith(raw: string | null | undefined, normalize: (v: string) => string | undefined): string | undefined {
+  const text = blankToUndefined(raw);
+  if (text === undefined) return undefined;
+  if (isSha256Hex(text)) return text.toLowerCase();
+  const normalized = normalize(text);
+  return normalized === undefined ? undefined : sha256Hex(normalized);
+}
+
+const PHONE_WARNINGS = {
+  'no-country': 'pii.phone was dropped: it is written without an international prefix (+ or 00) and neither pii.country nor the site\'s default country says which country it belongs to',
+  invalid: 'pii.phone was dropped: it is not a phone number of the country it was read in',
+} as const;
+
+/**
+ * Normalises and hashes whatever PII is present, once per platform rule where the rules differ
+ * (`em` / `emGoogle`, `ph` / `phE164`): the raw value is gone once this returns. A phone given
+ * already hashed fills `ph` and `phE164` both: which form it was hashed from cannot be known, and
+ * a platform that gets nothing cannot match at all.
+ */
+export function hashPiiChecked(raw: RawPii, opts: HashPiiOptions = {}): HashedPiiResult {
+  const out: HashedPii = {};
+  const warnings: string[] = [];
+  const em = hashWith(raw.email, normalizeEmail);
+  if (em) out.em = em;
+  else if (blankToUndefined(raw.email) !== undefined) warnings.push('pii.email was dropped: it is not an e-mail address');
+  // Google normalises e-mails its own way. A digest given as such is the caller's best for every
+  // platform (its normal form is unknown); setting both keeps a later merge from pairing one
+  // address's digest with another's.
+  const emGoogle = hashWith(raw.email, normalizeGoogleEmail);
+  if (emGoogle) out.emGoogle = emGoogle;
+
+  const phone = blankToUndefined(raw.phone);
+  if (phone !== undefined && isSha256Hex(phone)) {
+    out.ph = phone.toLowerCase();
+    out.phE164 = phone.toLowerCase();
+  } else {
+    const p = parsePhone(phone, supportedCountry(raw.country) ?? opts.defaultCountry);
+    if (p !== undefined && 'ok' in p) {
+      out.ph = sha256Hex(p.ok.digits);
+      out.phE164 = sha256Hex(p.ok.e164);
+    } else if (p !== undefined) {
+      warnings.push(PHONE_WARNINGS[p.dropped]);
+    }
+  }
+
+  const fields = [
+    ['fn', raw.firstName, normalizeName],
+    ['ln', raw.lastName, normalizeName],
+    ['externalId', raw.externalId, normalizeExternalId],
+    ['ct', raw.city, normalizeCity],
+    ['st', raw.state, (v: string) => normalizeState(v, raw.country)],
+    ['zp', raw.zip, normalizeZip],
+    ['country', raw.country, normalizeCountry],
+    ['db', raw.dateOfBirth, normalizeDateOfBirth],
+    ['ge', raw.gender, normalizeGender],
+  ] as const;
+  for (const [key, value, normalize] of fields) {
+    const digest = hashWith(value, normalize);
+    if (digest) out[key] = digest;
+  }
+  return { hashed: out, warnings };
+}
+
+/** `hashPiiChecked` without its warnings. */
+export function hashPii(raw: RawPii, opts: HashPiiOptions = {}): HashedPii {
+  return hashPiiChecked(raw, opts).hashed;
+}

@@ -1,0 +1,29 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { configureEventBatches } from '../../domain/conversions/event-batches.js';
+import type { Deps } from '../../deps.js';
+import type { ApiEnv } from './env.js';
+import { registerListChannels } from './channels-list.js';
+import { registerConversionEvent } from './events-conversion.js';
+import { registerConversionValue } from './lead-conversion-value.js';
+import { registerEraseLead } from './lead-erase.js';
+import { registerLeadEvent } from './lead-events.js';
+import { registerGetLead } from './lead-get.js';
+import { registerReference } from './reference.js';
+
+/**
+ * The business API under `/api/v1`, one file per endpoint. It is its own OpenAPIHono so that its
+ * OpenAPI document holds exactly these endpoints; mounted on the app at `/api/v1`, it inherits the app's
+ * validation hook (zod failures → 400 VALIDATION_FAILED) and error handler.
+ */
+export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
+  const api = new OpenAPIHono<ApiEnv>();
+  configureEventBatches(deps.pool, { observer: (events, outcome) => deps.metrics.eventBatches.observe({ outcome }, events) });
+  registerConversionEvent(api, deps);
+  registerLeadEvent(api, deps);
+  registerConversionValue(api, deps);
+  registerGetLead(api, deps);
+  registerEraseLead(api, deps);
+  registerListChannels(api, deps);
+  registerReference(api, deps);
+  return api;
+}
