@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../delivery-wake.js';
+import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { recordVisit, settleVisit, visitCall, type NewVisit, type RecordedVisit, type VisitAdmission, type VisitStatementRow } from './visits.js';
 
 /**
