@@ -3,6 +3,7 @@ import type { SecretBox } from './crypto/secret-box.js';
 import type { Pool } from './db/pool.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
+import type { ProcessState } from './process-state.js';
 
 /**
  * What the service's parts are built from. Domain services take `Pick<Deps, …>` of what they use,
@@ -17,6 +18,8 @@ export interface Deps {
   adminToken: string;
   /** The clock; tests move it instead of waiting. */
   now: () => Date;
+  /** What this process holds in memory (queues, a cache); made with the process, closed with it. */
+  local: ProcessState;
   /** Set in a process that runs the job worker: whether its runner works (for /readyz). */
   worker?: WorkerState;
 }

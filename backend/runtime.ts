@@ -8,7 +8,7 @@ import { createPool } from './db/pool.js';
 import type { Deps } from './deps.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics } from './metrics.js';
-import { onWakeError } from './domain/outbox/delivery-wake.js';
+import { createProcessState } from './process-state.js';
 
 export interface Runtime {
   deps: Deps;
@@ -43,21 +43,28 @@ export async function openRuntime(opts: { env?: NodeJS.ProcessEnv; log?: Logger;
     await embedded?.stop();
     throw err;
   }
+  const metrics = createMetrics({ defaultMetrics: true });
+  const local = createProcessState(pool, {
+    onWakeError: (err) => log.warn({ err: String(err) }, 'delivery wake-up failed; the sweep will pick the sends up'),
+    onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
+    onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
+  });
   const deps: Deps = {
     config,
     pool,
     log,
-    metrics: createMetrics({ defaultMetrics: true }),
+    metrics,
     box,
     adminToken: secrets.adminToken,
     now: () => new Date(),
+    local,
   };
-  onWakeError(pool, (err) => log.warn({ err: String(err) }, 'delivery wake-up failed; the sweep will pick the sends up'));
   return {
     deps,
     embedded,
     generatedAdminToken: secrets.generatedAdminToken,
     async close() {
+      local.close();
       await pool.end().catch(() => undefined);
       await embedded?.stop();
     },

@@ -39,7 +39,7 @@ import type { DeliveryOptions } from '../backend/delivery/options.js';
 import type { Deps } from '../backend/deps.js';
 import { addPixel } from '../backend/domain/admin/pixels.js';
 import { recordConversion } from '../backend/domain/outbox/conversion-record.js';
-import { DELIVER_TASK, wakeDelivery } from '../backend/domain/outbox/delivery-wake.js';
+import { DELIVER_TASK, DeliveryWaker } from '../backend/domain/outbox/delivery-wake.js';
 import { startWorker } from '../backend/worker/runner.js';
 import { deliveryTasks } from '../backend/worker/tasks/deliver.js';
 import { startMeta, type MetaFake } from '../test/fakes/meta.js';
@@ -145,6 +145,14 @@ async function waitFor(probe: () => Promise<boolean> | boolean, what: string, ti
 async function jobsLeft(pool: Pool, task: string): Promise<number> {
   const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = $1', [task]);
   return rows[0]!.n;
+}
+
+// The producer's wake-ups, spaced as a server process spaces them (one waker per pool).
+const wakers = new WeakMap<Pool, DeliveryWaker>();
+function wakeDelivery(pool: Pool): void {
+  let waker = wakers.get(pool);
+  if (waker === undefined) wakers.set(pool, (waker = new DeliveryWaker(pool)));
+  waker.wake();
 }
 
 /**

@@ -16,6 +16,7 @@ import { createPool, type Pool } from '../backend/db/pool.js';
 import type { Deps } from '../backend/deps.js';
 import { createLogger } from '../backend/log.js';
 import { createMetrics } from '../backend/metrics.js';
+import { createProcessState } from '../backend/process-state.js';
 
 /** What the benchmarks share: options, a throw-away database, and measured server processes. */
 
@@ -88,14 +89,19 @@ export async function spawnRole(moduleUrl: string, roleEnv: string, role: string
  */
 export function roleDeps(pool: Pool, env: Record<string, string>, secretKey?: string): Deps {
   const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: tmpdir(), ...env });
+  const metrics = createMetrics();
   return {
     config,
     pool,
     log: createLogger(config.LOG_LEVEL),
-    metrics: createMetrics(),
+    metrics,
     box: createSecretBox(secretKey === undefined ? randomBytes(32) : parseSecretKey(secretKey)),
     adminToken: randomBytes(16).toString('hex'),
     now: () => new Date(),
+    local: createProcessState(pool, {
+      onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
+      onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
+    }),
   };
 }
 

@@ -7,7 +7,7 @@ import { startProxyServer } from './server.js';
 import { checkWebsite } from './site-check.js';
 
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof parseProxyCli>;
   try {
     config = parseProxyCli(process.argv.slice(2), process.env);
   } catch (error) {

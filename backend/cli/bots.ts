@@ -1,3 +1,4 @@
+import { updateBot } from '../domain/admin/bot-update.js';
 import { addBot, listBots, removeBot, setBotWebhook, type BotDeps } from '../domain/admin/bots.js';
 import type { Deps } from '../deps.js';
 import { defineCommand } from './command.js';
@@ -10,6 +11,19 @@ const botDeps = (deps: Pick<Deps, 'pool' | 'box' | 'config'>): BotDeps => ({
   publicUrl: deps.config.PUBLIC_URL,
 });
 
+const FORWARD_FLAGS = {
+  'forward-url': {
+    type: 'string',
+    placeholder: 'URL',
+    help: "forward every update of the bot, after Capigram handled it, to this URL (the bot's own backend): the same JSON, at least once, in order per user",
+  },
+  'forward-secret': {
+    type: 'string',
+    placeholder: 'S',
+    help: 'sent with each forward in X-Telegram-Bot-Api-Secret-Token (1–256 of A–Z a–z 0–9 _ -), as Telegram sends its own; stored encrypted',
+  },
+} as const;
+
 const httpsWarning = (publicUrl: string) =>
   `warning: PUBLIC_URL (${publicUrl}) is not https; Telegram refuses such webhooks. Set PUBLIC_URL to your public https address`;
 
@@ -19,11 +33,12 @@ export const botCommands = [
     name: 'add',
     summary:
       'Registers a Telegram bot: checks the token with getMe, then sets the webhook with a generated secret token ' +
-      'and allowed_updates chat_member, chat_join_request, my_chat_member. The token is stored encrypted.',
+      'and allowed_updates chat_member, chat_join_request, my_chat_member (every update type with --forward-url). The token is stored encrypted.',
     flags: {
       account: { type: 'string', required: true, placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'the owning account' },
       token: { type: 'string', required: true, placeholder: 'BOT_TOKEN', help: "the bot's token from @BotFather (123456:ABC…)" },
       'no-webhook': { type: 'boolean', field: 'webhook', help: 'do not call setWebhook (local set-ups without a public HTTPS PUBLIC_URL)' },
+      ...FORWARD_FLAGS,
     },
     notes: ['The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.'],
     async run({ deps, warn }, v) {
@@ -33,12 +48,36 @@ export const botCommands = [
       }
       const out = await addBot(
         botDeps(deps),
-        { accountId: v.account, token: v.token, webhook },
+        { accountId: v.account, token: v.token, webhook, forwardUrl: v['forward-url'], forwardSecret: v['forward-secret'] },
       );
       return {
         json: out,
         human: `Bot added: ${out.botId}\n  webhook: ${out.webhookUrl} (${webhook ? 'set with Telegram' : 'not set: --no-webhook'})`,
       };
+    },
+  }),
+
+  defineCommand({
+    group: 'bot',
+    name: 'update',
+    summary:
+      "Changes a bot's update forwarding: --forward-url (and --forward-secret) to forward every update to the bot's own backend " +
+      'after Capigram handled it, --no-forward to stop (updates still waiting are dropped).',
+    flags: {
+      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
+      ...FORWARD_FLAGS,
+      'no-forward': { type: 'boolean', help: 'stop forwarding' },
+    },
+    notes: [
+      'A new --forward-url without --forward-secret keeps the secret already set.',
+      'Turning forwarding on or off sets the webhook again: a forwarding bot asks Telegram for every update type.',
+    ],
+    async run({ deps }, v) {
+      const out = await updateBot(
+        botDeps(deps),
+        { botId: v.bot, forwardUrl: v['forward-url'], forwardSecret: v['forward-secret'], noForward: v['no-forward'] === true },
+      );
+      return { json: out, human: `Bot updated: ${out.botId}\n  forwarding: ${out.forwardUrl ?? 'off'}` };
     },
   }),
 

@@ -1,11 +1,13 @@
+import { CONVERSION_EVENT_TYPES } from '../platforms/types.js';
 import { addChannel, CLEARABLE, listChannels, updateChannel } from '../domain/admin/channels.js';
+import { decideJoinRequest, listHeldRequests } from '../domain/admin/join-requests.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
 
 // Free text goes to the domain, whose schema refuses what is not one of the allowed values.
 type Input = Parameters<typeof addChannel>[1];
 
-const EVENT_TYPES = 'Contact, Lead, Purchase, CompleteRegistration, Subscribe or Custom';
+const EVENT_TYPES = `${CONVERSION_EVENT_TYPES.slice(0, -1).join(', ')} or ${CONVERSION_EVENT_TYPES.at(-1)}`;
 
 /** The flags of a channel's settings, shared by `channel add` and `channel update`. */
 const CHANNEL_FLAGS = {
@@ -23,6 +25,12 @@ const CHANNEL_FLAGS = {
     help: 'member_limit (one-use links, default) or join_request (the bot approves requests; private chats only: Telegram sends requests to public chats without their link)',
   },
   'public-invite-url': { type: 'string', placeholder: 'URL', help: "the channel's public link, handed out when Telegram is unreachable" },
+  'join-requests': {
+    type: 'string',
+    placeholder: 'RULE',
+    help: 'what becomes of join requests: approve-all (default), approve-attributed (approve those through a Capigram link, hold the others for you) or hold (all wait for channel approve|decline)',
+  },
+  'welcome-text': { type: 'string', placeholder: 'TEXT', help: "a message sent to each requester (through the request's user_chat_id) while the request waits" },
   'skip-telegram-check': { type: 'boolean', help: 'do not require Telegram to confirm the chat and the bot\'s right to invite users (e.g. the bot is promoted later)' },
 } as const;
 
@@ -41,6 +49,8 @@ function settings(v: Record<string, unknown>) {
     isDefault: v.default === true ? true : undefined,
     inviteMode: v['invite-mode'] as Input['inviteMode'],
     publicInviteUrl: v['public-invite-url'] as string | undefined,
+    joinRequests: v['join-requests'] as Input['joinRequests'],
+    welcomeText: v['welcome-text'] as string | undefined,
     requireTelegram: v['skip-telegram-check'] !== true,
   };
 }
@@ -115,6 +125,8 @@ export const channelCommands = [
           isDefault: c.isDefault,
           botCanInvite: c.botCanInvite,
           botStatus: c.botStatus,
+          joinRequests: c.joinRequests,
+          welcomeText: c.welcomeText,
         })),
       };
       const human =
@@ -136,4 +148,39 @@ export const channelCommands = [
       return { json, human };
     },
   }),
+
+  defineCommand({
+    group: 'channel',
+    name: 'requests',
+    summary: "Lists a channel's join requests held for you (by --join-requests hold or approve-attributed), oldest first.",
+    flags: {
+      channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel' },
+    },
+    async run({ deps }, v) {
+      const out = await listHeldRequests(deps.pool, v.channel);
+      const human =
+        out.requests.length === 0
+          ? 'No held join requests.'
+          : table(['telegramUserId', 'through Capigram', 'requested'], out.requests.map((r) => [String(r.telegramUserId), r.attributed ? 'yes' : 'no', r.requestedAt]));
+      return { json: out, human };
+    },
+  }),
+  ...(['approve', 'decline'] as const).map((decision) =>
+    defineCommand({
+      group: 'channel',
+      name: decision,
+      summary:
+        decision === 'approve'
+          ? "Approves a user's join request with Telegram; a request through a Capigram link then counts as that visit's join."
+          : "Declines a user's join request with Telegram.",
+      flags: {
+        channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel' },
+        'telegram-user-id': { type: 'string', kind: 'int', required: true, placeholder: 'USER_ID', field: 'telegramUserId', help: "the requester's Telegram user id (from channel requests)" },
+      },
+      async run({ deps }, v) {
+        const out = await decideJoinRequest(deps, { channelId: v.channel, telegramUserId: v['telegram-user-id'], decision });
+        return { json: out, human: `Join request of ${out.telegramUserId}: ${out.status}` };
+      },
+    }),
+  ),
 ];

@@ -142,7 +142,7 @@ interface Placed {
 export type BatchOutcome = 'committed' | 'ran_alone' | 'refused' | 'unknown';
 export type BatchObserver = (events: number, outcome: BatchOutcome) => void;
 
-/** The batches of one pool, held by the process (see `runtime.ts`). */
+/** The batches of one pool, held by the process (see `process-state.ts`). */
 export class TransactionBatcher {
   observer: BatchObserver = () => undefined;
   private queueWaitMs = QUEUE_WAIT_MS;
@@ -179,6 +179,13 @@ export class TransactionBatcher {
     });
   }
 
+  /** The process is closing: the expiry timer goes (events still queued are answered as they run). */
+  close(): void {
+    clearTimeout(this.expiry);
+    this.expiry = undefined;
+  }
+
+  /** Replaces `QUEUE_WAIT_MS` (tests). */
   setQueueWait(ms: number): void {
     this.queueWaitMs = ms;
     // The armed timer was set for the old wait.

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/pool.js';
 import { isSha256Hex, normalizeExternalId, sha256Hex } from '../domain/pii/normalize.js';
 import { buildFbc, rawQueryParam } from '../../shared/fbc.js';
 import { isRecord } from '../platforms/response.js';
-import { HASHED_PII_KEYS, pixelConfigSchema, type ActionSource, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
+import { CONVERSION_EVENT_TYPES, HASHED_PII_KEYS, pixelConfigSchema, type ActionSource, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
 
 /**
  * From a send's subject (a conversion, or a visit for the PageView) to the `DeliveryEvent` the
@@ -81,7 +81,7 @@ export async function loadSubjects(db: Queryable, sendIds: readonly string[]): P
   return (await db.query<SendSubjectRow>(SEND_SUBJECT_SQL, [sendIds])).rows;
 }
 
-const CONVERSION_TYPES: ReadonlySet<string> = new Set<EventType>(['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom']);
+const CONVERSION_TYPES: ReadonlySet<string> = new Set<EventType>(CONVERSION_EVENT_TYPES);
 
 /** The first non-blank string among the candidates. */
 function first(...candidates: unknown[]): string | null {

@@ -40,9 +40,21 @@ const DEFAULT_LIFETIME_SEC = 3600;
 /** The token endpoint's own error codes that no retry can fix (RFC 6749 §5.2). */
 const PERMANENT_OAUTH_ERRORS: ReadonlySet<string> = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'invalid_request', 'unsupported_grant_type', 'invalid_scope']);
 
-const cache = new Map<string, CachedToken>();
-/** One exchange at a time per credentials: concurrent jobs of one pixel share its answer. */
-const inFlight = new Map<string, Promise<TokenAnswer>>();
+/** Google access tokens, cached until they run out: held by the process (`process-state.ts`). */
+export class GoogleTokens {
+  readonly cache = new Map<string, CachedToken>();
+  /** One exchange at a time per credentials: concurrent jobs of one pixel share its answer. */
+  readonly inFlight = new Map<string, Promise<TokenAnswer>>();
+
+  /** Drops a token Google refused (401), unless a newer one has replaced it in the meantime. */
+  forget(t: RefreshedToken): void {
+    if (this.cache.get(t.key)?.accessToken === t.accessToken) this.cache.delete(t.key);
+  }
+
+  clear(): void {
+    this.cache.clear();
+  }
+}
 
 type TokenAnswer = { ok: true; accessToken: string; expiresAtMs: number } | { ok: false; error: string; retry: boolean; delayMs?: number };
 
@@ -59,9 +71,14 @@ function cacheKey(tokenUrl: string, c: RefreshCredentials): string {
 /**
  * The pixel with a usable access token. Pixels without refresh credentials (every other platform,
  * and Google pixels given a plain access token) are returned as they are. `nowMs` is the
- * pipeline's clock, which decides when a cached token is too old.
+ * pipeline's clock, which decides when a cached token is too old. Without `tokens` (a one-off
+ * check) the token is fetched and kept nowhere.
  */
-export async function authorize(pixel: PixelConfig, o: { oauthUrl: string; timeoutMs: number; nowMs: number }): Promise<Authorized> {
+export async function authorize(
+  pixel: PixelConfig,
+  o: { oauthUrl: string; timeoutMs: number; nowMs: number; tokens?: GoogleTokens },
+): Promise<Authorized> {
+  const { cache, inFlight } = o.tokens ?? new GoogleTokens();
   const creds = refreshCredentialsOf(pixel);
   if (!creds) return { pixel };
   const tokenUrl = `${o.oauthUrl.replace(/\/+$/, '')}/token`;
@@ -84,11 +101,6 @@ export async function authorize(pixel: PixelConfig, o: { oauthUrl: string; timeo
     accessToken = answer.accessToken;
   }
   return { pixel: { ...(pixel as PixelConfigOf<'google'>), oauthToken: accessToken }, refreshed: { key, accessToken } };
-}
-
-/** Drops a token Google refused (401), unless a newer one has replaced it in the meantime. */
-export function forgetAccessToken(t: RefreshedToken): void {
-  if (cache.get(t.key)?.accessToken === t.accessToken) cache.delete(t.key);
 }
 
 /** Google Ads' answer to an expired or revoked access token. */

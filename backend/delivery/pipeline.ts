@@ -8,7 +8,7 @@ import { whileDatabaseAway } from '../db/unavailable.js';
 import { retryDecision } from './backoff.js';
 import { claimBatch, duePixels, extendLease, type Claim, type DuePixel } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
-import { authFailureOutcomes, authorize, forgetAccessToken, isUnauthenticated } from './google-oauth.js';
+import { authFailureOutcomes, authorize, isUnauthenticated } from './google-oauth.js';
 import { performRequest } from './http.js';
 import type { DeliveryOptions } from './options.js';
 import { writeOutcomes, type SendOutcome } from './outcomes.js';
@@ -21,7 +21,7 @@ import { writeOutcomes, type SendOutcome } from './outcomes.js';
  * once, so a lone event is not delayed and a burst shares requests. Pixels are delivered side by
  * side, so a slow platform does not hold up the others.
  */
-export type DeliveryDeps = Pick<Deps, 'pool' | 'config' | 'box' | 'log' | 'metrics' | 'now'>;
+export type DeliveryDeps = Pick<Deps, 'pool' | 'config' | 'box' | 'log' | 'metrics' | 'now' | 'local'>;
 
 export interface DeliveryReport {
   /** Sends this job claimed (0: nothing was due, the job was a no-op). */
@@ -183,7 +183,7 @@ class ClaimRun {
     let reauthorized = false;
     while (queue.length > 0) {
       // A Google pixel with a refresh token gets a current access token (cached, so usually no request).
-      const auth = await authorize(stored, { oauthUrl: this.deps.config.GOOGLE_OAUTH_URL, timeoutMs: this.o.requestTimeoutMs, nowMs: this.deps.now().getTime() });
+      const auth = await authorize(stored, { oauthUrl: this.deps.config.GOOGLE_OAUTH_URL, timeoutMs: this.o.requestTimeoutMs, nowMs: this.deps.now().getTime(), tokens: this.deps.local.googleTokens });
       if ('error' in auth) {
         await this.write(this.toSendOutcomes(authFailureOutcomes(queue.flat(), auth)));
         return;
@@ -208,7 +208,7 @@ class ClaimRun {
       if (auth.refreshed && !reauthorized && isUnauthenticated(res)) {
         // The access token expired or was revoked early: refresh once and send the batch again.
         reauthorized = true;
-        forgetAccessToken(auth.refreshed);
+        this.deps.local.googleTokens.forget(auth.refreshed);
         queue.unshift(batch);
         continue;
       }

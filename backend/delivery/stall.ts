@@ -1,5 +1,5 @@
 import type { Pool, Queryable } from '../db/pool.js';
-import type { Deps, WorkerState } from '../deps.js';
+import type { Deps } from '../deps.js';
 import type { Logger } from '../log.js';
 
 /**

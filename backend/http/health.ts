@@ -19,7 +19,7 @@ export function healthRoutes(deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'l
       ready = false;
     }
     if (!ready) throw new ApiError('UNAVAILABLE', 'database unreachable or migrations not applied');
-    let check;
+    let check: Awaited<ReturnType<typeof checkDelivery>>;
     try {
       check = await checkDelivery(deps);
     } catch {

@@ -3,15 +3,15 @@ import { z } from 'zod';
 export const PLATFORMS = ['meta', 'tiktok', 'snapchat', 'google'] as const;
 export type Platform = (typeof PLATFORMS)[number];
 
-export const EVENT_TYPES = [
-  'PageView',
-  'Contact',
-  'Lead',
-  'Purchase',
-  'CompleteRegistration',
-  'Subscribe',
-  'Custom',
-] as const;
+/**
+ * The conversions Capigram records and sends: the business API's event types, the Telegram join's
+ * Subscribe, the Google action mappings. The one list; the API schema, the CLI, the writer and the
+ * event builder all take it from here.
+ */
+export const CONVERSION_EVENT_TYPES = ['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom'] as const;
+export type ConversionEventType = (typeof CONVERSION_EVENT_TYPES)[number];
+/** What a send carries: a conversion, or a landing page's view. */
+export const EVENT_TYPES = ['PageView', ...CONVERSION_EVENT_TYPES] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /**

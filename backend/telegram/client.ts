@@ -102,6 +102,9 @@ export function createTelegramClient(opts: TelegramClientOptions) {
     }) => call('createChatInviteLink', p, ChatInviteLink),
     revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) => call('revokeChatInviteLink', p, ChatInviteLink),
     approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('approveChatJoinRequest', p, z.literal(true)),
+    declineChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('declineChatJoinRequest', p, z.literal(true)),
+    sendMessage: (p: { chat_id: number | string; text: string }) =>
+      call('sendMessage', p, z.object({ message_id: z.number().int() }).passthrough()),
     getChat: (p: { chat_id: number | string }) =>
       call('getChat', p, z.object({ id: z.number().int(), type: z.string(), title: z.string().optional(), username: z.string().optional() }).passthrough()),
     getChatMember: (p: { chat_id: number | string; user_id: number }) =>
@@ -113,3 +116,20 @@ export type TelegramClient = ReturnType<typeof createTelegramClient>;
 
 /** Updates Capigram asks Telegram for. chat_member is only delivered when listed explicitly. */
 export const ALLOWED_UPDATES = ['chat_member', 'chat_join_request', 'my_chat_member'];
+
+/**
+ * Every update type of the Bot API, asked for when the bot's updates are forwarded to the
+ * operator's backend: that backend answers messages, buttons and payments, which Capigram itself
+ * does not need. (An empty list would not do: it leaves out chat_member and reactions.)
+ */
+export const ALL_UPDATES = [
+  'message', 'edited_message', 'channel_post', 'edited_channel_post', 'business_connection', 'business_message',
+  'edited_business_message', 'deleted_business_messages', 'message_reaction', 'message_reaction_count', 'inline_query',
+  'chosen_inline_result', 'callback_query', 'shipping_query', 'pre_checkout_query', 'purchased_paid_media', 'poll',
+  'poll_answer', 'my_chat_member', 'chat_member', 'chat_join_request', 'chat_boost', 'removed_chat_boost',
+];
+
+/** The updates to ask Telegram for: Capigram's own, or all of them when they are forwarded. */
+export function allowedUpdatesFor(forwarding: boolean): string[] {
+  return forwarding ? [...new Set([...ALLOWED_UPDATES, ...ALL_UPDATES])] : ALLOWED_UPDATES;
+}

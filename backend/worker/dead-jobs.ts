@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { DELIVER_TASK } from '../domain/outbox/delivery-wake.js';
+import { FORWARD_TASK } from '../domain/telegram/forwards.js';
 
 /**
  * Jobs graphile-worker gave up on stay in its table for good (it deletes only the ones that
@@ -8,15 +9,16 @@ import { DELIVER_TASK } from '../domain/outbox/delivery-wake.js';
  * wake-up takes over), so a single failure of the running one leaves it dead. Left alone they
  * pile up by the thousand over weeks.
  *
- * - Delivery jobs are only signals (the sends table is the queue, and the sweep finds whatever
- *   is due): a dead one carries nothing and goes at the next cleanup.
+ * - Delivery jobs and update-forward jobs are only signals (the sends and telegram_forwards
+ *   tables are the queues, and the sweeps find whatever is due): a dead one carries nothing and
+ *   goes at the next cleanup.
  * - Other dead jobs (Telegram actions, invite refills) are kept `DEAD_JOB_KEEP_DAYS` days, so that
  *   an operator can see what failed and why (`last_error`), then go.
  */
 export const DEAD_JOB_KEEP_DAYS = 7;
 
 /** Task names whose jobs are wake-ups only (an earlier version's included). */
-export const SIGNAL_TASKS = [DELIVER_TASK, 'deliver_send', 'deliver_recover'] as const;
+export const SIGNAL_TASKS = [DELIVER_TASK, 'deliver_send', 'deliver_recover', FORWARD_TASK] as const;
 
 /** Deletes dead jobs as above; returns how many of each kind went. */
 export async function purgeDeadJobs(db: Queryable, now: Date): Promise<{ signals: number; others: number }> {

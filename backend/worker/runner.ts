@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
+import { startForwardSweep } from '../domain/telegram/forwards.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
 
 /** The workers of a runner that stopped on its own, and when the last of them has finished its job. */
@@ -95,7 +96,13 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
   });
   events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
   // Sends nobody announced (see delivery/sweep.ts) are found at graphile-worker's own poll rate.
-  const stopSweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
+  const stopDeliverySweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
+  // Likewise the update forwards whose worker died mid-forward (domain/telegram/forwards.ts).
+  const stopForwardSweep = startForwardSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'forward sweep failed'));
+  const stopSweep = () => {
+    stopDeliverySweep();
+    stopForwardSweep();
+  };
 
   let asked = false;
   let ended = false;

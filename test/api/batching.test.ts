@@ -1,30 +1,23 @@
 // Business events that arrive together share a transaction (backend/db/transaction-batch.ts, backend/domain/conversions/event-batches.ts):
 // each still gets the answer it would get alone, an event refused by its rules or by PostgreSQL costs
 // the others nothing, and nothing is written twice or half.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/db/transaction-batch.js';
-import { configureEventBatches } from '../../backend/domain/conversions/event-batches.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
+import type { TestDatabase } from '../harness/db.js';
+import { TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
 import { waitUntil } from '../delivery/support.js';
-import { apiClient, attributedJoin, count, lockLead, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
+import { apiClient, type ApiClient, type ApiResponse, apiWorld, attributedJoin, count, lockLead, newUser, queuedBehind, type Tenant } from './support.js';
 
+const world = apiWorld({ connections: 30, tenant: { platforms: ['meta', 'tiktok'] } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  db = await createTestDatabase(30);
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
+beforeAll(() => {
+  ({ db, t, api, tenant } = world);
 });
 
 async function warmUser(): Promise<{ user: number; visitId: string }> {
@@ -245,7 +238,7 @@ describe('events that arrive together', () => {
 
   it('an event that waits too long for a transaction gets 503 UNAVAILABLE, and is never written', async () => {
     const { user } = await warmUser();
-    configureEventBatches(db.pool, { queueWaitMs: 500 });
+    t.deps.local.eventBatches.setQueueWait(500);
     try {
       const { sent, blockers } = await queuedTogether(async () => {
         const started = performance.now();
@@ -260,7 +253,7 @@ describe('events that arrive together', () => {
       // Its retry goes through.
       expect((await post(purchase(user))).status).toBe(201);
     } finally {
-      configureEventBatches(db.pool, { queueWaitMs: QUEUE_WAIT_MS });
+      t.deps.local.eventBatches.setQueueWait(QUEUE_WAIT_MS);
     }
   });
 

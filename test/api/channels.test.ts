@@ -1,9 +1,10 @@
 // GET /api/v1/channels: a site's active channels, or the account's with their site.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { type ApiClient, apiWorld, seedTenant, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { sites: 2 } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -11,16 +12,9 @@ let tenant: Tenant;
 let rival: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { sites: 2 });
+  ({ db, t, api, tenant } = world);
   rival = await seedTenant(db.pool, t.deps.box);
   await db.pool.query(`UPDATE channels SET username = 'vip_club' WHERE id = $1`, [tenant.site.channels.second]);
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 type Channel = { channelId: string; siteId?: string; siteDomain?: string; telegramChannelId: string; title: string; username?: string; funnelOrder: number; eventType: string };

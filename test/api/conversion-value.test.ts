@@ -1,13 +1,14 @@
 // POST /api/v1/leads/{telegramUserId}/conversions/{conversionId}/value: the value a Purchase
 // waited for; only for conversions awaiting one, only within the key's tenancy.
 import { createHash, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../../backend/db/pool.js';
 import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, count, insertVisit, newUser, seedTenant, type ApiClient, type SiteSeed, type Tenant } from './support.js';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { type ApiClient, apiWorld, count, insertVisit, newUser, seedTenant, type SiteSeed, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'], sites: 2 } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -15,15 +16,8 @@ let tenant: Tenant;
 let rival: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'], sites: 2 });
+  ({ db, t, api, tenant } = world);
   rival = await seedTenant(db.pool, t.deps.box);
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 /** A join on a manual-value Purchase channel, as the webhook records it: waiting, nothing sent. */

@@ -2,14 +2,15 @@
 // lead's acquisition visit (fbc, fbp, IP, User-Agent), the caller's forwarded client winning, a
 // cold lead's overrides, a submitted manual value, and nothing at all for a reused sent conversion.
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakes, type Fakes, type MetaAcceptedEvent, type TikTokAcceptedEvent } from '../fakes/index.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Fakes, MetaAcceptedEvent, TikTokAcceptedEvent } from '../fakes/index.js';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
 import { loadSubjects, eventFromRow } from '../../backend/delivery/event-builder.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
-import { META_PIXEL, TIKTOK_PIXEL, VISIT, apiClient, attributedJoin, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
+import { type ApiClient, apiWorld, attributedJoin, META_PIXEL, newUser, seedTenant, type Tenant, TIKTOK_PIXEL, VISIT, waitingJoin } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta'] }, fakes: true });
 let fakes: Fakes;
 let db: TestDatabase;
 let t: TestApp;
@@ -19,17 +20,8 @@ let tenant: Tenant;
 let both: Tenant;
 
 beforeAll(async () => {
-  fakes = await startFakes();
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool, { worker: true, env: { ...fakes.env } });
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
+  ({ db, t, api, tenant, fakes } = world);
   both = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
-});
-afterAll(async () => {
-  await t.stop();
-  await fakes.closeAll();
-  await db.drop();
 });
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -1,12 +1,13 @@
 // POST /api/v1/events/conversion: every refusal of CONTRACT.md's error table that applies, each as
 // problem+json with its code, and none leaving a row behind.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { createApiKey, revokeApiKey } from '../../backend/domain/admin/api-keys.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { apiClient, type ApiClient, apiWorld, attributedJoin, count, newUser, seedTenant, type Tenant } from './support.js';
 
+const world = apiWorld();
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -15,17 +16,10 @@ let other: Tenant;
 let warmUser: number;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box);
+  ({ db, t, api, tenant } = world);
   other = await seedTenant(db.pool, t.deps.box);
   warmUser = newUser();
   await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: warmUser });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 async function expectProblem(res: { status: number; headers: Headers; body: any }, status: number, code: string) {

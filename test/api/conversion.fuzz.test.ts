@@ -2,26 +2,21 @@
 // refused request writes nothing (no conversion, lead, send or idempotency row), while an
 // accepted one writes exactly what its answer says.
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { attributedJoin, newUser, seedTenant, type Tenant } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { apiWorld, attributedJoin, newUser, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'] } });
 let db: TestDatabase;
 let t: TestApp;
 let tenant: Tenant;
 let warm: number;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
+  ({ db, t, tenant } = world);
   warm = newUser();
   await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: warm });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 const anyString = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ minLength: 300, maxLength: 3000 }));

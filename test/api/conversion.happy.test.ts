@@ -1,24 +1,18 @@
 // POST /api/v1/events/conversion: what a well-formed request creates, row by row.
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { VISIT, apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { type ApiClient, apiWorld, attributedJoin, count, newUser, seedTenant, type Tenant, VISIT } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'] } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
+beforeAll(() => {
+  ({ db, t, api, tenant } = world);
 });
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');

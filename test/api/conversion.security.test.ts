@@ -3,13 +3,14 @@
 import { Writable } from 'node:stream';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../../backend/domain/admin/api-keys.js';
 import { createApp } from '../../backend/http/app.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, testDeps, type TestApp } from '../harness/app.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import type { TestDatabase } from '../harness/db.js';
+import { testDeps, type TestApp } from '../harness/app.js';
+import { apiClient, type ApiClient, apiWorld, attributedJoin, count, newUser, seedTenant, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { sites: 2 } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -17,15 +18,8 @@ let tenant: Tenant;
 let rival: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { sites: 2 });
+  ({ db, t, api, tenant } = world);
   rival = await seedTenant(db.pool, t.deps.box);
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 const [A, B] = [0, 1];

@@ -1,29 +1,21 @@
 // The spec's state table and resolution rules, row by row: warm leads (acquisition site, channel,
 // visit), known leads without an acquisition, and the recent-matching-conversion reuse (pending,
 // failed or skipped → updated and dispatched again; sent → returned untouched).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../../backend/db/pool.js';
 import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
-import { apiClient, attributedJoin, count, insertVisit, newUser, seedTenant, waitingJoin, type ApiClient, type Tenant } from './support.js';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestClock } from '../harness/app.js';
+import { type ApiClient, apiWorld, attributedJoin, count, insertVisit, newUser, type Tenant, waitingJoin } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'], sites: 2 }, clock: true });
 let db: TestDatabase;
-let t: TestApp;
 let api: ApiClient;
 let clock: TestClock;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  clock = testClock();
-  t = await startTestApp(db.pool, { clock });
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'], sites: 2 });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
+beforeAll(() => {
+  ({ db, api, tenant, clock } = world);
 });
 
 const conversion = async (id: string) => (await db.pool.query('SELECT * FROM conversions WHERE id = $1', [id])).rows[0] as Record<string, any>;

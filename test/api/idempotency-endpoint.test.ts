@@ -2,27 +2,20 @@
 // same key on another endpoint within 24 hours gets 422 IDEMPOTENCY_KEY_REUSED and runs nothing,
 // instead of replaying the other endpoint's answer. Sequential and concurrent, every pair of the
 // event, lead and channel endpoints.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
-import { apiClient, count, seedTenant, type ApiClient, type Tenant, warmLead } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp, TestClock } from '../harness/app.js';
+import { type ApiClient, apiWorld, count, type Tenant, warmLead } from './support.js';
 
+const world = apiWorld({ connections: 20, tenant: { platforms: ['meta'] }, clock: true });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
 let clock: TestClock;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  db = await createTestDatabase(20);
-  clock = testClock();
-  t = await startTestApp(db.pool, { clock });
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
+beforeAll(() => {
+  ({ db, t, api, tenant, clock } = world);
 });
 
 let keySeq = 0;

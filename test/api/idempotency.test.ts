@@ -1,32 +1,25 @@
 // Idempotency-Key on the business API: stored status and exact body, replay header, no second
 // execution whatever the new body, per-API-key scope, concurrent duplicates, the 24-hour window,
 // the purge after two days (clock controlled), and 5xx answers never stored.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createTaskList, TASKS } from '../../backend/worker/tasks/index.js';
 import { createPool } from '../../backend/db/pool.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, testClock, TEST_SECRET_KEY, type TestApp, type TestClock } from '../harness/app.js';
+import type { TestDatabase } from '../harness/db.js';
+import { startTestApp, TEST_SECRET_KEY, type TestApp, type TestClock } from '../harness/app.js';
 import { waitUntil } from '../delivery/support.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
-import { apiClient, count, lockLead, newUser, seedTenant, type ApiClient, type Tenant, warmLead } from './support.js';
+import { apiClient, type ApiClient, type ApiResponse, apiWorld, count, lockLead, newUser, type Tenant, warmLead } from './support.js';
 
+const world = apiWorld({ connections: 20, tenant: { platforms: ['meta', 'tiktok'] }, clock: true });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
 let clock: TestClock;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  db = await createTestDatabase(20);
-  clock = testClock();
-  t = await startTestApp(db.pool, { clock });
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
+beforeAll(() => {
+  ({ db, t, api, tenant, clock } = world);
 });
 
 let keySeq = 0;
@@ -335,7 +328,7 @@ describe('5xx answers are not stored', () => {
     await db.pool.query(`CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'injected failure' USING ERRCODE = '${sqlstate}'; END $$`);
     await db.pool.query('CREATE TRIGGER fail_insert BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION fail_insert()');
-    let failed;
+    let failed: ApiResponse;
     try {
       failed = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
     } finally {

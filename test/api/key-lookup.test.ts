@@ -3,7 +3,7 @@
 // and each request must still get exactly its own key's answer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../../backend/domain/admin/api-keys.js';
-import { MAX_LOOKUPS_IN_FLIGHT } from '../../backend/http/api/key-lookup.js';
+import { MAX_LOOKUPS_IN_FLIGHT } from '../../backend/domain/api-key-lookup.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { apiClient, attributedJoin, count, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';

@@ -1,12 +1,13 @@
 // DELETE /api/v1/leads/{telegramUserId}: a person's data erased on one site, in one transaction.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { retrySend } from '../../backend/delivery/admin.js';
 import { ERASED_SKIP_REASON } from '../../backend/domain/erasure/erase-lead.js';
 import { CONVERSION_PERSON_FIELDS, LEAD_PERSON_FIELDS, VISIT_RAW_FIELDS } from '../../backend/domain/erasure/fields.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { type ApiClient, apiWorld, attributedJoin, count, newUser, seedTenant, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { sites: 2, platforms: ['meta', 'tiktok'] } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -14,15 +15,8 @@ let tenant: Tenant;
 let rival: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { sites: 2, platforms: ['meta', 'tiktok'] });
+  ({ db, t, api, tenant } = world);
   rival = await seedTenant(db.pool, t.deps.box);
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 // Spelled out here rather than read from fields.ts: the test fails if a field drops off the list.

@@ -1,10 +1,11 @@
 // POST /api/v1/leads/{telegramUserId}/events: the conversion endpoint with the user in the path;
 // site and channel from the lead's history.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, attributedJoin, count, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { type ApiClient, apiWorld, attributedJoin, count, newUser, seedTenant, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { sites: 2 } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -12,15 +13,8 @@ let tenant: Tenant;
 let rival: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { sites: 2 });
+  ({ db, t, api, tenant } = world);
   rival = await seedTenant(db.pool, t.deps.box);
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 const conversion = async (id: string) => (await db.pool.query('SELECT * FROM conversions WHERE id = $1', [id])).rows[0] as Record<string, any>;

@@ -1,9 +1,10 @@
 // GET /api/v1/leads/{telegramUserId}: the Lead resource on the resolved site.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, attributedJoin, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
+import { type ApiClient, apiWorld, attributedJoin, newUser, seedTenant, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { sites: 2 } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -11,15 +12,8 @@ let tenant: Tenant;
 let rival: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { sites: 2 });
+  ({ db, t, api, tenant } = world);
   rival = await seedTenant(db.pool, t.deps.box);
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 describe('happy paths', () => {

@@ -2,12 +2,13 @@
 // failure (40001) is run again, never answered 500: a shared transaction first as it was, then its
 // events alone, each again too. The failures are PostgreSQL's own, raised by a trigger on the
 // conversion the event inserts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
 import { failureTrigger, type FailureTrigger } from '../harness/fail-trigger.js';
-import { apiClient, count, seedTenant, type ApiClient, type Tenant, warmLead } from './support.js';
+import { type ApiClient, apiWorld, count, type Tenant, warmLead } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta'] } });
 let db: TestDatabase;
 let t: TestApp;
 let api: ApiClient;
@@ -15,15 +16,8 @@ let tenant: Tenant;
 let injected: FailureTrigger;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool);
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
+  ({ db, t, api, tenant } = world);
   injected = await failureTrigger(db.pool, { name: 'test_fail_insert', on: 'BEFORE INSERT ON conversions' });
-});
-afterAll(async () => {
-  await t.stop();
-  await db.drop();
 });
 
 const failFirst = (n: number, code: string) => injected.failFirst(n, code);

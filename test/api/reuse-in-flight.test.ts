@@ -2,29 +2,19 @@
 // its way to the platform. A send in flight carries the values it was claimed with, and the
 // platform keeps the first event under an event id: updating the conversion then would leave
 // Capigram's record and the platform's disagreeing, with the caller told its update went out.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakes, type Fakes } from '../fakes/index.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
-import { META_PIXEL, apiClient, attributedJoin, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Fakes } from '../fakes/index.js';
+import type { TestDatabase } from '../harness/db.js';
+import { type ApiClient, apiWorld, attributedJoin, META_PIXEL, newUser, type Tenant } from './support.js';
 
+const world = apiWorld({ tenant: { platforms: ['meta'] }, fakes: true });
 let fakes: Fakes;
 let db: TestDatabase;
-let t: TestApp;
 let api: ApiClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  fakes = await startFakes();
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool, { worker: true, env: { ...fakes.env } });
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta'] });
-});
-afterAll(async () => {
-  await t.stop();
-  await fakes.closeAll();
-  await db.drop();
+beforeAll(() => {
+  ({ db, api, tenant, fakes } = world);
 });
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {

@@ -2,18 +2,19 @@
 // events sent as non-website events, phones read only in a known country, one identity per lead,
 // TikTok's _ttp and Snapchat's _scid, and the Meta PageView's event id handed to the page.
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakes, type Fakes } from '../fakes/index.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { startTestApp, type TestApp } from '../harness/app.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Fakes } from '../fakes/index.js';
+import type { TestDatabase } from '../harness/db.js';
+import type { TestApp } from '../harness/app.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { updateSite } from '../../backend/domain/admin/sites.js';
 import { leadJourney } from '../../backend/domain/dashboard/lead-journey.js';
 import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
 import { withTx } from '../../backend/db/pool.js';
-import { META_PIXEL, TIKTOK_PIXEL, apiClient, insertVisit, newUser, seedTenant, type ApiClient, type Tenant } from './support.js';
+import { type ApiClient, apiWorld, insertVisit, META_PIXEL, newUser, type Tenant, TIKTOK_PIXEL } from './support.js';
 
 const SNAP_PIXEL = 'snap-pixel-signal';
+const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'], sites: 2 }, fakes: true });
 let fakes: Fakes;
 let db: TestDatabase;
 let t: TestApp;
@@ -23,18 +24,9 @@ let tenant: Tenant;
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 beforeAll(async () => {
-  fakes = await startFakes();
-  db = await createTestDatabase();
-  t = await startTestApp(db.pool, { worker: true, env: { ...fakes.env } });
-  api = apiClient(t.url);
-  tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'], sites: 2 });
+  ({ db, t, api, tenant, fakes } = world);
   for (const s of tenant.sites) await addPixel({ db: db.pool, box: t.deps.box }, { platform: 'snapchat', siteId: s.siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' });
   await updateSite(db.pool, { siteId: tenant.site.siteId, defaultCountry: 'de' });
-});
-afterAll(async () => {
-  await t.stop();
-  await fakes.closeAll();
-  await db.drop();
 });
 
 async function eventually<T>(what: string, find: () => T | undefined): Promise<T> {

@@ -12,7 +12,11 @@ import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { LEAD_LOCK_CLASS, leadLockKey } from '../../backend/domain/conversions/lead-lock.js';
+import { afterAll, beforeAll } from 'vitest';
 import { waitUntil } from '../delivery/support.js';
+import { startFakes, type Fakes } from '../fakes/index.js';
+import { startTestApp, testClock, type TestApp, type TestClock } from '../harness/app.js';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 
 export const META_PIXEL = '1234567890';
 export const TIKTOK_PIXEL = 'CTIKTOKPIXEL01';
@@ -225,4 +229,46 @@ export async function queuedBehind<T>(
 /** Takes a lead's business-event lock on the test's own connection (inside its transaction). */
 export function lockLead(holder: Pick<PoolClient, 'query'>, accountId: string, telegramUserId: number): Promise<unknown> {
   return holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, leadLockKey(accountId, telegramUserId)]);
+}
+
+/** What an API test file runs against (see `apiWorld`). */
+export interface ApiWorld {
+  db: TestDatabase;
+  t: TestApp;
+  api: ApiClient;
+  /** A tenant seeded with `opts.tenant`. */
+  tenant: Tenant;
+  /** The app's clock (moved by the test) when `opts.clock`. */
+  clock: TestClock;
+  /** The ad platforms' fakes, the app's worker sending to them, when `opts.fakes`. */
+  fakes: Fakes;
+}
+
+/**
+ * The world an API test file starts from, set up before its tests and taken down after them: its
+ * own database (`connections` for the pool), the real app (with the worker and the platforms'
+ * fakes, or a test clock, when asked), a client for /api/v1 and a seeded tenant. The fields are
+ * filled in by the time the file's own `beforeAll` hooks run.
+ */
+export function apiWorld(
+  opts: { connections?: number; tenant?: { platforms?: Platform[]; sites?: number }; clock?: boolean; fakes?: boolean } = {},
+): ApiWorld {
+  const world = {} as ApiWorld;
+  beforeAll(async () => {
+    if (opts.fakes) world.fakes = await startFakes();
+    world.db = await createTestDatabase(opts.connections);
+    if (opts.clock) world.clock = testClock();
+    world.t = await startTestApp(world.db.pool, {
+      ...(opts.clock ? { clock: world.clock } : {}),
+      ...(opts.fakes ? { worker: true, env: { ...world.fakes.env } } : {}),
+    });
+    world.api = apiClient(world.t.url);
+    world.tenant = await seedTenant(world.db.pool, world.t.deps.box, opts.tenant);
+  });
+  afterAll(async () => {
+    await world.t?.stop();
+    await world.fakes?.closeAll();
+    await world.db?.drop();
+  });
+  return world;
 }

@@ -5,7 +5,7 @@ import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { addPixel, type AddPixelInput } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { recordConversion, type NewConversion } from '../../backend/domain/outbox/conversion-record.js';
-import { wakeDelivery } from '../../backend/domain/outbox/delivery-wake.js';
+import { DeliveryWaker } from '../../backend/domain/outbox/delivery-wake.js';
 import { createSends } from '../../backend/domain/outbox/sends.js';
 import { withTx, type Pool } from '../../backend/db/pool.js';
 import type { DeliveryOptions } from '../../backend/delivery/options.js';
@@ -78,6 +78,14 @@ export async function createVisit(pool: Pool, siteId: string, v: VisitInput = {}
   });
   if (pageView) wakeDelivery(pool);
   return visitId;
+}
+
+// The producers' wake-ups, spaced as a server process spaces them (one waker per pool).
+const wakers = new WeakMap<Pool, DeliveryWaker>();
+function wakeDelivery(pool: Pool): void {
+  let waker = wakers.get(pool);
+  if (waker === undefined) wakers.set(pool, (waker = new DeliveryWaker(pool)));
+  waker.wake();
 }
 
 let nextUser = 700_000_000;

@@ -1,13 +1,15 @@
 // The wake-up that follows a producer's commit: one queued deliver_due job, written only when none
 // is waiting, and a fresh one when the waiting one is already being run.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DELIVER_TASK, wakeDelivery, wakeDeliveryNow } from '../../backend/domain/outbox/delivery-wake.js';
+import { DELIVER_TASK, DeliveryWaker, wakeDeliveryNow } from '../../backend/domain/outbox/delivery-wake.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 
 let db: TestDatabase;
+let waker: DeliveryWaker;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  waker = new DeliveryWaker(db.pool);
 });
 afterAll(async () => {
   await db.drop();
@@ -41,7 +43,7 @@ describe('wakeDelivery', () => {
 
   it('writes nothing while a wake-up is waiting: a burst of wake-ups leaves the one job untouched', async () => {
     await wakeDeliveryNow(db.pool);
-    for (let i = 0; i < 100; i++) wakeDelivery(db.pool);
+    for (let i = 0; i < 100; i++) waker.wake();
     await wakeDeliveryNow(db.pool);
     await new Promise((r) => setTimeout(r, 100));
     // revision counts add_job's updates of a keyed job: still 0, so none was written.
@@ -74,7 +76,7 @@ describe('wakeDelivery', () => {
   });
 
   it('a burst of fire-and-forget wake-ups ends with a job queued', async () => {
-    for (let i = 0; i < 50; i++) wakeDelivery(db.pool);
+    for (let i = 0; i < 50; i++) waker.wake();
     await expect.poll(async () => (await wakeJobs()).length).toBe(1);
   });
 });

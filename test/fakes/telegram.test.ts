@@ -157,6 +157,23 @@ describe('Telegram fake: invite links and join requests', () => {
     expect(member.body.result).toEqual({ status: 'member', user: { id: 777000222, is_bot: false, first_name: 'Bo' } });
   });
 
+  it("lets the bot write to a requester's user_chat_id only while the request waits, within Telegram's text limits", async () => {
+    const user = 777000333;
+    const send = (text: unknown, chatId = user) => call(api('sendMessage'), { json: { chat_id: chatId, text } });
+    expect((await send('hi')).body.description).toBe("Forbidden: bot can't initiate conversation with a user");
+    tg.chatJoinRequest({ chatId: CHAT, user: { id: user } });
+    expect((await send('')).body.description).toBe('Bad Request: message text is empty');
+    expect((await send('x'.repeat(4097))).body.description).toBe('Bad Request: message is too long');
+    const ok = await send('x'.repeat(4096));
+    expect(ok.body).toMatchObject({ ok: true, result: { chat: { id: user } } });
+    expect(tg.messages).toEqual([expect.objectContaining({ chatId: user, text: 'x'.repeat(4096) })]);
+    await call(api('declineChatJoinRequest'), { json: { chat_id: CHAT, user_id: user } });
+    expect((await send('too late')).status).toBe(403);
+    // A request made more than 5 minutes ago no longer opens the chat.
+    tg.chatJoinRequest({ chatId: CHAT, user: { id: user + 1 }, date: Math.floor(Date.now() / 1000) - 301 });
+    expect((await send('late', user + 1)).status).toBe(403);
+  });
+
   it('reports the bot as an administrator and the chat via getChat', async () => {
     const bot = await call(api('getChatMember'), { json: { chat_id: CHAT, user_id: DEFAULT_BOT.id } });
     expect(bot.body.result).toMatchObject({ status: 'administrator', can_invite_users: true, user: { id: DEFAULT_BOT.id } });

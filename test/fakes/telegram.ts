@@ -74,6 +74,10 @@ export class TelegramFake extends FakeServer {
   private declined: JoinDecision[] = [];
   /** Pending join requests, by `chat:user`, with the link each came through (if any). */
   private pending = new Map<string, ChatInviteLink | undefined>();
+  /** When each pending request's `user_chat_id` was handed out, by user_chat_id: the bot may write there for 5 minutes. */
+  private requestChats = new Map<number, { key: string; at: number }>();
+  /** Messages the bots sent (sendMessage), in order. */
+  readonly messages: { botToken: string; chatId: number; text: string; at: number }[] = [];
   private members = new Map<string, MemberStatus>();
   private users = new Map<number, TgUser>();
   /** Join requests approved or declined through the API, with the link each came through. */
@@ -227,6 +231,7 @@ export class TelegramFake extends FakeServer {
     const user = this.user(o.user);
     const link = o.inviteLink === undefined || this.chats.get(o.chatId)?.username ? undefined : this.linkObject(o.inviteLink);
     this.pending.set(`${o.chatId}:${user.id}`, link);
+    this.requestChats.set(user.id, { key: `${o.chatId}:${user.id}`, at: (o.date ?? nowSec()) * 1000 });
     const request = { chat: this.tgChat(o.chatId), from: user, user_chat_id: user.id, date: o.date ?? nowSec(), ...(link === undefined ? {} : { invite_link: link }) };
     return { update_id: this.nextUpdateId++, chat_join_request: request };
   }
@@ -290,6 +295,8 @@ export class TelegramFake extends FakeServer {
     this.approved = [];
     this.declined = [];
     this.pending.clear();
+    this.requestChats.clear();
+    this.messages.length = 0;
     this.decidedRequests.clear();
     this.members.clear();
     this.users.clear();
@@ -397,6 +404,23 @@ export class TelegramFake extends FakeServer {
         this.revokedLinks.push(entry.link);
       }
       return ok(this.linkFor(bot, entry.link));
+    },
+
+    // Telegram's rules as far as Capigram uses it: text 1–4096 characters; a user who never wrote
+    // to the bot can only be written to through a join request's user_chat_id, for 5 minutes and
+    // until the request is decided.
+    sendmessage: (bot, p, req) => {
+      const chatId = int(p.chat_id);
+      if (chatId === undefined) return tgError(400, 'Bad Request: chat not found');
+      const text = typeof p.text === 'string' ? p.text : '';
+      if (text.trim() === '') return tgError(400, 'Bad Request: message text is empty');
+      if ([...text].length > 4096) return tgError(400, 'Bad Request: message is too long');
+      const request = this.requestChats.get(chatId);
+      if (!request || !this.pending.has(request.key) || req.receivedAtEpochMs - request.at > 5 * 60_000) {
+        return tgError(403, "Forbidden: bot can't initiate conversation with a user");
+      }
+      this.messages.push({ botToken: bot.token, chatId, text, at: req.receivedAt });
+      return ok({ message_id: this.messages.length, date: nowSec(), chat: { id: chatId, type: 'private' }, text });
     },
 
     approvechatjoinrequest: (bot, p, req) => this.decide(bot, p, req, this.approved),

@@ -17,7 +17,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Each file's relative imports (static, type-only, re-exports and `import()`), as files of the tree. */
-export function importGraph(root: string, trees: string[]): Map<string, string[]> {
+function importGraph(root: string, trees: string[]): Map<string, string[]> {
   const files = trees.flatMap((t) => sourceFiles(join(root, t)));
   const known = new Set(files);
   const graph = new Map<string, string[]>();
@@ -34,7 +34,7 @@ export function importGraph(root: string, trees: string[]): Map<string, string[]
 }
 
 /** The circles of a graph: its strongly connected components of more than one file, or a file importing itself (Tarjan). */
-export function circles(graph: Map<string, string[]>): string[][] {
+function circles(graph: Map<string, string[]>): string[][] {
   let next = 0;
   const index = new Map<string, number>();
   const low = new Map<string, number>();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { createApiKey } from '../../backend/domain/admin/api-keys.js';
-import { IDEMPOTENCY_RETENTION_MS, purgeIdempotencyKeys } from '../../backend/domain/idempotency-purge.js';
+import { IDEMPOTENCY_RETENTION_MS, purgeIdempotencyKeys } from '../../backend/domain/idempotency.js';
 import { CRONTAB, TASKS } from '../../backend/worker/tasks/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, testClock } from '../harness/app.js';

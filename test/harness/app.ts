@@ -7,6 +7,7 @@ import type { Deps } from '../../backend/deps.js';
 import { createApp, type App } from '../../backend/http/app.js';
 import { createLogger } from '../../backend/log.js';
 import { createMetrics } from '../../backend/metrics.js';
+import { createProcessState } from '../../backend/process-state.js';
 import { answerUnparseableRequests } from '../../backend/http/client-errors.js';
 import { startWorker, type WorkerOptions } from '../../backend/worker/runner.js';
 import { scratchDir } from './scratch.js';
@@ -40,14 +41,20 @@ export function testDeps(pool: Pool, env: Record<string, string> = {}, clock = t
     DATABASE_URL: 'postgres://unused-in-tests/',
     ...env,
   });
+  const metrics = createMetrics();
   return {
     config,
     pool,
     log: createLogger(config.LOG_LEVEL),
-    metrics: createMetrics(),
+    metrics,
     box: createSecretBox(TEST_SECRET_KEY),
     adminToken: TEST_ADMIN_TOKEN,
     now: clock.now,
+    // One per app, as one per process in production.
+    local: createProcessState(pool, {
+      onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
+      onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
+    }),
     clock,
   };
 }
@@ -85,6 +92,7 @@ export async function startTestApp(
     worker,
     async stop() {
       await worker?.stop();
+      deps.local.close();
       await new Promise<void>((ok) => {
         server.close(() => ok());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();

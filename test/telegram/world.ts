@@ -77,7 +77,7 @@ export async function startWorld(opts: { worker?: boolean } = {}): Promise<World
     main: await channel('main', { isDefault: true }),
     priced: await channel('priced', { eventType: 'Purchase', value: 19.9, currency: 'eur' }),
     manual: await channel('manual', { eventType: 'Purchase', manualValue: true }),
-    requests: await channel('requests', { eventType: 'Lead', inviteMode: 'join_request' }),
+    requests: await channel('requests', { eventType: 'Lead', inviteMode: 'join_request', joinRequests: 'approve-attributed' }),
     custom: await channel('custom', { eventType: 'Custom', customEventName: 'JoinedVip' }),
     secondSite: await channel('secondSite', { siteId: secondSiteId }),
   };

@@ -4,15 +4,18 @@ import { hashApiKey } from '../../crypto/api-keys.js';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import { withTx, type Pool, type Queryable } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
-import { ALLOWED_UPDATES, TelegramError, createTelegramClient } from '../../telegram/client.js';
+import { TelegramError, allowedUpdatesFor, createTelegramClient } from '../../telegram/client.js';
 import { requireAccount } from './accounts.js';
+import { BotForwardingInput, forwardingColumns } from './bot-forwarding.js';
 import { BotToken, Uuid } from './schemas.js';
 
-export const AddBotInput = z.object({
-  accountId: Uuid,
-  token: BotToken,
-  webhook: z.boolean().default(true),
-});
+export const AddBotInput = z
+  .object({
+    accountId: Uuid,
+    token: BotToken,
+    webhook: z.boolean().default(true),
+  })
+  .and(BotForwardingInput);
 
 export interface BotDeps {
   db: Pool;
@@ -49,6 +52,7 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
 
   const botId = randomUUID();
   const secret = randomBytes(32).toString('base64url');
+  const forward = forwardingColumns(deps.box, b);
   const webhookUrl = webhookUrlFor(deps.publicUrl, botId);
   try {
     await withTx(deps.db, async (tx) => {
@@ -64,12 +68,12 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
         );
       }
       await tx.query(
-        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null],
+        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at, forward_url, forward_secret_enc)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null, forward.url, forward.secretEnc],
       );
       if (!b.webhook) return;
-      await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
+      await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: allowedUpdatesFor(forward.url !== null), max_connections: 40 }).catch((err: unknown) => {
         throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL; use --no-webhook to skip)`);
       });
     });
@@ -95,13 +99,14 @@ export interface BotRow {
   username: string | null;
   token_enc: string;
   webhook_secret_hash: Buffer;
+  forward_url: string | null;
 }
 
 /** A bot in use (a removed bot is found by nothing: its webhook is refused, no channel can be added to it). */
 export async function findBot(db: Queryable, botId: string): Promise<BotRow | null> {
   if (!Uuid.safeParse(botId).success) return null;
   const { rows } = await db.query<BotRow>(
-    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash FROM bots WHERE id = $1 AND removed_at IS NULL',
+    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, forward_url FROM bots WHERE id = $1 AND removed_at IS NULL',
     [botId],
   );
   return rows[0] ?? null;
@@ -125,6 +130,8 @@ export interface BotListItem {
   webhookSetAt: string | null;
   /** Active channels that see their joins through this bot. */
   channels: number;
+  /** Where the bot's updates are forwarded after Capigram handled them; null: nowhere. */
+  forwardUrl: string | null;
 }
 
 /** The bots in use, of one account or of all. Never the token. */
@@ -132,8 +139,9 @@ export async function listBots(db: Queryable, accountId?: string): Promise<{ bot
   if (accountId !== undefined) await requireAccount(db, accountId);
   const { rows } = await db.query<{
     id: string; account_id: string; telegram_bot_id: number; username: string | null; webhook_url: string | null; webhook_set_at: Date | null; channels: number;
+    forward_url: string | null;
   }>(
-    `SELECT b.id, b.account_id, b.telegram_bot_id, b.username, b.webhook_url, b.webhook_set_at,
+    `SELECT b.id, b.account_id, b.telegram_bot_id, b.username, b.webhook_url, b.webhook_set_at, b.forward_url,
        (SELECT count(*)::int FROM channels c WHERE c.bot_id = b.id AND c.active) AS channels
      FROM bots b WHERE b.removed_at IS NULL AND ($1::uuid IS NULL OR b.account_id = $1) ORDER BY b.created_at, b.id`,
     [accountId ?? null],
@@ -147,6 +155,7 @@ export async function listBots(db: Queryable, accountId?: string): Promise<{ bot
       webhookUrl: r.webhook_url,
       webhookSetAt: r.webhook_set_at?.toISOString() ?? null,
       channels: r.channels,
+      forwardUrl: r.forward_url,
     })),
   };
 }
@@ -170,7 +179,7 @@ export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ bot
       [bot.id, hashApiKey(secret), webhookUrl],
     );
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
-    await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: ALLOWED_UPDATES, max_connections: 40 }).catch((err: unknown) => {
+    await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: allowedUpdatesFor(bot.forward_url !== null), max_connections: 40 }).catch((err: unknown) => {
       throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL)`);
     });
   });

@@ -7,6 +7,7 @@ import { botRights } from '../telegram/member-status.js';
 import { findBot, type BotRow } from './bots.js';
 import { requireSite } from './sites.js';
 import { Currency, EventType, TelegramChatId, Uuid } from './schemas.js';
+import { JOIN_REQUEST_RULES } from '../telegram/join-request-rules.js';
 
 const ChannelFields = z.object({
   siteId: z.string().trim().min(1),
@@ -28,6 +29,10 @@ const ChannelFields = z.object({
   isDefault: z.boolean().default(false),
   inviteMode: z.enum(['member_limit', 'join_request']).default('member_limit'),
   publicInviteUrl: z.string().trim().url().max(512).optional(),
+  /** What becomes of join requests (`domain/telegram/join-request-rules.ts`). */
+  joinRequests: z.enum(JOIN_REQUEST_RULES).default('approve-all'),
+  /** Sent to each requester while the request waits; Telegram's limit for a message is 4096 characters. */
+  welcomeText: z.string().trim().min(1).max(4096).optional(),
   /**
    * Refuse unless Telegram confirms the chat exists and the bot may invite users there (the CLI's
    * default; `--skip-telegram-check` turns it off). Off, Telegram is asked best effort and a bot
@@ -37,7 +42,7 @@ const ChannelFields = z.object({
 });
 
 /** What `channel update --clear` can take back, by flag name. */
-export const CLEARABLE = ['username', 'custom-event-name', 'value', 'manual-value', 'public-invite-url'] as const;
+export const CLEARABLE = ['username', 'custom-event-name', 'value', 'manual-value', 'public-invite-url', 'welcome-text'] as const;
 type Clearable = (typeof CLEARABLE)[number];
 /** The fields each one clears. */
 const CLEARS: Record<Clearable, readonly (keyof z.infer<typeof ChannelFields>)[]> = {
@@ -46,6 +51,7 @@ const CLEARS: Record<Clearable, readonly (keyof z.infer<typeof ChannelFields>)[]
   value: ['value', 'currency'],
   'manual-value': ['manualValue'],
   'public-invite-url': ['publicInviteUrl'],
+  'welcome-text': ['welcomeText'],
 };
 
 export const AddChannelInput = ChannelFields.superRefine((c, ctx) => {
@@ -187,12 +193,13 @@ export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddCha
     const { rows } = await deps.db.query<{ id: string }>(
       `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title, username, funnel_order, event_type, custom_event_name,
          fixed_value, fixed_currency, manual_value, invite_mode, public_invite_url, bot_status, bot_is_admin, bot_can_invite, bot_status_at,
-         chat_is_public)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18) RETURNING id`,
+         chat_is_public, join_requests, welcome_text)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20) RETURNING id`,
       [
         site.id, bot.id, c.telegramChannelId, c.title, username, c.funnelOrder, c.eventType, c.customEventName ?? null,
         c.value ?? null, c.currency ?? null, c.manualValue, c.inviteMode, c.publicInviteUrl ?? null,
         status?.status ?? null, status?.isAdmin ?? null, status?.canInvite ?? null, status ? new Date() : null, isPublic,
+        c.joinRequests, c.welcomeText ?? null,
       ],
     );
     channelId = rows[0]!.id;
@@ -222,10 +229,11 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
   const { rows } = await deps.db.query<{
     site_id: string; bot_id: string; telegram_chat_id: string; title: string; username: string | null; funnel_order: number; event_type: string;
     custom_event_name: string | null; fixed_value: string | null; fixed_currency: string | null; manual_value: boolean; invite_mode: string;
-    public_invite_url: string | null; is_default: boolean;
+    public_invite_url: string | null; is_default: boolean; join_requests: string; welcome_text: string | null;
   }>(
     `SELECT c.site_id, c.bot_id, c.telegram_chat_id::text, c.title, c.username, c.funnel_order, c.event_type, c.custom_event_name,
-       c.fixed_value::text, c.fixed_currency::text, c.manual_value, c.invite_mode, c.public_invite_url, s.default_channel_id = c.id AS is_default
+       c.fixed_value::text, c.fixed_currency::text, c.manual_value, c.invite_mode, c.public_invite_url, s.default_channel_id = c.id AS is_default,
+       c.join_requests, c.welcome_text
      FROM channels c JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND c.active`,
     [u.channelId],
   );
@@ -239,6 +247,7 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
     funnelOrder: cur.funnel_order, eventType: cur.event_type, customEventName: cur.custom_event_name ?? undefined,
     value: cur.fixed_value ?? undefined, currency: cur.fixed_currency ?? undefined, manualValue: cur.manual_value,
     isDefault: false, inviteMode: cur.invite_mode, publicInviteUrl: cur.public_invite_url ?? undefined,
+    joinRequests: cur.join_requests, welcomeText: cur.welcome_text ?? undefined,
   };
   for (const name of u.clear) {
     for (const field of CLEARS[name]) {
@@ -259,12 +268,12 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
     `UPDATE channels SET title = $2, username = $3, funnel_order = $4, event_type = $5, custom_event_name = $6, fixed_value = $7,
        fixed_currency = $8, manual_value = $9, invite_mode = $10, public_invite_url = $11, chat_is_public = $12,
        bot_status = COALESCE($13, bot_status), bot_is_admin = COALESCE($14, bot_is_admin), bot_can_invite = COALESCE($15, bot_can_invite),
-       bot_status_at = COALESCE($16, bot_status_at)
+       bot_status_at = COALESCE($16, bot_status_at), join_requests = $17, welcome_text = $18
      WHERE id = $1`,
     [
       u.channelId, c.title, username, c.funnelOrder, c.eventType, c.customEventName ?? null, c.value ?? null, c.currency ?? null,
       c.manualValue, c.inviteMode, c.publicInviteUrl ?? null, isPublic, facts.status?.status ?? null, facts.status?.isAdmin ?? null,
-      facts.status?.canInvite ?? null, facts.status ? new Date() : null,
+      facts.status?.canInvite ?? null, facts.status ? new Date() : null, c.joinRequests, c.welcomeText ?? null,
     ],
   );
   if (c.isDefault) await deps.db.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [cur.site_id, u.channelId]);
@@ -283,15 +292,19 @@ export interface ChannelListItem {
   botCanInvite: boolean | null;
   botStatus: string | null;
   poolSize: number;
+  /** The channel's join-request rule, and whether requesters get a welcome text. */
+  joinRequests: string;
+  welcomeText: boolean;
 }
 
 export async function listChannels(db: Queryable, siteIdOrWebsiteId: string): Promise<{ channels: ChannelListItem[] }> {
   const site = await requireSite(db, siteIdOrWebsiteId);
   const { rows } = await db.query<{
     id: string; telegram_chat_id: number; title: string; username: string | null; funnel_order: number; event_type: string;
-    bot_is_admin: boolean | null; bot_can_invite: boolean | null; bot_status: string | null; pool_size: number;
+    bot_is_admin: boolean | null; bot_can_invite: boolean | null; bot_status: string | null; pool_size: number; join_requests: string; has_welcome: boolean;
   }>(
     `SELECT c.id, c.telegram_chat_id, c.title, c.username, c.funnel_order, c.event_type, c.bot_is_admin, c.bot_can_invite, c.bot_status,
+       c.join_requests, c.welcome_text IS NOT NULL AS has_welcome,
        (SELECT count(*)::int FROM invitations i WHERE i.channel_id = c.id AND i.visit_id IS NULL AND i.revoked_at IS NULL
           AND NOT i.unattributed AND (i.expires_at IS NULL OR i.expires_at > now())) AS pool_size
      FROM channels c WHERE c.site_id = $1 AND c.active ORDER BY c.funnel_order, c.created_at, c.id`,
@@ -310,6 +323,8 @@ export async function listChannels(db: Queryable, siteIdOrWebsiteId: string): Pr
       botCanInvite: r.bot_can_invite,
       botStatus: r.bot_status,
       poolSize: r.pool_size,
+      joinRequests: r.join_requests,
+      welcomeText: r.has_welcome,
     })),
   };
 }

@@ -1,5 +1,6 @@
 import { domainToASCII } from 'node:url';
 import { z } from 'zod';
+import { CONVERSION_EVENT_TYPES } from '../../platforms/types.js';
 
 /** Shared field rules for the operator's inputs (CLI today, an admin API later). */
 export const Uuid = z.string().uuid('must be a UUID');
@@ -9,7 +10,7 @@ export const Currency = z
   .trim()
   .transform((s) => s.toUpperCase())
   .pipe(z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code'));
-export const EventType = z.enum(['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom']);
+export const EventType = z.enum(CONVERSION_EVENT_TYPES);
 export type EventType = z.infer<typeof EventType>;
 
 /** A site domain: a bare hostname (scheme, port, path and a leading `*.` are stripped), IDN → punycode. */

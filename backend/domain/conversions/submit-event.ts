@@ -1,8 +1,8 @@
-import type { Pool, PoolClient } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
+import type { PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
 import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../outbox/conversion-record.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
 import { hashPiiChecked, type RawPii } from '../pii/normalize.js';
 import { lockConversions } from '../outbox/sends.js';
@@ -11,7 +11,7 @@ import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
 import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
 import { withLeadLockBatched } from './event-batches.js';
-import { type LockedClaim, type LockedFinish, type PreparedCall } from './lead-lock.js';
+import type { LockedClaim, LockedFinish, PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
@@ -59,10 +59,7 @@ export interface EventOutcome {
   result: ConversionResult;
 }
 
-export interface EventDeps {
-  pool: Pool;
-  now: () => Date;
-}
+export type EventDeps = Pick<Deps, 'pool' | 'now' | 'local'>;
 
 /** The request as written to the database: hashed PII, the attribution it brought, resolved times. */
 interface PreparedEvent {
@@ -76,19 +73,21 @@ interface PreparedEvent {
   requestOverride: ApiVisitOverride;
 }
 
-/**
- * `persist`, when given, turns the outcome into a write committed with it (the caller's
- * idempotent answer); without it the outcome is only returned. `claim`, when given, is made first
- * in the same transaction (the caller's Idempotency-Key, see `withLeadLock`).
- */
-export async function submitBusinessEvent(
-  deps: EventDeps,
-  caller: ApiCaller,
-  ev: BusinessEvent,
-  mode: EventMode,
-  persist?: (outcome: EventOutcome) => PreparedCall | null,
-  claim?: LockedClaim,
-): Promise<EventOutcome> {
+/** A business event to run, for whom, and what is written with it. */
+export interface EventSubmission {
+  caller: ApiCaller;
+  event: BusinessEvent;
+  mode: EventMode;
+  /**
+   * Turns the outcome into a write committed with it (the caller's idempotent answer); without it
+   * the outcome is only returned.
+   */
+  persist?: ((outcome: EventOutcome) => PreparedCall | null) | undefined;
+  /** Made first in the same transaction (the caller's Idempotency-Key, see `withLeadLock`). */
+  claim?: LockedClaim | undefined;
+}
+
+export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, mode, persist, claim }: EventSubmission): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
     const problem = eventTimeProblem(ev.eventTimeMs, now.getTime());
@@ -114,7 +113,7 @@ export async function submitBusinessEvent(
     customEventName: p.customEventName,
     now,
   });
-  const outcome = await withLeadLockBatched(deps.pool, {
+  const outcome = await withLeadLockBatched(deps, {
     accountId: caller.accountId,
     telegramUserId: ev.telegramUserId,
     read,
@@ -139,7 +138,7 @@ export async function submitBusinessEvent(
     locks: matchesToLock,
   });
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
-  if (outcome.result.dispatched) wakeDelivery(deps.pool);
+  if (outcome.result.dispatched) deps.local.waker.wake();
   return withPiiWarnings(outcome, p.piiWarnings);
 }
 

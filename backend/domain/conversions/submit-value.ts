@@ -1,7 +1,7 @@
+import type { Deps } from '../../deps.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
-import { withTx, type Pool } from '../../db/pool.js';
+import { withTx } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { hashPii, type RawPii } from '../pii/normalize.js';
 import { redispatchConversion } from './redispatch.js';
 import type { ApiCaller } from './site-scope.js';
@@ -19,7 +19,7 @@ export interface ValueSubmission {
   pii: Omit<RawPii, 'externalId'>;
 }
 
-export async function submitConversionValue(deps: { pool: Pool; now: () => Date }, caller: ApiCaller, v: ValueSubmission): Promise<void> {
+export async function submitConversionValue(deps: Pick<Deps, 'pool' | 'now' | 'local'>, caller: ApiCaller, v: ValueSubmission): Promise<void> {
   // One conversion, then its sends (docs/architecture.md#lock-order); a transaction PostgreSQL
   // ends for a lock conflict anyway is run again rather than answered 500.
   await retryLockConflicts(() => withTx(deps.pool, async (tx) => {
@@ -42,5 +42,5 @@ export async function submitConversionValue(deps: { pool: Pool; now: () => Date 
     );
     await redispatchConversion(tx, c.id, c.site_id);
   }));
-  wakeDelivery(deps.pool);
+  deps.local.waker.wake();
 }

@@ -79,9 +79,10 @@ export async function inviteForVisit(
  * cron checks every pool each minute anyway).
  */
 const REFILL_REQUEST_INTERVAL_MS = 2000;
-const lastRefillRequest = new Map<string, number>();
 
 async function requestRefill(deps: InviteDeps, channelId: string): Promise<void> {
+  // When this process last asked for each channel's refill (`process-state.ts`).
+  const lastRefillRequest = deps.local.refillRequests;
   const now = performance.now();
   if (now - (lastRefillRequest.get(channelId) ?? -Infinity) < REFILL_REQUEST_INTERVAL_MS) return;
   lastRefillRequest.set(channelId, now);

@@ -13,7 +13,7 @@ import { queueRightsCheck } from '../telegram/rights-check.js';
  * (my_chat_member, or that check, clears it on promotion); a basic group's upgrade moves the
  * channel to the supergroup's id.
  */
-export type InviteDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>;
+export type InviteDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now' | 'local'>;
 
 export interface CreatedLink {
   invitationId: string;

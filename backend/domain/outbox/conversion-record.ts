@@ -1,3 +1,4 @@
+import type { ConversionEventType } from '../../platforms/types.js';
 import type { Queryable } from '../../db/pool.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
 import { sendsCte, type CreatedSend } from './sends.js';
@@ -8,7 +9,7 @@ import type { CapiStatus } from './capi-status.js';
  * API alike. Rules about *whether* and *what* to record live in the callers; this keeps the row,
  * the lead and the sends consistent inside the caller's transaction.
  */
-export type EventTypeName = 'Contact' | 'Lead' | 'Purchase' | 'CompleteRegistration' | 'Subscribe' | 'Custom';
+export type EventTypeName = ConversionEventType;
 
 export interface ApiVisitOverride {
   fbc?: string | null;

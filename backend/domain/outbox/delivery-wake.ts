@@ -44,15 +44,29 @@ export const WAKE_STATEMENT = { text: WAKE_SQL, values: [DELIVER_TASK, DELIVER_J
 
 type ErrorSink = (err: unknown) => void;
 
-class Waker {
+/**
+ * The wake-ups of one pool, spaced: one in flight at a time, then a pause, then one more if any
+ * was asked for meanwhile. Held by the process (`process-state.ts`); a failed wake-up goes to
+ * `onError` and is left to the sweep.
+ */
+export class DeliveryWaker {
   private inFlight = false;
   private cooling = false;
   private wanted = false;
-  onError: ErrorSink = () => undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
 
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly onError: ErrorSink = () => undefined,
+  ) {}
 
+  /**
+   * Tells a delivery worker that sends are due. Call it after the transaction that created or
+   * re-queued them has committed. Never throws and never waits.
+   */
   wake(): void {
+    if (this.closed) return;
     if (this.inFlight || this.cooling) {
       this.wanted = true;
       return;
@@ -69,34 +83,20 @@ class Waker {
       .finally(() => {
         this.inFlight = false;
         this.cooling = true;
-        setTimeout(() => {
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
           this.cooling = false;
-          if (this.wanted) this.fire();
-        }, WAKE_SPACING_MS).unref();
+          if (this.wanted && !this.closed) this.fire();
+        }, WAKE_SPACING_MS);
+        this.timer.unref();
       });
   }
-}
 
-// One waker per pool (a process normally has one): module state rather than a new member of
-// every caller's dependencies, since any code that commits sends holds the pool anyway.
-const wakers = new WeakMap<Pool, Waker>();
-
-function wakerOf(pool: Pool): Waker {
-  let waker = wakers.get(pool);
-  if (waker === undefined) {
-    waker = new Waker(pool);
-    wakers.set(pool, waker);
+  /** No more wake-ups (the process is closing; the sweep finds whatever is left). */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
   }
-  return waker;
-}
-
-/**
- * Tells a delivery worker that sends are due. Call it after the transaction that created or
- * re-queued them has committed. Never throws and never waits: a failed wake-up is reported to
- * the error sink set with `onWakeError` and left to the sweep.
- */
-export function wakeDelivery(pool: Pool): void {
-  wakerOf(pool).wake();
 }
 
 /**
@@ -106,9 +106,4 @@ export function wakeDelivery(pool: Pool): void {
  */
 export async function wakeDeliveryNow(pool: Pool): Promise<void> {
   await pool.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]).catch(() => undefined);
-}
-
-/** Where this pool's failed wake-ups are reported (the service logs them). */
-export function onWakeError(pool: Pool, sink: ErrorSink): void {
-  wakerOf(pool).onError = sink;
 }

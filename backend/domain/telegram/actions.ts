@@ -41,7 +41,7 @@ export const RevokePayload = z.object({
 export type RevokePayload = z.input<typeof RevokePayload>;
 
 /** The job key names the action's subject: a second identical action still waiting merges with the first. */
-async function enqueue(tx: Queryable, task: TelegramTask, payload: object, key: string): Promise<void> {
+export async function enqueue(tx: Queryable, task: string, payload: object, key: string): Promise<void> {
   await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3, job_key := $4)`, [task, JSON.stringify(payload), MAX_ATTEMPTS, key]);
 }
 
@@ -70,7 +70,7 @@ export type ActionOutcome =
   | { outcome: 'gave_up'; reason: string }
   | { outcome: 'retry_after'; seconds: number; payload: object };
 
-export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now'>;
+export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now' | 'local'>;
 
 type Client = ReturnType<typeof createTelegramClient>;
 
@@ -80,7 +80,7 @@ type Client = ReturnType<typeof createTelegramClient>;
  * every process hold off that bot. `settle` turns a Telegram refusal into an outcome, or null to
  * apply the common rules.
  */
-async function withBot(
+export async function withBot(
   deps: ActionDeps,
   p: { botId: string; chatId: number; floodWaits: number },
   call: (tg: Client) => Promise<unknown>,

@@ -2,10 +2,10 @@ import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { upsertLead } from '../outbox/conversion-record.js';
 import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome } from './actions.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation } from './queries.js';
+import { markRequestDecided } from './request-status.js';
 
 /**
  * Capigram's approveChatJoinRequest succeeded (or Telegram said the user is already in): the user
@@ -16,7 +16,7 @@ import { findChannel, lockPendingRequestInvitation } from './queries.js';
  * channel is gone.
  */
 export async function recordApprovedJoin(
-  deps: Pick<Deps, 'pool' | 'log' | 'now'>,
+  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local'>,
   p: { botId: string; chatId: number; userId: number },
 ): Promise<UpdateOutcome | 'nothing'> {
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
@@ -34,7 +34,7 @@ export async function recordApprovedJoin(
       channel, chatId: p.chatId, userId: p.userId, leadId, invitation, occurredAt: now, viaJoinRequest: true, recordedBy: 'approval',
     });
   });
-  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
+  if (outcome === 'attributed_join') deps.local.waker.wake();
   return outcome;
 }
 
@@ -47,6 +47,7 @@ export async function approveAndRecordJoin(deps: ActionDeps, raw: unknown): Prom
   const outcome = await approveJoinRequest(deps, raw);
   if (outcome.outcome !== 'done') return outcome;
   const p = ApprovePayload.parse(raw);
+  await markRequestDecided(deps.pool, p, 'approved', deps.now());
   const recorded = await recordApprovedJoin(deps, p);
   deps.log.debug({ botId: p.botId, outcome: recorded }, 'join request approved');
   return outcome;

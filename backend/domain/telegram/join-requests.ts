@@ -1,25 +1,35 @@
 import { upsertLead } from '../outbox/conversion-record.js';
 import { enqueueApproveJoinRequest } from './actions.js';
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
+import { joinRequestDecision, type JoinRequestRule } from './join-request-rules.js';
+import { enqueueJoinWelcome } from './join-welcome.js';
 import { findChannel, insertMembership, lockInvitationByLink } from './queries.js';
 import type { ChatJoinRequest } from './updates.js';
 
 /**
- * `chat_join_request`: a request through one of our links is recorded with its invitation and
- * approved by a queued job; the join (and its conversion) is recorded when that approval succeeds
- * (`approved-joins.ts`), since the `chat_member` update that should follow is not always sent. A
- * request through any other link, or none, is recorded and left to the channel's owner: Capigram
- * approves only the people its own links brought. Telegram sends join requests to public chats
- * without their link (tdlib/telegram-bot-api#580), which is why `channel add` refuses
- * join-request mode for them.
+ * `chat_join_request`: recorded with its invitation when it came through one of our links, then
+ * approved or held by the channel's rule (`join-request-rules.ts`). An approval is a queued job;
+ * the join (and its conversion) is recorded when it succeeds (`approved-joins.ts`), since the
+ * `chat_member` update that should follow is not always sent. A held request waits for the
+ * operator (`channel approve|decline`, the dashboard, or Telegram's app). With a welcome text,
+ * the requester gets it first, while the request waits (Telegram allows messages to
+ * `user_chat_id` only until the request is decided), and the approval follows it. Telegram sends
+ * join requests to public chats without their link (tdlib/telegram-bot-api#580), which is why
+ * `channel add` refuses join-request mode for them.
  */
 export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest): Promise<UpdateOutcome> {
   const channel = await findChannel(ctx.tx, ctx.bot.id, r.chat.id);
   if (!channel) return 'unknown_chat';
+  const { rows } = await ctx.tx.query<{ join_requests: JoinRequestRule; welcome_text: string | null }>(
+    'SELECT join_requests, welcome_text FROM channels WHERE id = $1',
+    [channel.id],
+  );
+  const rule = rows[0]!;
   const userId = r.from.id;
   const occurredAt = secondsToDate(r.date);
   const leadId = await upsertLead(ctx.tx, channel.site_id, userId, occurredAt);
   const invitation = r.invite_link ? await lockInvitationByLink(ctx.tx, channel.id, r.invite_link.invite_link) : null;
+  const decision = joinRequestDecision(rule.join_requests, invitation !== null);
   await insertMembership(ctx.tx, {
     channelId: channel.id,
     telegramUserId: userId,
@@ -27,9 +37,14 @@ export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest):
     kind: 'join_request',
     invitationId: invitation?.id ?? null,
     visitId: invitation?.visit_id ?? null,
+    requestStatus: decision === 'approve' ? 'approving' : 'held',
     occurredAt,
   });
-  if (!invitation) return 'join_request_recorded';
-  await enqueueApproveJoinRequest(ctx.tx, { botId: ctx.bot.id, chatId: r.chat.id, userId });
-  return 'join_request_approved';
+  const request = { botId: ctx.bot.id, chatId: r.chat.id, userId };
+  if (rule.welcome_text !== null) {
+    await enqueueJoinWelcome(ctx.tx, { ...request, userChatId: r.user_chat_id ?? userId, requestedAt: r.date, approve: decision === 'approve' });
+  } else if (decision === 'approve') {
+    await enqueueApproveJoinRequest(ctx.tx, request);
+  }
+  return decision === 'approve' ? 'join_request_approved' : 'join_request_recorded';
 }

@@ -156,17 +156,19 @@ export interface NewMembership {
   conversionId?: string | null;
   /** `approval`: recorded when Capigram's approveChatJoinRequest succeeded, not from an update. */
   recordedBy?: 'update' | 'approval';
+  /** Join requests only: an approval queued, or held for the operator (`join-request-rules.ts`). */
+  requestStatus?: 'approving' | 'held';
   occurredAt: Date;
 }
 
 export async function insertMembership(tx: Queryable, m: NewMembership): Promise<string> {
   const { rows } = await tx.query<{ id: string }>(
     `INSERT INTO memberships (channel_id, telegram_user_id, lead_id, kind, invitation_id, visit_id, attributed, via_join_request,
-       conversion_id, occurred_at, recorded_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+       conversion_id, occurred_at, recorded_by, request_status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
     [
       m.channelId, m.telegramUserId, m.leadId, m.kind, m.invitationId ?? null, m.visitId ?? null, m.attributed ?? false,
-      m.viaJoinRequest ?? false, m.conversionId ?? null, m.occurredAt, m.recordedBy ?? 'update',
+      m.viaJoinRequest ?? false, m.conversionId ?? null, m.occurredAt, m.recordedBy ?? 'update', m.requestStatus ?? null,
     ],
   );
   return rows[0]!.id;

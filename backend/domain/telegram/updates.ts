@@ -43,6 +43,8 @@ export type ChatMemberUpdated = z.infer<typeof ChatMemberUpdated>;
 export const ChatJoinRequest = z.object({
   chat: Chat,
   from: User,
+  /** The private chat the bot may write to about the request, for 5 minutes, until it is decided. */
+  user_chat_id: TelegramId.optional(),
   date: UnixSeconds,
   invite_link: InviteLink.optional(),
 });

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import { findBot } from '../admin/bots.js';
@@ -9,6 +8,7 @@ import { handleMyChatMember } from './bot-status.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
 import { handleChatMember } from './joins.js';
+import { enqueueForward } from './forwards.js';
 import { claimUpdate } from './queries.js';
 import { followChatMigration } from './migration.js';
 import { parseUpdate, type ParsedUpdate } from './updates.js';
@@ -22,6 +22,8 @@ import { parseUpdate, type ParsedUpdate } from './updates.js';
 export interface WebhookBot {
   id: string;
   telegramBotId: number;
+  /** Whether the bot's updates are forwarded to the operator's backend (`forwards.ts`). */
+  forwards?: boolean;
 }
 
 /** Telegram's secret tokens are 1–256 characters of A–Z, a–z, 0–9, _ and -. */
@@ -35,11 +37,11 @@ export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: strin
   const presented = secret !== undefined && SECRET_RE.test(secret) ? secret : '';
   const matches = secretMatchesHash(presented, bot?.webhook_secret_hash ?? DECOY_HASH);
   if (!bot || !matches || presented === '') throw new ApiError('UNAUTHORIZED', 'missing or invalid X-Telegram-Bot-Api-Secret-Token');
-  return { id: bot.id, telegramBotId: bot.telegram_bot_id };
+  return { id: bot.id, telegramBotId: bot.telegram_bot_id, forwards: bot.forward_url !== null };
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -50,28 +52,45 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   const log = deps.log.child({ botId: bot.id, updateId: update.updateId });
   if (update.kind === 'ignored') {
     // Answered 200 all the same: an error would only make Telegram resend it for a day.
-    log.warn({ reason: update.reason }, 'telegram update ignored');
+    // A bot whose backend is elsewhere still gets it: Capigram ignoring an update (a message, a
+    // callback) says nothing about whether the operator's backend wants it.
+    if (bot.forwards && update.updateId !== null) {
+      const updateId = update.updateId;
+      await withTx(deps.pool, async (tx) => {
+        if (await claimUpdate(tx, bot.id, updateId, 'forward_only')) await enqueueForward(tx, deps.box, bot.id, updateId, body, raw);
+      });
+    } else {
+      log.warn({ reason: update.reason }, 'telegram update ignored');
+    }
     return 'ignored';
   }
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
     if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return 'duplicate';
     const ctx: UpdateContext = { tx, bot, now: deps.now(), log };
-    switch (update.kind) {
-      case 'chat_member':
-        return handleChatMember(ctx, update.body);
-      case 'chat_join_request':
-        return handleJoinRequest(ctx, update.body);
-      case 'my_chat_member':
-        return handleMyChatMember(ctx, update.body);
-      case 'chat_migrated':
-        return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0 ? 'chat_migrated' : 'ignored';
-    }
+    const handled = await handleParsed(ctx, update);
+    // After Capigram's own handling, in its transaction: forwarded exactly when it was handled.
+    if (bot.forwards) await enqueueForward(tx, deps.box, bot.id, update.updateId, body, raw);
+    return handled;
   });
   if (outcome === 'unknown_chat') noteUnknownChat(deps, bot.id, update.kind, chatOf(update), log);
   // An attributed join committed its conversion's sends: wake the delivery worker for them.
-  if (outcome === 'attributed_join') wakeDelivery(deps.pool);
+  if (outcome === 'attributed_join') deps.local.waker.wake();
   log.debug({ kind: update.kind, outcome }, 'telegram update handled');
   return outcome;
+}
+
+async function handleParsed(ctx: UpdateContext, update: Exclude<ParsedUpdate, { kind: 'ignored' }>): Promise<UpdateOutcome> {
+  const { tx, bot, log } = ctx;
+  switch (update.kind) {
+    case 'chat_member':
+      return handleChatMember(ctx, update.body);
+    case 'chat_join_request':
+      return handleJoinRequest(ctx, update.body);
+    case 'my_chat_member':
+      return handleMyChatMember(ctx, update.body);
+    case 'chat_migrated':
+      return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0 ? 'chat_migrated' : 'ignored';
+  }
 }
 
 function chatOf(update: ParsedUpdate): number | null {

@@ -34,7 +34,7 @@ export async function inviteClick(
   const [channel, found] = await Promise.all([requireChannel(deps.pool, q.siteId, q.channelId), findClickVisit(deps.pool, q)]);
   const visitId =
     found ??
-    (await recordVisit(deps.pool, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click }))
+    (await recordVisit(deps, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click }))
       .visitId;
   return { visitId, ...(await inviteForVisit(deps, { visitId, channel, mode: 'usable' })) };
 }
@@ -56,7 +56,7 @@ export async function directInvite(
   },
 ): Promise<InviteOutcome> {
   const asked = await requireChannel(deps.pool, q.siteId, q.channelId);
-  const visit = await recordVisit(deps.pool, {
+  const visit = await recordVisit(deps, {
     siteId: q.siteId,
     tempId: q.tempId,
     sessionId: q.sessionId,

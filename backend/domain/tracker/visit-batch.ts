@@ -2,8 +2,8 @@ import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
-import { recordVisit, settleVisit, visitCall, type NewVisit, type RecordedVisit, type VisitAdmission, type VisitStatementRow } from './visits.js';
+import type { DeliveryWaker } from '../outbox/delivery-wake.js';
+import { recordVisitAlone, settleVisit, visitCall, type NewVisit, type RecordedVisit, type VisitAdmission, type VisitStatementRow } from './visits.js';
 
 /**
  * `track/init`'s visits, several to a transaction when they arrive together.
@@ -60,15 +60,29 @@ interface Job {
 // (extended protocol) under `call.name`, and both live in one namespace per connection.
 const shared = (call: PreparedCall): PreparedCall => ({ ...call, name: `${call.name}_shared` });
 
-class VisitBatcher {
+/**
+ * One per process (`process-state.ts`), over its pool: visits of two processes never share a
+ * transaction, and meet only in PostgreSQL (as the rules above expect).
+ */
+export class VisitBatcher {
   observer: VisitBatchObserver = () => undefined;
+  /** How long a visit may wait; `VISIT_QUEUE_WAIT_MS` unless a test shortens it. */
   queueWaitMs = VISIT_QUEUE_WAIT_MS;
   private queue: Job[] = [];
   private expiry: NodeJS.Timeout | undefined;
   private inFlight = 0;
   private readonly held = new Set<string>();
 
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly waker: Pick<DeliveryWaker, 'wake'>,
+  ) {}
+
+  /** Stops the expiry timer (the process is closing; what is in flight finishes on its own). */
+  close(): void {
+    clearTimeout(this.expiry);
+    this.expiry = undefined;
+  }
 
   record(visit: NewVisit, admission: VisitAdmission | undefined): Promise<RecordedVisit> {
     const call = visitCall(visit, admission);
@@ -145,7 +159,7 @@ class VisitBatcher {
       client.release();
       client = undefined;
       this.report(jobs.length, 'committed');
-      if (jobs.some((_, i) => (results[i + 1]!.rows[0]?.sends ?? 0) > 0)) wakeDelivery(this.pool);
+      if (jobs.some((_, i) => (results[i + 1]!.rows[0]?.sends ?? 0) > 0)) this.waker.wake();
       await Promise.all(jobs.map((job, i) => settleVisit(this.pool, results[i + 1]!.rows[0], job.admission).then(job.resolve, job.reject)));
     } catch (error) {
       if (sent && !(error instanceof pg.DatabaseError)) {
@@ -171,7 +185,7 @@ class VisitBatcher {
 
   private async alone(job: Job): Promise<void> {
     try {
-      job.resolve(await recordVisit(this.pool, job.visit, job.admission));
+      job.resolve(await recordVisitAlone(this.pool, this.waker, job.visit, job.admission));
     } catch (error) {
       job.reject(error);
     }
@@ -191,28 +205,10 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-const batchers = new WeakMap<Pool, VisitBatcher>();
-
-function batcherOf(pool: Pool): VisitBatcher {
-  let batcher = batchers.get(pool);
-  if (batcher === undefined) batchers.set(pool, (batcher = new VisitBatcher(pool)));
-  return batcher;
-}
-
 /**
- * `recordVisit`, batched with the other visits of the pool that wait at the same time (same
+ * `recordVisit`, batched with the other visits of this process that wait at the same time (same
  * arguments, same results and errors).
  */
-export function recordVisitBatched(pool: Pool, visit: NewVisit, admission?: VisitAdmission): Promise<RecordedVisit> {
-  return batcherOf(pool).record(visit, admission);
-}
-
-/**
- * For the pool's visits: `observer` hears how each shared transaction ended (the server's
- * metrics); `queueWaitMs` replaces `VISIT_QUEUE_WAIT_MS` (tests).
- */
-export function configureVisitBatches(pool: Pool, settings: { observer?: VisitBatchObserver; queueWaitMs?: number }): void {
-  const batcher = batcherOf(pool);
-  if (settings.observer !== undefined) batcher.observer = settings.observer;
-  if (settings.queueWaitMs !== undefined) batcher.queueWaitMs = settings.queueWaitMs;
+export function recordVisitBatched(deps: { local: { visitBatches: VisitBatcher } }, visit: NewVisit, admission?: VisitAdmission): Promise<RecordedVisit> {
+  return deps.local.visitBatches.record(visit, admission);
 }

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.js';
 import type { PreparedCall } from '../../db/prepared-batch.js';
+import type { DeliveryWaker } from '../outbox/delivery-wake.js';
 import { ApiError } from '../../errors.js';
-import { wakeDelivery } from '../outbox/delivery-wake.js';
 import { eventIdFor, sendsCte, type SqlFragment } from '../outbox/sends.js';
 
 /**
@@ -101,12 +101,12 @@ const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.
  */
 export interface VisitAdmission {
   sql(firstParam: number): SqlFragment;
+  refusal(retryMs: number): Error;
   /**
    * The row the check writes (its counter's key), when it writes one: visits recorded together
    * (visit-batch.ts) take these rows in key order, and never two batches of a process the same one.
    */
   key?: string;
-  refusal(retryMs: number): Error;
 }
 
 const ADMIT_ALL: VisitAdmission = {
@@ -194,22 +194,36 @@ export function visitCall(v: NewVisit, admission: VisitAdmission = ADMIT_ALL): P
 }
 
 /**
+ * What recording a visit needs of the process: `Deps` has it. Named here rather than picked from
+ * `Deps` so that the visit batcher, part of the process's state, does not import `Deps`.
+ */
+export interface VisitDeps {
+  pool: Pool;
+  local: { waker: Pick<DeliveryWaker, 'wake'> };
+}
+
+/**
  * Records a visit; a new visit gets its PageView sends in the same statement, which commits on its
  * own (hence a pool, never a transaction's client), and then wakes the delivery worker.
  */
-export async function recordVisit(db: Pool, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+export async function recordVisit(deps: VisitDeps, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+  return recordVisitAlone(deps.pool, deps.local.waker, v, admission);
+}
+
+/** `recordVisit` with its parts named: the pool and the wake-up after the commit. */
+export async function recordVisitAlone(pool: Pool, waker: Pick<DeliveryWaker, 'wake'>, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   const call = visitCall(v, admission);
-  const { rows } = await db.query<VisitStatementRow>({ name: call.name, text: call.sql, values: [...call.values] });
+  const { rows } = await pool.query<VisitStatementRow>({ name: call.name, text: call.sql, values: [...call.values] });
   const row = rows[0];
-  if (row !== undefined && row.sends > 0) wakeDelivery(db);
-  return settleVisit(db, row, admission);
+  if (row !== undefined && row.sends > 0) waker.wake();
+  return settleVisit(pool, row, admission);
 }
 
 /**
  * The answer to a visit from its statement's committed row: the admission's refusal, a mismatch,
  * or the visit (the delivery worker already woken by the caller when the row made sends).
  */
-export async function settleVisit(db: Pool, row: VisitStatementRow | undefined, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+export async function settleVisit(pool: Pool, row: VisitStatementRow | undefined, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
   if (row === undefined || row.id === null) {
     throw new ApiError(
@@ -221,7 +235,7 @@ export async function settleVisit(db: Pool, row: VisitStatementRow | undefined, 
     visitId: row.id,
     created: row.created === true,
     channelId: row.channel_id,
-    pageViewEventId: (await hasMetaPageView(db, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
+    pageViewEventId: (await hasMetaPageView(pool, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
   };
 }
 

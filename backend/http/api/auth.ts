@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../../crypto/api-keys.js';
-import { findApiKey, type KeyRow as LookedUpKey } from './key-lookup.js';
+import type { KeyRow as LookedUpKey } from '../../domain/api-key-lookup.js';
 import type { Deps } from '../../deps.js';
+import { keyLookupAndClaimStatement } from '../../domain/idempotency.js';
 import { ApiError } from '../errors.js';
 import { bearerToken } from '../request-info.js';
 import { endpointOf, type ApiEnv } from './env.js';
@@ -35,7 +36,7 @@ type KeyRow = Omit<LookedUpKey, Prior> & Partial<Pick<LookedUpKey, Prior>> & { c
  * key. With `claimInWork` (endpoints whose transaction claims the key itself) the look-up only
  * reads what is stored under it, so that a stored answer is replayed without another round trip.
  */
-export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
+export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const key = bearerToken(c.req.header('authorization'));
     const prefix = key === undefined ? null : apiKeyPrefix(key);
@@ -45,19 +46,11 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log'>, { claimInWork 
     const claimKey = idempotencyKey !== undefined && isIdempotencyKey(idempotencyKey) ? idempotencyKey : null;
     const now = deps.now();
     // One of these runs on every business request: the event endpoints' look-up is coalesced with
-    // its neighbours' (see key-lookup.ts); the others' is prepared once per connection.
+    // its neighbours' (see domain/api-key-lookup.ts); the others' is prepared once per connection.
     const row: KeyRow | undefined = claimInWork
-      ? await findApiKey(deps.pool, { prefix, claimKey, hash: hashApiKey(key) })
+      ? await deps.local.keyLookups.find({ prefix, claimKey, hash: hashApiKey(key) })
       : (
-          await deps.pool.query<KeyRow>({
-            name: 'capigram_api_key_by_prefix_and_claim',
-            text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
-                   claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint)
-                             SELECT k.id, $2, $3, $5 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
-                             ON CONFLICT DO NOTHING RETURNING 1)
-                   SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
-            values: [prefix, claimKey, now, hashApiKey(key), endpointOf(c)],
-          })
+          await deps.pool.query<KeyRow>(keyLookupAndClaimStatement({ prefix, claimKey, now, hash: hashApiKey(key), endpoint: endpointOf(c) }))
         ).rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();

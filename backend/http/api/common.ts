@@ -9,7 +9,7 @@ import { idempotency } from './idempotency.js';
 
 /** Shared pieces of the business API's endpoint files: the sub-app type, middleware, schemas. */
 export type ApiApp = OpenAPIHono<ApiEnv>;
-export type ApiDeps = Pick<Deps, 'pool' | 'now' | 'log' | 'config'>;
+export type ApiDeps = Pick<Deps, 'pool' | 'now' | 'log' | 'config' | 'local'>;
 
 export const SECURITY = [{ bearerAuth: [] }];
 

@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { normalizeIp } from '../../../shared/client-ip.js';
 import { clientContext } from '../../domain/conversions/client-context.js';
 import { MAX_VALUE, MIN_VALUE, normalizeCurrency, valueProblem } from '../../domain/conversions/currencies.js';
+import { CONVERSION_EVENT_TYPES } from '../../platforms/types.js';
 import type { BusinessEvent } from '../../domain/conversions/submit-event.js';
 import { IdempotencyHeaders, UNSAFE_CHARS, orNull, text } from './common.js';
 
@@ -10,7 +11,6 @@ import { IdempotencyHeaders, UNSAFE_CHARS, orNull, text } from './common.js';
  * shape of their answer. Unknown fields are ignored (older and newer clients keep working); every
  * string is bounded.
  */
-const EVENT_TYPES = ['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom'] as const;
 
 const isIp = (s: string) => s.trim() === '' || normalizeIp(s) !== undefined;
 const isHttpUrl = (s: string) => {
@@ -60,7 +60,7 @@ const eventFields = {
   channelId: z.uuid().nullish().openapi({ description: 'destination channel; optional when the lead history resolves it' }),
   siteId: text(100).nullish().openapi({ description: 'site override; required for a cold lead with an account-scoped key' }),
   websiteId: text(100).nullish().openapi({ description: 'public website id, alternative to siteId' }),
-  eventType: z.enum(EVENT_TYPES),
+  eventType: z.enum(CONVERSION_EVENT_TYPES),
   customEventName: text(50).nullish().openapi({ description: 'required when eventType is Custom' }),
   value: z
     .number()

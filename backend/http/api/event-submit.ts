@@ -16,7 +16,7 @@ export function eventAnswer(outcome: EventOutcome): { status: 200 | 201; body: E
  */
 export async function submitEvent(c: Context<ApiEnv>, deps: ApiDeps, event: BusinessEvent, mode: EventMode): Promise<EventOutcome> {
   const recorder = answerRecorder(c, deps, eventAnswer);
-  const outcome = await submitBusinessEvent(deps, c.get('caller'), event, mode, recorder?.persist, recorder?.claim);
+  const outcome = await submitBusinessEvent(deps, { caller: c.get('caller'), event, mode, persist: recorder?.persist, claim: recorder?.claim });
   recorder?.committed();
   return outcome;
 }

@@ -1,6 +1,18 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { PreparedCall } from '../../db/prepared-batch.js';
 import type { LockedClaim } from '../../domain/conversions/lead-lock.js';
+import {
+  claimInWorkCall,
+  claimKey,
+  claimWithAnswer,
+  IDEMPOTENCY_REPLAY_WINDOW_MS,
+  readClaim,
+  releaseClaim,
+  storeAnswer,
+  storeAnswerCall,
+  takeOverClaim,
+  type StoredResponse,
+} from '../../domain/idempotency.js';
 import type { Deps } from '../../deps.js';
 import { endpointOf, type ApiEnv, type HeldClaim, type PriorClaim } from './env.js';
 import { ApiError } from '../errors.js';
@@ -30,7 +42,6 @@ import { ApiError } from '../errors.js';
  * duplicate waits for as long as the first request takes (behind it in this process's queue of
  * events, or on the lead's lock and then the claim's row; see `db/transaction-batch.ts`).
  */
-export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_WAIT_MS = 1000;
 export const IDEMPOTENCY_ABANDONED_MS = 60 * 1000;
 export const REPLAY_HEADER = 'X-Idempotent-Replay';
@@ -41,12 +52,6 @@ export function isIdempotencyKey(key: string): boolean {
   return KEY_RE.test(key);
 }
 const POLL_MS = 20;
-
-/** What is stored: the exact bytes and media type, since jsonb would reorder a JSON body's keys. */
-interface StoredResponse {
-  contentType: string;
-  text: string;
-}
 
 type Claim =
   | { kind: 'claimed'; claimedAt: Date }
@@ -152,28 +157,18 @@ async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim
     } else if (claim.kind === 'claimed') {
       // The other request's claim went away (it failed, or expired) after beating this one: this
       // one has nothing to run any more. Let the client's retry run it.
-      await deps.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [held.apiKeyId, held.key, claim.claimedAt]);
+      await releaseClaim(deps.pool, { apiKeyId: held.apiKeyId, key: held.key, claimedAt: claim.claimedAt });
     }
     return;
   }
   const res = c.res;
   if (res.status >= 500) return;
   try {
-    const stored = await storedOf(res);
-    await deps.pool.query({
-      name: 'capigram_idempotency_claim_with_answer',
-      text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-      values: [held.apiKeyId, held.key, held.claimedAt, res.status, JSON.stringify(stored), deps.now(), held.endpoint],
-    });
+    await claimWithAnswer(deps.pool, held, { status: res.status, stored: await storedOf(res), completedAt: deps.now() });
   } catch (err) {
     deps.log.warn({ err: String(err) }, 'could not store the idempotent response');
   }
 }
-
-/** The statement that stores an answer under the claim (the same one `settle` runs). */
-const STORE_SQL = `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
-             WHERE api_key_id = $1 AND key = $2 AND created_at = $3`;
 
 export interface AnswerRecorder<T> {
   /** The write to commit with the work: stores the answer `c.json` will send for this outcome. */
@@ -199,32 +194,24 @@ export function answerRecorder<T>(
   const held = c.get('heldClaim');
   if (held === undefined) return undefined;
   let persisted = false;
-  /** Status, stored answer and completion time: the last three values of the statement that stores an answer. */
-  const answered = (outcome: T): [number, StoredResponse, Date] => {
+  /** What is stored of the answer `c.json` will send. */
+  const answered = (outcome: T) => {
     const { status, body } = answer(outcome);
-    return [status, { contentType: 'application/json', text: JSON.stringify(body) }, deps.now()];
+    return { status, stored: { contentType: 'application/json', text: JSON.stringify(body) }, completedAt: deps.now() };
   };
   return {
     ...(held.inWork
       ? {
           claim: {
             id: `${held.apiKeyId}:${held.key}`,
-            call: {
-              name: 'capigram_idempotency_claim_in_work',
-              sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
-              values: [held.apiKeyId, held.key, held.claimedAt, held.endpoint],
-            },
+            call: claimInWorkCall(held),
             taken: () => new ClaimTaken(),
           },
         }
       : {}),
     persist(outcome) {
       persisted = true;
-      return {
-        name: 'capigram_idempotency_store_with_work',
-        sql: STORE_SQL,
-        values: [held.apiKeyId, held.key, held.claimedAt, ...answered(outcome)],
-      };
+      return storeAnswerCall(held, answered(outcome));
     },
     committed() {
       if (persisted) held.storedWithWork = true;
@@ -236,32 +223,18 @@ async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint:
   const deadline = Date.now() + IDEMPOTENCY_WAIT_MS;
   for (;;) {
     const now = deps.now();
-    const inserted = await deps.pool.query({
-      name: 'capigram_idempotency_claim',
-      text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
-      values: [apiKeyId, key, now, endpoint],
-    });
-    if (inserted.rowCount === 1) return { kind: 'claimed', claimedAt: now };
+    if (await claimKey(deps.pool, { apiKeyId, key, claimedAt: now, endpoint })) return { kind: 'claimed', claimedAt: now };
 
-    const { rows } = await deps.pool.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date; endpoint: string | null }>(
-      'SELECT status_code, response_body, created_at, endpoint FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
-      [apiKeyId, key],
-    );
-    const row = rows[0];
+    const row = await readClaim(deps.pool, apiKeyId, key);
     if (!row) continue; // released or purged in between: claim again
-    const age = now.getTime() - row.created_at.getTime();
-    if (boundElsewhere({ createdAt: row.created_at, endpoint: row.endpoint }, endpoint, now)) return { kind: 'reused' };
-    if (row.status_code !== null && row.response_body !== null && age < IDEMPOTENCY_REPLAY_WINDOW_MS) {
-      return { kind: 'replay', status: row.status_code, stored: row.response_body };
+    const age = now.getTime() - row.createdAt.getTime();
+    if (boundElsewhere(row, endpoint, now)) return { kind: 'reused' };
+    if (row.status !== null && row.body !== null && age < IDEMPOTENCY_REPLAY_WINDOW_MS) {
+      return { kind: 'replay', status: row.status, stored: row.body };
     }
-    if (age >= IDEMPOTENCY_REPLAY_WINDOW_MS || (row.status_code === null && age >= IDEMPOTENCY_ABANDONED_MS)) {
+    if (age >= IDEMPOTENCY_REPLAY_WINDOW_MS || (row.status === null && age >= IDEMPOTENCY_ABANDONED_MS)) {
       // Expired, or abandoned by a request that died: take it over (one taker wins the race).
-      const taken = await deps.pool.query(
-        `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL, endpoint = $5
-         WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
-        [apiKeyId, key, row.created_at, now, endpoint],
-      );
-      if (taken.rowCount === 1) return { kind: 'claimed', claimedAt: now };
+      if (await takeOverClaim(deps.pool, { apiKeyId, key, claimedAt: row.createdAt }, now, endpoint)) return { kind: 'claimed', claimedAt: now };
       continue;
     }
     if (Date.now() >= deadline) return { kind: 'busy' };
@@ -273,15 +246,10 @@ async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint:
 async function settle(deps: StoreDeps, apiKeyId: string, key: string, claimedAt: Date, res: Response): Promise<void> {
   try {
     if (res.status >= 500) {
-      await deps.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [apiKeyId, key, claimedAt]);
+      await releaseClaim(deps.pool, { apiKeyId, key, claimedAt });
       return;
     }
-    const stored = await storedOf(res);
-    await deps.pool.query({
-      name: 'capigram_idempotency_store',
-      text: STORE_SQL,
-      values: [apiKeyId, key, claimedAt, res.status, JSON.stringify(stored), deps.now()],
-    });
+    await storeAnswer(deps.pool, { apiKeyId, key, claimedAt }, { status: res.status, stored: await storedOf(res), completedAt: deps.now() });
   } catch (err) {
     // The work is done and its answer goes out; a retry then meets the unfinished claim (409, then
     // after a minute a re-run that the recent-conversion match turns into a reuse).

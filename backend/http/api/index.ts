@@ -1,5 +1,4 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { configureEventBatches } from '../../domain/conversions/event-batches.js';
 import type { Deps } from '../../deps.js';
 import type { ApiEnv } from './env.js';
 import { registerListChannels } from './channels-list.js';
@@ -17,7 +16,6 @@ import { registerReference } from './reference.js';
  */
 export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
   const api = new OpenAPIHono<ApiEnv>();
-  configureEventBatches(deps.pool, { observer: (events, outcome) => deps.metrics.eventBatches.observe({ outcome }, events) });
   registerConversionEvent(api, deps);
   registerLeadEvent(api, deps);
   registerConversionValue(api, deps);

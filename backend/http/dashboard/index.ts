@@ -7,6 +7,7 @@ import { MAX_VALUE, MIN_VALUE, normalizeCurrency, VALUE_DECIMALS } from '../../d
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
 import { Uuid } from '../../domain/admin/schemas.js';
 import { findSite, type SiteRow } from '../../domain/admin/sites.js';
+import { decideJoinRequest, heldRequestsOfSite } from '../../domain/admin/join-requests.js';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
 import { eraseLeadInAccount } from '../../domain/erasure/erase-lead.js';
 import { closeSession, openSession, sessionOpen } from '../../domain/dashboard/sessions.js';
@@ -20,8 +21,8 @@ import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, 
 
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
- * value) and the two actions the CLI also offers: submitting a waiting conversion's value and
- * retrying a failed send. Signed in with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
+ * value) and the actions the CLI also offers: submitting a waiting conversion's value, retrying a
+ * failed send, approving or declining a held join request. Signed in with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
  * for scripts). Server-rendered, no script; forms carry a session-bound token.
  */
 const OVERVIEW_HOURS = 24;
@@ -35,7 +36,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cache-control': 'no-store',
 };
 
-export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log'>): Hono<DashEnv> {
+export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log' | 'local' | 'box'>): Hono<DashEnv> {
   const app = new Hono<DashEnv>();
   const secure = deps.config.PUBLIC_URL.startsWith('https:');
   const nowMs = () => deps.now().getTime();
@@ -173,7 +174,8 @@ export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' |
   async function renderSite(c: Context<DashEnv>, siteRef: string, state: Omit<SitePageState, 'formToken'>, status: 200 | 400 | 404 | 409 = 200) {
     const detail = await dashboardSite(deps.pool, siteRef);
     if (!detail) return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
-    return c.html(sitePage(detail, { ...state, formToken: c.get('formToken') }), status);
+    const heldRequests = await heldRequestsOfSite(deps.pool, detail.site.id);
+    return c.html(sitePage(detail, { ...state, heldRequests, formToken: c.get('formToken') }), status);
   }
 
   app.get('/dashboard/sites/:site', signedIn, async (c) => {
@@ -241,6 +243,23 @@ export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' |
     }
     deps.log.info({ requestId: c.get('requestId'), sendId }, 'dashboard: send retried');
     return c.redirect(`/dashboard/sites/${site.id}?notice=send-retried`, 303);
+  });
+  app.post('/dashboard/sites/:site/channels/:channel/requests/:user/:decision{approve|decline}', signedIn, async (c) => {
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
+    const channelId = c.req.param('channel');
+    const decision = c.req.param('decision') as 'approve' | 'decline';
+    const user = Number(c.req.param('user'));
+    const { rows } = isUuid(channelId) ? await deps.pool.query('SELECT 1 FROM channels WHERE id = $1 AND site_id = $2 AND active', [channelId, site.id]) : { rows: [] };
+    if (rows.length === 0 || !(Number.isSafeInteger(user) && user > 0)) return renderSite(c, site.id, { error: "That join request is not one of this site's channels'." }, 404);
+    try {
+      await decideJoinRequest(deps, { channelId, telegramUserId: user, decision });
+    } catch (err) {
+      if (err instanceof ApiError && err.code !== 'INTERNAL') return renderSite(c, site.id, { error: err.message }, err.code === 'NOT_FOUND' ? 404 : 409);
+      throw err;
+    }
+    deps.log.info({ requestId: c.get('requestId'), channelId, decision }, 'dashboard: join request decided');
+    return c.redirect(`/dashboard/sites/${site.id}?notice=request-${decision === 'approve' ? 'approved' : 'declined'}`, 303);
   });
   return app;
 }

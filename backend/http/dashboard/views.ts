@@ -3,6 +3,8 @@ import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { LeadJourney, VisitSignals } from '../../domain/dashboard/lead-journey.js';
 import type { ConversionLine, SiteDetail, SiteOverview } from '../../domain/dashboard/read-model.js';
+import type { HeldRequestLine } from '../../domain/admin/join-requests.js';
+import { heldRequestsSection } from './join-requests-view.js';
 
 /**
  * The dashboard's pages, rendered on the server: no script at all, one inline stylesheet allowed
@@ -29,6 +31,8 @@ export const NOTICES = {
   'value-saved': 'The value was saved and the conversion dispatched.',
   'send-retried': 'The send is back in the queue.',
   'failed-retried': "The failed sends of the site's active pixels are back in the queue.",
+  'request-approved': 'The join request was approved with Telegram.',
+  'request-declined': 'The join request was declined with Telegram.',
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
@@ -109,6 +113,8 @@ export interface SitePageState {
   error?: string | undefined;
   /** What the value form held when it was refused, to show it again. */
   valueForm?: { conversionId: string; value: string; currency: string } | undefined;
+  /** Join requests the site's channels' rules held for the operator. */
+  heldRequests?: HeldRequestLine[] | undefined;
 }
 
 /** Whether the tracker is installed: visits seen, or the wait for the first; hosts refused. */
@@ -161,6 +167,7 @@ ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${sta
 ${installSection(d)}
 <h2>Awaiting a value (${d.awaiting.length})</h2>
 ${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
+${state.heldRequests ? heldRequestsSection(site.id, state.heldRequests, state.formToken) : ''}
 <h2>Failed sends (${d.failedSends.length === d.failedLimit ? `${d.failedLimit} newest` : d.failedSends.length})</h2>
 ${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>platform</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
 <h2>Latest conversions</h2>

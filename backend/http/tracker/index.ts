@@ -15,7 +15,7 @@ import type { Deps } from '../../deps.js';
 import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
 import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
-import { configureVisitBatches, recordVisitBatched } from '../../domain/tracker/visit-batch.js';
+import { recordVisitBatched } from '../../domain/tracker/visit-batch.js';
 import type { VisitAttribution } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
 import { readJson, readQuery } from '../json.js';
@@ -46,7 +46,6 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
   const secureCookies = deps.config.PUBLIC_URL.startsWith('https:');
   // Install checks (first/last visit, refused hosts): recorded off the hot path, see install-signals.ts.
   const install = createInstallSignals(deps.pool, deps.log);
-  configureVisitBatches(deps.pool, { observer: (visits, outcome) => deps.metrics.visitBatches.observe({ outcome }, visits) });
   const keyless = new Hono<KeylessEnv>();
 
   keyless.use('/backend/track/*', corsResponses(), clientContext(trust, forwarders), async (c, next) => {
@@ -121,7 +120,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     // The rate-limit count is made by the statement that records the visit, and visits that
     // arrive together share a round trip and a commit (visit-batch.ts).
     const visit = await recordVisitBatched(
-      deps.pool,
+      deps,
       { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );

@@ -1,10 +1,11 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { runRetention } from '../../domain/erasure/retention.js';
-import { purgeIdempotencyKeys } from '../../domain/idempotency-purge.js';
+import { purgeIdempotencyKeys } from '../../domain/idempotency.js';
 import { purgeDeadJobs } from '../dead-jobs.js';
 import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { deliveryTasks } from './deliver.js';
+import { forwardUpdateTasks } from './forward-updates.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 
 /** Task names are part of the queue's data: keep them stable. */
@@ -42,5 +43,5 @@ export function createTaskList(deps: Deps): TaskList {
     const total = Object.values(out.cleared).reduce((a, b) => a + b, 0) + out.sendsDeleted;
     if (total > 0 || !out.done) deps.log.info(out, 'retention: old raw identifiers erased');
   };
-  return { [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps) };
+  return { [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps), ...forwardUpdateTasks(deps) };
 }

@@ -2,6 +2,7 @@ import type { JobHelpers, Task, TaskList } from 'graphile-worker';
 import { isUuid } from '../../../shared/ids.js';
 import { TELEGRAM_TASKS, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
 import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
+import { JOIN_WELCOME_TASK, sendJoinWelcome } from '../../domain/telegram/join-welcome.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
 import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/telegram/rights-check.js';
 
@@ -29,6 +30,7 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
   return {
     [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveAndRecordJoin),
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
+    [JOIN_WELCOME_TASK]: task(JOIN_WELCOME_TASK, sendJoinWelcome),
     [RIGHTS_CHECK_TASK]: async (payload) => {
       const channelId = (payload as { channelId?: unknown } | null)?.channelId;
       await checkRights(deps, { channelId: typeof channelId === 'string' && isUuid(channelId) ? channelId : undefined });

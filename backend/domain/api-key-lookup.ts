@@ -1,4 +1,5 @@
-import type { Pool } from '../../db/pool.js';
+import type { Pool } from '../db/pool.js';
+import { KEY_LOOKUPS_WITH_PRIOR_SQL } from './idempotency.js';
 
 /**
  * The API key look-up of the event endpoints (with what is stored under the request's
@@ -33,33 +34,20 @@ export type KeyRow = {
   prior_endpoint: string | null;
 };
 
-// Ordinality keeps each answer with its question; a prefix that finds no key gives no row. The
-// stored answer is looked up per question (LATERAL). The statement is planned on every run (not
-// prepared): a plan kept from when the idempotency table was small goes on scanning all of it as
-// it grows (measured: 2.6 ms a look-up after 10,000 keyed requests), and one planning per batch of
-// look-ups costs little.
-const LOOKUP_SQL = `
-  SELECT q.n::int AS n, k.id, k.account_id, k.site_id, k.secret_hash, k.revoked_at, k.last_used_at,
-         i.created_at AS prior_at, i.status_code AS prior_status, i.response_body AS prior_body, i.endpoint AS prior_endpoint
-  FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS q(prefix, claim_key, hash, n)
-  JOIN api_keys k ON k.prefix = q.prefix
-  LEFT JOIN LATERAL (
-    SELECT created_at, status_code, response_body, endpoint FROM idempotency_keys
-    WHERE api_key_id = k.id AND key = q.claim_key AND k.secret_hash = q.hash
-  ) i ON true`;
-
 interface Waiting {
   lookup: KeyLookup;
   resolve(row: KeyRow | undefined): void;
   reject(error: unknown): void;
 }
 
-class KeyLookups {
+/** The look-ups of one pool, held by the process (see `process-state.ts`). */
+export class KeyLookups {
   private queue: Waiting[] = [];
   private inFlight = 0;
 
   constructor(private readonly pool: Pool) {}
 
+  /** The key row for `lookup`, with what is stored under its Idempotency-Key; undefined when no key has the prefix. */
   find(lookup: KeyLookup): Promise<KeyRow | undefined> {
     return new Promise((resolve, reject) => {
       this.queue.push({ lookup, resolve, reject });
@@ -81,7 +69,7 @@ class KeyLookups {
   private async send(batch: Waiting[]): Promise<void> {
     try {
       const { rows } = await this.pool.query<KeyRow & { n: number }>({
-        text: LOOKUP_SQL,
+        text: KEY_LOOKUPS_WITH_PRIOR_SQL,
         values: [batch.map((w) => w.lookup.prefix), batch.map((w) => w.lookup.claimKey), batch.map((w) => w.lookup.hash)],
       });
       const found = new Map(rows.map((r) => [r.n, r]));
@@ -90,13 +78,4 @@ class KeyLookups {
       for (const w of batch) w.reject(error);
     }
   }
-}
-
-const lookups = new WeakMap<Pool, KeyLookups>();
-
-/** The key row for `lookup`, with what is stored under its Idempotency-Key; undefined when no key has the prefix. */
-export function findApiKey(pool: Pool, lookup: KeyLookup): Promise<KeyRow | undefined> {
-  let l = lookups.get(pool);
-  if (l === undefined) lookups.set(pool, (l = new KeyLookups(pool)));
-  return l.find(lookup);
 }

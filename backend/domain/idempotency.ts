@@ -1,0 +1,159 @@
+import type { Queryable } from '../db/pool.js';
+import type { PreparedCall } from '../db/prepared-batch.js';
+
+/**
+ * Every statement on `idempotency_keys`, the store behind the business API's Idempotency-Key
+ * (the rules are `http/api/idempotency.ts`'s). A row is a claim: the API key, the client's key,
+ * when it was claimed (which also tells one holder of the claim from the next), the endpoint it is
+ * bound to, and once answered the answer's status and exact bytes.
+ */
+
+/** Replays are answered for 24 hours. */
+export const IDEMPOTENCY_REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Rows live two days: replays are answered for 24 h, the second day is slack. */
+export const IDEMPOTENCY_RETENTION_MS = 2 * 24 * 60 * 60 * 1000;
+
+/** What is stored: the exact bytes and media type, since jsonb would reorder a JSON body's keys. */
+export interface StoredResponse {
+  contentType: string;
+  text: string;
+}
+
+/** One claim: its holder is whoever claimed it at `claimedAt`. */
+export interface ClaimRef {
+  apiKeyId: string;
+  key: string;
+  claimedAt: Date;
+}
+
+/** A stored answer: its status, bytes, and when it was stored. */
+export interface Answer {
+  status: number;
+  stored: StoredResponse;
+  completedAt: Date;
+}
+
+/** What is stored under a key. */
+export interface ClaimRow {
+  createdAt: Date;
+  status: number | null;
+  body: StoredResponse | null;
+  /** The endpoint the key was first used on (null for rows older than that record). */
+  endpoint: string | null;
+}
+
+/** Claims the key unless a row holds it; true when this call claimed it. */
+export async function claimKey(db: Queryable, claim: ClaimRef & { endpoint: string }): Promise<boolean> {
+  const inserted = await db.query({
+    name: 'capigram_idempotency_claim',
+    text: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+    values: [claim.apiKeyId, claim.key, claim.claimedAt, claim.endpoint],
+  });
+  return inserted.rowCount === 1;
+}
+
+/** What is stored under the key, if anything. */
+export async function readClaim(db: Queryable, apiKeyId: string, key: string): Promise<ClaimRow | undefined> {
+  const { rows } = await db.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date; endpoint: string | null }>(
+    'SELECT status_code, response_body, created_at, endpoint FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
+    [apiKeyId, key],
+  );
+  const row = rows[0];
+  return row && { createdAt: row.created_at, status: row.status_code, body: row.response_body, endpoint: row.endpoint };
+}
+
+/** Takes over an expired or abandoned claim, as it was seen (`seen`); true for the one taker that wins. */
+export async function takeOverClaim(db: Queryable, seen: ClaimRef, now: Date, endpoint: string): Promise<boolean> {
+  const taken = await db.query(
+    `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL, endpoint = $5
+     WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
+    [seen.apiKeyId, seen.key, seen.claimedAt, now, endpoint],
+  );
+  return taken.rowCount === 1;
+}
+
+/** Releases the claim (only its own holder's: the claim time must match). */
+export async function releaseClaim(db: Queryable, claim: ClaimRef): Promise<void> {
+  await db.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [claim.apiKeyId, claim.key, claim.claimedAt]);
+}
+
+/** The statement that stores an answer under the claim (`storeAnswer` and `storeAnswerCall`). */
+const STORE_SQL = `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
+             WHERE api_key_id = $1 AND key = $2 AND created_at = $3`;
+
+function answerValues(claim: ClaimRef, answer: Answer): unknown[] {
+  return [claim.apiKeyId, claim.key, claim.claimedAt, answer.status, JSON.stringify(answer.stored), answer.completedAt];
+}
+
+/** Stores the answer under the claim (only its own holder's). */
+export async function storeAnswer(db: Queryable, claim: ClaimRef, answer: Answer): Promise<void> {
+  await db.query({ name: 'capigram_idempotency_store', text: STORE_SQL, values: answerValues(claim, answer) });
+}
+
+/** `storeAnswer` as a statement for the work's own transaction (sent with its COMMIT). */
+export function storeAnswerCall(claim: ClaimRef, answer: Answer): PreparedCall {
+  return { name: 'capigram_idempotency_store_with_work', sql: STORE_SQL, values: answerValues(claim, answer) };
+}
+
+/** Claims the key and stores its answer in one statement, unless a row holds it. */
+export async function claimWithAnswer(db: Queryable, claim: ClaimRef & { endpoint: string }, answer: Answer): Promise<void> {
+  await db.query({
+    name: 'capigram_idempotency_claim_with_answer',
+    text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+    values: [...answerValues(claim, answer), claim.endpoint],
+  });
+}
+
+/** The claim made inside the work's own transaction, right after its lock: returns a row when it claimed. */
+export function claimInWorkCall(claim: ClaimRef & { endpoint: string }): PreparedCall {
+  return {
+    name: 'capigram_idempotency_claim_in_work',
+    sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
+    values: [claim.apiKeyId, claim.key, claim.claimedAt, claim.endpoint],
+  };
+}
+
+/**
+ * The API key look-up that also claims the request's key, in one round trip (`http/api/auth.ts`):
+ * the key's row by its prefix, and a claim made only for a key that is not revoked and whose
+ * whole hash matches. `claimed`: whether this statement claimed it.
+ */
+export function keyLookupAndClaimStatement(q: { prefix: string; claimKey: string | null; now: Date; hash: Buffer; endpoint: string }) {
+  return {
+    name: 'capigram_api_key_by_prefix_and_claim',
+    text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),
+                   claim AS (INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint)
+                             SELECT k.id, $2, $3, $5 FROM k WHERE $2::text IS NOT NULL AND k.revoked_at IS NULL AND k.secret_hash = $4
+                             ON CONFLICT DO NOTHING RETURNING 1)
+                   SELECT k.*, EXISTS (SELECT 1 FROM claim) AS claimed FROM k`,
+    values: [q.prefix, q.claimKey, q.now, q.hash, q.endpoint],
+  };
+}
+
+/**
+ * API key look-ups, several in one statement (`http/api/key-lookup.ts`), each with what is stored
+ * under its Idempotency-Key (read only when the whole key's hash matches).
+ *
+ * Ordinality keeps each answer with its question; a prefix that finds no key gives no row. The
+ * stored answer is looked up per question (LATERAL). The statement is planned on every run (not
+ * prepared): a plan kept from when the idempotency table was small goes on scanning all of it as
+ * it grows (measured: 2.6 ms a look-up after 10,000 keyed requests), and one planning per batch of
+ * look-ups costs little.
+ */
+export const KEY_LOOKUPS_WITH_PRIOR_SQL = `
+  SELECT q.n::int AS n, k.id, k.account_id, k.site_id, k.secret_hash, k.revoked_at, k.last_used_at,
+         i.created_at AS prior_at, i.status_code AS prior_status, i.response_body AS prior_body, i.endpoint AS prior_endpoint
+  FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS q(prefix, claim_key, hash, n)
+  JOIN api_keys k ON k.prefix = q.prefix
+  LEFT JOIN LATERAL (
+    SELECT created_at, status_code, response_body, endpoint FROM idempotency_keys
+    WHERE api_key_id = k.id AND key = q.claim_key AND k.secret_hash = q.hash
+  ) i ON true`;
+
+/** Deletes idempotency rows older than the retention; returns how many went. */
+export async function purgeIdempotencyKeys(db: Queryable, now: Date): Promise<number> {
+  const cutoff = new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS);
+  const res = await db.query('DELETE FROM idempotency_keys WHERE created_at < $1', [cutoff]);
+  return res.rowCount ?? 0;
+}

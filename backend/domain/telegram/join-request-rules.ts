@@ -1,0 +1,29 @@
+/**
+ * A channel's rule for join requests (`channel add|update --join-requests`), as a pure decision.
+ *
+ * - `approve-all`: every request is approved (the people Capigram's links brought are credited to
+ *   their visit, the others join as organic).
+ * - `approve-attributed`: requests through one of Capigram's links are approved; the others are
+ *   held for the operator, not declined. A request without Capigram's link is not a bad request:
+ *   it may come through the owner's own link, a repost, the channel's username. Declining it would
+ *   lose a subscriber over a missing attribution, and a declined user cannot be approved later
+ *   (they must ask again); a held one can be approved or declined by a person at any time, from
+ *   the CLI, the dashboard or Telegram's app.
+ * - `hold`: every request waits for the operator (Capigram still records which were its own).
+ */
+export const JOIN_REQUEST_RULES = ['approve-all', 'approve-attributed', 'hold'] as const;
+export type JoinRequestRule = (typeof JOIN_REQUEST_RULES)[number];
+
+export function joinRequestDecision(rule: JoinRequestRule, throughOurLink: boolean): 'approve' | 'hold' {
+  switch (rule) {
+    case 'approve-all':
+      return 'approve';
+    case 'approve-attributed':
+      return throughOurLink ? 'approve' : 'hold';
+    case 'hold':
+      return 'hold';
+  }
+}
+
+/** Telegram lets the bot write to a requester through `user_chat_id` for this long after the request. */
+export const WELCOME_WINDOW_MS = 5 * 60_000;
