@@ -72,6 +72,9 @@ const EnvSchema = z.object({
     .or(z.literal('').transform(() => undefined)),
   // Raw IP, User-Agent, URLs and click ids of visits (and conversions) older than this are erased; finished sends deleted.
   RETENTION_DAYS: z.coerce.number({ message: 'RETENTION_DAYS must be a whole number of days' }).int('RETENTION_DAYS must be a whole number of days').min(1, 'RETENTION_DAYS must be at least 1').max(36500, 'RETENTION_DAYS must be at most 36500').default(400),
+  // How long a visit tied to a Telegram user through an entry (a bot start, a Mini App open) is
+  // credited with that user's later joins, with or without an invite link.
+  ATTRIBUTION_WINDOW_DAYS: z.coerce.number({ message: 'ATTRIBUTION_WINDOW_DAYS must be a whole number of days' }).int('ATTRIBUTION_WINDOW_DAYS must be a whole number of days').min(0, 'ATTRIBUTION_WINDOW_DAYS must be 0 or more').max(3650, 'ATTRIBUTION_WINDOW_DAYS must be at most 3650').default(7),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

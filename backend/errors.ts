@@ -7,6 +7,7 @@ import type { z } from 'zod';
  */
 export const ERROR_CODES = {
   UNAUTHORIZED: { status: 401, title: 'Authentication required' },
+  INIT_DATA_INVALID: { status: 401, title: 'Telegram Mini App initData is invalid' },
   FORBIDDEN: { status: 403, title: 'Not allowed for this key' },
   VALIDATION_FAILED: { status: 400, title: 'Request is invalid' },
   REQUEST_ID_MISMATCH: { status: 400, title: 'visitRequestId and gatewayRequestId differ' },

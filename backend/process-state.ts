@@ -1,11 +1,13 @@
 import { TransactionBatcher, type BatchObserver } from './db/transaction-batch.js';
 import type { Pool } from './db/pool.js';
 import { GoogleTokens } from './delivery/google-oauth.js';
+import { StallLog } from './delivery/stall-log.js';
 import { KeyLookups } from './domain/api-key-lookup.js';
 import { leadLockStatement } from './domain/conversions/lead-lock.js';
 import { lockConversionsAndSends } from './domain/outbox/sends.js';
 import { DeliveryWaker } from './domain/outbox/delivery-wake.js';
 import { VisitBatcher, type VisitBatchObserver } from './domain/tracker/visit-batch.js';
+import type { Logger } from './log.js';
 
 /**
  * What one process holds in memory beside its pool: queues that make concurrent requests share
@@ -26,12 +28,17 @@ export interface ProcessState {
   googleTokens: GoogleTokens;
   /** When this process last asked for each channel's invite pool refill (`domain/invites/handout.ts`). */
   refillRequests: Map<string, number>;
+  /** Whether delivery was last seen stalled, so a stall is logged once (`delivery/stall.ts`). */
+  stallLog: StallLog;
+  /** The (bot, chat) pairs of unknown chats already warned about (`domain/telegram/webhook.ts`). */
+  warnedChats: Set<string>;
   /** Stops the timers and drops the caches. */
   close(): void;
 }
 
 export function createProcessState(
   pool: Pool,
+  log: Logger,
   o: { onWakeError?: (err: unknown) => void; onEventBatch?: BatchObserver; onVisitBatch?: VisitBatchObserver } = {},
 ): ProcessState {
   const waker = new DeliveryWaker(pool, o.onWakeError);
@@ -44,12 +51,15 @@ export function createProcessState(
     waker,
     googleTokens: new GoogleTokens(),
     refillRequests: new Map(),
+    stallLog: new StallLog(log),
+    warnedChats: new Set(),
     close() {
       state.eventBatches.close();
       state.visitBatches.close();
       state.waker.close();
       state.googleTokens.clear();
       state.refillRequests.clear();
+      state.warnedChats.clear();
     },
   };
   if (o.onEventBatch !== undefined) state.eventBatches.observer = o.onEventBatch;

@@ -90,15 +90,16 @@ export async function spawnRole(moduleUrl: string, roleEnv: string, role: string
 export function roleDeps(pool: Pool, env: Record<string, string>, secretKey?: string): Deps {
   const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: tmpdir(), ...env });
   const metrics = createMetrics();
+  const log = createLogger(config.LOG_LEVEL);
   return {
     config,
     pool,
-    log: createLogger(config.LOG_LEVEL),
+    log,
     metrics,
     box: createSecretBox(secretKey === undefined ? randomBytes(32) : parseSecretKey(secretKey)),
     adminToken: randomBytes(16).toString('hex'),
     now: () => new Date(),
-    local: createProcessState(pool, {
+    local: createProcessState(pool, log, {
       onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
       onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
     }),

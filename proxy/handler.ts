@@ -7,7 +7,8 @@
  *   cookies, and once the page's response head is known to be a page, `track/init` is posted
  *   beside the response (never before it: the page does not wait for Capigram);
  * - `GET <invitePath>`: answered with a 302 to the invite link `track/invite` hands out, or to the
- *   fallback URL, or with a plain page; never with an error.
+ *   fallback URL, or with a plain page; never with an error. `GET <entryPath>` likewise, to the
+ *   bot deep link `track/entry` hands out.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -245,7 +246,16 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     }
   }
 
-  async function handleInvite(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
+  /**
+   * A click the visitor waits on (an invite, or an entry into a bot): the browser's ids as
+   * cookies, a visit recorded first when the session has none, then `ask` for the link.
+   */
+  async function handleClick(
+    req: IncomingMessage,
+    res: ServerResponse,
+    view: RequestView,
+    ask: (visitor: Visitor, context: TrackerCallContext & { referrer?: string | undefined }, urgent: { deadline: number }) => Promise<string | undefined>,
+  ): Promise<void> {
     // One budget for everything the visitor waits on, whatever it takes.
     const urgent = { deadline: performance.now() + settings.inviteTimeoutMs };
     const nowMs = now();
@@ -254,33 +264,42 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     onResponseHead(res, visitorCookies(visitor, nowMs, scopeOf(view)), undefined);
     if (visitor.tempIdIsNew || visitor.sessionIdIsNew) {
       // No visit for this session yet (a shared link, or 30 idle minutes on the page): record one
-      // first, so the invitation has a visit to belong to. The only tracker call a visitor waits for.
-      const attribution = attributionOf(view, referrerOf(req), visitor);
-      const body: TrackInitBody = initBody(settings.websiteId, visitor, attribution);
-      await tracker.init(body, context, urgent);
+      // first, so the click has a visit to belong to. The only tracker call a visitor waits for.
+      await tracker.init(initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor)), context, urgent);
     } else {
       void patchFbp(visitor, view);
     }
-    // A channel the link names is asked for as it is, even one the tracker will refuse (then the
-    // visitor gets the fallback): silently swapping in the default would send them elsewhere.
-    const requested = new URLSearchParams(view.search).get('channel');
-    const channel = requested !== null && requested !== '' ? requested : settings.channel;
-    const location = await tracker.invite(
-      { website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(channel === undefined ? {} : { channel }) },
-      context,
-      urgent,
-    );
+    const location = await ask(visitor, context, urgent);
     if (res.destroyed) return;
     if (location !== undefined) sendRedirect(res, location);
     else if (settings.fallbackUrl !== undefined) sendRedirect(res, settings.fallbackUrl);
     else sendInviteLater(res);
   }
 
+  /** `GET <entryPath>[?entry=ID]`: to the bot (or its Mini App) with a fresh payload, as `track/entry` hands it out. */
+  function handleEntry(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
+    const requested = new URLSearchParams(view.search).get('entry');
+    return handleClick(req, res, view, (visitor, context, urgent) =>
+      tracker.entry({ website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(requested ? { entry: requested } : {}) }, context, urgent),
+    );
+  }
+
+  function handleInvite(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
+    // A channel the link names is asked for as it is, even one the tracker will refuse (then the
+    // visitor gets the fallback): silently swapping in the default would send them elsewhere.
+    const requested = new URLSearchParams(view.search).get('channel');
+    const channel = requested !== null && requested !== '' ? requested : settings.channel;
+    return handleClick(req, res, view, (visitor, context, urgent) =>
+      tracker.invite({ website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(channel === undefined ? {} : { channel }) }, context, urgent),
+    );
+  }
+
   const handler = function capigramProxy(req: IncomingMessage, res: ServerResponse, next?: NextFunction): void {
     const view = viewRequest(req, settings.trust);
     try {
-      if (req.method === 'GET' && view.pathname === settings.invitePath) {
-        handleInvite(req, res, view).catch((error: unknown) => {
+      const click = req.method !== 'GET' ? undefined : view.pathname === settings.invitePath ? handleInvite : view.pathname === settings.entryPath ? handleEntry : undefined;
+      if (click !== undefined) {
+        click(req, res, view).catch((error: unknown) => {
           log.error({ err: describe(error) }, 'invite handling failed');
           if (res.headersSent) return;
           if (settings.fallbackUrl !== undefined) sendRedirect(res, settings.fallbackUrl);

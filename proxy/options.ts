@@ -8,6 +8,7 @@ import { parseTrustedProxies, TrustedProxiesError, type TrustedProxies } from '.
 import { WIRE_LIMITS } from '../shared/tracker-wire.js';
 
 export const DEFAULT_INVITE_PATH = '/capigram/invite';
+export const DEFAULT_ENTRY_PATH = '/capigram/entry';
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_HOST = '127.0.0.1';
 
@@ -47,6 +48,11 @@ export const proxySettingsSchema = z.object({
     .string()
     .regex(/^\/[^?#\s]*$/, { error: 'invitePath must be a path starting with "/" (no query, no spaces)' })
     .default(DEFAULT_INVITE_PATH),
+  /** The path whose GET sends the visitor to a bot or its Mini App (`track/entry`); `?entry=` names the entry. */
+  entryPath: z
+    .string()
+    .regex(/^\/[^?#\s]*$/, { error: 'entryPath must be a path starting with "/" (no query, no spaces)' })
+    .default(DEFAULT_ENTRY_PATH),
   fallbackUrl: httpUrl('fallbackUrl').optional(),
   /** `TRUSTED_PROXIES` syntax: keywords, addresses and CIDR ranges, comma-separated. */
   trustedProxies: z
@@ -111,6 +117,7 @@ const FLAGS = {
   port: { env: 'PROXY_PORT', setting: 'port' },
   channel: { env: 'PROXY_CHANNEL_ID', setting: 'channel' },
   'invite-path': { env: 'PROXY_INVITE_PATH', setting: 'invitePath' },
+  'entry-path': { env: 'PROXY_ENTRY_PATH', setting: 'entryPath' },
   'fallback-url': { env: 'PROXY_FALLBACK_URL', setting: 'fallbackUrl' },
   'change-origin': { env: 'PROXY_CHANGE_ORIGIN', setting: 'changeOrigin' },
   'cookie-domain': { env: 'PROXY_COOKIE_DOMAIN', setting: 'cookieDomain' },
@@ -124,6 +131,7 @@ export const PROXY_USAGE = `Usage: npm run proxy -- --upstream URL --tracker URL
   --port N              listen port, default ${DEFAULT_PORT}              (PROXY_PORT; HOST sets the address)
   --channel ID          channel for invite clicks without ?channel= (PROXY_CHANNEL_ID)
   --invite-path PATH    default ${DEFAULT_INVITE_PATH}            (PROXY_INVITE_PATH)
+  --entry-path PATH     default ${DEFAULT_ENTRY_PATH}             (PROXY_ENTRY_PATH; ?entry=ID names the entry)
   --fallback-url URL    where invite clicks go when Capigram is unreachable (PROXY_FALLBACK_URL)
   --change-origin       send the upstream's host as Host         (PROXY_CHANGE_ORIGIN=true)
   --cookie-domain D     share cookies across subdomains of D     (PROXY_COOKIE_DOMAIN)
@@ -159,6 +167,7 @@ export function parseProxyCli(argv: readonly string[], env: NodeJS.ProcessEnv): 
         port: { type: 'string' },
         channel: { type: 'string' },
         'invite-path': { type: 'string' },
+        'entry-path': { type: 'string' },
         'fallback-url': { type: 'string' },
         'change-origin': { type: 'boolean' },
         'cookie-domain': { type: 'string' },
@@ -198,6 +207,7 @@ export function parseProxyCli(argv: readonly string[], env: NodeJS.ProcessEnv): 
     websiteId: pick('website-id'),
     channel: pick('channel'),
     invitePath: pick('invite-path'),
+    entryPath: pick('entry-path'),
     fallbackUrl: pick('fallback-url'),
     cookieDomain: pick('cookie-domain'),
     changeOrigin: rawChangeOrigin === undefined ? false : /^(true|1)$/i.test(rawChangeOrigin),

@@ -19,6 +19,7 @@ import {
   trackUpdateFbpResponseSchema,
   type TrackInitBody,
   type TrackInitResponse,
+  type TrackEntryQuery,
   type TrackInviteQuery,
   type TrackUpdateFbpBody,
   type TrackUpdateFbpResponse,
@@ -65,6 +66,8 @@ export interface TrackerClient {
    * Always tried, whatever the circuit says: a visitor is waiting on this one.
    */
   invite(query: TrackInviteQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined>;
+  /** The bot (or Mini App) deep link `track/entry` redirected to; as `invite`. */
+  entry(query: TrackEntryQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined>;
   /** Calls still running (they never outlive their timeouts). */
   pending(): number;
   /** Waits for the running calls, at most `maxWaitMs`, then closes the kept-alive connections. */
@@ -249,7 +252,17 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   async function invite(query: TrackInviteQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
     const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
     if (query.channel !== undefined) search.set('channel', query.channel);
-    const path = `/backend/track/invite?${search}`;
+    return click('invite', `/backend/track/invite?${search}`, context, urgent);
+  }
+
+  async function entry(query: TrackEntryQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
+    const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
+    if (query.entry !== undefined) search.set('entry', query.entry);
+    return click('entry', `/backend/track/entry?${search}`, context, urgent);
+  }
+
+  /** A click the visitor waits on: the redirect's Location, or undefined. */
+  async function click(op: 'invite' | 'entry', path: string, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
     const deadline = urgent?.deadline ?? performance.now() + options.inviteTimeoutMs;
     // A second attempt only when the first never reached the tracker (connection refused or
     // reset): a request that did arrive may already have handed out a pooled link.
@@ -262,10 +275,10 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
         if (context.referrer !== undefined && context.referrer.length <= WIRE_LIMITS.url) inviteHeaders.referer = context.referrer;
         const { status, location } = await getInvite(path, inviteHeaders, left);
         if (status >= 300 && status < 400 && location !== undefined && isNavigable(location)) return location;
-        log.warn({ op: 'invite', status, location }, 'tracker gave no invite redirect');
+        log.warn({ op, status, location }, `tracker gave no ${op} redirect`);
         return undefined;
       } catch (error) {
-        log.warn({ op: 'invite', attempt, err: describe(error) }, 'tracker unreachable');
+        log.warn({ op, attempt, err: describe(error) }, 'tracker unreachable');
         if (!neverConnected(error)) return undefined;
       }
     }
@@ -280,6 +293,7 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
         postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema),
       ),
     invite: (query, context, urgent) => track(invite(query, context, urgent)),
+    entry: (query, context, urgent) => track(entry(query, context, urgent)),
     pending: () => running,
     async drain(maxWaitMs) {
       if (running > 0) {

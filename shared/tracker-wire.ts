@@ -116,6 +116,20 @@ export const trackInviteQuerySchema = z.object({
 });
 export type TrackInviteQuery = z.infer<typeof trackInviteQuerySchema>;
 
+/** `GET track/entry`: a click that sends the visitor to a bot or its Mini App (the site's default entry without `entry`). */
+export const trackEntryQuerySchema = z.object({
+  website: websiteId,
+  tid: uuid,
+  sid: uuid,
+  entry: channelId.optional(),
+  /** `json`: answer 200 `{visitId, url}` instead of the 302 (tracker.js, to fall back on its own). */
+  format: z.literal('json').optional(),
+});
+export type TrackEntryQuery = z.infer<typeof trackEntryQuerySchema>;
+
+/** `POST track/app`: a Mini App reports its launch with Telegram's signed `initData`. */
+export const trackAppBodySchema = z.object({ initData: z.string().min(1).max(8192) });
+
 /** 200 from `track/init`; a retry with the same `visitRequestId` returns the same `visitId`. */
 export const trackInitResponseSchema = z.object({
   visitId: z.string().min(1),

@@ -7,6 +7,7 @@ import { openRuntime, type Runtime } from '../runtime.js';
 import { accountCommands } from './accounts.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
+import { entryCommands } from './entries.js';
 import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command } from './command.js';
 import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
@@ -21,7 +22,7 @@ import { siteCommands } from './sites.js';
  * the server runs). stdout carries only the result, so `--json` output can be piped; warnings,
  * refusals and logs go to stderr.
  */
-export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands, ...leadCommands];
+export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...entryCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands, ...leadCommands];
 
 const PROGRAM = 'npm run admin --';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -1,6 +1,8 @@
-import type { Pool, Queryable } from '../db/pool.js';
+import type { Queryable } from '../db/pool.js';
 import type { Deps } from '../deps.js';
-import type { Logger } from '../log.js';
+
+export type { DeliveryCheck, DeliveryStatus };
+import type { DeliveryCheck, DeliveryStatus } from './stall-log.js';
 
 /**
  * Noticing that delivery has stopped. Two signs, either enough:
@@ -43,14 +45,6 @@ export async function oldestDueSeconds(db: Queryable): Promise<number> {
   return Math.max(0, rows[0]?.seconds ?? 0);
 }
 
-export type DeliveryStatus = 'ok' | 'stalled';
-
-export interface DeliveryCheck {
-  delivery: DeliveryStatus;
-  oldestDueSeconds: number;
-  /** Whether this process's runner works; null when it runs no worker. */
-  workerRunning: boolean | null;
-}
 
 /** The rule, apart from the database: a pure function so that it can be read (and tested) alone. */
 export function deliveryStatus(input: { oldestDueSeconds: number; workerRunning: boolean | null; stallSeconds: number }): DeliveryStatus {
@@ -58,30 +52,7 @@ export function deliveryStatus(input: { oldestDueSeconds: number; workerRunning:
   return input.oldestDueSeconds > input.stallSeconds ? 'stalled' : 'ok';
 }
 
-/**
- * Remembers the last status so that a stall is logged once when it starts and once when it ends,
- * however often it is checked (every /readyz probe, every scrape, the periodic watch).
- */
-export class StallLog {
-  private stalled = false;
-  constructor(private readonly log: Pick<Logger, 'error' | 'info'>) {}
-
-  record(check: DeliveryCheck): void {
-    const now = check.delivery === 'stalled';
-    if (now === this.stalled) return;
-    this.stalled = now;
-    const fields = { oldestDueSeconds: Math.round(check.oldestDueSeconds), workerRunning: check.workerRunning };
-    // Both at error level: an operator grepping errors sees where the incident ends, too.
-    if (now) this.log.error(fields, 'delivery is stalled: due sends are not being delivered');
-    else this.log.error(fields, 'delivery resumed');
-  }
-}
-
-// One memory per pool (a process has one), so that /readyz, /metrics and the periodic watch of
-// one process log a stall once between them.
-const stallLogs = new WeakMap<Pool, StallLog>();
-
-export type WatchDeps = Pick<Deps, 'pool' | 'config' | 'log' | 'metrics' | 'worker'>;
+export type WatchDeps = Pick<Deps, 'pool' | 'config' | 'log' | 'metrics' | 'worker' | 'local'>;
 
 /** Checks delivery now: sets the gauge, logs a change of status, and says whether it is stalled. */
 export async function checkDelivery(deps: WatchDeps): Promise<DeliveryCheck> {
@@ -93,9 +64,8 @@ export async function checkDelivery(deps: WatchDeps): Promise<DeliveryCheck> {
     oldestDueSeconds: age,
     workerRunning,
   };
-  let log = stallLogs.get(deps.pool);
-  if (!log) stallLogs.set(deps.pool, (log = new StallLog(deps.log)));
-  log.record(check);
+  // One memory per process, so that /readyz, /metrics and the periodic watch log a stall once between them.
+  deps.local.stallLog.record(check);
   return check;
 }
 

@@ -7,7 +7,7 @@ import type { AppEnv } from './env.js';
 import { ApiError } from './errors.js';
 
 /** Liveness, readiness and metrics: what an orchestrator and Prometheus call. */
-export function healthRoutes(deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker'>): Hono<AppEnv> {
+export function healthRoutes(deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker' | 'local'>): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 

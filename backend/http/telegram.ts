@@ -9,7 +9,7 @@ import { limitBody, payloadTooLarge, WEBHOOK_BODY_LIMIT_BYTES } from './body-lim
  * body is read. Any authenticated body gets 200 (bad ones are logged and dropped), since Telegram
  * resends whatever is not answered 2xx; Bot API calls the update causes run later as jobs.
  */
-export function telegramRoutes(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box'>): Hono<AppEnv> {
+export function telegramRoutes(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const limited = limitBody(WEBHOOK_BODY_LIMIT_BYTES, payloadTooLarge);
   app.post('/backend/telegram/:botId', async (c) => {

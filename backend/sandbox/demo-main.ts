@@ -11,7 +11,7 @@ import { openRuntime, type Runtime } from '../runtime.js';
 import { startWorker } from '../worker/runner.js';
 import { withSandboxBanner } from './banner.js';
 import { runJourney } from './journey.js';
-import { provisionSandbox } from './provision.js';
+import { ensureSandboxEntries, provisionSandbox } from './provision.js';
 import { startSandbox, type Sandbox } from './server.js';
 import { SANDBOX_BOT, SANDBOX_CHAT } from './telegram.js';
 
@@ -110,6 +110,7 @@ async function main(argv: string[]): Promise<number> {
   deps.config.PUBLIC_URL = capigramUrl;
   let worker: Runner | null = null;
   let site: Awaited<ReturnType<typeof provisionSandbox>>;
+  let entries: Awaited<ReturnType<typeof ensureSandboxEntries>>;
 
   const stop = async () => {
     await new Promise<void>((ok) => server.close(() => ok()));
@@ -121,7 +122,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     worker = await startWorker(deps, { pollIntervalMs: 250 });
     site = await provisionSandbox(deps, sandbox.url);
-    sandbox.attach(capigramUrl, { websiteId: site.websiteId, adminToken: deps.adminToken });
+    entries = await ensureSandboxEntries(deps, site);
+    sandbox.attach(capigramUrl, { websiteId: site.websiteId, adminToken: deps.adminToken, appEntryId: entries.appEntryId });
     say(
       [
         '',
@@ -143,7 +145,7 @@ async function main(argv: string[]): Promise<number> {
 
   if (check) {
     const timeoutMs = port('SANDBOX_CHECK_TIMEOUT_MS', 20_000);
-    const result = await runJourney({ capigramUrl, sandboxUrl: sandbox.url, site, log: sandbox.log, timeoutMs }, say);
+    const result = await runJourney({ capigramUrl, sandboxUrl: sandbox.url, site, entries, telegram: sandbox.telegram, log: sandbox.log, timeoutMs }, say);
     say(
       result.ok
         ? `[sandbox] check passed: every step held; first attributed conversion delivered ${result.firstConversionMs} ms after the visit, ${Date.now() - started} ms after start`

@@ -1,6 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { SandboxLog, SandboxSource } from './event-log.js';
 import type { Provisioned } from './provision.js';
+import type { SandboxTelegram } from './telegram.js';
 import { LANDING_QUERY } from './server.js';
 
 /**
@@ -14,6 +15,9 @@ export interface JourneyInput {
   capigramUrl: string;
   sandboxUrl: string;
   site: Provisioned;
+  /** The demo's entries (into the bot, into its Mini App). */
+  entries: { startEntryId: string; appEntryId: string };
+  telegram: SandboxTelegram;
   log: SandboxLog;
   /** How long to wait for deliveries. */
   timeoutMs?: number;
@@ -139,5 +143,44 @@ export async function runJourney(input: JourneyInput, print: (line: string) => v
         await new Promise((r) => setTimeout(r, 200));
       }
     }));
-  return { ok: Boolean(all), steps, firstConversionMs };
+  // Entries: the same visitor goes through the bot (a second Telegram user), then the Mini App (a third).
+  const entryClick = async (entryId: string): Promise<string> => {
+    const res = await fetch(`${capigramUrl}/backend/track/entry?website=${encodeURIComponent(site.websiteId)}&tid=${tid}&sid=${sid}&entry=${entryId}&format=json`, { headers: browser });
+    const body = (await res.json().catch(() => ({}))) as { url?: string; detail?: string };
+    if (res.status !== 200 || !body.url) throw new StepFailed(`track/entry answered HTTP ${res.status}: ${body.detail ?? JSON.stringify(body)}`);
+    return body.url;
+  };
+  const leadAtMeta = (after: number) =>
+    log.waitFor((l) => (l.list({ after }).some((e) => e.accepted && e.source === 'meta' && e.kind === 'Lead') ? 'meta took the Lead' : undefined), timeoutMs).catch(() => {
+      throw new StepFailed(`within ${timeoutMs} ms meta did not take the entry's Lead`);
+    });
+  const botUser = userId + 1;
+  const appUser = userId + 2;
+  const entries =
+    all &&
+    (await step('bot start', async () => {
+      const url = await entryClick(input.entries.startEntryId);
+      const payload = new URL(url).searchParams.get('start');
+      if (!payload) throw new StepFailed(`track/entry handed out ${url}, not a bot deep link`);
+      const before = log.list().at(-1)?.seq ?? 0;
+      const res = await fetch(`${sandboxUrl}/telegram/bot?start=${encodeURIComponent(payload)}`, { method: 'POST', headers: { cookie: `sandbox_tg_user=${botUser}` } });
+      if (res.status !== 200) throw new StepFailed(`the sandbox's Telegram answered HTTP ${res.status}`);
+      const lead = await leadAtMeta(before);
+      const answered = input.telegram.messagesFor(botUser);
+      if (answered.length === 0) throw new StepFailed('the bot did not answer /start');
+      return `${url} → /start ${payload} from user ${botUser}: ${lead}; the bot answered "${answered[0]!.text}"${answered[0]!.buttons.length ? ' with a button to the channel' : ''}`;
+    })) &&
+    (await step('mini app', async () => {
+      const url = await entryClick(input.entries.appEntryId);
+      const payload = new URL(url).searchParams.get('startapp');
+      if (!payload) throw new StepFailed(`track/entry handed out ${url}, not a Mini App link`);
+      const page = await (await fetch(`${sandboxUrl}/telegram/app?startapp=${encodeURIComponent(payload)}`, { headers: { cookie: `sandbox_tg_user=${appUser}` } })).text();
+      const initData = /initData: ("(?:[^"\\]|\\.)*")/.exec(page)?.[1];
+      if (!initData) throw new StepFailed('the Mini App page carries no initData');
+      const res = await fetch(`${capigramUrl}/backend/track/app`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ initData: JSON.parse(initData) as string }) });
+      const body = (await res.json().catch(() => ({}))) as { attributed?: boolean; detail?: string };
+      if (res.status !== 200 || body.attributed !== true) throw new StepFailed(`track/app answered HTTP ${res.status}: ${body.detail ?? JSON.stringify(body)}`);
+      return `${url} opened by user ${appUser}; track/app checked its initData and tied the visit`;
+    }));
+  return { ok: Boolean(all && entries), steps, firstConversionMs };
 }

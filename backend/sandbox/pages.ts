@@ -26,13 +26,16 @@ export function sandboxPage(title: string, body: Html, extraHead: Html | string 
 }
 
 /** The sample landing page an ad would lead to: tracker.js and one join button. */
-export function landingPage(o: { capigramUrl: string; websiteId: string; channelPublicUrl: string }): Html {
+export function landingPage(o: { capigramUrl: string; websiteId: string; channelPublicUrl: string; appEntryId?: string | undefined }): Html {
   return sandboxPage(
     'Acme deals',
     html`<div class="hero"><h1>Acme deals (sample landing page)</h1>
 <p>Daily deals in our Telegram channel. This page carries Capigram's <code>tracker.js</code>: the visit is recorded, and the button below asks Capigram for an invite link of this very visit.</p>
 <p><a id="join" class="join" href="${o.channelPublicUrl}" target="_blank" data-capigram-join>Join the channel</a></p>
-<p class="muted">The button opens "Telegram" in a new tab, as a t.me link opens the Telegram app. Here Telegram is the sandbox's own.</p></div>`,
+<p class="muted">The button opens "Telegram" in a new tab, as a t.me link opens the Telegram app. Here Telegram is the sandbox's own.</p>
+<p>Or through the bot (an entry: Capigram hands out a deep link with a payload of this visit):
+<a id="bot" class="join" href="/telegram/entry" target="_blank">Open the bot</a>
+${o.appEntryId ? html`<a id="miniapp" class="join" href="/telegram/entry?entry=${o.appEntryId}" target="_blank">Open the Mini App</a>` : ''}</p></div>`,
     html`<script async src="${o.capigramUrl}/backend/tracker.js" data-website-id="${o.websiteId}"></script>`,
   );
 }

@@ -6,9 +6,11 @@ import { createAccount } from '../domain/admin/accounts.js';
 import { createApiKey } from '../domain/admin/api-keys.js';
 import { addBot, findBot, setBotWebhook } from '../domain/admin/bots.js';
 import { addChannel } from '../domain/admin/channels.js';
+import { addEntry, listEntries } from '../domain/admin/entries.js';
 import { addPixel } from '../domain/admin/pixels.js';
 import { createSite, findSite } from '../domain/admin/sites.js';
 import { SANDBOX_CREDENTIALS } from './platforms.js';
+import { SANDBOX_APP } from './bot-pages.js';
 import { SANDBOX_BOT, SANDBOX_CHAT } from './telegram.js';
 
 /**
@@ -67,4 +69,21 @@ export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<
   const made: Provisioned = { accountId, siteId, websiteId, botId, channelId, apiKey, sandboxUrl };
   writeFileSync(file, JSON.stringify(made, null, 2), { mode: 0o600 });
   return { ...made, created: true };
+}
+
+/**
+ * The demo's entries: the bot (the site's default entry, a Lead, answering /start with a button
+ * to the channel) and its Mini App. Made when missing, so a data directory from before entries
+ * gets them too.
+ */
+export async function ensureSandboxEntries(deps: Deps, site: Pick<Provisioned, 'siteId' | 'botId' | 'channelId'>): Promise<{ startEntryId: string; appEntryId: string }> {
+  const { entries } = await listEntries(deps.pool, site.siteId);
+  const start =
+    entries.find((e) => e.kind === 'start')?.entryId ??
+    (await addEntry(deps.pool, {
+      siteId: site.siteId, botId: site.botId, channelId: site.channelId, isDefault: true,
+      welcomeText: 'Welcome to Acme deals! Today\'s deals are in our channel:',
+    })).entryId;
+  const app = entries.find((e) => e.kind === 'app')?.entryId ?? (await addEntry(deps.pool, { siteId: site.siteId, botId: site.botId, kind: 'app', app: SANDBOX_APP, eventType: 'CompleteRegistration' })).entryId;
+  return { startEntryId: start, appEntryId: app };
 }

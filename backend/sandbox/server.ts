@@ -2,6 +2,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { AddressInfo } from 'node:net';
 import { SandboxLog, type SandboxSource } from './event-log.js';
+import { botPages } from './bot-pages.js';
 import { homePage, landingPage, logPage } from './pages.js';
 import { platformRoutes } from './platforms.js';
 import { SandboxTelegram } from './telegram.js';
@@ -15,6 +16,8 @@ import { SandboxTelegram } from './telegram.js';
 export interface SandboxSite {
   websiteId: string;
   adminToken: string;
+  /** The demo's Mini App entry, for the landing page's "Open the Mini App". */
+  appEntryId?: string;
 }
 
 export interface Sandbox {
@@ -51,10 +54,11 @@ export async function startSandbox(
   const app = new Hono();
   app.route('/', platformRoutes(log));
   app.route('/', telegram.routes());
+  app.route('/', botPages({ telegram, capigram: () => (site ? { url: capigramUrl, websiteId: site.websiteId } : undefined) }));
   const landingUrl = () => `${url}/landing?${LANDING_QUERY}`;
   app.get('/', (c) => c.html(homePage({ landingUrl: landingUrl(), dashboardUrl: `${capigramUrl}/dashboard`, adminToken: site?.adminToken ?? '', logUrl: `${url}/log` })));
   app.get('/landing', (c) =>
-    site ? c.html(landingPage({ capigramUrl, websiteId: site.websiteId, channelPublicUrl: `${url}/telegram/channel` })) : c.text('The demo site is not ready yet.', 503),
+    site ? c.html(landingPage({ capigramUrl, websiteId: site.websiteId, channelPublicUrl: `${url}/telegram/channel`, appEntryId: site.appEntryId })) : c.text('The demo site is not ready yet.', 503),
   );
   app.get('/log', (c) => c.html(logPage(log.list())));
   app.get('/log.json', (c) => {

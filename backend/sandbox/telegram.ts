@@ -39,6 +39,14 @@ interface State {
   /** Join requests waiting for the bot's decision: `user id` → link hash. */
   pending: Record<string, string>;
   lastUpdateId: number;
+  /** What the bot sent to each user's private chat (sendMessage), oldest first. */
+  messages?: Record<string, SandboxMessage[]>;
+}
+
+/** A message the bot sent, as the simulated chat shows it. */
+export interface SandboxMessage {
+  text: string;
+  buttons: { text: string; url: string }[];
 }
 
 type Params = Record<string, unknown>;
@@ -129,6 +137,22 @@ export class SandboxTelegram {
         return ok({ url: this.state.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: 0, allowed_updates: this.state.webhook?.allowedUpdates });
       case 'getchat':
         return chatOk(p.chat_id) ? ok({ ...SANDBOX_CHAT }) : fail(400, 'Bad Request: chat not found');
+      case 'sendmessage': {
+        // Telegram's rules: only users who started the bot can be written to; text 1-4096; URL buttons need a URL.
+        const chatId = String(p.chat_id);
+        if (!this.state.messages?.[chatId]) return fail(403, "Forbidden: bot can't initiate conversation with a user");
+        const text = typeof p.text === 'string' ? p.text : '';
+        if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
+        if ([...text].length > 4096) return fail(400, 'Bad Request: message is too long');
+        const markup = (typeof p.reply_markup === 'string' ? JSON.parse(p.reply_markup) : p.reply_markup) as { inline_keyboard?: { text?: unknown; url?: unknown }[][] } | undefined;
+        const buttons = (markup?.inline_keyboard ?? []).flat();
+        if (buttons.some((b) => typeof b.text !== 'string' || b.text === '' || typeof b.url !== 'string' || !/^(https?|tg):\/\/\S+$/.test(b.url))) {
+          return fail(400, 'Bad Request: BUTTON_URL_INVALID');
+        }
+        this.state.messages[chatId].push({ text, buttons: buttons as { text: string; url: string }[] });
+        this.save();
+        return ok({ message_id: this.state.messages[chatId].length, date: nowSec(), chat: { id: Number(chatId), type: 'private' }, text });
+      }
       case 'getchatmember': {
         if (!chatOk(p.chat_id)) return fail(400, 'Bad Request: chat not found');
         const userId = Number(p.user_id);
@@ -231,9 +255,11 @@ export class SandboxTelegram {
       this.log.record({ source: 'telegram', kind: 'webhook', accepted: false, summary: `no webhook set: the ${type} update went nowhere (run \`bot webhook\`)` });
       return 'no webhook set';
     }
-    if (type === 'chat_member' && !hook.allowedUpdates?.includes('chat_member')) {
-      this.log.record({ source: 'telegram', kind: 'webhook', accepted: false, summary: 'chat_member is not in the webhook\'s allowed_updates: Telegram would not send it' });
-      return 'not sent: chat_member not allowed';
+    // chat_member must be asked for; any other type is sent unless a list leaves it out.
+    const allowed = hook.allowedUpdates?.length ? hook.allowedUpdates.includes(type) : type !== 'chat_member';
+    if (!allowed) {
+      this.log.record({ source: 'telegram', kind: 'webhook', accepted: false, summary: `${type} is not in the webhook's allowed_updates: Telegram would not send it` });
+      return `not sent: ${type} not allowed`;
     }
     this.state.lastUpdateId = Math.max(this.state.lastUpdateId + 1, Date.now());
     this.save();
@@ -252,6 +278,28 @@ export class SandboxTelegram {
       this.log.record({ source: 'telegram', kind: 'webhook', accepted: false, summary: `${type} update could not be posted: ${(err as Error).message}` });
       return 'unreachable';
     }
+  }
+
+  /**
+   * The user opens the bot through a deep link: their private chat with the bot exists from now
+   * on (so the bot may answer), and the bot receives `/start <payload>`, as Telegram's apps send it.
+   */
+  async deliverStart(userId: number, payload: string | null): Promise<string> {
+    this.state.messages = { ...this.state.messages, [String(userId)]: this.state.messages?.[String(userId)] ?? [] };
+    this.save();
+    const user = visitorUser(userId);
+    const text = payload ? `/start ${payload}` : '/start';
+    return this.post({ message: { message_id: Date.now() % 1_000_000, date: nowSec(), chat: { id: userId, type: 'private', first_name: user.first_name }, from: user, text, entities: [{ type: 'bot_command', offset: 0, length: 6 }] } });
+  }
+
+  /** What the bot sent to this user, oldest first. */
+  messagesFor(userId: number): SandboxMessage[] {
+    return [...(this.state.messages?.[String(userId)] ?? [])];
+  }
+
+  /** The Telegram user a request plays (the same cookie the join page uses). */
+  userOf(c: Context): number {
+    return this.visitor(c);
   }
 
   private resultPage(userId: number, what: string, webhook: string) {
@@ -313,6 +361,8 @@ function describeCall(method: string, p: Params, result: unknown): string {
       return `invite link ${String((result as { invite_link?: string }).invite_link)} created${p.creates_join_request ? ' (join request)' : p.member_limit ? ` (member_limit ${String(p.member_limit)})` : ''}`;
     case 'revokechatinvitelink':
       return `invite link ${String(p.invite_link)} revoked`;
+    case 'sendmessage':
+      return `message to user ${String(p.chat_id)}: ${String(p.text).slice(0, 80)}${p.reply_markup ? ' (with a button)' : ''}`;
     case 'approvechatjoinrequest':
     case 'declinechatjoinrequest':
       return `join request of user ${String(p.user_id)} ${method.startsWith('approve') ? 'approved' : 'declined'}`;

@@ -103,8 +103,12 @@ export function createTelegramClient(opts: TelegramClientOptions) {
     revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) => call('revokeChatInviteLink', p, ChatInviteLink),
     approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('approveChatJoinRequest', p, z.literal(true)),
     declineChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('declineChatJoinRequest', p, z.literal(true)),
-    sendMessage: (p: { chat_id: number | string; text: string }) =>
-      call('sendMessage', p, z.object({ message_id: z.number().int() }).passthrough()),
+    sendMessage: (p: {
+      chat_id: number | string;
+      text: string;
+      reply_markup?: { inline_keyboard: { text: string; url: string }[][] };
+      link_preview_options?: { is_disabled: boolean };
+    }) => call('sendMessage', p, z.object({ message_id: z.number().int() }).passthrough()),
     getChat: (p: { chat_id: number | string }) =>
       call('getChat', p, z.object({ id: z.number().int(), type: z.string(), title: z.string().optional(), username: z.string().optional() }).passthrough()),
     getChatMember: (p: { chat_id: number | string; user_id: number }) =>
@@ -114,8 +118,11 @@ export function createTelegramClient(opts: TelegramClientOptions) {
 
 export type TelegramClient = ReturnType<typeof createTelegramClient>;
 
-/** Updates Capigram asks Telegram for. chat_member is only delivered when listed explicitly. */
-export const ALLOWED_UPDATES = ['chat_member', 'chat_join_request', 'my_chat_member'];
+/**
+ * Updates Capigram asks Telegram for. chat_member is only delivered when listed explicitly;
+ * `message` brings `/start <payload>` from entries (and a basic group's upgrade).
+ */
+export const ALLOWED_UPDATES = ['message', 'chat_member', 'chat_join_request', 'my_chat_member'];
 
 /**
  * Every update type of the Bot API, asked for when the bot's updates are forwarded to the

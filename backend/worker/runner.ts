@@ -3,6 +3,7 @@ import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'grap
 import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
 import { startForwardSweep } from '../domain/telegram/forwards.js';
+import { UPGRADE_WEBHOOKS_TASK } from '../domain/telegram/webhook-upgrade.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
 
 /** The workers of a runner that stopped on its own, and when the last of them has finished its job. */
@@ -95,6 +96,8 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     deps.log.warn({ task: job.task_identifier, jobId: job.id, attempts: job.attempts, err: String(error) }, 'job failed');
   });
   events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
+  // Bots registered before an update type was added to ALLOWED_UPDATES get it now, not at the next cron tick.
+  await runner.addJob(UPGRADE_WEBHOOKS_TASK, {}, { jobKey: UPGRADE_WEBHOOKS_TASK, maxAttempts: 1 });
   // Sends nobody announced (see delivery/sweep.ts) are found at graphile-worker's own poll rate.
   const stopDeliverySweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
   // Likewise the update forwards whose worker died mid-forward (domain/telegram/forwards.ts).

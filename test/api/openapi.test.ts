@@ -25,6 +25,7 @@ const OPERATIONS = [
   ['get', '/leads/{telegramUserId}'],
   ['delete', '/leads/{telegramUserId}'],
   ['get', '/channels'],
+  ['post', '/entries/start'],
 ] as const;
 
 describe('openapi.json', () => {

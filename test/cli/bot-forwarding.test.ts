@@ -17,7 +17,7 @@ afterAll(async () => {
 const box = createSecretBox(Buffer.from(SECRET_KEY_HEX, 'hex'));
 const row = async (botId: string) =>
   (await w.db.pool.query<{ forward_url: string | null; forward_secret_enc: string | null }>('SELECT forward_url, forward_secret_enc FROM bots WHERE id = $1', [botId])).rows[0]!;
-const OWN = ['chat_member', 'chat_join_request', 'my_chat_member'];
+const OWN = ['message', 'chat_member', 'chat_join_request', 'my_chat_member'];
 
 describe('bot add --forward-url', () => {
   it('refuses a secret without a URL, a URL that is not http(s), and a secret Telegram would not allow', async () => {

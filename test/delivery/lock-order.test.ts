@@ -72,7 +72,9 @@ describe('lock order between business events and delivery', () => {
     const conversions = new Set<string>();
     let locking = 0;
     const end = Date.now() + LOAD_MS;
-    for (let round = 0; Date.now() < end; round++) {
+    // At least two event types' rounds, however slow the machine, so that the load reaches the
+    // second type (new conversions while the first type's are still being delivered).
+    for (let round = 0; Date.now() < end || round < 8; round++) {
       // Every lead at once (so that their events share transactions). Four rounds of one event type:
       // the first creates each lead's conversion, the next three match it while it is pending, so
       // the shared transaction locks those conversions while delivery writes them.

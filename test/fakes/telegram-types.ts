@@ -55,7 +55,18 @@ export interface ChatJoinRequest {
 export type TgUpdate =
   | { update_id: number; chat_member: ChatMemberUpdated }
   | { update_id: number; my_chat_member: ChatMemberUpdated }
-  | { update_id: number; chat_join_request: ChatJoinRequest };
+  | { update_id: number; chat_join_request: ChatJoinRequest }
+  | { update_id: number; message: TgMessage };
+
+/** A message as a webhook receives it (the fields Capigram reads, and the usual ones around them). */
+export interface TgMessage {
+  message_id: number;
+  date: number;
+  chat: { id: number; type: string; first_name?: string; title?: string };
+  from?: TgUser;
+  text?: string;
+  entities?: { type: string; offset: number; length: number }[];
+}
 
 /** The update types Telegram sends when `allowed_updates` was not given: all but these three. */
 export const NOT_SENT_BY_DEFAULT = ['chat_member', 'message_reaction', 'message_reaction_count'];

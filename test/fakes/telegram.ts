@@ -45,6 +45,20 @@ export interface WebhookState {
   max_connections: number;
 }
 
+/** A message a bot sent with sendMessage, as Telegram accepted it. */
+export interface SentMessage {
+  botToken: string;
+  chatId: number;
+  text: string;
+  /** The inline keyboard's buttons, row by row. */
+  buttons: { text: string; url: string }[][];
+}
+
+/** Telegram's limit for a message's text, after entities parsing. */
+export const MAX_MESSAGE_TEXT = 4096;
+/** A start parameter: 1–64 characters of A-Za-z0-9_- (Telegram's deep-linking rules). */
+export const START_PARAM_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
 export interface JoinDecision {
   chatId: number;
   userId: number;
@@ -76,12 +90,14 @@ export class TelegramFake extends FakeServer {
   private pending = new Map<string, ChatInviteLink | undefined>();
   /** When each pending request's `user_chat_id` was handed out, by user_chat_id: the bot may write there for 5 minutes. */
   private requestChats = new Map<number, { key: string; at: number }>();
-  /** Messages the bots sent (sendMessage), in order. */
-  readonly messages: { botToken: string; chatId: number; text: string; at: number }[] = [];
+  /** Messages the bots sent (sendMessage), in order, with their inline keyboard's URL buttons row by row. */
+  readonly messages: (SentMessage & { at: number })[] = [];
   private members = new Map<string, MemberStatus>();
   private users = new Map<number, TgUser>();
   /** Join requests approved or declined through the API, with the link each came through. */
   private decidedRequests = new Map<string, ChatInviteLink | undefined>();
+  /** Users who opened a private chat with a bot (by `token:user`): only they can be sent messages. */
+  private privateChats = new Set<string>();
   private readonly initialChats: FakeChat[];
 
   constructor(options: TelegramFakeOptions = {}) {
@@ -114,6 +130,27 @@ export class TelegramFake extends FakeServer {
 
   get revoked(): ChatInviteLink[] {
     return this.revokedLinks.map((l) => ({ ...l }));
+  }
+
+  /**
+   * A user opens a bot through `t.me/<bot>?start=<payload>` (or types /start): the `message`
+   * update the bot receives, `/start <payload>` in the user's private chat, which from then on
+   * lets the bot message the user. As Telegram's apps do, a parameter outside the deep-linking
+   * rules (1–64 of A-Za-z0-9_-) is dropped: the bot receives a bare `/start`.
+   */
+  startCommand(o: { user: UserInput; payload?: string; botToken?: string; date?: number }): TgUpdate {
+    const user = this.user(o.user);
+    const bot = this.bots.get(o.botToken ?? DEFAULT_BOT.token);
+    if (!bot) throw new Error('Telegram fake: unknown bot');
+    this.privateChats.add(`${bot.token}:${user.id}`);
+    const text = o.payload !== undefined && START_PARAM_RE.test(o.payload) ? `/start ${o.payload}` : '/start';
+    return {
+      update_id: this.nextUpdateId++,
+      message: {
+        message_id: this.nextUpdateId, date: o.date ?? nowSec(), chat: { id: user.id, type: 'private', first_name: user.first_name }, from: user, text,
+        entities: [{ type: 'bot_command', offset: 0, length: 6 }],
+      },
+    };
   }
 
   get approvals(): JoinDecision[] {
@@ -298,6 +335,7 @@ export class TelegramFake extends FakeServer {
     this.requestChats.clear();
     this.messages.length = 0;
     this.decidedRequests.clear();
+    this.privateChats.clear();
     this.members.clear();
     this.users.clear();
   }
@@ -406,20 +444,24 @@ export class TelegramFake extends FakeServer {
       return ok(this.linkFor(bot, entry.link));
     },
 
-    // Telegram's rules as far as Capigram uses it: text 1–4096 characters; a user who never wrote
-    // to the bot can only be written to through a join request's user_chat_id, for 5 minutes and
-    // until the request is decided.
+    // Telegram's rules as far as Capigram uses it: text 1–4096 characters; an inline keyboard's URL
+    // buttons need a text and a valid URL; a user can be written to once they started the bot
+    // (opened its private chat), else only through a join request's user_chat_id, for 5 minutes
+    // and until the request is decided.
     sendmessage: (bot, p, req) => {
       const chatId = int(p.chat_id);
       if (chatId === undefined) return tgError(400, 'Bad Request: chat not found');
       const text = typeof p.text === 'string' ? p.text : '';
       if (text.trim() === '') return tgError(400, 'Bad Request: message text is empty');
-      if ([...text].length > 4096) return tgError(400, 'Bad Request: message is too long');
+      if ([...text].length > MAX_MESSAGE_TEXT) return tgError(400, 'Bad Request: message is too long');
       const request = this.requestChats.get(chatId);
-      if (!request || !this.pending.has(request.key) || req.receivedAtEpochMs - request.at > 5 * 60_000) {
+      const started = this.privateChats.has(`${bot.token}:${chatId}`);
+      if (!started && (!request || !this.pending.has(request.key) || req.receivedAtEpochMs - request.at > 5 * 60_000)) {
         return tgError(403, "Forbidden: bot can't initiate conversation with a user");
       }
-      this.messages.push({ botToken: bot.token, chatId, text, at: req.receivedAt });
+      const buttons = inlineKeyboard(p.reply_markup);
+      if ('error' in buttons) return tgError(400, buttons.error);
+      this.messages.push({ botToken: bot.token, chatId, text, buttons: buttons.rows, at: req.receivedAt });
       return ok({ message_id: this.messages.length, date: nowSec(), chat: { id: chatId, type: 'private' }, text });
     },
 
@@ -553,6 +595,43 @@ function str(v: unknown): string | undefined {
 function int(v: unknown): number | undefined {
   const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
   return typeof n === 'number' && Number.isInteger(n) ? n : undefined;
+}
+
+/**
+ * An inline keyboard of URL buttons, as Telegram checks it: rows of buttons, each with a text and
+ * one action; a URL must be http(s) or tg with a host (Telegram answers BUTTON_URL_INVALID).
+ */
+function inlineKeyboard(raw: unknown): { rows: { text: string; url: string }[][] } | { error: string } {
+  if (raw === undefined) return { rows: [] };
+  let markup = raw;
+  if (typeof raw === 'string') {
+    try {
+      markup = JSON.parse(raw);
+    } catch {
+      return { error: "Bad Request: can't parse reply keyboard markup JSON object" };
+    }
+  }
+  const keyboard = isRecord(markup) ? markup.inline_keyboard : undefined;
+  if (!Array.isArray(keyboard) || !keyboard.every(Array.isArray)) return { error: "Bad Request: can't parse reply keyboard markup JSON object" };
+  const rows: { text: string; url: string }[][] = [];
+  for (const row of keyboard as unknown[][]) {
+    const out: { text: string; url: string }[] = [];
+    for (const b of row) {
+      if (!isRecord(b) || typeof b.text !== 'string') return { error: "Bad Request: can't parse inline keyboard button: Text must be a String" };
+      if (b.text === '') return { error: 'Bad Request: BUTTON_TEXT_INVALID' };
+      if (typeof b.url !== 'string') return { error: "Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard" };
+      let url: URL;
+      try {
+        url = new URL(b.url);
+      } catch {
+        return { error: 'Bad Request: BUTTON_URL_INVALID' };
+      }
+      if (!['http:', 'https:', 'tg:'].includes(url.protocol) || (url.protocol !== 'tg:' && url.hostname === '')) return { error: 'Bad Request: BUTTON_URL_INVALID' };
+      out.push({ text: b.text, url: b.url });
+    }
+    rows.push(out);
+  }
+  return { rows };
 }
 
 /** An array of strings, or a JSON-encoded one (form posts); null when neither. */

@@ -59,7 +59,9 @@ describe('errors node-postgres raises when the server is away', () => {
     const client = new pg.Client({ host: '127.0.0.1', port, user: 'x', database: 'x' });
     client.on('error', () => undefined);
     const err = await caught(client.connect());
-    expect(String(err)).toMatch(/Connection terminated unexpectedly/);
+    // A close that arrives while the client is still writing is a reset instead (seen on a busy
+    // machine): the same event, the other of the two messages node-postgres raises for it.
+    expect(String(err)).toMatch(/Connection terminated unexpectedly|read ECONNRESET/);
     expectUnavailable(err);
   });
 

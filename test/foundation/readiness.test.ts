@@ -3,7 +3,8 @@
 // shows the oldest due send's wait, the stall is logged once when it starts and once when it
 // ends, and METRICS_TOKEN closes /metrics to anyone without it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StallLog, deliveryStatus, oldestDueSeconds } from '../../backend/delivery/stall.js';
+import { deliveryStatus, oldestDueSeconds } from '../../backend/delivery/stall.js';
+import { StallLog } from '../../backend/delivery/stall-log.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { createConversion, createSiteWith } from '../delivery/support.js';

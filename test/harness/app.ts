@@ -42,16 +42,17 @@ export function testDeps(pool: Pool, env: Record<string, string> = {}, clock = t
     ...env,
   });
   const metrics = createMetrics();
+  const log = createLogger(config.LOG_LEVEL);
   return {
     config,
     pool,
-    log: createLogger(config.LOG_LEVEL),
+    log,
     metrics,
     box: createSecretBox(TEST_SECRET_KEY),
     adminToken: TEST_ADMIN_TOKEN,
     now: clock.now,
     // One per app, as one per process in production.
-    local: createProcessState(pool, {
+    local: createProcessState(pool, log, {
       onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
       onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
     }),

@@ -133,8 +133,8 @@ describe('forwarding', () => {
 
   it('forwarding turned off: nothing more is forwarded', async () => {
     await updateBot(botDeps(), { botId: w.botId, noForward: true });
-    // Back to Capigram's own updates: Telegram would not even send a message now.
-    expect(w.fakes.telegram.webhook(DEFAULT_BOT.token)?.allowed_updates).toEqual(['chat_member', 'chat_join_request', 'my_chat_member']);
+    // Back to Capigram's own updates: Telegram would not even send a button press now.
+    expect(w.fakes.telegram.webhook(DEFAULT_BOT.token)?.allowed_updates).toEqual(['message', 'chat_member', 'chat_join_request', 'my_chat_member']);
     const update = w.fakes.telegram.chatJoinRequest({ chatId, user: newUser() });
     const before = op.received.length;
     await w.deliver(update);

@@ -68,9 +68,12 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
         );
       }
       await tx.query(
-        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at, forward_url, forward_secret_enc)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null, forward.url, forward.secretEnc],
+        `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at, forward_url, forward_secret_enc, webhook_allowed_updates)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [
+          botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null, forward.url, forward.secretEnc,
+          b.webhook ? allowedUpdatesFor(forward.url !== null) : null,
+        ],
       );
       if (!b.webhook) return;
       await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: allowedUpdatesFor(forward.url !== null), max_connections: 40 }).catch((err: unknown) => {
@@ -175,8 +178,8 @@ export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ bot
   const webhookUrl = webhookUrlFor(deps.publicUrl, bot.id);
   await withTx(deps.db, async (tx) => {
     const { rowCount } = await tx.query(
-      `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now() WHERE id = $1 AND removed_at IS NULL`,
-      [bot.id, hashApiKey(secret), webhookUrl],
+      `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now(), webhook_allowed_updates = $4 WHERE id = $1 AND removed_at IS NULL`,
+      [bot.id, hashApiKey(secret), webhookUrl, allowedUpdatesFor(bot.forward_url !== null)],
     );
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
     await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: allowedUpdatesFor(bot.forward_url !== null), max_connections: 40 }).catch((err: unknown) => {

@@ -4,7 +4,7 @@ import type { Pool, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
 import { ANY_EVENT, CUSTOM_PREFIX } from '../../platforms/google-actions.js';
-import { EVENT_TYPES, pixelConfigSchema, type PixelConfig } from '../../platforms/types.js';
+import { CONVERSION_EVENT_TYPES, pixelConfigSchema, type PixelConfig } from '../../platforms/types.js';
 import { Uuid } from './schemas.js';
 import { requireSite } from './sites.js';
 
@@ -21,7 +21,7 @@ const ActionId = z
   .regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>')
   .transform((s) => s.split('/').pop()!);
 
-const MAPPABLE = new Set<string>(EVENT_TYPES.filter((t) => t !== 'PageView'));
+const MAPPABLE = new Set<string>(CONVERSION_EVENT_TYPES);
 
 /**
  * An action given as a resource name (`customers/X/conversionActions/N`) names its customer; only

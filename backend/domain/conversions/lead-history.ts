@@ -5,11 +5,15 @@ import type { PreparedCall } from './lead-lock.js';
 
 /**
  * What the database knows about a Telegram user that decides where a business event goes: the
- * verified acquisition (a join attributed through an invite link to a visit of the same site),
+ * verified acquisition (a join attributed through an invite link, or an entry's tie, to a visit of the same site),
  * earlier conversions, and recent conversions the event may match. Reads only.
  */
 
-/** Attributed joins and webhook conversions that carry a visit of the same site: the evidence of an acquisition. */
+/**
+ * Attributed joins, webhook conversions and entry ties (a bot start, a Mini App open, a start
+ * reported through the API) that carry a visit of the same site: the evidence of an acquisition.
+ * An entry without a channel lands the lead's events on the site's default channel.
+ */
 const ACQUISITIONS = `
   SELECT ch.site_id, m.channel_id, m.visit_id, m.occurred_at AS at, v.created_at AS visit_created_at
   FROM memberships m
@@ -20,7 +24,14 @@ const ACQUISITIONS = `
   SELECT c.site_id, c.channel_id, c.visit_id, c.attributed_at AS at, v.created_at AS visit_created_at
   FROM conversions c
   JOIN visits v ON v.id = c.visit_id AND v.site_id = c.site_id
-  WHERE c.telegram_user_id = $1 AND c.source = 'webhook'`;
+  WHERE c.telegram_user_id = $1 AND c.source = 'webhook'
+  UNION ALL
+  SELECT k.site_id, COALESCE(e.channel_id, s.default_channel_id), k.visit_id, k.used_at AS at, v.created_at AS visit_created_at
+  FROM entry_clicks k
+  JOIN entries e ON e.id = k.entry_id
+  JOIN sites s ON s.id = k.site_id
+  JOIN visits v ON v.id = k.visit_id AND v.site_id = k.site_id
+  WHERE k.used_by = $1`;
 
 export interface Acquisition {
   siteId: string;

@@ -83,13 +83,18 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
     'SELECT id, visit_id FROM invitations WHERE id = ANY($1::uuid[]) AND used_by = $2',
     [joins.flatMap((m) => (m.invitation_id ? [m.invitation_id] : [])), user],
   );
+  // The entry clicks (bot starts, Mini App opens) that tied this person to a visit.
+  const { rows: ties } = await tx.query<{ id: string; visit_id: string | null }>(
+    'SELECT id, visit_id FROM entry_clicks WHERE used_by = $2 AND site_id = $1 ORDER BY id FOR UPDATE',
+    [siteId, user],
+  );
   const { rows: leads } = await tx.query<{ id: string }>('SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2', [siteId, user]);
-  if (conv.length + joins.length + invites.length + leads.length === 0) {
+  if (conv.length + joins.length + invites.length + ties.length + leads.length === 0) {
     throw new ApiError('LEAD_NOT_FOUND', 'this user is not known on the resolved site (or was erased already)');
   }
 
   // The person's visits, and every visit of the same browsers on this site.
-  const named = [...new Set([...conv, ...joins, ...invites].flatMap((r) => (r.visit_id ? [r.visit_id] : [])))];
+  const named = [...new Set([...conv, ...joins, ...invites, ...ties].flatMap((r) => (r.visit_id ? [r.visit_id] : [])))];
   const { rows: visits } = await tx.query<{ id: string }>(
     `SELECT v.id FROM visits v WHERE v.id = ANY($2::uuid[]) AND v.site_id = $1
      UNION
@@ -116,6 +121,7 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
   await tx.query(`UPDATE leads SET ${setClause(LEAD_PERSON_FIELDS)}, telegram_user_id = $2 WHERE id = ANY($1::uuid[])`, [leads.map((l) => l.id), standIn]);
   await tx.query('UPDATE memberships SET telegram_user_id = $2 WHERE id = ANY($1::uuid[])', [joins.map((m) => m.id), standIn]);
   await tx.query('UPDATE invitations SET used_by = $2 WHERE id = ANY($1::uuid[])', [invites.map((i) => i.id), standIn]);
+  await tx.query('UPDATE entry_clicks SET used_by = $2 WHERE id = ANY($1::uuid[])', [ties.map((t) => t.id), standIn]);
   // Browser and session ids are mapped through a keyed digest whose key is drawn here and never
   // kept: visits of one browser stay one browser (counts of distinct browsers hold), unlinkable.
   await tx.query(

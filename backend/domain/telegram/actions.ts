@@ -72,7 +72,7 @@ export type ActionOutcome =
 
 export type ActionDeps = Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now' | 'local'>;
 
-type Client = ReturnType<typeof createTelegramClient>;
+export type Client = ReturnType<typeof createTelegramClient>;
 
 /**
  * Runs one Bot API call for a bot. Flood control is per bot and shared with the invite-link pool

@@ -16,7 +16,7 @@ import { markRequestDecided } from './request-status.js';
  * channel is gone.
  */
 export async function recordApprovedJoin(
-  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local'>,
+  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local' | 'config'>,
   p: { botId: string; chatId: number; userId: number },
 ): Promise<UpdateOutcome | 'nothing'> {
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
@@ -26,7 +26,7 @@ export async function recordApprovedJoin(
     const channel = await findChannel(tx, p.botId, p.chatId);
     if (!channel) return 'nothing';
     const now = deps.now();
-    const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log };
+    const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
     const leadId = await upsertLead(tx, channel.site_id, p.userId, now);
     const invitation = await lockPendingRequestInvitation(tx, channel.id, p.userId, null);
     if (!invitation) return 'nothing';

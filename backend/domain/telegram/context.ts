@@ -8,6 +8,8 @@ export interface UpdateContext {
   /** When the update was received (the service's clock, read once). */
   now: Date;
   log: Logger;
+  /** ATTRIBUTION_WINDOW_DAYS: how long an entry's tie credits the user's joins to its visit. */
+  attributionWindowDays: number;
 }
 
 /** What a handler did with an update, for the log and for tests. */
@@ -25,7 +27,11 @@ export type UpdateOutcome =
   | 'join_request_recorded'
   | 'bot_status'
   /** A basic group's upgrade moved a channel to the supergroup's id. */
-  | 'chat_migrated';
+  | 'chat_migrated'
+  /** `/start <payload>` tied an entry click's visit to the user. */
+  | 'entry_start'
+  /** `/start` without a payload this bot knows, or with one another user already brought. */
+  | 'organic_start';
 
 export function secondsToDate(unixSeconds: number): Date {
   return new Date(unixSeconds * 1000);

@@ -1,8 +1,10 @@
 import { recordConversion } from '../outbox/conversion-record.js';
+import { entryVisitInWindow } from '../entries/tie.js';
 import { enqueueRevokeInviteLink } from './actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { joinConversionTerms } from './join-terms.js';
 import { insertMembership, joinAlreadyConverted, markInvitationUsed, visitContext, type ChannelRow, type InvitationRow } from './queries.js';
+import type { Queryable } from '../../db/pool.js';
 
 export interface JoinToCredit {
   channel: ChannelRow;
@@ -32,8 +34,19 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
     occurredAt: j.occurredAt, recordedBy: j.recordedBy,
   };
   if (!invitation) {
-    await insertMembership(tx, base);
-    return 'organic_join';
+    // No link of ours: a user an entry tied to a visit within the window joined (a public
+    // channel's Join button, the channel's own link): the join is that visit's.
+    const entryVisit = await entryVisitInWindow(tx, { siteId: channel.site_id, telegramUserId: userId, at: j.occurredAt, windowDays: ctx.attributionWindowDays });
+    if (entryVisit === null) {
+      await insertMembership(tx, base);
+      return 'organic_join';
+    }
+    const attributed = { ...base, visitId: entryVisit, attributed: true };
+    if (await entryJoinAlreadyConverted(tx, channel.id, userId, entryVisit)) {
+      await insertMembership(tx, attributed);
+      return 'repeat_join';
+    }
+    return convertJoin(ctx, j, attributed, entryVisit);
   }
 
   // A used link is spent: revoke it so it cannot bring anyone else in under this visit.
@@ -59,7 +72,14 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
     return 'repeat_join';
   }
 
-  const visit = await visitContext(tx, invitation.visit_id);
+  return convertJoin(ctx, j, attributed, invitation.visit_id);
+}
+
+/** The join's conversion with the visit's page, IP and User-Agent, and its membership naming it. */
+async function convertJoin(ctx: UpdateContext, j: JoinToCredit, attributed: Parameters<typeof insertMembership>[1], visitId: string): Promise<UpdateOutcome> {
+  const { tx } = ctx;
+  const { channel, userId } = j;
+  const visit = await visitContext(tx, visitId);
   const terms = joinConversionTerms(channel);
   const conversion = await recordConversion(
     tx,
@@ -67,7 +87,7 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
       siteId: channel.site_id,
       channelId: channel.id,
       telegramUserId: userId,
-      visitId: invitation.visit_id,
+      visitId,
       ...terms,
       contentName: channel.title,
       eventSourceUrl: visit?.href ?? null,
@@ -89,4 +109,13 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
     'attributed channel join',
   );
   return 'attributed_join';
+}
+
+/** Whether this user's join of the channel was already credited to the entry's visit (a rejoin converts once). */
+async function entryJoinAlreadyConverted(tx: Queryable, channelId: string, telegramUserId: number, visitId: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `SELECT 1 FROM memberships WHERE channel_id = $1 AND telegram_user_id = $2 AND visit_id = $3 AND invitation_id IS NULL AND conversion_id IS NOT NULL`,
+    [channelId, telegramUserId, visitId],
+  );
+  return (rowCount ?? 0) > 0;
 }

@@ -13,6 +13,8 @@ const UnixSeconds = z.number().int().min(0).max(253_402_300_799);
 
 const User = z.object({ id: TelegramId, is_bot: z.boolean().optional() });
 const Chat = z.object({ id: TelegramId });
+/** A message's chat: its type tells a private chat with the bot (where `/start` arrives) from a group. */
+const MessageChat = z.object({ id: TelegramId, type: z.string().max(32).optional() });
 
 // The strings an update hands on to the database are `storableText`: one with a NUL (which
 // PostgreSQL cannot store) makes the update malformed, dropped with a 200 like any other, rather
@@ -52,18 +54,33 @@ export type ChatJoinRequest = z.infer<typeof ChatJoinRequest>;
 
 /** A service message naming a basic group's upgrade: `migrate_to_chat_id` in the old chat, `migrate_from_chat_id` in the new. */
 export const MigrationMessage = z.object({
-  chat: Chat,
+  chat: MessageChat,
   migrate_to_chat_id: TelegramId.optional(),
   migrate_from_chat_id: TelegramId.optional(),
+  /** A user's message to the bot in a private chat: `/start <payload>` from an entry's deep link. */
+  from: User.optional(),
+  text: z.string().max(4096).optional(),
 });
+
+/** A user's text message to the bot in their private chat with it. */
+export interface PrivateMessage {
+  userId: number;
+  text: string;
+  date?: number;
+}
 
 export type ParsedUpdate =
   | { kind: 'chat_member'; updateId: number; body: ChatMemberUpdated }
   | { kind: 'my_chat_member'; updateId: number; body: ChatMemberUpdated }
   | { kind: 'chat_join_request'; updateId: number; body: ChatJoinRequest }
   | { kind: 'chat_migrated'; updateId: number; body: { fromChatId: number; toChatId: number } }
-  /** Not acted on; `reason` is for the log and never holds user data. */
-  | { kind: 'ignored'; updateId: number | null; reason: string };
+  | { kind: 'private_message'; updateId: number; body: PrivateMessage }
+  /**
+   * Not acted on; `reason` is for the log and never holds user data. `routine`: an update Telegram
+   * sends in the normal course (a group's messages reach a bot that administers it, now that
+   * `message` is asked for), logged at debug rather than warn.
+   */
+  | { kind: 'ignored'; updateId: number | null; reason: string; routine?: true };
 
 const UpdateId = z.number().int().min(0).refine(Number.isSafeInteger);
 
@@ -94,7 +111,11 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
       const m = parsed.data as z.infer<typeof MigrationMessage>;
       if (m.migrate_to_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.chat.id, toChatId: m.migrate_to_chat_id } };
       if (m.migrate_from_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.migrate_from_chat_id, toChatId: m.chat.id } };
-      return { kind: 'ignored', updateId, reason: 'a message that is not a chat migration' };
+      // Only /start means anything: other messages are not even recorded as seen (no write per chat message).
+      if (m.chat.type === 'private' && m.from !== undefined && m.from.is_bot !== true && m.text?.startsWith('/start') && m.chat.id === m.from.id) {
+        return { kind: 'private_message', updateId, body: { userId: m.from.id, text: m.text } };
+      }
+      return { kind: 'ignored', updateId, reason: 'a message that is neither a chat migration nor a private message to the bot', routine: true };
     }
     return { kind, updateId, body: parsed.data as ChatMemberUpdated };
   }

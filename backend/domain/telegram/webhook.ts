@@ -7,6 +7,7 @@ import { findBot } from '../admin/bots.js';
 import { handleMyChatMember } from './bot-status.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
+import { handlePrivateMessage } from './messages.js';
 import { handleChatMember } from './joins.js';
 import { enqueueForward } from './forwards.js';
 import { claimUpdate } from './queries.js';
@@ -41,7 +42,7 @@ export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: strin
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -59,6 +60,8 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
       await withTx(deps.pool, async (tx) => {
         if (await claimUpdate(tx, bot.id, updateId, 'forward_only')) await enqueueForward(tx, deps.box, bot.id, updateId, body, raw);
       });
+    } else if ('routine' in update) {
+      log.debug({ reason: update.reason }, 'telegram update ignored');
     } else {
       log.warn({ reason: update.reason }, 'telegram update ignored');
     }
@@ -66,7 +69,7 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   }
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
     if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return 'duplicate';
-    const ctx: UpdateContext = { tx, bot, now: deps.now(), log };
+    const ctx: UpdateContext = { tx, bot, now: deps.now(), log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
     const handled = await handleParsed(ctx, update);
     // After Capigram's own handling, in its transaction: forwarded exactly when it was handled.
     if (bot.forwards) await enqueueForward(tx, deps.box, bot.id, update.updateId, body, raw);
@@ -74,7 +77,7 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   });
   if (outcome === 'unknown_chat') noteUnknownChat(deps, bot.id, update.kind, chatOf(update), log);
   // An attributed join committed its conversion's sends: wake the delivery worker for them.
-  if (outcome === 'attributed_join') deps.local.waker.wake();
+  if (outcome === 'attributed_join' || outcome === 'entry_start') deps.local.waker.wake();
   log.debug({ kind: update.kind, outcome }, 'telegram update handled');
   return outcome;
 }
@@ -88,6 +91,8 @@ async function handleParsed(ctx: UpdateContext, update: Exclude<ParsedUpdate, { 
       return handleJoinRequest(ctx, update.body);
     case 'my_chat_member':
       return handleMyChatMember(ctx, update.body);
+    case 'private_message':
+      return handlePrivateMessage(ctx, update.body, update.updateId);
     case 'chat_migrated':
       return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0 ? 'chat_migrated' : 'ignored';
   }
@@ -106,15 +111,15 @@ function chatOf(update: ParsedUpdate): number | null {
 
 /** Bounds the memory of chats already warned about; past it, a chat may be warned about again. */
 const MAX_WARNED_CHATS = 10_000;
-const warnedChats = new Set<string>();
 
 /**
  * An update from a chat none of the bot's channels is in: counted, and logged at warn once per
  * (bot, chat) and process. A stream of them usually means a channel's chat id changed (a basic
  * group upgraded to a supergroup) or a channel was added under the wrong id.
  */
-function noteUnknownChat(deps: Pick<Deps, 'metrics'>, botId: string, kind: string, chatId: number | null, log: Deps['log']): void {
+function noteUnknownChat(deps: Pick<Deps, 'metrics' | 'local'>, botId: string, kind: string, chatId: number | null, log: Deps['log']): void {
   deps.metrics.telegramUnknownChatUpdates.inc({ kind });
+  const warnedChats = deps.local.warnedChats;
   const key = `${botId}:${chatId}`;
   if (warnedChats.has(key)) return;
   if (warnedChats.size >= MAX_WARNED_CHATS) warnedChats.clear();

@@ -2,6 +2,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Deps } from '../../deps.js';
 import type { ApiEnv } from './env.js';
 import { registerListChannels } from './channels-list.js';
+import { registerEntryStart } from './entries-start.js';
 import { registerConversionEvent } from './events-conversion.js';
 import { registerConversionValue } from './lead-conversion-value.js';
 import { registerEraseLead } from './lead-erase.js';
@@ -22,6 +23,7 @@ export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
   registerGetLead(api, deps);
   registerEraseLead(api, deps);
   registerListChannels(api, deps);
+  registerEntryStart(api, deps);
   registerReference(api, deps);
   return api;
 }

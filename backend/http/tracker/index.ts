@@ -4,7 +4,9 @@ import { hasNul } from '../../../shared/text.js';
 import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS, serializeTrackingCookie, TEMP_ID_COOKIE, TEMP_ID_MAX_AGE_SECONDS, isUuid } from '../../../shared/cookies.js';
 import {
   resolveVisitRequestId,
+  trackAppBodySchema,
   trackDirectInviteBodySchema,
+  trackEntryQuerySchema,
   trackInitBodySchema,
   trackInviteQuerySchema,
   trackUpdateFbpBodySchema,
@@ -14,6 +16,8 @@ import {
 import type { Deps } from '../../deps.js';
 import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
 import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
+import { appOpened } from '../../domain/entries/app-open.js';
+import { entryClick, entryFallbackUrl, entryRedirect } from '../../domain/entries/click.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
 import { recordVisitBatched } from '../../domain/tracker/visit-batch.js';
 import type { VisitAttribution } from '../../domain/tracker/visits.js';
@@ -54,6 +58,18 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     c.res.headers.set('cache-control', 'no-store');
   });
   keyless.use('/r/*', clientContext(trust, forwarders));
+  // A Mini App may be served from any origin, and its initData is its own credential (nothing of
+  // Capigram's host is sent, and the answer holds nothing but whether the visit was tied): any
+  // origin may post it. Registered before the site-origin preflight of the rest of the surface.
+  keyless.options('/backend/track/app', (c) =>
+    c.body(null, 204, {
+      'access-control-allow-origin': c.req.header('origin') ?? '*',
+      'access-control-allow-methods': 'POST, OPTIONS',
+      'access-control-allow-headers': 'Content-Type',
+      'access-control-max-age': '600',
+      vary: 'Origin',
+    }),
+  );
   keyless.options('/backend/track/*', preflight(deps.pool));
 
   async function siteFor(websiteId: string): Promise<TrackerSite> {
@@ -168,6 +184,72 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     }
   });
 
+  // An entry click: like an invite click, but to a bot (or its Mini App) with a fresh payload.
+  keyless.get('/backend/track/entry', async (c) => {
+    let siteId: string | undefined;
+    try {
+      const query = readQuery(c, trackEntryQuerySchema);
+      const site = await siteFor(query.website);
+      siteId = site.id;
+      admit(c, site);
+      const browser = c.get('browser');
+      if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
+      await limiter.consume('invite', site.id, browser.ip);
+      const referer = c.req.header('referer');
+      const outcome = await entryClick(deps, {
+        siteId: site.id,
+        tempId: query.tid,
+        sessionId: query.sid,
+        entryId: query.entry,
+        click: {
+          href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+          clientIp: browser.ip,
+          userAgent: userAgentOf(browser, undefined),
+        },
+      });
+      if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
+      return redirect(c, outcome.url);
+    } catch (err) {
+      return entryNavigationFallback(c, err, siteId, c.req.query('entry'));
+    }
+  });
+
+  // Registered before `/r/:siteId/:channelId`'s neighbours; three segments, so never confused with it.
+  keyless.get('/r/:siteId/entry/:entryId', async (c) => {
+    let siteId: string | undefined;
+    try {
+      const click = await adClick(c, c.req.param('siteId'), `entry:${c.req.param('entryId')}`, (id) => (siteId = id));
+      if (click instanceof Response) return click;
+      const outcome = await entryRedirect(deps, { ...click.visit, entryId: c.req.param('entryId') });
+      click.setCookies();
+      return redirect(c, outcome.url);
+    } catch (err) {
+      return entryNavigationFallback(c, err, siteId, c.req.param('entryId'));
+    }
+  });
+
+  /**
+   * A browser that followed an entry link is sent on to the bot itself (unattributed) when the
+   * click cannot be answered, as an invite click is sent to the channel: never an error page.
+   * Only when the site and the entry are known; anything else, and any non-navigation, gets the
+   * error.
+   */
+  async function entryNavigationFallback(c: Context<KeylessEnv>, err: unknown, siteId: string | undefined, entryId: string | undefined): Promise<Response> {
+    if (!isBrowserNavigation(c) || siteId === undefined) throw err;
+    const url = await entryFallbackUrl(deps.pool, siteId, entryId);
+    if (url === null) throw err;
+    deps.log.info({ siteId, err: err instanceof ApiError ? err.code : String(err) }, 'entry click answered with the bot itself');
+    return redirect(c, url);
+  }
+
+  keyless.post('/backend/track/app', async (c) => {
+    const origin = c.req.header('origin');
+    if (origin !== undefined) c.set('corsOrigin', origin);
+    const body = await readJson(c, trackAppBodySchema);
+    const { attributed } = await appOpened(deps, body.initData);
+    return c.json({ attributed });
+  });
+
   keyless.post('/backend/track/direct-invite', async (c) => {
     const body = await readJson(c, trackDirectInviteBodySchema);
     // One visit per visitRequestId is the point of this endpoint: one of the two names is required.
@@ -201,6 +283,20 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
 
   /** `/r/{siteId}/{channelId}`; tells `siteFound` the site as soon as it is known (for the fallback). */
   async function redirectClickRoute(c: Context<KeylessEnv>, siteParam: string, channelParam: string, siteFound: (siteId: string) => void): Promise<Response> {
+    const click = await adClick(c, siteParam, channelParam, siteFound);
+    if (click instanceof Response) return click;
+    const outcome = await directInvite(deps, { ...click.visit, channelId: channelParam, kind: 'redirect' });
+    click.setCookies();
+    return redirect(c, outcome.inviteLink);
+  }
+
+  /**
+   * What an ad click straight to Telegram (`/r/…`) learns before it is handed a link: the site, the
+   * browser's ids (Capigram's cookies, else new ones), the click ids and UTM tags of the URL, and
+   * the visitRequestId that makes a reload the same visit. A link lookup is answered at once.
+   * `target` names what the click is for (a channel id, `entry:<id>`), part of that request id.
+   */
+  async function adClick(c: Context<KeylessEnv>, siteParam: string, target: string, siteFound: (siteId: string) => void = () => undefined) {
     const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
     siteFound(site.id);
@@ -219,14 +315,11 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     const click = redirectClick(url.search, (name) => c.req.query(name), cookies[FBC_COOKIE], nowMs);
     const referer = c.req.header('referer');
     const href = `${deps.config.PUBLIC_URL}${url.pathname}${url.search}`;
-
-    const outcome = await directInvite(deps, {
+    const visit = {
       siteId: site.id,
       tempId,
       sessionId,
-      visitRequestId: clickRequestId({ siteId: site.id, channelId: channelParam, tempId, sessionId, clickId: click.clickId }),
-      channelId: channelParam,
-      kind: 'redirect',
+      visitRequestId: clickRequestId({ siteId: site.id, channelId: target, tempId, sessionId, clickId: click.clickId }),
       attribution: {
         ...click.attribution,
         href: href.length <= WIRE_LIMITS.url ? href : undefined,
@@ -235,12 +328,14 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
         clientIp: browser.ip,
         userAgent: userAgentOf(browser, undefined),
       },
-    });
-    const scope = { secure: secureCookies };
-    c.header('set-cookie', serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
-    c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
-    c.header('cache-control', 'no-store');
-    return redirect(c, outcome.inviteLink);
+    };
+    const setCookies = () => {
+      const scope = { secure: secureCookies };
+      c.header('set-cookie', serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+      c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+      c.header('cache-control', 'no-store');
+    };
+    return { visit, setCookies };
   }
 
   registerTrackerScriptRoute(keyless);

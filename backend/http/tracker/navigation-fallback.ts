@@ -1,9 +1,8 @@
 import type { Context } from 'hono';
-import type { Queryable } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { findSiteChannel } from '../../domain/invites/invite-channels.js';
 import { fallbackUrl } from '../../domain/invites/links.js';
 import { ApiError } from '../../errors.js';
-import type { Logger } from '../../log.js';
 import type { KeylessEnv } from './env.js';
 
 /**
@@ -29,7 +28,7 @@ export async function navigationFallback(
   c: Context<KeylessEnv>,
   err: unknown,
   target: FallbackTarget,
-  deps: { pool: Queryable; log: Logger },
+  deps: Pick<Deps, 'pool' | 'log'>,
 ): Promise<Response> {
   const code = err instanceof ApiError ? err.code : 'INTERNAL';
   let location: string | null = null;

@@ -1,7 +1,7 @@
 /*
  * Capigram browser tracker. Load it on every page of the site:
  *   <script async src="https://TRACKER/backend/tracker.js" data-website-id="ws_..."></script>
- * and mark join links:
+ * and mark join links (and links into a bot: data-entry="ENTRY_ID"):
  *   <a href="https://t.me/yourchannel" data-capigram-join>Join</a>
  * See docs/tracker-script.md. Plain ES2017, no dependencies; tracking never breaks the page.
  */
@@ -217,10 +217,12 @@
 
   function inviteUrl(link) {
     var ids = identity();
-    var channel = link.getAttribute('data-channel') || defaultChannel;
+    // data-entry: into the bot with a payload of this click (empty: the default entry).
+    var entry = link.hasAttribute('data-entry');
+    var name = entry ? link.getAttribute('data-entry') : link.getAttribute('data-channel') || defaultChannel;
     return (
-      base + '/backend/track/invite?website=' + encodeURIComponent(websiteId) + '&tid=' + ids.tid + '&sid=' + ids.sid +
-      (channel ? '&channel=' + encodeURIComponent(channel) : '')
+      base + '/backend/track/' + (entry ? 'entry' : 'invite') + '?website=' + encodeURIComponent(websiteId) + '&tid=' + ids.tid +
+      '&sid=' + ids.sid + (name ? (entry ? '&entry=' : '&channel=') + encodeURIComponent(name) : '')
     );
   }
 
@@ -234,7 +236,7 @@
    */
   function route(event) {
     var target = event.target;
-    var link = target && target.closest ? target.closest('a[data-capigram-join]') : null;
+    var link = target && target.closest ? target.closest('a[data-capigram-join], a[data-entry]') : null;
     if (!link) return;
     // The link's own href, as the page wrote it: a click that opened a tab already replaced it.
     if (!link.__capigramOwn) link.__capigramOwn = link.getAttribute('href') ? link.href : '';
@@ -270,7 +272,7 @@
       })
       .then(function (answer) {
         clearTimeout(timer);
-        var url = answer && typeof answer.inviteUrl === 'string' ? answer.inviteUrl : '';
+        var url = answer ? String(answer.inviteUrl || answer.url || '') : '';
         go(/^(https?:|tg:)/.test(url) ? url : fallback);
       })
       .catch(function () {

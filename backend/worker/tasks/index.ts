@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js';
 import { runRetention } from '../../domain/erasure/retention.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency.js';
 import { purgeDeadJobs } from '../dead-jobs.js';
-import { TELEGRAM_CRONTAB, telegramActionTasks } from './telegram-actions.js';
+import { TELEGRAM_CRONTAB, UPGRADE_WEBHOOKS_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { deliveryTasks } from './deliver.js';
 import { forwardUpdateTasks } from './forward-updates.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
@@ -23,6 +23,7 @@ export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASK
 */10 * * * * ${TASKS.purgeDeadJobs} ?max=1&jobKey=${TASKS.purgeDeadJobs}&jobKeyMode=replace
 23 * * * * ${TASKS.retention} ?max=5&jobKey=${TASKS.retention}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
+${UPGRADE_WEBHOOKS_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
 
 /**

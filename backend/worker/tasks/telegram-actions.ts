@@ -2,7 +2,9 @@ import type { JobHelpers, Task, TaskList } from 'graphile-worker';
 import { isUuid } from '../../../shared/ids.js';
 import { TELEGRAM_TASKS, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
 import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
+import { SEND_WELCOME_TASK, sendWelcome } from '../../domain/entries/welcome.js';
 import { JOIN_WELCOME_TASK, sendJoinWelcome } from '../../domain/telegram/join-welcome.js';
+import { UPGRADE_WEBHOOKS_TASK, upgradeWebhooks } from '../../domain/telegram/webhook-upgrade.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
 import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/telegram/rights-check.js';
 
@@ -11,6 +13,9 @@ const PURGE_TASK = 'purge_telegram_updates';
 /** Daily purge of the webhook's old de-duplication records; the bot's rights re-checked every 10 minutes. */
 export const TELEGRAM_CRONTAB = `17 3 * * * ${PURGE_TASK} ?max=1&jobKey=${PURGE_TASK}&jobKeyMode=replace
 */10 * * * * ${RIGHTS_CHECK_TASK} ?max=1&jobKey=${RIGHTS_CHECK_TASK}&jobKeyMode=replace`;
+
+/** Webhooks set with fewer update types than Capigram asks for are set again (also when a worker starts). */
+export const UPGRADE_WEBHOOKS_CRONTAB = `*/15 * * * * ${UPGRADE_WEBHOOKS_TASK} ?max=1&jobKey=${UPGRADE_WEBHOOKS_TASK}&jobKeyMode=replace`;
 
 /**
  * Jobs of the Telegram webhook: its Bot API calls, and the purge of old update records.
@@ -30,10 +35,14 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
   return {
     [TELEGRAM_TASKS.approveJoinRequest]: task(TELEGRAM_TASKS.approveJoinRequest, approveAndRecordJoin),
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
+    [SEND_WELCOME_TASK]: task(SEND_WELCOME_TASK, sendWelcome),
     [JOIN_WELCOME_TASK]: task(JOIN_WELCOME_TASK, sendJoinWelcome),
     [RIGHTS_CHECK_TASK]: async (payload) => {
       const channelId = (payload as { channelId?: unknown } | null)?.channelId;
       await checkRights(deps, { channelId: typeof channelId === 'string' && isUuid(channelId) ? channelId : undefined });
+    },
+    [UPGRADE_WEBHOOKS_TASK]: async () => {
+      await upgradeWebhooks(deps);
     },
     [PURGE_TASK]: async () => {
       const n = await purgeTelegramUpdates(deps.pool, deps.now());

@@ -105,6 +105,10 @@ export async function startTrackerStandIn(): Promise<TrackerStandIn> {
           res.end();
           return;
         }
+        case 'GET /backend/track/entry':
+          res.writeHead(302, { location: `https://t.me/stand_in_bot?start=StandIn${calls.length}` });
+          res.end();
+          return;
         default:
           json(404, { code: 'NOT_FOUND' });
       }
