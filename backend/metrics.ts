@@ -59,12 +59,18 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     labelNames: ['kind'] as const,
     registers: [registry],
   });
+  const telegramForwards = new Counter({
+    name: 'capigram_telegram_update_forwards_total',
+    help: "Updates forwarded to a bot's own backend, by outcome: sent (taken with a 2xx); refused (an attempt not taken: an error status, a timeout, unreachable; retried later); dropped (given up: not taken for a day, or forwarding turned off)",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   const sendsOldestDue = new Gauge({
     name: 'capigram_sends_oldest_due_seconds',
     help: 'How long the oldest send that is due (and not in flight) has waited for a worker; 0 when none is due. Read at each scrape.',
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches, visitBatches, telegramUnknownChatUpdates, sendsOldestDue };
+  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches, visitBatches, telegramUnknownChatUpdates, telegramForwards, sendsOldestDue };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

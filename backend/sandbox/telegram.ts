@@ -38,6 +38,10 @@ interface State {
   members: number[];
   /** Join requests waiting for the bot's decision: `user id` → link hash. */
   pending: Record<string, string>;
+  /** When each waiting request was made (ms): the bot may write to the requester for 5 minutes. */
+  requestedAt?: Record<string, number>;
+  /** Chats the bot wrote to only as a requester's (`user_chat_id`): not open to it once the request is decided. */
+  requesterChats?: string[];
   lastUpdateId: number;
   /** What the bot sent to each user's private chat (sendMessage), oldest first. */
   messages?: Record<string, SandboxMessage[]>;
@@ -138,9 +142,11 @@ export class SandboxTelegram {
       case 'getchat':
         return chatOk(p.chat_id) ? ok({ ...SANDBOX_CHAT }) : fail(400, 'Bad Request: chat not found');
       case 'sendmessage': {
-        // Telegram's rules: only users who started the bot can be written to; text 1-4096; URL buttons need a URL.
+        // Telegram's rules: only users who started the bot, or whose join request waits (through
+        // its user_chat_id, for 5 minutes), can be written to; text 1-4096; URL buttons need a URL.
         const chatId = String(p.chat_id);
-        if (!this.state.messages?.[chatId]) return fail(403, "Forbidden: bot can't initiate conversation with a user");
+        const started = this.state.messages?.[chatId] !== undefined && !this.state.requesterChats?.includes(chatId);
+        if (!started && !this.mayWriteToRequester(chatId)) return fail(403, "Forbidden: bot can't initiate conversation with a user");
         const text = typeof p.text === 'string' ? p.text : '';
         if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
         if ([...text].length > 4096) return fail(400, 'Bad Request: message is too long');
@@ -149,9 +155,11 @@ export class SandboxTelegram {
         if (buttons.some((b) => typeof b.text !== 'string' || b.text === '' || typeof b.url !== 'string' || !/^(https?|tg):\/\/\S+$/.test(b.url))) {
           return fail(400, 'Bad Request: BUTTON_URL_INVALID');
         }
-        this.state.messages[chatId].push({ text, buttons: buttons as { text: string; url: string }[] });
+        if (!started && this.state.messages?.[chatId] === undefined) this.state.requesterChats = [...(this.state.requesterChats ?? []), chatId];
+        const chat = (this.state.messages = { ...this.state.messages, [chatId]: this.state.messages?.[chatId] ?? [] })[chatId]!;
+        chat.push({ text, buttons: buttons as { text: string; url: string }[] });
         this.save();
-        return ok({ message_id: this.state.messages[chatId].length, date: nowSec(), chat: { id: Number(chatId), type: 'private' }, text });
+        return ok({ message_id: chat.length, date: nowSec(), chat: { id: Number(chatId), type: 'private' }, text });
       }
       case 'getchatmember': {
         if (!chatOk(p.chat_id)) return fail(400, 'Bad Request: chat not found');
@@ -190,6 +198,7 @@ export class SandboxTelegram {
           return this.state.members.includes(Number(userId)) ? fail(400, 'Bad Request: USER_ALREADY_PARTICIPANT') : fail(400, 'Bad Request: HIDE_REQUESTER_MISSING');
         }
         delete this.state.pending[userId];
+        delete this.state.requestedAt?.[userId];
         this.save();
         // Telegram then posts the chat_member update of the join, with the link the request came through.
         if (method === 'approvechatjoinrequest') setImmediate(() => void this.deliverJoin(Number(userId), this.state.links[hash]));
@@ -222,10 +231,11 @@ export class SandboxTelegram {
     }
     if (link.createsJoinRequest) {
       this.state.pending[String(userId)] = link.hash;
+      this.state.requestedAt = { ...this.state.requestedAt, [String(userId)]: Date.now() };
       this.save();
       const update = { chat_join_request: { chat: { ...SANDBOX_CHAT }, from: visitorUser(userId), user_chat_id: userId, date: nowSec(), invite_link: this.linkObject(link) } };
       const result = await this.post(update);
-      return c.html(this.resultPage(userId, 'Your request to join was sent; the bot decides.', result));
+      return c.html(this.resultPage(userId, 'Your request to join was sent; the bot decides (and may write to you meanwhile).', result));
     }
     const result = await this.deliverJoin(userId, link);
     return c.html(this.resultPage(userId, `You joined ${SANDBOX_CHAT.title}.`, result));
@@ -286,6 +296,7 @@ export class SandboxTelegram {
    */
   async deliverStart(userId: number, payload: string | null): Promise<string> {
     this.state.messages = { ...this.state.messages, [String(userId)]: this.state.messages?.[String(userId)] ?? [] };
+    this.state.requesterChats = this.state.requesterChats?.filter((id) => id !== String(userId));
     this.save();
     const user = visitorUser(userId);
     const text = payload ? `/start ${payload}` : '/start';
@@ -305,10 +316,17 @@ export class SandboxTelegram {
   private resultPage(userId: number, what: string, webhook: string) {
     return sandboxPage('Telegram (sandbox)', html`<div class="tg"><h1>${SANDBOX_CHAT.title}</h1><p id="joined">${what}</p>
 <p class="muted">The simulated Telegram posted the update to Capigram's webhook: ${webhook}.</p>
+<p><a id="bot-chat" href="/telegram/bot">Your chat with the bot</a> shows what the bot wrote to you (a channel's welcome text, while a join request waits).</p>
 <p>Next: <a id="log" href="/log">the sandbox's event log</a> shows what the ad platforms received, and <a id="lead" href="${this.urls().capigram}/dashboard/leads?user=${userId}">the dashboard's page of this lead</a> shows the attributed conversion.</p></div>`);
   }
 
   // ---- helpers ----
+
+  /** A join request of this user waits, made less than 5 minutes ago (Telegram's window for `user_chat_id`). */
+  private mayWriteToRequester(userId: string): boolean {
+    const at = this.state.requestedAt?.[userId];
+    return this.state.pending[userId] !== undefined && at !== undefined && Date.now() - at < 5 * 60_000;
+  }
 
   /** The Telegram user this browser plays, kept in a cookie of the sandbox. */
   private visitor(c: Context): number {

@@ -26,7 +26,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db.drop());
 beforeEach(async () => {
-  await db.pool.query('DELETE FROM sends; DELETE FROM conversions; DELETE FROM visits; DELETE FROM retention_progress');
+  await db.pool.query('DELETE FROM entry_clicks; DELETE FROM sends; DELETE FROM conversions; DELETE FROM visits; DELETE FROM retention_progress');
 });
 
 const FULL = `'198.51.100.1', 'UA', 'https://s.example.com/?gclid=G', 'https://s.example.com/', 'https://r.example.org/', 'fbc', 'fbp', 'G', 'GB', 'WB', 'TT', 'SC', 'TTP', 'SCID', 'meta'`;
@@ -68,7 +68,12 @@ describe('retention', () => {
     const kept = [await send(old[4]!, 'pending', 40 * DAY), await send(young[0]!, 'sent', DAY)];
 
     const out = await runRetention(db.pool, NOW, { days: DAYS, batch: 2 });
-    expect(out).toEqual({ cleared: { visits: 5, conversions: 1 }, sendsDeleted: 3, done: true, seconds: { visits: expect.any(Number), conversions: expect.any(Number), sends: expect.any(Number) } });
+    expect(out).toEqual({
+      cleared: { visits: 5, conversions: 1, entry_clicks_unused: 0, entry_clicks: 0 },
+      sendsDeleted: 3,
+      done: true,
+      seconds: { visits: expect.any(Number), conversions: expect.any(Number), entry_clicks_unused: expect.any(Number), entry_clicks: expect.any(Number), sends: expect.any(Number) },
+    });
 
     expect(await rawVisits()).toEqual(new Set(young));
     const { rows } = await db.pool.query(`SELECT * FROM visits WHERE id = ANY($1::uuid[])`, [old]);
@@ -91,8 +96,8 @@ describe('retention', () => {
 
     // Progress is kept; a second run finds nothing; the counts are what they were.
     const { rows: progress } = await db.pool.query('SELECT target, done_before FROM retention_progress ORDER BY target');
-    expect(progress).toEqual([{ target: 'conversions', done_before: new Date(CUTOFF) }, { target: 'visits', done_before: new Date(CUTOFF) }]);
-    expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({ cleared: { visits: 0, conversions: 0 }, sendsDeleted: 0, done: true });
+    expect(progress).toEqual(['conversions', 'entry_clicks', 'entry_clicks_unused', 'visits'].map((target) => ({ target, done_before: new Date(CUTOFF) })));
+    expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({ cleared: { visits: 0, conversions: 0, entry_clicks_unused: 0, entry_clicks: 0 }, sendsDeleted: 0, done: true });
     expect((await db.pool.query('SELECT count(*)::int AS n FROM visits')).rows[0].n).toBe(9);
   });
 
@@ -113,6 +118,46 @@ describe('retention', () => {
     expect(first.done).toBe(false);
     expect((await rawVisits()).size).toBe(10);
     expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({ cleared: { visits: 10 }, done: true });
+  });
+});
+
+describe('entry clicks', () => {
+  /** Entry clicks at the given ages (ms before NOW), each with its own visit; `used` ones tied to a Telegram user a minute later. */
+  async function clicksAt(entryId: string, clicks: { age: number; used: boolean }[]): Promise<string[]> {
+    const visits = await visitsAt(clicks.map((c) => c.age));
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO entry_clicks (entry_id, site_id, visit_id, payload, created_at, used_by, used_at, used_through)
+       SELECT $1, $2, v, replace(gen_random_uuid()::text, '-', ''), $3::timestamptz - a * interval '1 millisecond',
+         CASE WHEN u THEN 777000000 + i END, CASE WHEN u THEN $3::timestamptz - a * interval '1 millisecond' + interval '1 minute' END, CASE WHEN u THEN 'start' END
+       FROM unnest($4::uuid[], $5::bigint[], $6::boolean[]) WITH ORDINALITY AS x(v, a, u, i) ORDER BY i RETURNING id`,
+      [entryId, tenant.site.siteId, NOW, visits, clicks.map((c) => c.age), clicks.map((c) => c.used)],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  it('deletes exactly the unused clicks past the limit, and takes only the payload of the used ones', async () => {
+    const { rows: bots } = await db.pool.query<{ id: string }>('SELECT id FROM bots WHERE account_id = $1', [tenant.accountId]);
+    const { rows: entries } = await db.pool.query<{ id: string }>('INSERT INTO entries (site_id, bot_id) VALUES ($1, $2) RETURNING id', [tenant.site.siteId, bots[0]!.id]);
+    const [oldUnused1, oldUnused2, youngUnused1, youngUnused2, oldUsed, youngUsed] = await clicksAt(entries[0]!.id, [
+      { age: DAYS * DAY + 1, used: false },
+      { age: 400 * DAY, used: false },
+      { age: DAYS * DAY - 1, used: false },
+      { age: 0, used: false },
+      { age: DAYS * DAY + 60_000, used: true },
+      { age: DAYS * DAY - 60_000, used: true },
+    ]);
+    const before = await db.pool.query('SELECT id, visit_id, used_by, used_at, used_through FROM entry_clicks WHERE id = $1', [oldUsed]);
+
+    const out = await runRetention(db.pool, NOW, { days: DAYS, batch: 1 });
+    expect(out.cleared).toMatchObject({ entry_clicks_unused: 2, entry_clicks: 1 });
+    const { rows } = await db.pool.query<{ id: string; has_payload: boolean }>('SELECT id, payload IS NOT NULL AS has_payload FROM entry_clicks ORDER BY created_at');
+    expect(rows.map((r) => [r.id, r.has_payload])).toEqual([[oldUsed, false], [youngUnused1, true], [youngUsed, true], [youngUnused2, true]]);
+    expect(rows.map((r) => r.id)).not.toContain(oldUnused1);
+    expect(rows.map((r) => r.id)).not.toContain(oldUnused2);
+    // The tie stays whole: its visit, user and time are the lead's history.
+    expect((await db.pool.query('SELECT id, visit_id, used_by, used_at, used_through FROM entry_clicks WHERE id = $1', [oldUsed])).rows).toEqual(before.rows);
+    // A second run has nothing left to do.
+    expect((await runRetention(db.pool, NOW, { days: DAYS })).cleared).toMatchObject({ entry_clicks_unused: 0, entry_clicks: 0 });
   });
 });
 

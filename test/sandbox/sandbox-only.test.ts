@@ -22,6 +22,28 @@ async function started(): Promise<string> {
   return /sandbox only, on (http:\/\/\S+?);/.exec(out)![1]!;
 }
 
+it('lets the bot write to a join requester through user_chat_id while the request waits, and to no one else', async () => {
+  const url = await started();
+  const api = (method: string, body: unknown) =>
+    fetch(`${url}/telegram/bot7000000777:SANDBOX-capigram-demo-bot-token/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => [r.status, await r.json()] as const);
+  const [, link] = await api('createChatInviteLink', { chat_id: -1001000000777, creates_join_request: true });
+  const hash = (link as { result: { invite_link: string } }).result.invite_link.split('/').pop();
+  const page = await fetch(`${url}/telegram/join/${hash}`, { method: 'POST' });
+  const cookie = page.headers.get('set-cookie')!.split(';')[0]!;
+  const requester = Number(/leads\?user=(\d+)/.exec(await page.text())![1]);
+  expect(requester).toBeGreaterThan(0);
+
+  expect(await api('sendMessage', { chat_id: requester, text: 'Welcome! Your request is being reviewed.' })).toEqual([200, expect.objectContaining({ ok: true })]);
+  const [status] = await api('sendMessage', { chat_id: requester + 1, text: 'Hello' });
+  expect(status).toBe(403);
+  // The simulated chat shows it.
+  const chat = await (await fetch(`${url}/telegram/bot`, { headers: { cookie } })).text();
+  expect(chat).toContain('Welcome! Your request is being reviewed.');
+  // Decided: the requester is written to no more (they never started the bot).
+  expect((await api('approveChatJoinRequest', { chat_id: -1001000000777, user_id: requester }))[0]).toBe(200);
+  expect((await api('sendMessage', { chat_id: requester, text: 'Still there?' }))[0]).toBe(403);
+});
+
 it('prints how to point Capigram at it, answers as Telegram and Meta do, logs refusals, stops on SIGTERM', async () => {
   const url = await started();
   expect(out).toContain(`TELEGRAM_API_URL=${url}/telegram`);

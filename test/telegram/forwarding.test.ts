@@ -50,6 +50,11 @@ describe('forwarding', () => {
       first = false;
       return 500;
     });
+    const counted = async () => {
+      const { values } = await w.app.deps.metrics.telegramForwards.get();
+      return Object.fromEntries(['sent', 'refused', 'dropped'].map((o) => [o, values.find((v) => v.labels.outcome === o)?.value ?? 0]));
+    };
+    const before = await counted();
     const update = w.fakes.telegram.chatJoinRequest({ chatId, user });
     expect((await w.deliver(update)).status).toBe(200);
     // Capigram handled it before anything was forwarded: the request is recorded.
@@ -79,6 +84,8 @@ describe('forwarding', () => {
     );
     // Sent: the body is gone, only the record that it was sent stays.
     expect(rows).toEqual([{ attempts: 2, delivered_at: expect.any(Date), last_error: null, body_enc: null }]);
+    // capigram_telegram_update_forwards_total: the refused attempt and the sent one.
+    expect(await counted()).toEqual({ sent: before.sent! + 1, refused: before.refused! + 1, dropped: before.dropped });
   });
 
   it('an update Telegram sends again (same update_id) is forwarded once', async () => {

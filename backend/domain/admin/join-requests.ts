@@ -13,14 +13,14 @@ import { Uuid } from './schemas.js';
 
 export interface HeldRequest {
   telegramUserId: number;
-  /** Whether the request came through one of Capigram's links (its join is then credited to the visit). */
+  /** Whether the request came through one of Capigram's links, or from a user an entry tied within the window (its join is then credited to the visit). */
   attributed: boolean;
   requestedAt: string;
 }
 
 // A user's latest held request, unless a join or leave of theirs came after it (a person decided
 // in Telegram's app) or it was decided here.
-const HELD_SQL = `SELECT DISTINCT ON (r.telegram_user_id) r.telegram_user_id::text AS user_id, r.invitation_id IS NOT NULL AS attributed, r.occurred_at
+const HELD_SQL = `SELECT DISTINCT ON (r.telegram_user_id) r.telegram_user_id::text AS user_id, (r.invitation_id IS NOT NULL OR r.visit_id IS NOT NULL) AS attributed, r.occurred_at
   FROM memberships r
   WHERE r.channel_id = $1 AND r.kind = 'join_request' AND r.request_status = 'held'
     AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.channel_id = r.channel_id AND m.telegram_user_id = r.telegram_user_id
@@ -60,8 +60,9 @@ export const DecideInput = z.object({
 });
 
 /**
- * Approves or declines a user's join request with Telegram. An approval of a request through one
- * of Capigram's links records the join and credits it to the visit, as Capigram's own approval does.
+ * Approves or declines a user's join request with Telegram. An approval of an attributed request
+ * (through one of Capigram's links, or an entry's tie) records the join and credits it to the
+ * visit, as Capigram's own approval does.
  */
 export async function decideJoinRequest(
   deps: Pick<Deps, 'pool' | 'box' | 'config' | 'log' | 'now' | 'local'>,

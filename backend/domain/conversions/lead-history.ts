@@ -12,9 +12,14 @@ import type { PreparedCall } from './lead-lock.js';
 /**
  * Attributed joins, webhook conversions and entry ties (a bot start, a Mini App open, a start
  * reported through the API) that carry a visit of the same site: the evidence of an acquisition.
- * An entry without a channel lands the lead's events on the site's default channel.
+ * A join's acquisition never expires; an entry's tie is one only within ATTRIBUTION_WINDOW_DAYS
+ * of the event (`at`, `days`: the statement's placeholders for them), as it credits joins only
+ * within that window. The tie's own event is evidence through the tie alone, so it is left out of
+ * the webhook conversions. An entry without a channel lands the lead's events on the site's
+ * default channel.
  */
-const ACQUISITIONS = `
+function acquisitions(at: string, days: string): string {
+  return `
   SELECT ch.site_id, m.channel_id, m.visit_id, m.occurred_at AS at, v.created_at AS visit_created_at
   FROM memberships m
   JOIN channels ch ON ch.id = m.channel_id
@@ -25,13 +30,20 @@ const ACQUISITIONS = `
   FROM conversions c
   JOIN visits v ON v.id = c.visit_id AND v.site_id = c.site_id
   WHERE c.telegram_user_id = $1 AND c.source = 'webhook'
+    AND c.id NOT IN (SELECT t.conversion_id FROM entry_clicks t WHERE t.used_by = $1 AND t.conversion_id IS NOT NULL)
   UNION ALL
   SELECT k.site_id, COALESCE(e.channel_id, s.default_channel_id), k.visit_id, k.used_at AS at, v.created_at AS visit_created_at
   FROM entry_clicks k
   JOIN entries e ON e.id = k.entry_id
   JOIN sites s ON s.id = k.site_id
   JOIN visits v ON v.id = k.visit_id AND v.site_id = k.site_id
-  WHERE k.used_by = $1`;
+  WHERE k.used_by = $1 AND ${tieInWindow('k', at, days)}`;
+}
+
+/** Whether the entry tie `k` is within the window before `at` (a window of 0 days credits nothing). */
+function tieInWindow(k: string, at: string, days: string): string {
+  return `(${days}::int > 0 AND ${k}.used_at > ${at}::timestamptz - make_interval(days => ${days}::int))`;
+}
 
 export interface Acquisition {
   siteId: string;
@@ -66,7 +78,10 @@ export interface EventContext {
   acquisition: Acquisition | null;
   /** The most recent conversion on the site. */
   latest: PriorConversion | null;
-  /** The most recent conversion on the site that carries attribution (a visit or an override). */
+  /**
+   * The most recent conversion on the site that carries attribution (a visit or an override),
+   * but not one carrying the visit of an entry tie past its window.
+   */
   attributed: PriorConversion | null;
   /** Whether the supplied channel is one of the site's; null when none was supplied. */
   channelOnSite: boolean | null;
@@ -83,6 +98,10 @@ export interface EventContextQuery {
   eventType: EventTypeName;
   customEventName: string | null;
   now: Date;
+  /** When the event happened: an entry's tie is the lead's acquisition within the window before it. */
+  eventTime: Date;
+  /** ATTRIBUTION_WINDOW_DAYS. */
+  windowDays: number;
 }
 
 interface PriorJson {
@@ -112,24 +131,30 @@ const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.ev
 /**
  * Everything an event needs, in one round trip. Without a named site the event lands on the site
  * of the user's first verified acquisition in the account, else of their most recent conversion
- * there; null means neither exists (a cold lead that must name its site). Prepared once per
- * connection: it runs on every business event.
+ * there; null means neither exists (a cold lead that must name its site). An entry's tie past its
+ * window leaves the lead as it would be without it: no acquisition, its event no earlier
+ * conversion, and its visit carried forward by no later one. Prepared once per connection: it
+ * runs on every business event.
  */
 const EVENT_CONTEXT_SQL = `
-  WITH acq_all AS (${ACQUISITIONS}),
+  WITH acq_all AS (${acquisitions('$8', '$9')}),
+  expired AS (SELECT k.conversion_id, k.visit_id FROM entry_clicks k WHERE k.used_by = $1 AND NOT ${tieInWindow('k', '$8', '$9')}),
   site AS (
     SELECT s.id, s.website_id, s.dedup_window_seconds, s.default_country FROM sites s
     WHERE s.account_id = $2 AND s.id = COALESCE(
       $3::uuid,
       (SELECT a.site_id FROM acq_all a JOIN sites x ON x.id = a.site_id AND x.account_id = $2 ORDER BY a.at, a.visit_created_at LIMIT 1),
       (SELECT c.site_id FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2
-       WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id DESC LIMIT 1))
+       WHERE c.telegram_user_id = $1 AND c.id NOT IN (SELECT conversion_id FROM expired WHERE conversion_id IS NOT NULL) ORDER BY c.received_at DESC, c.id DESC LIMIT 1))
   ),
   acq AS (SELECT a.site_id, a.channel_id, a.visit_id, a.at FROM acq_all a JOIN site ON a.site_id = site.id ORDER BY a.at, a.visit_created_at LIMIT 1),
   latest AS (SELECT ${PRIOR_FIELDS} FROM conversions c JOIN site ON c.site_id = site.id
-             WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
+             WHERE c.telegram_user_id = $1 AND c.id NOT IN (SELECT conversion_id FROM expired WHERE conversion_id IS NOT NULL)
+             ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
   attributed AS (SELECT ${PRIOR_FIELDS} FROM conversions c JOIN site ON c.site_id = site.id
                  WHERE c.telegram_user_id = $1 AND (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL)
+                   AND c.id NOT IN (SELECT conversion_id FROM expired WHERE conversion_id IS NOT NULL)
+                   AND (c.visit_id IS NULL OR c.visit_id NOT IN (SELECT visit_id FROM expired WHERE visit_id IS NOT NULL))
                  ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
   recent AS (
     SELECT DISTINCT ON (c.channel_id) c.id, c.channel_id, c.capi_status, c.cold_lead, c.visit_id, c.received_at
@@ -169,7 +194,7 @@ export function eventContextRead(q: EventContextQuery): PreparedCall {
   return {
     name: 'capigram_event_context_read',
     sql: EVENT_CONTEXT_SQL,
-    values: [q.telegramUserId, q.accountId, q.siteId, q.channelId, q.eventType, q.customEventName, q.now],
+    values: [q.telegramUserId, q.accountId, q.siteId, q.channelId, q.eventType, q.customEventName, q.now, q.eventTime, q.windowDays],
   };
 }
 
@@ -196,14 +221,15 @@ export function toEventContext(rows: readonly EventContextRow[]): EventContext |
 
 /**
  * The first verified acquisition on a site whose visit happened before `visitBefore`: the
- * attribution a conversion received at that time may recover (a later visit cannot have caused it).
+ * attribution a conversion received at that time may recover (a later visit cannot have caused
+ * it; an entry's tie counts within the window before that time).
  */
-export async function findAcquisitionBefore(db: Queryable, siteId: string, telegramUserId: number, visitBefore: Date): Promise<Acquisition | null> {
+export async function findAcquisitionBefore(db: Queryable, siteId: string, telegramUserId: number, visitBefore: Date, windowDays: number): Promise<Acquisition | null> {
   const { rows } = await db.query<{ site_id: string; channel_id: string | null; visit_id: string; at: Date }>(
-    `SELECT site_id, channel_id, visit_id, at FROM (${ACQUISITIONS}) a
+    `SELECT site_id, channel_id, visit_id, at FROM (${acquisitions('$3', '$4')}) a
      WHERE site_id = $2 AND visit_created_at < $3
      ORDER BY at, visit_created_at LIMIT 1`,
-    [telegramUserId, siteId, visitBefore],
+    [telegramUserId, siteId, visitBefore, windowDays],
   );
   const r = rows[0];
   return r ? { siteId: r.site_id, channelId: r.channel_id, visitId: r.visit_id, at: r.at } : null;

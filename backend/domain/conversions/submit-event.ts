@@ -59,7 +59,7 @@ export interface EventOutcome {
   result: ConversionResult;
 }
 
-export type EventDeps = Pick<Deps, 'pool' | 'now' | 'local'>;
+export type EventDeps = Pick<Deps, 'pool' | 'now' | 'local' | 'config'>;
 
 /** The request as written to the database: hashed PII, the attribution it brought, resolved times. */
 interface PreparedEvent {
@@ -104,6 +104,7 @@ export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, 
     requestOverride: { ...ev.clickIds, clientIp: ev.client.clientIp, userAgent: ev.client.userAgent },
   };
 
+  const windowDays = deps.config.ATTRIBUTION_WINDOW_DAYS;
   const read = eventContextRead({
     accountId: caller.accountId,
     siteId: namedSite,
@@ -112,6 +113,8 @@ export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, 
     eventType: ev.eventType,
     customEventName: p.customEventName,
     now,
+    eventTime: p.eventTime,
+    windowDays,
   });
   const outcome = await withLeadLockBatched(deps, {
     accountId: caller.accountId,
@@ -130,7 +133,7 @@ export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, 
     const target = decideTarget({ mode, history: ctx, suppliedChannelId: ev.channelId, requestOverride: p.requestOverride });
     const match = ctx.recent.find((r) => r.channelId === target.channelId);
     if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
-    if (match) return { result: await updateMatch(tx, ctx, match, p) };
+    if (match) return { result: await updateMatch(tx, ctx, match, p, windowDays) };
     return createConversion(ctx, target, p);
     },
     persist,
@@ -212,7 +215,7 @@ async function sendsOfMatch(tx: PoolClient, conversionId: string): Promise<{ sta
 }
 
 /** A matching conversion not sent yet: updated with what the event brings, then (re)dispatched. */
-async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch, p: PreparedEvent): Promise<EventOutcome> {
+async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch, p: PreparedEvent, windowDays: number): Promise<EventOutcome> {
   const { ev, now } = p;
   // What was read with the context may be stale by now: decide on the locked rows. A send on its
   // way carries the values it was claimed with, and the platform keeps the first event under an
@@ -220,7 +223,7 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
   const current = await sendsOfMatch(tx, match.conversionId);
   if (current.inFlight) return reuseUnchanged(match, ev.eventType, 'in flight');
   if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent') return reuseUnchanged(match, ev.eventType, 'sent');
-  const recovered = match.visitId ? null : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt);
+  const recovered = match.visitId ? null : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt, windowDays);
   const patched = await patchConversion(
     tx,
     match.conversionId,

@@ -5,7 +5,7 @@ import { ApiError } from '../../errors.js';
 import { leadLockKey, leadLockStatement } from '../conversions/lead-lock.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from '../conversions/site-scope.js';
 import { refreshCapiStatuses } from '../outbox/sends.js';
-import { CONVERSION_PERSON_FIELDS, LEAD_PERSON_FIELDS, VISIT_RAW_FIELDS, setClause } from './fields.js';
+import { CONVERSION_PERSON_FIELDS, ENTRY_CLICK_RAW_FIELDS, LEAD_PERSON_FIELDS, VISIT_RAW_FIELDS, setClause } from './fields.js';
 
 /** Why a send that erasure cancelled was not delivered (`sends list` shows it; `sends retry` refuses it). */
 export const ERASED_SKIP_REASON = 'erased: the person asked for their data to be erased';
@@ -121,7 +121,7 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
   await tx.query(`UPDATE leads SET ${setClause(LEAD_PERSON_FIELDS)}, telegram_user_id = $2 WHERE id = ANY($1::uuid[])`, [leads.map((l) => l.id), standIn]);
   await tx.query('UPDATE memberships SET telegram_user_id = $2 WHERE id = ANY($1::uuid[])', [joins.map((m) => m.id), standIn]);
   await tx.query('UPDATE invitations SET used_by = $2 WHERE id = ANY($1::uuid[])', [invites.map((i) => i.id), standIn]);
-  await tx.query('UPDATE entry_clicks SET used_by = $2 WHERE id = ANY($1::uuid[])', [ties.map((t) => t.id), standIn]);
+  await tx.query(`UPDATE entry_clicks SET ${setClause(ENTRY_CLICK_RAW_FIELDS)}, used_by = $2 WHERE id = ANY($1::uuid[])`, [ties.map((t) => t.id), standIn]);
   // Browser and session ids are mapped through a keyed digest whose key is drawn here and never
   // kept: visits of one browser stay one browser (counts of distinct browsers hold), unlinkable.
   await tx.query(

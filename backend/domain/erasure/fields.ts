@@ -47,6 +47,14 @@ export const CONVERSION_PERSON_FIELDS: ClearedFields = {
   external_user_id: 'NULL',
 };
 
+/**
+ * An entry click's payload: the bearer token of one click (whoever brings it back to the bot is
+ * tied to the click's visit). It names no one, but it is what a chat or a log would show of the click.
+ */
+export const ENTRY_CLICK_RAW_FIELDS: ClearedFields = {
+  payload: 'NULL',
+};
+
 /** A lead's own identifiers besides its Telegram user id (which erasure replaces by a stand-in). */
 export const LEAD_PERSON_FIELDS: ClearedFields = {
   external_user_id: 'NULL',

@@ -1,11 +1,12 @@
 import type { Pool } from '../../db/pool.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
-import { CONVERSION_RAW_FIELDS, VISIT_RAW_FIELDS, anyHeld, setClause, type ClearedFields } from './fields.js';
+import { CONVERSION_RAW_FIELDS, ENTRY_CLICK_RAW_FIELDS, VISIT_RAW_FIELDS, anyHeld, setClause, type ClearedFields } from './fields.js';
 
 /**
  * Retention (`RETENTION_DAYS`, docs/data-lifecycle.md): raw identifiers of rows older than the
  * limit are cleared, the rows themselves stay (counts, reports, attribution history); finished
- * sends older than the limit are deleted.
+ * sends older than the limit are deleted, and so are entry clicks no Telegram user ever brought
+ * back (nothing reads them but a late /start, and a payload that old is as good as unknown).
  *
  * A walk clears one table in time order, in batches of `batch` rows, each its own short
  * transaction that also records how far the walk got (`retention_progress`): a restart, even in
@@ -22,12 +23,16 @@ export interface RetentionWalk {
   time: string;
   /** The BRIN index on `time` the walk finds its rows through. */
   brin: string;
-  fields: ClearedFields;
+  /** What becomes of an old row: its fields cleared, or (rows matching `where`, on the alias `t`) the row deleted. */
+  action: { clear: ClearedFields } | { delete: string };
 }
 
 export const RETENTION_WALKS: readonly RetentionWalk[] = [
-  { target: 'visits', table: 'visits', time: 'created_at', brin: 'visits_created_brin', fields: VISIT_RAW_FIELDS },
-  { target: 'conversions', table: 'conversions', time: 'received_at', brin: 'conversions_received_brin', fields: CONVERSION_RAW_FIELDS },
+  { target: 'visits', table: 'visits', time: 'created_at', brin: 'visits_created_brin', action: { clear: VISIT_RAW_FIELDS } },
+  { target: 'conversions', table: 'conversions', time: 'received_at', brin: 'conversions_received_brin', action: { clear: CONVERSION_RAW_FIELDS } },
+  // Unused clicks go first, so that the payload walk after it finds only the used ones.
+  { target: 'entry_clicks_unused', table: 'entry_clicks', time: 'created_at', brin: 'entry_clicks_created_brin', action: { delete: 't.used_by IS NULL' } },
+  { target: 'entry_clicks', table: 'entry_clicks', time: 'created_at', brin: 'entry_clicks_created_brin', action: { clear: ENTRY_CLICK_RAW_FIELDS } },
 ];
 
 /** Sends in these states are finished: nothing will change them but a retry by hand. */
@@ -57,7 +62,7 @@ export interface RetentionOptions {
 }
 
 export interface RetentionResult {
-  /** Rows cleared, per walk, and finished sends deleted. */
+  /** Rows cleared (or, for a deleting walk, deleted), per walk, and finished sends deleted. */
   cleared: Record<string, number>;
   sendsDeleted: number;
   /** False when the run stopped early (its time was up, or a row stayed locked). */
@@ -114,14 +119,18 @@ async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, pace: Pace)
   const end = cutoff.getTime();
   // No FOR UPDATE on the batch's rows: the UPDATE locks each row itself (and waits for, then
   // re-reads, a row someone else is changing), where locking them first wrote every row twice.
+  const [pending, change] =
+    'clear' in w.action
+      ? [anyHeld(w.action.clear, 't'), `UPDATE ${w.table} x SET ${setClause(w.action.clear)} FROM batch WHERE x.id = batch.id RETURNING batch.at`]
+      : [`(${w.action.delete})`, `DELETE FROM ${w.table} x USING batch WHERE x.id = batch.id RETURNING batch.at`];
   const call: PreparedCall = {
     name: `retention_${w.target}`,
     sql: `WITH batch AS (
       SELECT id, ${w.time} AS at FROM ${w.table} t
-      WHERE ${w.time} >= $1::timestamptz AND ${w.time} < $2::timestamptz AND ${anyHeld(w.fields, 't')}
+      WHERE ${w.time} >= $1::timestamptz AND ${w.time} < $2::timestamptz AND ${pending}
       ORDER BY ${w.time} LIMIT $3::int
     ), done AS (
-      UPDATE ${w.table} x SET ${setClause(w.fields)} FROM batch WHERE x.id = batch.id RETURNING batch.at
+      ${change}
     ), progress AS (
       INSERT INTO retention_progress (target, done_before)
       SELECT $4::text, CASE WHEN count(*) < $3::int THEN $2::timestamptz ELSE max(at) END FROM done

@@ -4,12 +4,13 @@ import { upsertLead } from '../outbox/conversion-record.js';
 import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome } from './actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
-import { findChannel, lockPendingRequestInvitation } from './queries.js';
+import { findChannel, lockPendingRequestInvitation, pendingEntryRequest } from './queries.js';
 import { markRequestDecided } from './request-status.js';
 
 /**
  * Capigram's approveChatJoinRequest succeeded (or Telegram said the user is already in): the user
- * is in the channel now, through the link of their pending request. The join is recorded and
+ * is in the channel now, through the link of their pending request (or, for a request an entry's
+ * tie made attributed, without one: `creditJoin` credits it to the entry's visit within the window). The join is recorded and
  * credited at once rather than when the `chat_member` update comes, because that update is not
  * always sent; when it does come it is matched to this join and adds nothing (see `joins.ts`).
  * Nothing is recorded when that update came first (the request is no longer pending) or the
@@ -29,7 +30,7 @@ export async function recordApprovedJoin(
     const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
     const leadId = await upsertLead(tx, channel.site_id, p.userId, now);
     const invitation = await lockPendingRequestInvitation(tx, channel.id, p.userId, null);
-    if (!invitation) return 'nothing';
+    if (!invitation && !(await pendingEntryRequest(tx, channel.id, p.userId))) return 'nothing';
     return creditJoin(ctx, {
       channel, chatId: p.chatId, userId: p.userId, leadId, invitation, occurredAt: now, viaJoinRequest: true, recordedBy: 'approval',
     });

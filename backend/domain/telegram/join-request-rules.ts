@@ -3,8 +3,11 @@
  *
  * - `approve-all`: every request is approved (the people Capigram's links brought are credited to
  *   their visit, the others join as organic).
- * - `approve-attributed`: requests through one of Capigram's links are approved; the others are
- *   held for the operator, not declined. A request without Capigram's link is not a bad request:
+ * - `approve-attributed`: attributed requests are approved: those through one of Capigram's links,
+ *   and those by a user an entry tied to a visit of the site within ATTRIBUTION_WINDOW_DAYS (a
+ *   public channel's requests come without their link, and the bot is the route that keeps the
+ *   click, so such a request is the visit's as the user's join would be). The others are held for
+ *   the operator, not declined. A request without Capigram's link is not a bad request:
  *   it may come through the owner's own link, a repost, the channel's username. Declining it would
  *   lose a subscriber over a missing attribution, and a declined user cannot be approved later
  *   (they must ask again); a held one can be approved or declined by a person at any time, from
@@ -14,12 +17,12 @@
 export const JOIN_REQUEST_RULES = ['approve-all', 'approve-attributed', 'hold'] as const;
 export type JoinRequestRule = (typeof JOIN_REQUEST_RULES)[number];
 
-export function joinRequestDecision(rule: JoinRequestRule, throughOurLink: boolean): 'approve' | 'hold' {
+export function joinRequestDecision(rule: JoinRequestRule, attributed: boolean): 'approve' | 'hold' {
   switch (rule) {
     case 'approve-all':
       return 'approve';
     case 'approve-attributed':
-      return throughOurLink ? 'approve' : 'hold';
+      return attributed ? 'approve' : 'hold';
     case 'hold':
       return 'hold';
   }

@@ -1,3 +1,4 @@
+import { entryVisitInWindow } from '../entries/tie.js';
 import { upsertLead } from '../outbox/conversion-record.js';
 import { enqueueApproveJoinRequest } from './actions.js';
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
@@ -7,8 +8,9 @@ import { findChannel, insertMembership, lockInvitationByLink } from './queries.j
 import type { ChatJoinRequest } from './updates.js';
 
 /**
- * `chat_join_request`: recorded with its invitation when it came through one of our links, then
- * approved or held by the channel's rule (`join-request-rules.ts`). An approval is a queued job;
+ * `chat_join_request`: recorded with its invitation when it came through one of our links, or
+ * else with the visit an entry tied the user to within the window (the request is that visit's,
+ * as the join would be: see `creditJoin`), then approved or held by the channel's rule (`join-request-rules.ts`). An approval is a queued job;
  * the join (and its conversion) is recorded when it succeeds (`approved-joins.ts`), since the
  * `chat_member` update that should follow is not always sent. A held request waits for the
  * operator (`channel approve|decline`, the dashboard, or Telegram's app). With a welcome text,
@@ -29,14 +31,18 @@ export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest):
   const occurredAt = secondsToDate(r.date);
   const leadId = await upsertLead(ctx.tx, channel.site_id, userId, occurredAt);
   const invitation = r.invite_link ? await lockInvitationByLink(ctx.tx, channel.id, r.invite_link.invite_link) : null;
-  const decision = joinRequestDecision(rule.join_requests, invitation !== null);
+  const entryVisit =
+    invitation === null
+      ? await entryVisitInWindow(ctx.tx, { siteId: channel.site_id, telegramUserId: userId, at: occurredAt, windowDays: ctx.attributionWindowDays })
+      : null;
+  const decision = joinRequestDecision(rule.join_requests, invitation !== null || entryVisit !== null);
   await insertMembership(ctx.tx, {
     channelId: channel.id,
     telegramUserId: userId,
     leadId,
     kind: 'join_request',
     invitationId: invitation?.id ?? null,
-    visitId: invitation?.visit_id ?? null,
+    visitId: invitation?.visit_id ?? entryVisit,
     requestStatus: decision === 'approve' ? 'approving' : 'held',
     occurredAt,
   });

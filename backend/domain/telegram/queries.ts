@@ -89,6 +89,25 @@ export async function lockPendingRequestInvitation(
 }
 
 /**
+ * Whether the user's pending request in the channel (their latest, with no join or leave after
+ * it) came without our link but from a user an entry had tied to a visit: its approval is a join
+ * to record and credit at once, as one through our link is.
+ */
+export async function pendingEntryRequest(tx: Queryable, channelId: string, telegramUserId: number): Promise<boolean> {
+  const { rows } = await tx.query<{ entry: boolean }>(
+    `SELECT (r.invitation_id IS NULL AND r.visit_id IS NOT NULL) AS entry FROM memberships r
+     WHERE r.channel_id = $1 AND r.telegram_user_id = $2 AND r.kind = 'join_request'
+       AND NOT EXISTS (
+         SELECT 1 FROM memberships m
+         WHERE m.channel_id = r.channel_id AND m.telegram_user_id = r.telegram_user_id AND m.kind IN ('join', 'leave')
+           AND m.created_at > r.created_at)
+     ORDER BY r.occurred_at DESC, r.created_at DESC LIMIT 1`,
+    [channelId, telegramUserId],
+  );
+  return rows[0]?.entry === true;
+}
+
+/**
  * The user's latest join or leave in the channel, if it is a join Capigram recorded on approving
  * the user's request and no chat_member update has been matched to it yet.
  */
