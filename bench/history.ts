@@ -18,6 +18,8 @@ export interface HistoryOptions {
   visits: number;
   days?: number;
   endDaysAgo?: number;
+  /** PageView sends for the visits (default true); without them only conversions have sends. */
+  pageViewSends?: boolean;
   /** Progress lines go here. */
   log?: (line: string) => void;
 }
@@ -50,7 +52,7 @@ export async function seedHistory(pool: pg.Pool, o: HistoryOptions): Promise<His
   const startMs = endMs - spanMs;
   const at = (share: string) => `to_timestamp((${startMs}::float8 + (${share}) * ${spanMs}::float8) / 1000)`;
   // PageView sends for this share of visits, so that all sends together come to N.
-  const pageViewShare = (visits - conversions) / visits;
+  const pageViewShare = o.pageViewSends === false ? 0 : (visits - conversions) / visits;
 
   for (let from = 1; from <= visits; from += CHUNK) {
     const to = Math.min(visits, from + CHUNK - 1);

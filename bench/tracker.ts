@@ -28,7 +28,7 @@ import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { maybeSeedHistory } from './history.js';
 import { cheapestWrite, createCheapestTable, cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
 
-const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
+export const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
 const POOL_SIZE = 20;
 const ORIGIN = 'https://shop.example.com';
 const USER_AGENT = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) CapigramBench/1.0';
@@ -64,7 +64,7 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
 }
 
 
-interface Sample {
+export interface Sample {
   requests: number;
   /** Latencies of the calls that got the expected status, in ms. */
   latencies: number[];
@@ -76,7 +76,7 @@ interface Sample {
   dbMicros: number;
 }
 
-interface Result {
+export interface Result {
   requests: number;
   failures: number;
   perSecond: number;
@@ -87,7 +87,7 @@ interface Result {
 }
 
 /** Several samples of one target as one row: rates from the summed time, percentiles over all calls. */
-function summarize(samples: Sample[]): Result {
+export function summarize(samples: Sample[]): Result {
   const latencies = samples.flatMap((s) => s.latencies).sort((x, y) => x - y);
   const sum = (f: (s: Sample) => number) => samples.reduce((acc, s) => acc + f(s), 0);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
@@ -104,7 +104,7 @@ function summarize(samples: Sample[]): Result {
 
 
 /** A measured sample: the load, and the server's CPU spent on it. */
-async function measure(child: RoleChild, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
+export async function measure(child: RoleChild, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
   const before = await cpuOf(child);
   const dbBefore = databaseCpuMicros();
   const sample = await load(child.url, total, concurrency, next);
@@ -112,7 +112,7 @@ async function measure(child: RoleChild, total: number, concurrency: number, nex
   return { ...sample, cpuMicros: (await cpuOf(child)) - before, dbMicros };
 }
 
-interface Call {
+export interface Call {
   method: 'GET' | 'POST';
   path: string;
   headers: Record<string, string>;
@@ -121,7 +121,7 @@ interface Call {
 }
 
 /** `total` calls over `concurrency` kept-alive connections; `next(i, client)` builds call i. */
-async function load(url: string, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
+export async function load(url: string, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -158,13 +158,13 @@ async function load(url: string, total: number, concurrency: number, next: (i: n
 }
 
 
-interface Seed {
+export interface Seed {
   websiteId: string;
   channelId: string;
 }
 
 /** A site with a Meta pixel (so every visit gets a PageView send, and the worker a wake-up) and one channel. */
-async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
+export async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
   const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('bench') RETURNING id`, []);
   const websiteId = `ws_bench_${randomBytes(6).toString('hex')}`;

@@ -12,6 +12,7 @@ import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command }
 import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
 import { leadCommands } from './leads.js';
+import { reportCommands } from './reports.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
 import { siteCommands } from './sites.js';
@@ -22,7 +23,7 @@ import { siteCommands } from './sites.js';
  * the server runs). stdout carries only the result, so `--json` output can be piped; warnings,
  * refusals and logs go to stderr.
  */
-export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...entryCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands, ...leadCommands];
+export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...entryCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands, ...leadCommands, ...reportCommands];
 
 const PROGRAM = 'npm run admin --';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -8,8 +8,8 @@ import { LANDING_QUERY } from './server.js';
  * `npm run demo -- --check`: the visitor's and the business's whole journey over HTTP, as a
  * browser and a shop's backend would make it, against the running demo: a visit from an ad, the
  * click on "join", the join in the sandbox's Telegram (which posts the update to Capigram's
- * webhook), the conversion at every simulated platform, a purchase through the business API, and
- * the lead's numbers. Each step prints one line; the first that fails ends the journey.
+ * webhook), the conversion at every simulated platform, a purchase through the business API, the
+ * lead's numbers and the site's funnel report. Each step prints one line; the first that fails ends the journey.
  */
 export interface JourneyInput {
   capigramUrl: string;
@@ -142,6 +142,19 @@ export async function runJourney(input: JourneyInput, print: (line: string) => v
         if (Date.now() > deadline) throw new StepFailed(`lead API answered HTTP ${res.status}: ${summary || JSON.stringify(lead)}`);
         await new Promise((r) => setTimeout(r, 200));
       }
+    })) &&
+    (await step('report numbers', async () => {
+      // Today's funnel of the site: this journey's visit, click, join and two conversions are in
+      // it (with those of earlier runs on the same data directory).
+      const res = await fetch(`${capigramUrl}/api/v1/reports/funnel?siteId=${site.siteId}&groupBy=platform`, { headers: { authorization: `Bearer ${site.apiKey}` } });
+      const body = (await res.json().catch(() => ({}))) as { totals?: { visits: number; inviteClicks: number; attributedJoins: number; conversions: number; value: Record<string, number> }; rows?: { key: string | null }[] };
+      const t = body.totals;
+      if (res.status !== 200 || !t) throw new StepFailed(`reports/funnel answered HTTP ${res.status}: ${JSON.stringify(body)}`);
+      if (t.visits < 1 || t.inviteClicks < 1 || t.attributedJoins < 1 || t.conversions < 2 || (t.value.EUR ?? 0) < 49.9) {
+        throw new StepFailed(`the funnel misses this journey: ${JSON.stringify(t)}`);
+      }
+      const platforms = (body.rows ?? []).map((r) => r.key).join(', ');
+      return `funnel: ${t.visits} visits, ${t.inviteClicks} invite clicks, ${t.attributedJoins} attributed joins, ${t.conversions} conversions, ${t.value.EUR} EUR (platforms: ${platforms})`;
     }));
   // Entries: the same visitor goes through the bot (a second Telegram user), then the Mini App (a third).
   const entryClick = async (entryId: string): Promise<string> => {

@@ -25,6 +25,8 @@ const OPERATIONS = [
   ['get', '/leads/{telegramUserId}'],
   ['delete', '/leads/{telegramUserId}'],
   ['get', '/channels'],
+  ['get', '/reports/funnel'],
+  ['get', '/reports/match-quality'],
   ['post', '/entries/start'],
 ] as const;
 

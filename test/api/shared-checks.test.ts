@@ -74,6 +74,18 @@ const ENDPOINTS: Endpoint[] = [
     idempotent: true,
     foreign: UNKNOWN_SITE,
   },
+  {
+    name: 'GET /reports/funnel',
+    call: (o, site) => api.get(`/reports/funnel?siteId=${site}`, o),
+    idempotent: true,
+    foreign: UNKNOWN_SITE,
+  },
+  {
+    name: 'GET /reports/match-quality',
+    call: (o, site) => api.get(`/reports/match-quality?siteId=${site}`, o),
+    idempotent: true,
+    foreign: UNKNOWN_SITE,
+  },
 ];
 
 const writes = () => count(world.db.pool, 'conversions WHERE telegram_user_id = $1', [lead.user]);

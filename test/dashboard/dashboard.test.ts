@@ -294,7 +294,7 @@ describe('finding a Telegram user', () => {
     expect(page).toContain('Main');
     expect(page).toContain('fbc, fbp, IP, User-Agent');
     expect(page).toContain('awaiting value');
-    expect(page).toContain('meta: failed (3 attempts)');
+    expect(page).toContain('meta 1234567890: failed (3 attempts)');
     expect(page).toContain('HTTP 400: expired token');
     // What of the PII was not sent, escaped like every value on the page.
     expect(page).toContain('not sent: pii.phone was dropped: &lt;no country&gt;');
@@ -402,5 +402,36 @@ describe('retrying every failed send of a site', () => {
     const f = await failedSend(tenant.site, 'tiktok');
     expect((await call(`/dashboard/sites/${tenant.site.siteId}/sends/retry-failed`, { cookie, form: {} })).status).toBe(403);
     expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [f.sendId])).rows[0].status).toBe('failed');
+  });
+});
+
+describe('a conversion whose pixels disagree', () => {
+  it('is partially sent on the site page and the user page, each send naming its pixel', async () => {
+    const cookie = await signIn();
+    const user = newUser();
+    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    const { rows: [c] } = await db.pool.query<{ id: string }>(
+      `INSERT INTO conversions (site_id, channel_id, telegram_user_id, event_type, value, currency, event_time, attributed_at, source, capi_status)
+       VALUES ($1, $2, $3, 'Purchase', 9, 'EUR', now(), now(), 'api', 'failed') RETURNING id`,
+      [tenant.site.siteId, tenant.site.channels.main, user],
+    );
+    await db.pool.query(
+      `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error, sent_at)
+       SELECT $1::uuid, p.id, p.platform, 'cnv_' || $1::text, CASE p.platform WHEN 'meta' THEN 'sent' ELSE 'failed' END, 1,
+              CASE p.platform WHEN 'tiktok' THEN 'HTTP 401: bad token' END, CASE p.platform WHEN 'meta' THEN now() END
+       FROM pixels p WHERE p.site_id = $2`,
+      [c!.id, tenant.site.siteId],
+    );
+    const journey = (await call(`/dashboard/leads?user=${user}`, { cookie })).text;
+    expect(journey).toContain('<td>partially sent</td>');
+    expect(journey).toContain('meta 1234567890: sent');
+    expect(journey).toContain('tiktok CTIKTOKPIXEL01: failed');
+    const site = (await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie })).text;
+    expect(site).toContain('<td>partially sent</td>');
+    expect(site).toContain('<td>tiktok CTIKTOKPIXEL01</td>');
+    // Once the failed pixel delivers too, the conversion is sent.
+    await db.pool.query(`UPDATE sends SET status = 'sent' WHERE conversion_id = $1`, [c!.id]);
+    await db.pool.query(`UPDATE conversions SET capi_status = 'sent' WHERE id = $1`, [c!.id]);
+    expect((await call(`/dashboard/leads?user=${user}`, { cookie })).text).not.toContain('partially sent');
   });
 });

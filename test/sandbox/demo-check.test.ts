@@ -10,7 +10,7 @@ import { expect, it } from 'vitest';
 import { scratchDir } from '../harness/scratch.js';
 
 const dataDir = scratchDir('demo');
-const STEPS = ['landing page', 'visit', 'invite click', 'join', 'conversion delivered', 'business-API purchase', 'lead numbers', 'bot start', 'mini app'];
+const STEPS = ['landing page', 'visit', 'invite click', 'join', 'conversion delivered', 'business-API purchase', 'lead numbers', 'report numbers', 'bot start', 'mini app'];
 
 // DATABASE_URL and ADMIN_TOKEN are set on purpose: the demo must ignore them and keep to its own data.
 const DEMO_ENV = { DATABASE_URL: 'postgres://must-not-be-used.invalid/db', ADMIN_TOKEN: 'not-the-demo-token-0123456789' };

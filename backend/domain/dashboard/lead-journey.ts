@@ -1,3 +1,5 @@
+import { deliveryLabel } from '../outbox/capi-status.js';
+import { pixelLabel } from '../reports/pixel-health.js';
 import type { Queryable } from '../../db/pool.js';
 
 /**
@@ -37,6 +39,8 @@ export interface JourneyMembership {
 
 export interface JourneySend {
   platform: string;
+  /** The pixel, by the platform's own id of it. */
+  pixel: string;
   status: string;
   attempts: number;
   reason: string | null;
@@ -126,13 +130,13 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
     db.query<VisitColumns & {
       id: string; received_at: Date; site_name: string; channel_title: string | null; event_type: string; custom_event_name: string | null;
       value: number | null; currency: string | null; source: string; capi_status: string; awaiting_manual_input: boolean; cold_lead: boolean;
-      override: Record<string, unknown> | null; sends: JourneySend[] | null; pii_warnings: string[];
+      override: Record<string, unknown> | null; sends: (Omit<JourneySend, 'pixel'> & { config: Record<string, unknown> })[] | null; pii_warnings: string[];
     }>(
       `SELECT c.id, c.received_at, s.name AS site_name, ch.title AS channel_title, c.event_type, c.custom_event_name, c.value::float8 AS value,
          c.currency, c.source, c.capi_status, c.awaiting_manual_input, c.cold_lead, c.api_visit_override AS override, c.pii_warnings, ${VISIT_FIELDS},
-         (SELECT json_agg(json_build_object('platform', x.platform, 'status', x.status, 'attempts', x.attempts, 'reason', COALESCE(x.last_error, x.skip_reason))
-                          ORDER BY x.platform)
-          FROM sends x WHERE x.conversion_id = c.id) AS sends
+         (SELECT json_agg(json_build_object('platform', x.platform, 'status', x.status, 'attempts', x.attempts, 'reason', COALESCE(x.last_error, x.skip_reason),
+                                            'config', p.public_config) ORDER BY x.platform, p.created_at)
+          FROM sends x JOIN pixels p ON p.id = x.pixel_id WHERE x.conversion_id = c.id) AS sends
        FROM conversions c JOIN sites s ON s.id = c.site_id LEFT JOIN channels ch ON ch.id = c.channel_id
        LEFT JOIN visits v ON v.id = c.visit_id
        WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id LIMIT $2`,
@@ -160,12 +164,12 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
       value: r.value,
       currency: r.currency?.trim() ?? null,
       source: r.source,
-      capiStatus: r.capi_status,
+      capiStatus: deliveryLabel(r.capi_status, (r.sends ?? []).map((x) => x.status)),
       awaitingValue: r.awaiting_manual_input,
       coldLead: r.cold_lead,
       visit: visitOf(r),
       override: Object.entries(r.override ?? {}).filter(([, v]) => typeof v === 'string' && v !== '').map(([k]) => k),
-      sends: r.sends ?? [],
+      sends: (r.sends ?? []).map(({ config, ...x }) => ({ ...x, pixel: pixelLabel(x.platform, config) })),
       piiWarnings: r.pii_warnings,
     })),
   };

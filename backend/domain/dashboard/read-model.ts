@@ -1,3 +1,5 @@
+import { deliveryLabel } from '../outbox/capi-status.js';
+import { pixelLabel } from '../reports/pixel-health.js';
 import type { Queryable } from '../../db/pool.js';
 import { installStates, type SiteInstallState } from '../tracker/install-signals.js';
 import { listChannels, type ChannelListItem } from '../admin/channels.js';
@@ -111,11 +113,13 @@ export interface SiteDetail {
 
 const CONVERSION_FIELDS = `c.id, c.telegram_user_id::text AS telegram_user_id, c.event_type, c.custom_event_name, c.value::float8 AS value, c.currency,
   ch.title AS channel_title, c.source, c.capi_status, c.cold_lead, c.awaiting_manual_input,
-  (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL) AS attributed, c.received_at`;
+  (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL) AS attributed, c.received_at,
+  ARRAY(SELECT x.status FROM sends x WHERE x.conversion_id = c.id) AS send_statuses`;
 
 type ConversionRow = {
   id: string; telegram_user_id: string; event_type: string; custom_event_name: string | null; value: number | null; currency: string | null;
   channel_title: string | null; source: string; capi_status: string; cold_lead: boolean; awaiting_manual_input: boolean; attributed: boolean; received_at: Date;
+  send_statuses: string[];
 };
 
 function conversionLine(r: ConversionRow): ConversionLine {
@@ -128,7 +132,7 @@ function conversionLine(r: ConversionRow): ConversionLine {
     currency: r.currency?.trim() ?? null,
     channelTitle: r.channel_title,
     source: r.source,
-    capiStatus: r.capi_status,
+    capiStatus: deliveryLabel(r.capi_status, r.send_statuses),
     coldLead: r.cold_lead,
     awaitingValue: r.awaiting_manual_input,
     attributed: r.attributed,
@@ -156,8 +160,8 @@ export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, li
        WHERE c.site_id = $1 ORDER BY c.received_at DESC, c.id LIMIT $2`,
       [site.id, limit],
     ),
-    db.query<{ id: string; platform: string; attempts: number; reason: string | null; conversion_id: string | null; visit_id: string | null; updated_at: Date }>(
-      `SELECT x.id, x.platform, x.attempts, COALESCE(x.last_error, x.skip_reason) AS reason, x.conversion_id, x.visit_id, x.updated_at
+    db.query<{ id: string; platform: string; config: Record<string, unknown>; attempts: number; reason: string | null; conversion_id: string | null; visit_id: string | null; updated_at: Date }>(
+      `SELECT x.id, x.platform, p.public_config AS config, x.attempts, COALESCE(x.last_error, x.skip_reason) AS reason, x.conversion_id, x.visit_id, x.updated_at
        FROM sends x JOIN pixels p ON p.id = x.pixel_id
        WHERE p.site_id = $1 AND x.status = 'failed' ORDER BY x.updated_at DESC, x.id LIMIT $2`,
       [site.id, limit],
@@ -174,7 +178,7 @@ export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, li
     failedLimit: limit,
     failedSends: failed.rows.map((r) => ({
       sendId: r.id,
-      platform: r.platform,
+      platform: pixelLabel(r.platform, r.config),
       attempts: r.attempts,
       reason: r.reason,
       subject: r.conversion_id ? `conversion ${r.conversion_id}` : `PageView of visit ${r.visit_id}`,

@@ -9,6 +9,8 @@ import { registerEraseLead } from './lead-erase.js';
 import { registerLeadEvent } from './lead-events.js';
 import { registerGetLead } from './lead-get.js';
 import { registerReference } from './reference.js';
+import { registerFunnelReport } from './reports-funnel.js';
+import { registerMatchQualityReport } from './reports-match-quality.js';
 
 /**
  * The business API under `/api/v1`, one file per endpoint. It is its own OpenAPIHono so that its
@@ -23,6 +25,8 @@ export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
   registerGetLead(api, deps);
   registerEraseLead(api, deps);
   registerListChannels(api, deps);
+  registerFunnelReport(api, deps);
+  registerMatchQualityReport(api, deps);
   registerEntryStart(api, deps);
   registerReference(api, deps);
   return api;

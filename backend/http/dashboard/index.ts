@@ -18,6 +18,7 @@ import { bearerToken, socketAddress } from '../request-info.js';
 import { createSignInLimit } from './sign-in-limit.js';
 import { formToken, formTokenValid, issueSession, sameSecret, SESSION_COOKIE, SESSION_TTL_MS, sessionValid } from './session.js';
 import { journeyPage, loginPage, NOTICES, notFoundPage, overviewPage, sitePage, STYLE_HASH, type NoticeKey, type SitePageState } from './views.js';
+import { registerDashboardReports } from './reports.js';
 
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
@@ -43,7 +44,8 @@ export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' |
 
   const headers: MiddlewareHandler = async (c, next) => {
     await next();
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value);
+    // A page that set its own policy keeps it (the Reports page adds its script files).
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!c.res.headers.has(name)) c.header(name, value);
   };
   app.use('/dashboard', headers);
   app.use('/dashboard/*', headers);
@@ -177,6 +179,8 @@ export function dashboardRoutes(deps: Pick<Deps, 'pool' | 'now' | 'adminToken' |
     const heldRequests = await heldRequestsOfSite(deps.pool, detail.site.id);
     return c.html(sitePage(detail, { ...state, heldRequests, formToken: c.get('formToken') }), status);
   }
+
+  registerDashboardReports(app, deps, signedIn, siteOf);
 
   app.get('/dashboard/sites/:site', signedIn, async (c) => {
     const notice = c.req.query('notice');

@@ -10,7 +10,7 @@ import { heldRequestsSection } from './join-requests-view.js';
  * The dashboard's pages, rendered on the server: no script at all, one inline stylesheet allowed
  * by its hash. Every interpolated value goes through hono's `html`, which escapes it.
  */
-type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 const STYLE = `
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
@@ -22,7 +22,14 @@ th,td{border:1px solid #dde1e6;padding:5px 8px;text-align:left;vertical-align:to
 .num{text-align:right}.warn{color:#a4262c;font-weight:600}.ok{color:#1a7f37}.muted{color:#667085}
 .notice{background:#e6f4ea;border:1px solid #1a7f37;padding:8px}.error{background:#fdecea;border:1px solid #a4262c;padding:8px}
 form.inline{display:flex;gap:6px;margin:0}input[type=text],input[type=number],input[type=password]{padding:3px 6px}
-code{font-size:12px}`;
+code{font-size:12px}td,th{overflow-wrap:anywhere}
+nav.tabs{display:flex;gap:12px;flex-wrap:wrap;margin:8px 0}.chart{position:relative;height:260px;background:#fff;border:1px solid #dde1e6;margin:8px 0}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}form.range{display:flex;flex-wrap:wrap;gap:8px;align-items:end}
+form.range label{display:flex;flex-direction:column;font-size:12px}ul.advice{margin:4px 0 12px;padding-left:20px}
+@media (max-width:700px){main{padding:12px}header{flex-wrap:wrap;padding:10px 12px}table,tbody,tr,td{display:block;width:auto}
+thead,tr:has(>th){display:none}tr{border:1px solid #dde1e6;margin:0 0 8px;background:#fff}td{border:0;border-bottom:1px solid #eef0f3}
+tr:has(>td[data-label]){display:grid;grid-template-columns:1fr 1fr}tr:has(>td[data-label])>td:first-child{grid-column:1/-1;font-weight:600}
+td[data-label]::before{content:attr(data-label);display:block;font-size:12px;color:#667085}.num{text-align:left}}`;
 
 /** For the Content-Security-Policy: the one stylesheet the pages may use. */
 export const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
@@ -36,7 +43,7 @@ export const NOTICES = {
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
-function page(title: string, body: Html, session?: { formToken: string }): Html {
+export function page(title: string, body: Html, session?: { formToken: string }): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>${title} · Capigram</title><style>${raw(STYLE)}</style></head>
@@ -162,6 +169,7 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
   return page(
     site.name,
     html`<p><a href="/dashboard">← all sites</a></p><h1>${site.name}</h1>
+<nav class="tabs"><strong>Operations</strong><a href="/dashboard/sites/${site.id}/reports">Reports: funnel, match quality, pixel health</a></nav>
 ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${state.error ? html`<p class="error">${state.error}</p>` : ''}
 <p>Account ${site.accountName} · websiteId <code>${site.website_id}</code> · siteId <code>${site.id}</code> · domains ${site.domains.join(', ')} · dedup window ${site.dedup_window_seconds} s</p>
 ${installSection(d)}
@@ -169,7 +177,7 @@ ${installSection(d)}
 ${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
 ${state.heldRequests ? heldRequestsSection(site.id, state.heldRequests, state.formToken) : ''}
 <h2>Failed sends (${d.failedSends.length === d.failedLimit ? `${d.failedLimit} newest` : d.failedSends.length})</h2>
-${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>platform</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
+${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>pixel</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
 <h2>Latest conversions</h2>
 ${d.recent.length === 0 ? html`<p class="muted">No conversion yet.</p>` : html`<table><thead>${CONVERSION_HEAD}</thead><tbody>${conversionRows(d.recent)}</tbody></table>`}
 <h2>Channels</h2>
@@ -209,7 +217,7 @@ export function journeyPage(query: string, journey: LeadJourney | null, session:
     (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${c.siteName}</td><td>${c.channelTitle ?? ''}</td><td>${c.eventType}</td><td class="num">${c.value === null ? '' : `${c.value} ${c.currency ?? ''}`}</td>
 <td>${c.source}${c.coldLead ? ' (cold)' : ''}</td><td>${c.visit !== null ? visitCell(c.visit) : c.override.length > 0 ? html`override: ${c.override.join(', ')}` : html`<span class="warn">none</span>`}</td>
 <td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td>
-<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.platform}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}${c.piiWarnings.map((w) => html`<div class="muted">not sent: ${w}</div>`)}</td>
+<td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.pixel}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}${c.piiWarnings.map((w) => html`<div class="muted">not sent: ${w}</div>`)}</td>
 <td><code>${c.conversionId}</code></td></tr>`,
   );
   return page(

@@ -2,6 +2,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { runRetention } from '../../domain/erasure/retention.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency.js';
+import { runRollup } from '../../domain/reports/rollup.js';
 import { purgeDeadJobs } from '../dead-jobs.js';
 import { TELEGRAM_CRONTAB, UPGRADE_WEBHOOKS_CRONTAB, telegramActionTasks } from './telegram-actions.js';
 import { deliveryTasks } from './deliver.js';
@@ -13,6 +14,7 @@ export const TASKS = {
   purgeIdempotency: 'purge_idempotency',
   purgeDeadJobs: 'purge_dead_jobs',
   retention: 'retention',
+  reportRollup: 'report_rollup',
 } as const;
 
 /** One retention run stops starting batches after this long; the next hourly run goes on. */
@@ -22,6 +24,7 @@ export const RETENTION_RUN_MS = 10 * 60_000;
 export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASKS.purgeIdempotency}&jobKeyMode=replace
 */10 * * * * ${TASKS.purgeDeadJobs} ?max=1&jobKey=${TASKS.purgeDeadJobs}&jobKeyMode=replace
 23 * * * * ${TASKS.retention} ?max=5&jobKey=${TASKS.retention}&jobKeyMode=replace
+*/15 * * * * ${TASKS.reportRollup} ?max=3&jobKey=${TASKS.reportRollup}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
 ${UPGRADE_WEBHOOKS_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
@@ -44,5 +47,11 @@ export function createTaskList(deps: Deps): TaskList {
     const total = Object.values(out.cleared).reduce((a, b) => a + b, 0) + out.sendsDeleted;
     if (total > 0 || !out.done) deps.log.info(out, 'retention: old raw identifiers erased');
   };
-  return { [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps), ...forwardUpdateTasks(deps) };
+  // Seals the reports' past days (domain/reports/rollup.ts); a long first run is cut in
+  // pieces, the next quarter hour goes on.
+  const reportRollup: Task = async () => {
+    const out = await runRollup(deps.pool, deps.now(), { until: Date.now() + RETENTION_RUN_MS });
+    if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days sealed');
+  };
+  return { [TASKS.reportRollup]: reportRollup, [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps), ...forwardUpdateTasks(deps) };
 }

@@ -1,0 +1,146 @@
+import type { Queryable } from '../../db/pool.js';
+
+/**
+ * The funnel of a site (docs/reports.md): visits → invite clicks → joins (attributed and organic)
+ * → conversions → value per currency, with leaves and retained joins, grouped by day or by one of
+ * the visit's attributes. Sealed days are read from `report_rows`, the rest live from the raw rows
+ * through the same SQL function, so a report costs a few rows per day of its range whatever the
+ * size of the history.
+ */
+export const GROUP_BYS = ['day', 'utm_source', 'utm_campaign', 'channel', 'platform'] as const;
+export type GroupBy = (typeof GROUP_BYS)[number];
+
+export interface FunnelCounts {
+  visits: number;
+  inviteClicks: number;
+  joins: number;
+  attributedJoins: number;
+  organicJoins: number;
+  leaves: number;
+  retained: number;
+  conversions: number;
+  /** Summed per currency, never across currencies. */
+  value: Record<string, number>;
+}
+
+export interface FunnelRow extends FunnelCounts {
+  /** The day (YYYY-MM-DD), utm value, channel id or platform; null when the visit had none. */
+  key: string | null;
+}
+
+export interface Funnel {
+  from: string;
+  to: string;
+  groupBy: GroupBy;
+  /** Only this channel's visits, clicks, joins, leaves and conversions; null: the whole site. */
+  channelId: string | null;
+  rows: FunnelRow[];
+  totals: FunnelCounts;
+}
+
+const KEY_SQL: Record<GroupBy, string> = {
+  day: `to_char(r.day, 'YYYY-MM-DD')`,
+  utm_source: `NULLIF(r.utm_source, '')`,
+  utm_campaign: `NULLIF(r.utm_campaign, '')`,
+  channel: `r.channel_id::text`,
+  platform: `r.platform`,
+};
+
+const COLUMNS = `day, channel_id, utm_source, utm_campaign, platform, visits, invite_clicks, joins, attributed_joins, conversions, currency, value, leaves, join_day, lasted_days`;
+
+/**
+ * The rows of a site for the UTC days [$2, $3]: sealed days from `report_rows`, the days after
+ * the sealed ones and the dirty days live.
+ */
+export const REPORT_ROWS_SQL = `
+  WITH s AS (SELECT COALESCE((SELECT sealed_before FROM report_sealed WHERE site_id = $1), $2::date) AS sealed_before)
+  SELECT ${COLUMNS} FROM report_rows r, s
+  WHERE r.site_id = $1 AND r.day BETWEEN $2::date AND $3::date AND r.day < s.sealed_before
+    AND NOT EXISTS (SELECT 1 FROM report_dirty d WHERE d.site_id = $1 AND d.day = r.day)
+  UNION ALL
+  SELECT ${COLUMNS} FROM s, report_compute($1, greatest($2::date, s.sealed_before), $3::date)
+  UNION ALL
+  SELECT x.day, x.channel_id, x.utm_source, x.utm_campaign, x.platform, x.visits, x.invite_clicks, x.joins, x.attributed_joins,
+         x.conversions, x.currency, x.value, x.leaves, x.join_day, x.lasted_days
+  FROM s, report_dirty d, report_compute($1, d.day, d.day) x
+  WHERE d.site_id = $1 AND d.day BETWEEN $2::date AND $3::date AND d.day < s.sealed_before`;
+
+interface SumRow {
+  key: string | null;
+  /** Leaves of joins made in the range. */
+  lost: boolean;
+  join_day: string | null;
+  currency: string | null;
+  visits: number;
+  invite_clicks: number;
+  joins: number;
+  attributed_joins: number;
+  conversions: number;
+  value: number | null;
+  leaves: number;
+}
+
+export function emptyCounts(): FunnelCounts {
+  return { visits: 0, inviteClicks: 0, joins: 0, attributedJoins: 0, organicJoins: 0, leaves: 0, retained: 0, conversions: 0, value: {} };
+}
+
+/** Money is numeric(18,4) in the database; sums in JS are rounded back to that. */
+function money(n: number): number {
+  return Math.round(n * 10_000) / 10_000;
+}
+
+function add(into: FunnelCounts, r: SumRow): void {
+  into.visits += r.visits;
+  into.inviteClicks += r.invite_clicks;
+  into.joins += r.joins;
+  into.attributedJoins += r.attributed_joins;
+  into.organicJoins += r.joins - r.attributed_joins;
+  into.leaves += r.leaves;
+  into.conversions += r.conversions;
+  if (r.currency !== null && r.value !== null) into.value[r.currency] = money((into.value[r.currency] ?? 0) + r.value);
+}
+
+/** Every UTC day from `from` to `to`, inclusive. */
+export function daysBetween(from: string, to: string): string[] {
+  const out: string[] = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000) out.push(new Date(t).toISOString().slice(0, 10));
+  return out;
+}
+
+export async function funnelReport(db: Queryable, q: { siteId: string; from: string; to: string; groupBy: GroupBy; channelId?: string | null }): Promise<Funnel> {
+  const key = KEY_SQL[q.groupBy];
+  // A leave lowers the retained joins of the group of the join it ended; by day, that is the
+  // join's day, not the leave's.
+  const { rows } = await db.query<SumRow>(
+    `SELECT ${key} AS key, COALESCE(r.join_day BETWEEN $2::date AND $3::date, false) AS lost,
+            to_char(r.join_day, 'YYYY-MM-DD') AS join_day, r.currency,
+            sum(r.visits)::bigint AS visits, sum(r.invite_clicks)::bigint AS invite_clicks, sum(r.joins)::bigint AS joins,
+            sum(r.attributed_joins)::bigint AS attributed_joins, sum(r.conversions)::bigint AS conversions, sum(r.value) AS value,
+            sum(r.leaves)::bigint AS leaves
+     FROM (${REPORT_ROWS_SQL}) r
+     WHERE $4::uuid IS NULL OR r.channel_id = $4::uuid
+     GROUP BY 1, 2, 3, 4`,
+    [q.siteId, q.from, q.to, q.channelId ?? null],
+  );
+  const groups = new Map<string | null, FunnelCounts>();
+  if (q.groupBy === 'day') for (const d of daysBetween(q.from, q.to)) groups.set(d, emptyCounts());
+  const lost = new Map<string | null, number>();
+  const totals = emptyCounts();
+  let lostTotal = 0;
+  for (const r of rows) {
+    let g = groups.get(r.key);
+    if (!g) groups.set(r.key, (g = emptyCounts()));
+    add(g, r);
+    add(totals, r);
+    if (r.lost) {
+      const k = q.groupBy === 'day' ? r.join_day : r.key;
+      lost.set(k, (lost.get(k) ?? 0) + r.leaves);
+      lostTotal += r.leaves;
+    }
+  }
+  for (const [k, g] of groups) g.retained = g.joins - (lost.get(k) ?? 0);
+  totals.retained = totals.joins - lostTotal;
+  const list = [...groups].map(([k, g]) => ({ key: k, ...g }));
+  if (q.groupBy !== 'day') list.sort((a, b) => b.visits - a.visits || b.joins - a.joins || String(a.key).localeCompare(String(b.key)));
+  return { from: q.from, to: q.to, groupBy: q.groupBy, channelId: q.channelId ?? null, rows: list, totals };
+}

@@ -1,0 +1,60 @@
+import { ApiError } from '../../errors.js';
+import type { ApiCaller } from '../conversions/site-scope.js';
+import { resolveSiteRef, type SiteRef } from '../conversions/site-scope.js';
+import type { Queryable } from '../../db/pool.js';
+
+/** The longest range a report covers: two years of days. */
+export const MAX_RANGE_DAYS = 731;
+/** Without `from`, a report covers the last 30 days up to `to`. */
+export const DEFAULT_RANGE_DAYS = 30;
+
+const DAY_MS = 86_400_000;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A calendar date written YYYY-MM-DD that exists (no 2026-02-30). */
+export function isDate(s: string): boolean {
+  if (!DATE.test(s)) return false;
+  const t = Date.parse(`${s}T00:00:00Z`);
+  return Number.isFinite(t) && new Date(t).toISOString().slice(0, 10) === s;
+}
+
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+function shift(day: string, days: number): string {
+  return utcDay(new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS));
+}
+
+/**
+ * A report's UTC day range: `to` defaults to today, `from` to 30 days before it (inclusive);
+ * `from` after `to` or a range over MAX_RANGE_DAYS is refused.
+ */
+export function reportRange(q: { from?: string | null; to?: string | null }, now: Date): { from: string; to: string } {
+  for (const [path, v] of [['from', q.from], ['to', q.to]] as const) {
+    if (v != null && !isDate(v)) throw new ApiError('VALIDATION_FAILED', `${path} must be a date written YYYY-MM-DD`, { errors: [{ path, message: 'must be a date written YYYY-MM-DD' }] });
+  }
+  const to = q.to ?? utcDay(now);
+  const from = q.from ?? shift(to, -(DEFAULT_RANGE_DAYS - 1));
+  if (from > to) throw new ApiError('VALIDATION_FAILED', 'from is after to', { errors: [{ path: 'from', message: 'must not be after to' }] });
+  const days = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1;
+  if (days > MAX_RANGE_DAYS) {
+    throw new ApiError('VALIDATION_FAILED', `the range covers ${days} days, at most ${MAX_RANGE_DAYS}`, { errors: [{ path: 'from', message: `at most ${MAX_RANGE_DAYS} days before to` }] });
+  }
+  return { from, to };
+}
+
+/** The site a report is about: a site key's own, or the one an account key names (required). */
+export async function reportSite(db: Queryable, caller: ApiCaller, ref: SiteRef): Promise<string> {
+  const siteId = await resolveSiteRef(db, caller, ref);
+  if (siteId === null) throw new ApiError('SITE_REQUIRED', 'an account key must name the site (siteId or websiteId)', { errors: [{ path: 'siteId', message: 'Required' }] });
+  return siteId;
+}
+
+/** A channel filter of a report: one of the site's channels (any other is refused, whoever owns it). */
+export async function reportChannel(db: Queryable, siteId: string, channelId: string | null): Promise<string | null> {
+  if (channelId === null) return null;
+  const { rows } = await db.query('SELECT 1 FROM channels WHERE site_id = $1 AND id::text = $2', [siteId, channelId]);
+  if (rows.length === 0) throw new ApiError('VALIDATION_FAILED', 'channelId is not a channel of this site', { errors: [{ path: 'channelId', message: 'not a channel of this site' }] });
+  return channelId;
+}

@@ -1,0 +1,93 @@
+import type { Context, Hono, MiddlewareHandler } from 'hono';
+import type { Deps } from '../../deps.js';
+import type { SiteRow } from '../../domain/admin/sites.js';
+import { attributionCoverage } from '../../domain/reports/coverage.js';
+import { GROUP_BYS, funnelReport, type GroupBy } from '../../domain/reports/funnel.js';
+import { matchQualityReport } from '../../domain/reports/match-quality.js';
+import { pixelHealth } from '../../domain/reports/pixel-health.js';
+import { reportChannel, reportRange, utcDay } from '../../domain/reports/range.js';
+import { campaignRetention } from '../../domain/reports/retention.js';
+import { ApiError } from '../../errors.js';
+import { DASHBOARD_ASSETS } from './assets.js';
+import type { DashEnv } from './env.js';
+import { funnelCsv, reportsPage } from './report-views.js';
+import { notFoundPage, STYLE_HASH } from './views.js';
+
+/**
+ * The Reports page of a site (`/dashboard/sites/{site}/reports`), its CSV and its scripts. The
+ * only dashboard page with a script: its policy adds `script-src 'self'` (files served below,
+ * no inline script) to the dashboard's.
+ */
+export const REPORTS_CSP = `default-src 'none'; script-src 'self'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
+
+export function registerDashboardReports(
+  app: Hono<DashEnv>,
+  deps: Pick<Deps, 'pool' | 'now'>,
+  signedIn: MiddlewareHandler<DashEnv>,
+  siteOf: (c: Context<DashEnv>) => Promise<SiteRow | Response>,
+): void {
+  // Public like any script file: nothing in them is the operator's.
+  app.get('/dashboard/assets/:file', (c) => {
+    const source = DASHBOARD_ASSETS[c.req.param('file')];
+    if (!source) return c.notFound();
+    c.header('content-type', 'text/javascript; charset=utf-8');
+    return c.body(source());
+  });
+
+  /** The range and grouping a request asks for, or the 400 page saying what is wrong. */
+  const params = async (c: Context<DashEnv>, siteId: string): Promise<{ from: string; to: string; groupBy: GroupBy; channelId: string | null } | Response> => {
+    const groupBy = (c.req.query('groupBy') ?? 'day') as GroupBy;
+    try {
+      if (!GROUP_BYS.includes(groupBy)) throw new ApiError('VALIDATION_FAILED', `group by one of ${GROUP_BYS.join(', ')}`);
+      const channelId = await reportChannel(deps.pool, siteId, c.req.query('channelId')?.slice(0, 100) || null);
+      return { ...reportRange({ from: c.req.query('from') || null, to: c.req.query('to') || null }, deps.now()), groupBy, channelId };
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      return c.html(notFoundPage(`That is not a range of days the reports can show: ${err.detail ?? err.message}.`, { formToken: c.get('formToken') }), 400);
+    }
+  };
+
+  const channelTitles = async (siteId: string) => {
+    const { rows } = await deps.pool.query<{ id: string; title: string }>('SELECT id, title FROM channels WHERE site_id = $1', [siteId]);
+    return Object.fromEntries(rows.map((r) => [r.id, r.title]));
+  };
+
+  app.get('/dashboard/sites/:site/reports', signedIn, async (c) => {
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
+    const p = await params(c, site.id);
+    if (p instanceof Response) return p;
+    const q = { siteId: site.id, from: p.from, to: p.to };
+    const now = deps.now();
+    const funnel = await funnelReport(deps.pool, { ...q, groupBy: p.groupBy, channelId: p.channelId });
+    const byDay = p.groupBy === 'day' ? funnel : await funnelReport(deps.pool, { ...q, groupBy: 'day', channelId: p.channelId });
+    const page = reportsPage(
+      {
+        site: { id: site.id, name: site.name },
+        groupBy: p.groupBy,
+        funnel,
+        byDay,
+        retention: await campaignRetention(deps.pool, { ...q, today: utcDay(now) > p.to ? utcDay(now) : p.to }),
+        matchQuality: await matchQualityReport(deps.pool, q),
+        coverage: await attributionCoverage(deps.pool, q),
+        pixels: await pixelHealth(deps.pool, site.id, now),
+        channelTitles: await channelTitles(site.id),
+        now,
+      },
+      { formToken: c.get('formToken') },
+    );
+    c.header('content-security-policy', REPORTS_CSP);
+    return c.html(page);
+  });
+
+  app.get('/dashboard/sites/:site/reports.csv', signedIn, async (c) => {
+    const site = await siteOf(c);
+    if (site instanceof Response) return site;
+    const p = await params(c, site.id);
+    if (p instanceof Response) return p;
+    const funnel = await funnelReport(deps.pool, { siteId: site.id, from: p.from, to: p.to, groupBy: p.groupBy, channelId: p.channelId });
+    c.header('content-type', 'text/csv; charset=utf-8');
+    c.header('content-disposition', `attachment; filename="funnel-${site.website_id}-${p.from}-${p.to}-${p.groupBy}.csv"`);
+    return c.body(funnelCsv(funnel, p.groupBy, await channelTitles(site.id)));
+  });
+}
