@@ -6,6 +6,7 @@ import { KeyLookups } from './domain/api-key-lookup.js';
 import { leadLockStatement } from './domain/conversions/lead-lock.js';
 import { lockConversionsAndSends } from './domain/outbox/sends.js';
 import { DeliveryWaker } from './domain/outbox/delivery-wake.js';
+import { VisitBatcher, type VisitBatchObserver } from './domain/tracker/visit-batch.js';
 import type { Logger } from './log.js';
 
 /**
@@ -17,6 +18,8 @@ import type { Logger } from './log.js';
 export interface ProcessState {
   /** The business events' shared transactions (`domain/conversions/event-batches.ts`). */
   eventBatches: TransactionBatcher;
+  /** track/init's shared transactions (`domain/tracker/visit-batch.ts`). */
+  visitBatches: VisitBatcher;
   /** The event endpoints' API key look-ups, coalesced (`domain/api-key-lookup.ts`). */
   keyLookups: KeyLookups;
   /** Delivery wake-ups after a commit, spaced (`domain/outbox/delivery-wake.ts`). */
@@ -36,20 +39,23 @@ export interface ProcessState {
 export function createProcessState(
   pool: Pool,
   log: Logger,
-  o: { onWakeError?: (err: unknown) => void; onEventBatch?: BatchObserver } = {},
+  o: { onWakeError?: (err: unknown) => void; onEventBatch?: BatchObserver; onVisitBatch?: VisitBatchObserver } = {},
 ): ProcessState {
+  const waker = new DeliveryWaker(pool, o.onWakeError);
   const state: ProcessState = {
     // Business events under the lead lock (`withLeadLockBatched`): the lead locks, then the
     // existing conversions with their sends (docs/architecture.md#lock-order).
     eventBatches: new TransactionBatcher(pool, { lockStatement: leadLockStatement, lockRows: lockConversionsAndSends }),
+    visitBatches: new VisitBatcher(pool, waker),
     keyLookups: new KeyLookups(pool),
-    waker: new DeliveryWaker(pool, o.onWakeError),
+    waker,
     googleTokens: new GoogleTokens(),
     refillRequests: new Map(),
     stallLog: new StallLog(log),
     warnedChats: new Set(),
     close() {
       state.eventBatches.close();
+      state.visitBatches.close();
       state.waker.close();
       state.googleTokens.clear();
       state.refillRequests.clear();
@@ -57,5 +63,6 @@ export function createProcessState(
     },
   };
   if (o.onEventBatch !== undefined) state.eventBatches.observer = o.onEventBatch;
+  if (o.onVisitBatch !== undefined) state.visitBatches.observer = o.onVisitBatch;
   return state;
 }

@@ -47,6 +47,7 @@ export async function openRuntime(opts: { env?: NodeJS.ProcessEnv; log?: Logger;
   const local = createProcessState(pool, log, {
     onWakeError: (err) => log.warn({ err: String(err) }, 'delivery wake-up failed; the sweep will pick the sends up'),
     onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
+    onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
   });
   const deps: Deps = {
     config,

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
-import { runRetention } from '../backend/domain/erasure/retention.js';
+import { RETENTION_REST, runRetention } from '../backend/domain/erasure/retention.js';
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { seedHistory } from './history.js';
@@ -80,6 +80,9 @@ export async function run(args: string[] = []): Promise<void> {
   const expired = option(args, 'expired', 1_000_000);
   const requests = option(args, 'requests', 5_000);
   const concurrency = option(args, 'concurrency', 50);
+  // The job's pause after each batch, as a multiple of its time (0: no pause); a fraction is fine.
+  const restArg = args.find((a) => a.startsWith('--rest='))?.slice('--rest='.length);
+  const rest = restArg === undefined || !(Number(restArg) >= 0) ? RETENTION_REST : Number(restArg);
   const db = await openBenchDatabase(4);
   const children: RoleChild[] = [];
   try {
@@ -99,7 +102,7 @@ export async function run(args: string[] = []): Promise<void> {
 
     const started = performance.now();
     let finished = false;
-    const job = runRetention(db.pool, new Date(), { days: 400 }).then((r) => {
+    const job = runRetention(db.pool, new Date(), { days: 400, rest }).then((r) => {
       finished = true;
       return r;
     });
@@ -113,7 +116,7 @@ export async function run(args: string[] = []): Promise<void> {
     const { rows: left } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM visits WHERE client_ip IS NOT NULL AND created_at < now() - interval '400 days'`);
     const lines = [
       `history: ${h.rows.visits} visits (all expired), ${h.rows.leads} leads, ${h.rows.conversions} conversions, ${h.rows.sends} sends, seeded in ${h.seconds.toFixed(0)} s`,
-      `retention job: ${jobSeconds.toFixed(1)} s; cleared ${JSON.stringify(result.cleared)}, finished sends deleted ${result.sendsDeleted}, done ${result.done}; expired visits still holding an IP: ${left[0]!.n}`,
+      `retention job: ${jobSeconds.toFixed(1)} s (rest ${rest}× each batch's time; visits ${result.seconds.visits?.toFixed(1)} s, conversions ${result.seconds.conversions?.toFixed(1)} s, finished sends ${result.seconds.sends?.toFixed(1)} s); cleared ${JSON.stringify(result.cleared)}, finished sends deleted ${result.sendsDeleted}, done ${result.done}; expired visits still holding an IP: ${left[0]!.n}`,
       '',
       `track/init at ${concurrency} concurrent clients, Capigram in its own process:`,
       '',

@@ -99,7 +99,10 @@ export function roleDeps(pool: Pool, env: Record<string, string>, secretKey?: st
     box: createSecretBox(secretKey === undefined ? randomBytes(32) : parseSecretKey(secretKey)),
     adminToken: randomBytes(16).toString('hex'),
     now: () => new Date(),
-    local: createProcessState(pool, log, { onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events) }),
+    local: createProcessState(pool, log, {
+      onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
+      onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
+    }),
   };
 }
 

@@ -52,7 +52,10 @@ export function testDeps(pool: Pool, env: Record<string, string> = {}, clock = t
     adminToken: TEST_ADMIN_TOKEN,
     now: clock.now,
     // One per app, as one per process in production.
-    local: createProcessState(pool, log, { onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events) }),
+    local: createProcessState(pool, log, {
+      onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
+      onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
+    }),
     clock,
   };
 }

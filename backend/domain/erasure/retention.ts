@@ -1,4 +1,5 @@
 import type { Pool } from '../../db/pool.js';
+import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
 import { CONVERSION_RAW_FIELDS, ENTRY_CLICK_RAW_FIELDS, VISIT_RAW_FIELDS, anyHeld, setClause, type ClearedFields } from './fields.js';
 
 /**
@@ -20,25 +21,35 @@ export interface RetentionWalk {
   target: string;
   table: string;
   time: string;
+  /** The BRIN index on `time` the walk finds its rows through. */
+  brin: string;
   /** What becomes of an old row: its fields cleared, or (rows matching `where`, on the alias `t`) the row deleted. */
   action: { clear: ClearedFields } | { delete: string };
 }
 
 export const RETENTION_WALKS: readonly RetentionWalk[] = [
-  { target: 'visits', table: 'visits', time: 'created_at', action: { clear: VISIT_RAW_FIELDS } },
-  { target: 'conversions', table: 'conversions', time: 'received_at', action: { clear: CONVERSION_RAW_FIELDS } },
+  { target: 'visits', table: 'visits', time: 'created_at', brin: 'visits_created_brin', action: { clear: VISIT_RAW_FIELDS } },
+  { target: 'conversions', table: 'conversions', time: 'received_at', brin: 'conversions_received_brin', action: { clear: CONVERSION_RAW_FIELDS } },
   // Unused clicks go first, so that the payload walk after it finds only the used ones.
-  { target: 'entry_clicks_unused', table: 'entry_clicks', time: 'created_at', action: { delete: 't.used_by IS NULL' } },
-  { target: 'entry_clicks', table: 'entry_clicks', time: 'created_at', action: { clear: ENTRY_CLICK_RAW_FIELDS } },
+  { target: 'entry_clicks_unused', table: 'entry_clicks', time: 'created_at', brin: 'entry_clicks_created_brin', action: { delete: 't.used_by IS NULL' } },
+  { target: 'entry_clicks', table: 'entry_clicks', time: 'created_at', brin: 'entry_clicks_created_brin', action: { clear: ENTRY_CLICK_RAW_FIELDS } },
 ];
 
 /** Sends in these states are finished: nothing will change them but a retry by hand. */
 const FINISHED_SENDS = ['sent', 'failed', 'skipped'] as const;
 
 export const RETENTION_BATCH = 1_000;
+/**
+ * After each batch the job rests half as long as the batch took (two thirds of one connection's
+ * time at most), leaving room to the requests beside it while a backlog of a million rows still
+ * clears within minutes: docs/benchmarks.md has the runs with 0, 0.5 and 1.
+ */
+export const RETENTION_REST = 0.5;
 const LOCK_TIMEOUT = '5s';
 const FIRST_WINDOW_MS = 3_600_000;
 const MIN_WINDOW_MS = 1_000;
+/** How often a walk summarises the BRIN ranges written since (see `summarizeNew`). */
+const SUMMARIZE_EVERY_MS = 10_000;
 const DAY_MS = 86_400_000;
 
 export interface RetentionOptions {
@@ -46,6 +57,8 @@ export interface RetentionOptions {
   batch?: number;
   /** Stop starting batches after this instant (ms); the next run continues. */
   until?: number;
+  /** The pause after each batch, as a multiple of the time that batch took (`RETENTION_REST`). */
+  rest?: number;
 }
 
 export interface RetentionResult {
@@ -54,20 +67,25 @@ export interface RetentionResult {
   sendsDeleted: number;
   /** False when the run stopped early (its time was up, or a row stayed locked). */
   done: boolean;
+  /** Wall time per walk and for the sends (`sends`), pauses included, in seconds. */
+  seconds: Record<string, number>;
 }
 
 export async function runRetention(pool: Pool, now: Date, opts: RetentionOptions): Promise<RetentionResult> {
   const cutoff = new Date(now.getTime() - opts.days * DAY_MS);
-  const batch = opts.batch ?? RETENTION_BATCH;
-  const until = opts.until ?? Number.POSITIVE_INFINITY;
-  const result: RetentionResult = { cleared: {}, sendsDeleted: 0, done: true };
+  const pace: Pace = { batch: opts.batch ?? RETENTION_BATCH, until: opts.until ?? Number.POSITIVE_INFINITY, rest: opts.rest ?? RETENTION_REST };
+  const result: RetentionResult = { cleared: {}, sendsDeleted: 0, done: true, seconds: {} };
   try {
     for (const walk of RETENTION_WALKS) {
-      const out = await walkTable(pool, walk, cutoff, batch, until);
+      const started = performance.now();
+      const out = await walkTable(pool, walk, cutoff, pace);
       result.cleared[walk.target] = out.cleared;
+      result.seconds[walk.target] = (performance.now() - started) / 1000;
       if (!out.done) return { ...result, done: false };
     }
-    const sends = await deleteFinishedSends(pool, cutoff, batch, until);
+    const started = performance.now();
+    const sends = await deleteFinishedSends(pool, cutoff, pace);
+    result.seconds.sends = (performance.now() - started) / 1000;
     result.sendsDeleted = sends.deleted;
     result.done = sends.done;
     return result;
@@ -77,60 +95,100 @@ export async function runRetention(pool: Pool, now: Date, opts: RetentionOptions
   }
 }
 
-async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, batch: number, until: number): Promise<{ cleared: number; done: boolean }> {
+interface Pace {
+  batch: number;
+  until: number;
+  rest: number;
+}
+
+/**
+ * After a batch that took `ms`, the job waits `rest × ms` before the next: its share of one
+ * database connection's time stays at 1 / (1 + rest) whatever the load, and under load (slower
+ * batches) it backs off with it.
+ */
+async function breathe(pace: Pace, ms: number): Promise<void> {
+  const wait = Math.min(pace.rest * ms, Math.max(0, pace.until - Date.now()));
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+}
+
+async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, pace: Pace): Promise<{ cleared: number; done: boolean }> {
   const { rows } = await pool.query<{ done_before: Date }>('SELECT done_before FROM retention_progress WHERE target = $1', [w.target]);
   let lo = rows[0]?.done_before.getTime() ?? 0;
   let width = FIRST_WINDOW_MS;
   let cleared = 0;
   const end = cutoff.getTime();
+  // No FOR UPDATE on the batch's rows: the UPDATE locks each row itself (and waits for, then
+  // re-reads, a row someone else is changing), where locking them first wrote every row twice.
   const [pending, change] =
     'clear' in w.action
       ? [anyHeld(w.action.clear, 't'), `UPDATE ${w.table} x SET ${setClause(w.action.clear)} FROM batch WHERE x.id = batch.id RETURNING batch.at`]
       : [`(${w.action.delete})`, `DELETE FROM ${w.table} x USING batch WHERE x.id = batch.id RETURNING batch.at`];
-  const sql = `WITH batch AS (
+  const call: PreparedCall = {
+    name: `retention_${w.target}`,
+    sql: `WITH batch AS (
       SELECT id, ${w.time} AS at FROM ${w.table} t
-      WHERE ${w.time} >= $1 AND ${w.time} < $2 AND ${pending}
-      ORDER BY ${w.time} LIMIT $3 FOR UPDATE
+      WHERE ${w.time} >= $1::timestamptz AND ${w.time} < $2::timestamptz AND ${pending}
+      ORDER BY ${w.time} LIMIT $3::int
     ), done AS (
       ${change}
     ), progress AS (
       INSERT INTO retention_progress (target, done_before)
-      SELECT $4, CASE WHEN count(*) < $3 THEN $2 ELSE max(at) END FROM done
+      SELECT $4::text, CASE WHEN count(*) < $3::int THEN $2::timestamptz ELSE max(at) END FROM done
       ON CONFLICT (target) DO UPDATE SET done_before = EXCLUDED.done_before
       RETURNING done_before
     )
-    SELECT (SELECT count(*)::int FROM done) AS n, done_before FROM progress`;
+    SELECT (SELECT count(*)::int FROM done) AS n, done_before FROM progress`,
+    values: [],
+  };
+  let summarizedAt = Number.NEGATIVE_INFINITY;
   while (lo < end) {
-    if (Date.now() >= until) return { cleared, done: false };
-    const hi = Math.min(lo + width, end);
-    const client = await pool.connect();
-    let n: number;
-    let doneBefore: Date;
-    try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
-      const res = await client.query<{ n: number; done_before: Date }>(sql, [new Date(lo), new Date(hi), batch, w.target]);
-      await client.query('COMMIT');
-      ({ n, done_before: doneBefore } = res.rows[0]!);
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
+    if (Date.now() >= pace.until) return { cleared, done: false };
+    if (Date.now() - summarizedAt >= SUMMARIZE_EVERY_MS) {
+      await summarizeNew(pool, w);
+      summarizedAt = Date.now();
     }
+    const hi = Math.min(lo + width, end);
+    const started = performance.now();
+    // The batch is one round trip: its own short transaction, with its lock timeout.
+    const { n, done_before: doneBefore } = await withSession(pool, async (client) => {
+      await ensurePrepared(client, call);
+      const sql = ['BEGIN', `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`, execute(client, { ...call, values: [new Date(lo), new Date(hi), pace.batch, w.target] }), 'COMMIT'];
+      const res = (await client.query(sql.join('; '))) as unknown as { rows: { n: number; done_before: Date }[] }[];
+      return res[2]!.rows[0]!;
+    });
     cleared += n;
     const next = doneBefore.getTime();
-    width = n < batch ? Math.min(width * 2, Number.MAX_SAFE_INTEGER / 4) : Math.max(next - lo, MIN_WINDOW_MS);
+    width = n < pace.batch ? Math.min(width * 2, Number.MAX_SAFE_INTEGER / 4) : Math.max(next - lo, MIN_WINDOW_MS);
     lo = next;
+    if (lo < end) await breathe(pace, performance.now() - started);
   }
   return { cleared, done: true };
 }
 
-async function deleteFinishedSends(pool: Pool, cutoff: Date, batch: number, until: number): Promise<{ deleted: number; done: boolean }> {
+/**
+ * A BRIN index cannot rule out the page ranges written since it was last summarised (by VACUUM,
+ * or by autovacuum after a range fills: migration 150): every batch's scan reads them all. While
+ * `track/init` keeps appending visits, that unsummarised tail grows through the whole run, and
+ * with it every batch's cost: measured on 1 million expired visits with 700,000 new ones written
+ * meanwhile, the visits took 727 s where 300,000 had taken 44 s. So the walk summarises the new
+ * ranges itself, when it starts and every `SUMMARIZE_EVERY_MS`, which reads only those new pages.
+ * It takes a lock that VACUUM also takes: should one hold it for long, the walk goes on without.
+ */
+async function summarizeNew(pool: Pool, w: RetentionWalk): Promise<void> {
+  await withSession(pool, async (client) => {
+    await client.query(`BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SELECT brin_summarize_new_values('${w.brin}'::regclass); COMMIT`);
+  }).catch((err: unknown) => {
+    if ((err as { code?: string }).code !== '55P03') throw err;
+  });
+}
+
+async function deleteFinishedSends(pool: Pool, cutoff: Date, pace: Pace): Promise<{ deleted: number; done: boolean }> {
+  const { batch, until } = pace;
   let deleted = 0;
   for (const status of FINISHED_SENDS) {
     for (;;) {
       if (Date.now() >= until) return { deleted, done: false };
+      const started = performance.now();
       // The oldest first along sends_status (status, created_at); each batch its own statement.
       const res = await pool.query(
         `DELETE FROM sends WHERE id IN (SELECT id FROM sends WHERE status = $1 AND created_at < $2 ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
@@ -138,6 +196,7 @@ async function deleteFinishedSends(pool: Pool, cutoff: Date, batch: number, unti
       );
       deleted += res.rowCount ?? 0;
       if ((res.rowCount ?? 0) < batch) break;
+      await breathe(pace, performance.now() - started);
     }
   }
   return { deleted, done: true };

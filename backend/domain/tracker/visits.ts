@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.js';
-import type { Deps } from '../../deps.js';
+import type { PreparedCall } from '../../db/prepared-batch.js';
+import type { DeliveryWaker } from '../outbox/delivery-wake.js';
 import { ApiError } from '../../errors.js';
 import { eventIdFor, sendsCte, type SqlFragment } from '../outbox/sends.js';
 
@@ -101,6 +102,11 @@ const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.
 export interface VisitAdmission {
   sql(firstParam: number): SqlFragment;
   refusal(retryMs: number): Error;
+  /**
+   * The row the check writes (its counter's key), when it writes one: visits recorded together
+   * (visit-batch.ts) take these rows in key order, and never two batches of a process the same one.
+   */
+  key?: string;
 }
 
 const ADMIT_ALL: VisitAdmission = {
@@ -166,22 +172,58 @@ function parameters(v: NewVisit): unknown[] {
   ];
 }
 
+/** What the visit's statement answers: one row. */
+export interface VisitStatementRow {
+  allowed: boolean;
+  retry_ms: number;
+  id: string | null;
+  channel_id: string | null;
+  created: boolean | null;
+  sends: number;
+  meta_page_view: boolean;
+}
+
+/**
+ * The one statement that records `v` (its admission check, the visit, its PageView sends), with a
+ * name per statement text (a handful per process) under which it is prepared once per connection.
+ */
+export function visitCall(v: NewVisit, admission: VisitAdmission = ADMIT_ALL): PreparedCall {
+  const check = admission.sql(ADMISSION_FIRST_PARAM);
+  const sql = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
+  return { name: statementName(sql), sql, values: [...parameters(v), ...check.params] };
+}
+
+/**
+ * What recording a visit needs of the process: `Deps` has it. Named here rather than picked from
+ * `Deps` so that the visit batcher, part of the process's state, does not import `Deps`.
+ */
+export interface VisitDeps {
+  pool: Pool;
+  local: { waker: Pick<DeliveryWaker, 'wake'> };
+}
+
 /**
  * Records a visit; a new visit gets its PageView sends in the same statement, which commits on its
  * own (hence a pool, never a transaction's client), and then wakes the delivery worker.
  */
-export async function recordVisit(deps: Pick<Deps, 'pool' | 'local'>, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
-  const check = admission.sql(ADMISSION_FIRST_PARAM);
-  const text = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
-  const { rows } = await deps.pool.query<{
-    allowed: boolean; retry_ms: number; id: string | null; channel_id: string | null; created: boolean | null; sends: number; meta_page_view: boolean;
-  }>({
-    name: statementName(text),
-    text,
-    values: [...parameters(v), ...check.params],
-  });
+export async function recordVisit(deps: VisitDeps, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+  return recordVisitAlone(deps.pool, deps.local.waker, v, admission);
+}
+
+/** `recordVisit` with its parts named: the pool and the wake-up after the commit. */
+export async function recordVisitAlone(pool: Pool, waker: Pick<DeliveryWaker, 'wake'>, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+  const call = visitCall(v, admission);
+  const { rows } = await pool.query<VisitStatementRow>({ name: call.name, text: call.sql, values: [...call.values] });
   const row = rows[0];
-  if (row !== undefined && row.sends > 0) deps.local.waker.wake();
+  if (row !== undefined && row.sends > 0) waker.wake();
+  return settleVisit(pool, row, admission);
+}
+
+/**
+ * The answer to a visit from its statement's committed row: the admission's refusal, a mismatch,
+ * or the visit (the delivery worker already woken by the caller when the row made sends).
+ */
+export async function settleVisit(pool: Pool, row: VisitStatementRow | undefined, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
   if (row === undefined || row.id === null) {
     throw new ApiError(
@@ -193,7 +235,7 @@ export async function recordVisit(deps: Pick<Deps, 'pool' | 'local'>, v: NewVisi
     visitId: row.id,
     created: row.created === true,
     channelId: row.channel_id,
-    pageViewEventId: (await hasMetaPageView(deps.pool, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
+    pageViewEventId: (await hasMetaPageView(pool, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
   };
 }
 

@@ -19,7 +19,8 @@ import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
 import { appOpened } from '../../domain/entries/app-open.js';
 import { entryClick, entryFallbackUrl, entryRedirect } from '../../domain/entries/click.js';
 import { createSiteDirectory, type TrackerSite } from '../../domain/tracker/sites.js';
-import { recordVisit, type VisitAttribution } from '../../domain/tracker/visits.js';
+import { recordVisitBatched } from '../../domain/tracker/visit-batch.js';
+import type { VisitAttribution } from '../../domain/tracker/visits.js';
 import { ApiError } from '../../errors.js';
 import { readJson, readQuery } from '../json.js';
 import { createForwarderKeys } from '../../domain/tracker/forwarders.js';
@@ -132,8 +133,9 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     const visitRequestId = requestIdOf(body);
     const site = await siteFor(body.websiteId);
     admit(c, site, body.href);
-    // The rate-limit count is made by the statement that records the visit: one round trip.
-    const visit = await recordVisit(
+    // The rate-limit count is made by the statement that records the visit, and visits that
+    // arrive together share a round trip and a commit (visit-batch.ts).
+    const visit = await recordVisitBatched(
       deps,
       { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),

@@ -153,7 +153,8 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
       }
     },
     visitAdmission(group, siteId, ip) {
-      return { sql: (firstParam) => counterSql(settings, group, `${siteId}:${clientBudgetKey(ip)}`, firstParam), refusal: (ms) => rateLimited(group, ms) };
+      const key = `${siteId}:${clientBudgetKey(ip)}`;
+      return { sql: (firstParam) => counterSql(settings, group, key, firstParam), refusal: (ms) => rateLimited(group, ms), key: `${group}:${key}` };
     },
   };
 }

@@ -1,0 +1,214 @@
+import pg from 'pg';
+import type { Pool, PoolClient } from '../../db/pool.js';
+import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
+import { ApiError } from '../../errors.js';
+import type { DeliveryWaker } from '../outbox/delivery-wake.js';
+import { recordVisitAlone, settleVisit, visitCall, type NewVisit, type RecordedVisit, type VisitAdmission, type VisitStatementRow } from './visits.js';
+
+/**
+ * `track/init`'s visits, several to a transaction when they arrive together.
+ *
+ * A visit is one statement, but alone it still costs a round trip and a commit (a WAL flush) of
+ * its own, which at 50 clients weigh more than its rows (docs/benchmarks.md#tracker). So visits
+ * that wait while others are in flight go together, as business events do
+ * (`conversions/lead-lock-batch.ts`): `BEGIN`, each visit's statement, `COMMIT`, in one round
+ * trip. A lone visit (nothing in flight) runs at once as it always did, in a statement of its own.
+ *
+ * What keeps the batch equal to the visits recorded one by one:
+ * - each statement runs on its own, after the ones before it in the batch, and answers as it would
+ *   alone: a rate-limit refusal or a visitRequestId of another browser is an answer, not an error,
+ *   and the refused visit's count is committed as it would be alone;
+ * - a batch takes the rate-limit counters it writes in the order of their keys, and no two
+ *   batches of a process in flight hold one counter or one (site, visitRequestId); so batches of
+ *   one process never wait on each other, and batches of two processes that meet wait rather than
+ *   deadlock (should PostgreSQL still end one, the next rule applies);
+ * - any failure before the `COMMIT` ran (a statement PostgreSQL refused, a deadlock, no
+ *   connection) rolls the whole batch back, and each of its visits is recorded again alone, with
+ *   the answer it would have had alone: one visit's bad data costs the others nothing;
+ * - a round trip that broke after it was sent is the one case whose outcome is unknown: every
+ *   visit of the batch gets the error, as a lone visit whose statement's connection broke does.
+ *
+ * A visit answers 2xx only after the `COMMIT` that holds it (and its PageView sends) returned.
+ */
+
+/** Visits per shared transaction at most; more wait for the next. */
+export const MAX_BATCH_VISITS = 32;
+/**
+ * Batches in flight at once per pool. Two, as for business events: one batch's commit overlaps the
+ * next one's statements (see docs/benchmarks.md#tracker for the figures).
+ */
+export const MAX_VISIT_BATCHES_IN_FLIGHT = 2;
+/** How long a visit may wait for a transaction before it is answered 503 (the pool's own wait). */
+export const VISIT_QUEUE_WAIT_MS = 10_000;
+
+/** How a shared transaction ended, with how many visits it held. */
+export type VisitBatchOutcome = 'committed' | 'ran_alone' | 'unknown';
+export type VisitBatchObserver = (visits: number, outcome: VisitBatchOutcome) => void;
+
+interface Job {
+  queuedAt: number;
+  visit: NewVisit;
+  admission: VisitAdmission | undefined;
+  call: PreparedCall;
+  /** The counter and the (site, visitRequestId) it writes, as held by a batch in flight. */
+  keys: string[];
+  resolve(v: RecordedVisit): void;
+  reject(error: unknown): void;
+}
+
+// SQL-prepared under a name of its own: the lone path prepares the same text through the driver
+// (extended protocol) under `call.name`, and both live in one namespace per connection.
+const shared = (call: PreparedCall): PreparedCall => ({ ...call, name: `${call.name}_shared` });
+
+/**
+ * One per process (`process-state.ts`), over its pool: visits of two processes never share a
+ * transaction, and meet only in PostgreSQL (as the rules above expect).
+ */
+export class VisitBatcher {
+  observer: VisitBatchObserver = () => undefined;
+  /** How long a visit may wait; `VISIT_QUEUE_WAIT_MS` unless a test shortens it. */
+  queueWaitMs = VISIT_QUEUE_WAIT_MS;
+  private queue: Job[] = [];
+  private expiry: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  private readonly held = new Set<string>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly waker: Pick<DeliveryWaker, 'wake'>,
+  ) {}
+
+  /** Stops the expiry timer (the process is closing; what is in flight finishes on its own). */
+  close(): void {
+    clearTimeout(this.expiry);
+    this.expiry = undefined;
+  }
+
+  record(visit: NewVisit, admission: VisitAdmission | undefined): Promise<RecordedVisit> {
+    const call = visitCall(visit, admission);
+    const keys: string[] = [];
+    if (admission?.key !== undefined) keys.push(`counter:${admission.key}`);
+    if (visit.visitRequestId !== undefined) keys.push(`visit:${visit.siteId}:${visit.visitRequestId}`);
+    return new Promise<RecordedVisit>((resolve, reject) => {
+      this.queue.push({ queuedAt: performance.now(), visit, admission, call, keys, resolve, reject });
+      this.pump();
+      this.armExpiry();
+    });
+  }
+
+  private armExpiry(): void {
+    if (this.expiry !== undefined || this.queue.length === 0) return;
+    // The queue stays in arrival order (`take` keeps the order of what it leaves): its head is the oldest.
+    const due = this.queue[0]!.queuedAt + this.queueWaitMs;
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined;
+      const cutoff = performance.now() - this.queueWaitMs;
+      const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
+      const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
+      const error = new ApiError('UNAVAILABLE', 'the database is too busy to record this visit now; retry shortly');
+      for (const job of expired) job.reject(error);
+      this.armExpiry();
+    }, Math.max(0, due - performance.now()));
+    this.expiry.unref();
+  }
+
+  private pump(): void {
+    while (this.inFlight < MAX_VISIT_BATCHES_IN_FLIGHT && this.queue.length > 0) {
+      const batch = this.take();
+      if (batch.length === 0) return;
+      this.inFlight += 1;
+      void this.run(batch).finally(() => {
+        this.inFlight -= 1;
+        for (const job of batch) for (const key of job.keys) this.held.delete(key);
+        this.pump();
+      });
+    }
+  }
+
+  /** The oldest waiting visits that can go together; the rest keep their places. */
+  private take(): Job[] {
+    const batch: Job[] = [];
+    const rest: Job[] = [];
+    for (const job of this.queue) {
+      if (batch.length >= MAX_BATCH_VISITS || job.keys.some((k) => this.held.has(k))) {
+        rest.push(job);
+        continue;
+      }
+      batch.push(job);
+      for (const key of job.keys) this.held.add(key);
+    }
+    this.queue = rest;
+    // The counters in key order (see above); visits of one counter keep their arrival order.
+    return batch.map((job, i) => ({ job, i })).sort((a, b) => compare(a.job.keys[0] ?? '', b.job.keys[0] ?? '') || a.i - b.i).map((p) => p.job);
+  }
+
+  private async run(jobs: Job[]): Promise<void> {
+    if (jobs.length === 1) {
+      const [job] = jobs;
+      await this.alone(job!);
+      return;
+    }
+    let client: PoolClient | undefined;
+    let sent = false;
+    try {
+      client = await this.pool.connect();
+      for (const job of jobs) await ensurePrepared(client, shared(job.call));
+      const sql = ['BEGIN', ...jobs.map((job) => execute(client!, shared(job.call))), 'COMMIT'].join('; ');
+      sent = true;
+      const results = (await client.query(sql)) as unknown as { rows: VisitStatementRow[] }[];
+      client.release();
+      client = undefined;
+      this.report(jobs.length, 'committed');
+      if (jobs.some((_, i) => (results[i + 1]!.rows[0]?.sends ?? 0) > 0)) this.waker.wake();
+      await Promise.all(jobs.map((job, i) => settleVisit(this.pool, results[i + 1]!.rows[0], job.admission).then(job.resolve, job.reject)));
+    } catch (error) {
+      if (sent && !(error instanceof pg.DatabaseError)) {
+        // The round trip broke after it was sent: whether it committed is unknown, as for a lone visit.
+        client?.release(error instanceof Error ? error : true);
+        this.report(jobs.length, 'unknown');
+        for (const job of jobs) job.reject(error);
+        return;
+      }
+      // PostgreSQL refused a statement (the rest of the string, COMMIT included, was skipped) or
+      // nothing reached it: nothing of the batch was committed, and each visit runs alone.
+      if (client !== undefined) {
+        const rolledBack = await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        );
+        client.release(!rolledBack);
+      }
+      this.report(jobs.length, 'ran_alone');
+      await Promise.all(jobs.map((job) => this.alone(job)));
+    }
+  }
+
+  private async alone(job: Job): Promise<void> {
+    try {
+      job.resolve(await recordVisitAlone(this.pool, this.waker, job.visit, job.admission));
+    } catch (error) {
+      job.reject(error);
+    }
+  }
+
+  /** Tells the observer, which must never keep a visit from its answer. */
+  private report(visits: number, outcome: VisitBatchOutcome): void {
+    try {
+      this.observer(visits, outcome);
+    } catch {
+      // Metrics only.
+    }
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * `recordVisit`, batched with the other visits of this process that wait at the same time (same
+ * arguments, same results and errors).
+ */
+export function recordVisitBatched(deps: { local: { visitBatches: VisitBatcher } }, visit: NewVisit, admission?: VisitAdmission): Promise<RecordedVisit> {
+  return deps.local.visitBatches.record(visit, admission);
+}
