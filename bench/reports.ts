@@ -28,6 +28,8 @@ import { ROLE_ENV, load, measure, seed, summarize, type Call, type Result, type 
 
 const ORIGIN = 'https://shop.example.com';
 
+const rate = (s: Sample) => (s.requests / s.seconds).toFixed(0);
+
 function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
@@ -107,18 +109,25 @@ export async function run(args: string[] = []): Promise<void> {
       }),
     });
     // The seeding's writes flushed and the server warmed up before the first row, which would
-    // otherwise pay for them (it is a "with" row).
+    // otherwise pay for them (it is a "with" row): with one row's warm-up, the first row still
+    // ran a quarter slower than the rest in trial runs; with two, as fast.
     await pool.query('CHECKPOINT');
-    await load(child.url, Math.ceil(total / rounds), concurrency, init);
+    await load(child.url, 2 * Math.ceil(total / rounds), concurrency, init);
     const samples: { with: Sample[]; without: Sample[] } = { with: [], without: [] };
     const share = Math.ceil(total / rounds);
     // "With": the job runs as the worker's cron runs it (domain/reports/rollup.ts), at every
     // multiple of --fold-every on the clock (every quarter hour: :00, :15, :30, :45) that falls in
     // a "with" row; "without": it does not run. The rows alternate within the run.
     const folds: number[] = [];
+    const order: string[] = [];
+    const note = (r: number, row: string, sample: Sample) => {
+      order.push(`${row} ${rate(sample)}`);
+      log(`  round ${r + 1} ${row}: ${rate(sample)} req/s`);
+    };
     for (let r = 0; r < rounds; r++) {
       // Which goes first alternates too, so that neither always follows the other.
       if (r % 2 === 1) samples.without.push(await measure(child, share, concurrency, init));
+      if (r % 2 === 1) note(r, 'without', samples.without.at(-1)!);
       let rolling = true;
       let wake: () => void = () => undefined;
       const roller = (async () => {
@@ -138,10 +147,12 @@ export async function run(args: string[] = []): Promise<void> {
         }
       })();
       samples.with.push(await measure(child, share, concurrency, init));
+      note(r, 'with', samples.with.at(-1)!);
       rolling = false;
       wake();
       await roller;
       if (r % 2 === 0) samples.without.push(await measure(child, share, concurrency, init));
+      if (r % 2 === 0) note(r, 'without', samples.without.at(-1)!);
     }
 
     const withAgg = summarize(samples.with);
@@ -166,6 +177,8 @@ export async function run(args: string[] = []): Promise<void> {
       '|---|---:|---:|---:|---:|',
       row(`with the roll-up job every ${foldEvery / 60_000} minutes on the clock (${folds.length} runs in the row${folds.length > 0 ? `, ${folds.map((f) => f.toFixed(0)).join(', ')} ms` : ''})`, withAgg),
       row('without the roll-up', withoutAgg),
+      '',
+      `per round (req/s, in the order run): ${order.join(', ')}`,
       '',
       `throughput with / without: ${(withAgg.perSecond / withoutAgg.perSecond).toFixed(2)} (target >= 0.9)`,
       '',
