@@ -42,20 +42,38 @@ export interface ReportsHistory {
   rows: { visits: number; inviteClicks: number; joins: number; leaves: number; conversions: number };
 }
 
-export async function seedReportsHistory(pool: pg.Pool, o: { visits: number; days: number; log?: (line: string) => void }): Promise<ReportsHistory> {
+export async function seedReportsHistory(
+  pool: pg.Pool,
+  o: { visits: number; days: number; log?: (line: string) => void },
+): Promise<ReportsHistory> {
   const started = performance.now();
-  const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const one = async (sql: string, params: unknown[]) =>
+    (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('history') RETURNING id`, []);
   const siteId = await one(
     `INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, 'ws_history_' || substr(md5(random()::text), 1, 10), 'Busy', '{busy.example.com}') RETURNING id`,
     [accountId],
   );
-  const botId = await one(`INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999777, 'unused', '\\x00') RETURNING id`, [accountId]);
-  const channelA = await one(`INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999999, 'Busy') RETURNING id`, [siteId, botId]);
-  const channelB = await one(`INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999998, 'Busy VIP') RETURNING id`, [siteId, botId]);
-  const pixelId = await one(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused') RETURNING id`, [siteId]);
+  const botId = await one(
+    `INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999777, 'unused', '\\x00') RETURNING id`,
+    [accountId],
+  );
+  const channelA = await one(
+    `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999999, 'Busy') RETURNING id`,
+    [siteId, botId],
+  );
+  const channelB = await one(
+    `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999998, 'Busy VIP') RETURNING id`,
+    [siteId, botId],
+  );
+  const pixelId = await one(
+    `INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused') RETURNING id`,
+    [siteId],
+  );
 
-  const { rows: nonEmpty } = await pool.query<{ n: number }>(`SELECT (SELECT count(*) FROM visits) + (SELECT count(*) FROM conversions) AS n`);
+  const { rows: nonEmpty } = await pool.query<{ n: number }>(
+    `SELECT (SELECT count(*) FROM visits) + (SELECT count(*) FROM conversions) AS n`,
+  );
   if (Number(nonEmpty[0]!.n) !== 0) throw new Error('seedReportsHistory needs empty tables');
   const { rows: indexes } = await pool.query<{ name: string; def: string }>(
     `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def
@@ -72,7 +90,8 @@ export async function seedReportsHistory(pool: pg.Pool, o: { visits: number; day
   );
   for (const { name } of indexes) await pool.query(`DROP INDEX ${name}`);
   for (const { tbl, name } of foreignKeys) await pool.query(`ALTER TABLE ${tbl} DROP CONSTRAINT ${name}`);
-  for (const [table, trigger] of TRIGGERS) await pool.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`);
+  for (const [table, trigger] of TRIGGERS)
+    await pool.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`);
 
   const n = o.visits;
   const spanMs = o.days * 86_400_000;
@@ -158,7 +177,8 @@ export async function seedReportsHistory(pool: pg.Pool, o: { visits: number; day
   try {
     await client.query(`SET maintenance_work_mem = '256MB'`);
     // Added back as they were; adding one checks every row against its referenced table.
-    for (const { tbl, name, def } of foreignKeys) await client.query(`ALTER TABLE ${tbl} ADD CONSTRAINT ${name} ${def}`);
+    for (const { tbl, name, def } of foreignKeys)
+      await client.query(`ALTER TABLE ${tbl} ADD CONSTRAINT ${name} ${def}`);
     o.log?.(`  foreign keys (${((performance.now() - started) / 1000).toFixed(0)} s)`);
     for (const { name, def } of indexes) {
       await client.query(def);

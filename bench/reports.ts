@@ -17,7 +17,7 @@
  *    trigger, no index, no counter on visits): what competes with it is the job, which in the
  *    "with" rows runs at every quarter hour of the clock (`--fold-every=MS`, default 900000) as
  *    the cron does. The cost of one such run is timed apart.
-  */
+ */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
@@ -35,7 +35,11 @@ function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
-async function timeReports(pool: pg.Pool, siteId: string, runs: number): Promise<{ p50: number; p99: number; max: number }> {
+async function timeReports(
+  pool: pg.Pool,
+  siteId: string,
+  runs: number,
+): Promise<{ p50: number; p99: number; max: number }> {
   const to = new Date().toISOString().slice(0, 10);
   const from = new Date(Date.now() - 89 * 86_400_000).toISOString().slice(0, 10);
   const ms: number[] = [];
@@ -66,7 +70,11 @@ export async function run(args: string[] = []): Promise<void> {
   try {
     await migrate(pool);
     const history = await seedReportsHistory(pool, { visits, days, log });
-    const size = (await pool.query<{ size: string }>('SELECT pg_size_pretty(pg_database_size(current_database())) AS size')).rows[0]!.size;
+    const size = (
+      await pool.query<{ size: string }>(
+        'SELECT pg_size_pretty(pg_database_size(current_database())) AS size',
+      )
+    ).rows[0]!.size;
     const h = history.rows;
     const seeded = `history: ${h.visits} visits, ${h.inviteClicks} invite clicks, ${h.joins} joins, ${h.leaves} leaves, ${h.conversions} conversions over ${days} days, seeded in ${history.seconds.toFixed(0)} s; database ${size}`;
     log(seeded);
@@ -87,11 +95,20 @@ export async function run(args: string[] = []): Promise<void> {
       log(`  folded ${sealed} days`);
     }
     let parts = 0;
-    for (let t = todayStart + FOLD_LAG_MS + FOLD_STEP_MS; t <= Date.now() - FOLD_STEP_MS; t += FOLD_STEP_MS) parts += (await runRollup(pool, new Date(t))).parts;
+    for (let t = todayStart + FOLD_LAG_MS + FOLD_STEP_MS; t <= Date.now() - FOLD_STEP_MS; t += FOLD_STEP_MS)
+      parts += (await runRollup(pool, new Date(t))).parts;
     const rollSeconds = (performance.now() - rollStarted) / 1000;
     await pool.query('VACUUM ANALYZE report_rows');
-    const rows = (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM report_rows WHERE site_id = $1', [history.siteId])).rows[0]!.n;
-    const tail = (await pool.query<{ w: Date }>('SELECT folded_until AS w FROM report_sealed WHERE site_id = $1', [history.siteId])).rows[0]!.w;
+    const rows = (
+      await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM report_rows WHERE site_id = $1', [
+        history.siteId,
+      ])
+    ).rows[0]!.n;
+    const tail = (
+      await pool.query<{ w: Date }>('SELECT folded_until AS w FROM report_sealed WHERE site_id = $1', [
+        history.siteId,
+      ])
+    ).rows[0]!.w;
     const tailMinutes = (Date.now() - tail.getTime()) / 60_000;
     const rolled = await timeReports(pool, history.siteId, runs);
     // One run of the job as the cron makes it: the next quarter hour of today folded.
@@ -101,16 +118,30 @@ export async function run(args: string[] = []): Promise<void> {
 
     // track/init with and without the roll-up at work, alternating.
     const site = await seed(pool, true);
-    child = await spawnRole(new URL('./tracker.ts', import.meta.url).href, ROLE_ENV, 'capigram', [databaseUrl]);
+    child = await spawnRole(new URL('./tracker.ts', import.meta.url).href, ROLE_ENV, 'capigram', [
+      databaseUrl,
+    ]);
     const init = (_i: number, client: number): Call => ({
       method: 'POST',
       path: '/backend/track/init',
       expect: 200,
-      headers: { 'content-type': 'application/json', origin: ORIGIN, 'x-capigram-client-ip': `198.51.100.${client + 1}` },
+      headers: {
+        'content-type': 'application/json',
+        origin: ORIGIN,
+        'x-capigram-client-ip': `198.51.100.${client + 1}`,
+      },
       body: JSON.stringify({
-        websiteId: site.websiteId, tempId: randomUUID(), sessionId: randomUUID(), visitRequestId: randomUUID(),
-        href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`, landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb', referrer: 'https://l.facebook.com/',
-        userAgent: 'Mozilla/5.0 CapigramBench/1.0', fbc: `fb.1.${Date.now()}.IwAR2F4`, fbp: 'fb.1.1763776500000.1116446470', utmSource: 'fb',
+        websiteId: site.websiteId,
+        tempId: randomUUID(),
+        sessionId: randomUUID(),
+        visitRequestId: randomUUID(),
+        href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
+        landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
+        referrer: 'https://l.facebook.com/',
+        userAgent: 'Mozilla/5.0 CapigramBench/1.0',
+        fbc: `fb.1.${Date.now()}.IwAR2F4`,
+        fbp: 'fb.1.1763776500000.1116446470',
+        utmSource: 'fb',
       }),
     });
     // The seeding's writes flushed and the server warmed up before the first row, which would
@@ -162,7 +193,8 @@ export async function run(args: string[] = []): Promise<void> {
 
     const withAgg = summarize(samples.with);
     const withoutAgg = summarize(samples.without);
-    const row = (name: string, r: Result) => `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.failures} |`;
+    const row = (name: string, r: Result) =>
+      `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.failures} |`;
     const lines = [
       seeded,
       '',
@@ -180,7 +212,10 @@ export async function run(args: string[] = []): Promise<void> {
       '',
       '| target | req/s | p50 ms | p99 ms | failed |',
       '|---|---:|---:|---:|---:|',
-      row(`with the roll-up job every ${foldEvery / 60_000} minutes on the clock (${folds.length} runs in the row${folds.length > 0 ? `, ${folds.map((f) => f.toFixed(0)).join(', ')} ms` : ''})`, withAgg),
+      row(
+        `with the roll-up job every ${foldEvery / 60_000} minutes on the clock (${folds.length} runs in the row${folds.length > 0 ? `, ${folds.map((f) => f.toFixed(0)).join(', ')} ms` : ''})`,
+        withAgg,
+      ),
       row('without the roll-up', withoutAgg),
       '',
       `per round (req/s, in the order run): ${order.join(', ')}`,

@@ -22,24 +22,44 @@ async function visit(when: Date, utmSource: string | null, fbc: string | null = 
   const { rows } = await db.pool.query<{ id: string }>(
     `INSERT INTO visits (site_id, temp_id, session_id, utm_source, utm_campaign, fbc, channel_id, created_at)
      VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6) RETURNING id`,
-    [site.siteId, utmSource, utmSource === null ? null : `${utmSource}_spring`, fbc, site.channels.main, when],
+    [
+      site.siteId,
+      utmSource,
+      utmSource === null ? null : `${utmSource}_spring`,
+      fbc,
+      site.channels.main,
+      when,
+    ],
   );
   return rows[0]!.id;
 }
 
 async function inviteClick(visitId: string, when: Date): Promise<void> {
-  await db.pool.query(`INSERT INTO invitations (channel_id, invite_link, visit_id, assigned_at) VALUES ($1, $2, $3, $4)`, [
-    site.channels.main, `https://t.me/+${randomBytes(12).toString('base64url')}`, visitId, when,
-  ]);
+  await db.pool.query(
+    `INSERT INTO invitations (channel_id, invite_link, visit_id, assigned_at) VALUES ($1, $2, $3, $4)`,
+    [site.channels.main, `https://t.me/+${randomBytes(12).toString('base64url')}`, visitId, when],
+  );
 }
 
-async function membership(kind: 'join' | 'leave', user: number, when: Date, visitId: string | null = null): Promise<void> {
-  await db.pool.query(`INSERT INTO memberships (channel_id, telegram_user_id, kind, visit_id, attributed, occurred_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
-    site.channels.main, user, kind, visitId, kind === 'join' && visitId !== null, when,
-  ]);
+async function membership(
+  kind: 'join' | 'leave',
+  user: number,
+  when: Date,
+  visitId: string | null = null,
+): Promise<void> {
+  await db.pool.query(
+    `INSERT INTO memberships (channel_id, telegram_user_id, kind, visit_id, attributed, occurred_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [site.channels.main, user, kind, visitId, kind === 'join' && visitId !== null, when],
+  );
 }
 
-async function conversion(user: number, visitId: string | null, when: Date, value: number, currency: string): Promise<void> {
+async function conversion(
+  user: number,
+  visitId: string | null,
+  when: Date,
+  value: number,
+  currency: string,
+): Promise<void> {
   await db.pool.query(
     `INSERT INTO conversions (site_id, channel_id, telegram_user_id, visit_id, event_type, value, currency, event_time, attributed_at, received_at, source)
      VALUES ($1, $2, $3, $4, 'Purchase', $5, $6, $7, $7, $7, 'api')`,
@@ -48,18 +68,24 @@ async function conversion(user: number, visitId: string | null, when: Date, valu
 }
 
 async function watermark(): Promise<string | null> {
-  const { rows } = await db.pool.query<{ w: Date }>('SELECT folded_until AS w FROM report_sealed WHERE site_id = $1', [site.siteId]);
+  const { rows } = await db.pool.query<{ w: Date }>(
+    'SELECT folded_until AS w FROM report_sealed WHERE site_id = $1',
+    [site.siteId],
+  );
   return rows[0]?.w.toISOString() ?? null;
 }
 
 async function folded(column: string): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>(`SELECT COALESCE(sum(${column}), 0)::int AS n FROM report_rows WHERE site_id = $1 AND day = '2026-10-20'`, [
-    site.siteId,
-  ]);
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT COALESCE(sum(${column}), 0)::int AS n FROM report_rows WHERE site_id = $1 AND day = '2026-10-20'`,
+    [site.siteId],
+  );
   return rows[0]!.n;
 }
 
-const funnel = async (groupBy: string) => (await api.get(`/reports/funnel?siteId=${site.siteId}&${RANGE}&groupBy=${groupBy}`, { key: site.siteKey })).body;
+const funnel = async (groupBy: string) =>
+  (await api.get(`/reports/funnel?siteId=${site.siteId}&${RANGE}&groupBy=${groupBy}`, { key: site.siteKey }))
+    .body;
 
 let ann: number;
 beforeAll(async () => {
@@ -88,7 +114,16 @@ afterAll(async () => {
 describe('the current day folded in parts', () => {
   it('reads the folded part of today from the roll-up and the rest live, with the numbers of the live report', async () => {
     const live = { day: await funnel('day'), campaign: await funnel('utm_campaign') };
-    expect(live.day.totals).toMatchObject({ visits: 3, inviteClicks: 2, joins: 2, attributedJoins: 1, leaves: 1, retained: 1, conversions: 1, value: { EUR: 30 } });
+    expect(live.day.totals).toMatchObject({
+      visits: 3,
+      inviteClicks: 2,
+      joins: 2,
+      attributedJoins: 1,
+      leaves: 1,
+      retained: 1,
+      conversions: 1,
+      value: { EUR: 30 },
+    });
 
     // 10:05: up to 09:30 is folded (half an hour back, in quarter hours); Bob's visit is not.
     expect(await runRollup(db.pool, at('10:05'))).toEqual({ sealed: 0, parts: 1, resealed: 0 });
@@ -97,14 +132,23 @@ describe('the current day folded in parts', () => {
     expect(await funnel('day')).toEqual(live.day);
     expect(await funnel('utm_campaign')).toEqual(live.campaign);
     // The folded part is read from the roll-up, not from the raw rows: a mark in it shows.
-    await db.pool.query(`UPDATE report_rows SET visits = visits + 100 WHERE site_id = $1 AND visits > 0`, [site.siteId]);
+    await db.pool.query(`UPDATE report_rows SET visits = visits + 100 WHERE site_id = $1 AND visits > 0`, [
+      site.siteId,
+    ]);
     expect((await funnel('day')).totals.visits).toBe(103);
-    await db.pool.query(`UPDATE report_rows SET visits = visits - 100 WHERE site_id = $1 AND visits > 0`, [site.siteId]);
+    await db.pool.query(`UPDATE report_rows SET visits = visits - 100 WHERE site_id = $1 AND visits > 0`, [
+      site.siteId,
+    ]);
 
     // 12:40: the next part, up to 12:00, is appended to the day's rows.
     expect(await runRollup(db.pool, at('12:40'))).toEqual({ sealed: 0, parts: 1, resealed: 0 });
     expect(await watermark()).toBe('2026-10-20T12:00:00.000Z');
-    expect([await folded('visits'), await folded('invite_clicks'), await folded('joins'), await folded('leaves')]).toEqual([2, 2, 2, 1]);
+    expect([
+      await folded('visits'),
+      await folded('invite_clicks'),
+      await folded('joins'),
+      await folded('leaves'),
+    ]).toEqual([2, 2, 2, 1]);
     expect(await funnel('day')).toEqual(live.day);
     expect(await funnel('utm_campaign')).toEqual(live.campaign);
     // Within the step, a run moves nothing.
@@ -114,7 +158,10 @@ describe('the current day folded in parts', () => {
   it('counts a late row before the watermark by reading the day live until the next run counts it again', async () => {
     // A Purchase received at 08:00 reported now (a late row), and one at 12:30, after the watermark.
     await conversion(ann, null, at('08:00'), 5, 'USD');
-    const { rows } = await db.pool.query(`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM report_dirty WHERE site_id = $1`, [site.siteId]);
+    const { rows } = await db.pool.query(
+      `SELECT to_char(day, 'YYYY-MM-DD') AS day FROM report_dirty WHERE site_id = $1`,
+      [site.siteId],
+    );
     expect(rows).toEqual([{ day: '2026-10-20' }]);
     await conversion(ann, null, at('12:30'), 7, 'USD');
     const dirty = await funnel('day');

@@ -6,14 +6,27 @@ import { matchAdvice, type SignalShares } from '../../backend/domain/reports/mat
 import { reportRange } from '../../backend/domain/reports/range.js';
 import { foldLimit } from '../../backend/domain/reports/rollup.js';
 
-const FULL: SignalShares = { fbc: 1, fbp: 1, ip: 1, userAgent: 1, email: 1, phone: 1, externalId: 1, clickId: 1 };
+const FULL: SignalShares = {
+  fbc: 1,
+  fbp: 1,
+  ip: 1,
+  userAgent: 1,
+  email: 1,
+  phone: 1,
+  externalId: 1,
+  clickId: 1,
+};
 
 describe('match advice', () => {
   it('says nothing when every signal is there, and one sentence per weak one', () => {
     expect(matchAdvice('meta', 'Purchase', FULL)).toEqual([]);
     expect(matchAdvice('meta', 'Purchase', { ...FULL, email: 0.62 })).toEqual([]);
-    expect(matchAdvice('meta', 'Purchase', { ...FULL, email: 0.62 - 0.03 })).toEqual(['41 % of Purchases carry no e-mail: send `pii.email` from your backend.']);
-    expect(matchAdvice('tiktok', 'Lead', { ...FULL, clickId: 0.2 })).toEqual(["80 % of Leads carry no click id: keep `ttclid` in the ad's landing URL."]);
+    expect(matchAdvice('meta', 'Purchase', { ...FULL, email: 0.62 - 0.03 })).toEqual([
+      '41 % of Purchases carry no e-mail: send `pii.email` from your backend.',
+    ]);
+    expect(matchAdvice('tiktok', 'Lead', { ...FULL, clickId: 0.2 })).toEqual([
+      "80 % of Leads carry no click id: keep `ttclid` in the ad's landing URL.",
+    ]);
   });
 
   it('does not ask a PageView for an e-mail or a phone', () => {
@@ -37,7 +50,10 @@ describe('report range', () => {
     expect(reportRange({ to: '2026-03-01' }, now)).toEqual({ from: '2026-01-31', to: '2026-03-01' });
   });
   it('takes 731 days at most, and days that exist', () => {
-    expect(reportRange({ from: '2024-11-25', to: '2026-11-25' }, now)).toEqual({ from: '2024-11-25', to: '2026-11-25' });
+    expect(reportRange({ from: '2024-11-25', to: '2026-11-25' }, now)).toEqual({
+      from: '2024-11-25',
+      to: '2026-11-25',
+    });
     expect(() => reportRange({ from: '2024-11-24', to: '2026-11-25' }, now)).toThrow(/731/);
     expect(() => reportRange({ from: '2026-02-29' }, now)).toThrow(/YYYY-MM-DD/);
   });

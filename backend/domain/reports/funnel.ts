@@ -85,7 +85,17 @@ interface SumRow {
 }
 
 export function emptyCounts(): FunnelCounts {
-  return { visits: 0, inviteClicks: 0, joins: 0, attributedJoins: 0, organicJoins: 0, leaves: 0, retained: 0, conversions: 0, value: {} };
+  return {
+    visits: 0,
+    inviteClicks: 0,
+    joins: 0,
+    attributedJoins: 0,
+    organicJoins: 0,
+    leaves: 0,
+    retained: 0,
+    conversions: 0,
+    value: {},
+  };
 }
 
 /** Money is numeric(18,4) in the database; sums in JS are rounded back to that. */
@@ -101,17 +111,22 @@ function add(into: FunnelCounts, r: SumRow): void {
   into.organicJoins += r.joins - r.attributed_joins;
   into.leaves += r.leaves;
   into.conversions += r.conversions;
-  if (r.currency !== null && r.value !== null) into.value[r.currency] = money((into.value[r.currency] ?? 0) + r.value);
+  if (r.currency !== null && r.value !== null)
+    into.value[r.currency] = money((into.value[r.currency] ?? 0) + r.value);
 }
 
 /** Every UTC day from `from` to `to`, inclusive. */
 export function daysBetween(from: string, to: string): string[] {
   const out: string[] = [];
-  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000) out.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000)
+    out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }
 
-export async function funnelReport(db: Queryable, q: { siteId: string; from: string; to: string; groupBy: GroupBy; channelId?: string | null }): Promise<Funnel> {
+export async function funnelReport(
+  db: Queryable,
+  q: { siteId: string; from: string; to: string; groupBy: GroupBy; channelId?: string | null },
+): Promise<Funnel> {
   const key = KEY_SQL[q.groupBy];
   // A leave lowers the retained joins of the group of the join it ended; by day, that is the
   // join's day, not the leave's.
@@ -145,6 +160,9 @@ export async function funnelReport(db: Queryable, q: { siteId: string; from: str
   for (const [k, g] of groups) g.retained = g.joins - (lost.get(k) ?? 0);
   totals.retained = totals.joins - lostTotal;
   const list = [...groups].map(([k, g]) => ({ key: k, ...g }));
-  if (q.groupBy !== 'day') list.sort((a, b) => b.visits - a.visits || b.joins - a.joins || String(a.key).localeCompare(String(b.key)));
+  if (q.groupBy !== 'day')
+    list.sort(
+      (a, b) => b.visits - a.visits || b.joins - a.joins || String(a.key).localeCompare(String(b.key)),
+    );
   return { from: q.from, to: q.to, groupBy: q.groupBy, channelId: q.channelId ?? null, rows: list, totals };
 }

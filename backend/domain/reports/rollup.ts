@@ -58,7 +58,12 @@ export async function runRollup(pool: Pool, now: Date, o: RollupOptions = {}): P
 }
 
 /** Moves the site's watermark up to `limit` (ms): whole days while it can, then a part of the day. */
-async function foldSite(pool: Pool, siteId: string, limit: number, maxDays: number): Promise<{ days: number; parts: number }> {
+async function foldSite(
+  pool: Pool,
+  siteId: string,
+  limit: number,
+  maxDays: number,
+): Promise<{ days: number; parts: number }> {
   let w = await watermark(pool, siteId);
   const n = { days: 0, parts: 0 };
   while (w !== null && w < limit && n.days < maxDays) {
@@ -69,14 +74,21 @@ async function foldSite(pool: Pool, siteId: string, limit: number, maxDays: numb
     const moved = await withTx(pool, async (tx) => {
       // The site's row serialises two runs (two worker processes): the second waits, then finds
       // the watermark moved and stops.
-      await tx.query('INSERT INTO report_sealed (site_id, folded_until) VALUES ($1, $2) ON CONFLICT (site_id) DO NOTHING', [siteId, new Date(from)]);
+      await tx.query(
+        'INSERT INTO report_sealed (site_id, folded_until) VALUES ($1, $2) ON CONFLICT (site_id) DO NOTHING',
+        [siteId, new Date(from)],
+      );
       const { rows } = await tx.query<{ ms: string }>(
         `SELECT (extract(epoch FROM folded_until) * 1000)::bigint AS ms FROM report_sealed WHERE site_id = $1 FOR UPDATE`,
         [siteId],
       );
       if (Number(rows[0]!.ms) !== from) return false;
       // A whole day replaces the parts of it folded so far; a part is appended to them.
-      if (whole) await tx.query('DELETE FROM report_rows WHERE site_id = $1 AND day = $2::date', [siteId, isoDay(dayStart)]);
+      if (whole)
+        await tx.query('DELETE FROM report_rows WHERE site_id = $1 AND day = $2::date', [
+          siteId,
+          isoDay(dayStart),
+        ]);
       await insertRows(tx, siteId, whole ? dayStart : from, to);
       await tx.query('UPDATE report_sealed SET folded_until = $2 WHERE site_id = $1', [siteId, new Date(to)]);
       return true;
@@ -123,14 +135,20 @@ async function insertRows(tx: PoolClient, siteId: string, from: number, to: numb
  * no fold moves the watermark meanwhile.
  */
 async function resealDirty(pool: Pool, siteId: string): Promise<number> {
-  const { rows } = await pool.query<{ day: string }>(`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM report_dirty WHERE site_id = $1 ORDER BY day`, [siteId]);
+  const { rows } = await pool.query<{ day: string }>(
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day FROM report_dirty WHERE site_id = $1 ORDER BY day`,
+    [siteId],
+  );
   for (const { day } of rows) {
     await withTx(pool, async (tx) => {
       const { rows: w } = await tx.query<{ ms: string }>(
         `SELECT (extract(epoch FROM folded_until) * 1000)::bigint AS ms FROM report_sealed WHERE site_id = $1 FOR UPDATE`,
         [siteId],
       );
-      const gone = await tx.query('DELETE FROM report_dirty WHERE site_id = $1 AND day = $2::date', [siteId, day]);
+      const gone = await tx.query('DELETE FROM report_dirty WHERE site_id = $1 AND day = $2::date', [
+        siteId,
+        day,
+      ]);
       if (gone.rowCount === 0 || w.length === 0) return;
       const dayStart = Date.parse(`${day}T00:00:00Z`);
       await tx.query('DELETE FROM report_rows WHERE site_id = $1 AND day = $2::date', [siteId, day]);
