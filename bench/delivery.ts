@@ -107,7 +107,7 @@ async function seedSite(pool: Pool, box: Deps['box']): Promise<Site> {
     accountId,
     `ws_bench_${randomBytes(6).toString('hex')}`,
   ]);
-  const pixelId = (await addPixel({ db: pool, box }, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' })).pixelId;
+  const pixelId = (await addPixel({ pool, box }, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' })).pixelId;
   const visitId = await one(
     `INSERT INTO visits (site_id, temp_id, session_id, href, client_ip, user_agent, fbc, fbp)
      VALUES ($1, gen_random_uuid(), gen_random_uuid(), 'https://shop.example.com/landing?fbclid=IwAR2F4', '203.0.113.7', $2,

@@ -1,15 +1,7 @@
 import { updateBot } from '../domain/admin/bot-update.js';
-import { addBot, listBots, removeBot, setBotWebhook, type BotDeps } from '../domain/admin/bots.js';
-import type { Deps } from '../deps.js';
+import { addBot, listBots, removeBot, setBotWebhook } from '../domain/admin/bots.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
-
-const botDeps = (deps: Pick<Deps, 'pool' | 'box' | 'config'>): BotDeps => ({
-  db: deps.pool,
-  box: deps.box,
-  telegramApiUrl: deps.config.TELEGRAM_API_URL,
-  publicUrl: deps.config.PUBLIC_URL,
-});
 
 const FORWARD_FLAGS = {
   'forward-url': {
@@ -47,7 +39,7 @@ export const botCommands = [
         warn(`${httpsWarning(deps.config.PUBLIC_URL)}, or pass --no-webhook.`);
       }
       const out = await addBot(
-        botDeps(deps),
+        deps,
         { accountId: v.account, token: v.token, webhook, forwardUrl: v['forward-url'], forwardSecret: v['forward-secret'] },
       );
       return {
@@ -74,7 +66,7 @@ export const botCommands = [
     ],
     async run({ deps }, v) {
       const out = await updateBot(
-        botDeps(deps),
+        deps,
         { botId: v.bot, forwardUrl: v['forward-url'], forwardSecret: v['forward-secret'], noForward: v['no-forward'] === true },
       );
       return { json: out, human: `Bot updated: ${out.botId}\n  forwarding: ${out.forwardUrl ?? 'off'}` };
@@ -113,7 +105,7 @@ export const botCommands = [
     notes: ['The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.'],
     async run({ deps, warn }, v) {
       if (!deps.config.PUBLIC_URL.startsWith('https://')) warn(`${httpsWarning(deps.config.PUBLIC_URL)}.`);
-      const out = await setBotWebhook(botDeps(deps), v.bot);
+      const out = await setBotWebhook(deps, v.bot);
       return { json: out, human: `Webhook set: ${out.webhookUrl}` };
     },
   }),
@@ -128,7 +120,7 @@ export const botCommands = [
       bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
     },
     async run({ deps, warn }, v) {
-      const out = await removeBot(botDeps(deps), v.bot);
+      const out = await removeBot(deps, v.bot);
       if (out.warning !== undefined) warn(`warning: ${out.warning}`);
       return {
         json: out,

@@ -69,7 +69,7 @@ export const channelCommands = [
     },
     async run({ deps, warn }, v) {
       const { channelId, warnings } = await addChannel(
-        { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL },
+        deps,
         { siteId: v.site, botId: v.bot, telegramChannelId: v['telegram-channel-id'], ...settings(v), title: v.title },
       );
       for (const w of warnings) warn(`warning: ${w}`);
@@ -94,7 +94,7 @@ export const channelCommands = [
     },
     async run({ deps, warn }, v) {
       const { channelId, warnings } = await updateChannel(
-        { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL },
+        deps,
         { channelId: v.channel, ...settings(v), clear: v.clear as (typeof CLEARABLE)[number][] },
       );
       for (const w of warnings) warn(`warning: ${w}`);

@@ -132,7 +132,7 @@ export const pixelCommands = [
         loginCustomerId: v['login-customer-id'],
       } as AddPixelInput;
       const verify = v['skip-token-check'] ? undefined : (pixel: PixelConfig) => checkPixelCredentials(deps.config, pixel);
-      const { warnings, ...out } = await addPixel({ db: deps.pool, box: deps.box, verify }, input);
+      const { warnings, ...out } = await addPixel(deps, input, { verify });
       if (v['oauth-token'] !== undefined && v['refresh-token'] !== undefined) warn(DROPPED_OAUTH_TOKEN);
       if (v['conversion-action'].some((a) => !a.includes('='))) warn(SINGLE_ACTION);
       for (const w of warnings) warn(w);
@@ -175,7 +175,7 @@ export const pixelCommands = [
     },
     async run({ deps, warn }, v) {
       const out = await updatePixel(
-        { db: deps.pool, box: deps.box },
+        deps,
         {
           pixelId: v.pixel,
           accessToken: v['access-token'],

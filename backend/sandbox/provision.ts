@@ -36,10 +36,9 @@ export const SANDBOX_DOMAINS = ['127.0.0.1', 'localhost'];
 
 export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<Provisioned & { created: boolean }> {
   const file = join(deps.config.DATA_DIR, 'sandbox.json');
-  const botDeps = { db: deps.pool, box: deps.box, telegramApiUrl: deps.config.TELEGRAM_API_URL, publicUrl: deps.config.PUBLIC_URL };
   const known = existsSync(file) ? Provisioned.safeParse(JSON.parse(readFileSync(file, 'utf8'))) : undefined;
   if (known?.success && (await findSite(deps.pool, known.data.siteId)) && (await findBot(deps.pool, known.data.botId))) {
-    await setBotWebhook(botDeps, known.data.botId);
+    await setBotWebhook(deps, known.data.botId);
     if (known.data.sandboxUrl !== sandboxUrl) {
       // The sandbox listens elsewhere now: the pool's links lead to an address nobody answers.
       // They are retired as Telegram-revoked links are, and the pool is refilled with new ones.
@@ -54,14 +53,13 @@ export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<
 
   const { accountId } = await createAccount(deps.pool, { name: 'Sandbox account' });
   const { siteId, websiteId } = await createSite(deps.pool, { accountId, name: 'Acme deals (sandbox)', domains: SANDBOX_DOMAINS });
-  const { botId } = await addBot(botDeps, { accountId, token: SANDBOX_BOT.token });
-  const { channelId } = await addChannel(botDeps, { siteId, botId, telegramChannelId: String(SANDBOX_CHAT.id), title: SANDBOX_CHAT.title, isDefault: true });
+  const { botId } = await addBot(deps, { accountId, token: SANDBOX_BOT.token });
+  const { channelId } = await addChannel(deps, { siteId, botId, telegramChannelId: String(SANDBOX_CHAT.id), title: SANDBOX_CHAT.title, isDefault: true });
   const c = SANDBOX_CREDENTIALS;
-  const box = { db: deps.pool, box: deps.box };
-  await addPixel(box, { platform: 'meta', siteId, pixelId: c.meta.pixelId, accessToken: c.meta.accessToken });
-  await addPixel(box, { platform: 'tiktok', siteId, pixelCode: c.tiktok.pixelCode, accessToken: c.tiktok.accessToken });
-  await addPixel(box, { platform: 'snapchat', siteId, pixelId: c.snapchat.pixelId, accessToken: c.snapchat.accessToken });
-  await addPixel(box, {
+  await addPixel(deps, { platform: 'meta', siteId, pixelId: c.meta.pixelId, accessToken: c.meta.accessToken });
+  await addPixel(deps, { platform: 'tiktok', siteId, pixelCode: c.tiktok.pixelCode, accessToken: c.tiktok.accessToken });
+  await addPixel(deps, { platform: 'snapchat', siteId, pixelId: c.snapchat.pixelId, accessToken: c.snapchat.accessToken });
+  await addPixel(deps, {
     platform: 'google', siteId, customerId: c.google.customerId, developerToken: c.google.developerToken, oauthToken: c.google.oauthToken,
     conversionActions: Object.entries(c.google.actions).map(([event, id]) => `${event}=${id}`),
   });

@@ -201,7 +201,7 @@ describe('Google Ads, from the business API', () => {
 
   beforeAll(async () => {
     google = await seedTenant(db.pool, t.deps.box, { platforms: [] });
-    await addPixel({ db: db.pool, box: t.deps.box }, {
+    await addPixel({ pool: db.pool, box: t.deps.box }, {
       platform: 'google', siteId: google.site.siteId, customerId: '1234567890', developerToken: 'google-dev-token', oauthToken: 'google-oauth-token',
       conversionActions: ['Purchase=222'],
     });

@@ -25,7 +25,7 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 beforeAll(async () => {
   ({ db, t, api, tenant, fakes } = world);
-  for (const s of tenant.sites) await addPixel({ db: db.pool, box: t.deps.box }, { platform: 'snapchat', siteId: s.siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' });
+  for (const s of tenant.sites) await addPixel({ pool: db.pool, box: t.deps.box }, { platform: 'snapchat', siteId: s.siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' });
   await updateSite(db.pool, { siteId: tenant.site.siteId, defaultCountry: 'de' });
 });
 

@@ -2,6 +2,7 @@
 // joins written as the webhook would leave them (visit, invitation, membership rows), and a small
 // HTTP client for /api/v1.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { loadConfig } from '../../backend/config.js';
 import { hashApiKey } from '../../backend/crypto/api-keys.js';
 import type { SecretBox } from '../../backend/crypto/secret-box.js';
 import { withTx, type Pool, type PoolClient } from '../../backend/db/pool.js';
@@ -46,12 +47,12 @@ let chatSeq = 1_000_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
 
 export async function seedSite(pool: Pool, box: SecretBox, accountId: string, botId: string, platforms: Platform[], domain: string): Promise<SiteSeed> {
   const site = await createSite(pool, { accountId, name: domain, domains: [domain] });
-  const deps = { db: pool, box, telegramApiUrl: NO_TELEGRAM };
+  const deps = { pool, box, config: loadConfig({ DATABASE_URL: 'postgres://unused-in-tests/', TELEGRAM_API_URL: NO_TELEGRAM }) };
   const main = await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: `-100${chatSeq++}`, title: 'Main', funnelOrder: 0 });
   const second = await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: `-100${chatSeq++}`, title: 'VIP', funnelOrder: 1, eventType: 'Purchase', manualValue: true });
   for (const p of platforms) {
-    if (p === 'meta') await addPixel({ db: pool, box }, { platform: 'meta', siteId: site.siteId, pixelId: META_PIXEL, accessToken: 'meta-test-token' });
-    else await addPixel({ db: pool, box }, { platform: 'tiktok', siteId: site.siteId, pixelCode: TIKTOK_PIXEL, accessToken: 'tiktok-test-token' });
+    if (p === 'meta') await addPixel({ pool, box }, { platform: 'meta', siteId: site.siteId, pixelId: META_PIXEL, accessToken: 'meta-test-token' });
+    else await addPixel({ pool, box }, { platform: 'tiktok', siteId: site.siteId, pixelCode: TIKTOK_PIXEL, accessToken: 'tiktok-test-token' });
   }
   const key = await createApiKey(pool, { accountId, siteId: site.siteId, name: `${domain} backend` });
   return { ...site, channels: { main: main.channelId, second: second.channelId }, siteKey: key.apiKey, siteKeyId: key.keyId };

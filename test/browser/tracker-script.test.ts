@@ -46,12 +46,12 @@ beforeAll(async () => {
   w = await startWorld();
   ({ siteId, websiteId } = await createSite(w.db.pool, { accountId: w.accountId, name: 'Local', domains: ['localhost'] }));
   ({ channelId } = await addChannel(
-    { db: w.db.pool, box: w.app.deps.box, telegramApiUrl: w.fakes.env.TELEGRAM_API_URL },
+    w.app.deps,
     { siteId, botId: w.botId, telegramChannelId: String(CHATS.spare.id), title: 'Spare', isDefault: true },
   ));
   await w.db.pool.query('UPDATE channels SET pool_target = 3 WHERE id = $1', [channelId]);
   await refillChannelPool(w.app.deps, channelId);
-  await addPixel({ db: w.db.pool, box: w.app.deps.box }, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
+  await addPixel(w.app.deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
   pages = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(req.url?.startsWith('/pixel') ? pixelPageHtml() : pageHtml());

@@ -9,7 +9,7 @@ let w: World;
 
 beforeAll(async () => {
   w = await startWorld();
-  const deps = { db: w.db.pool, box: w.app.deps.box, telegramApiUrl: w.fakes.env.TELEGRAM_API_URL };
+  const deps = w.app.deps;
   await updateChannel(deps, { channelId: w.channels.requests, joinRequests: 'hold' });
   await updateChannel(deps, { channelId: w.channels.secondSite, joinRequests: 'hold' });
 });

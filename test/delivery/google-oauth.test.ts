@@ -42,7 +42,7 @@ beforeEach(() => {
 async function googleSite(refreshToken: string): Promise<string> {
   const { accountId } = await createAccount(db.pool, { name: 'OAuth Co' });
   const { siteId } = await createSite(db.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });
-  await addPixel({ db: db.pool, box: deps.box }, {
+  await addPixel({ pool: db.pool, box: deps.box }, {
     platform: 'google', siteId, customerId: GOOGLE_CUSTOMER, conversionActions: [GOOGLE_ACTION], developerToken: 'google-dev-token', refreshToken, ...CLIENT,
   });
   return siteId;

@@ -23,7 +23,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   h = await deliveryHarness(db.pool);
   ({ siteId } = await createSiteWith(h.deps, []));
-  ({ pixelId } = await addPixel({ db: h.deps.pool, box: h.deps.box }, {
+  ({ pixelId } = await addPixel(h.deps, {
     platform: 'google', siteId, customerId: GOOGLE_CUSTOMER, developerToken: 'google-dev-token', oauthToken: 'google-oauth-token',
     conversionActions: [`Subscribe=${JOIN_ACTION}`, `Purchase=${PURCHASE_ACTION}`],
   }));

@@ -43,7 +43,7 @@ export async function createSiteWith(deps: Pick<Deps, 'pool' | 'box'>, platforms
   const { accountId } = await createAccount(deps.pool, { name: 'Delivery Co' });
   const site = await createSite(deps.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });
   const pixels: Record<string, string> = {};
-  for (const p of platforms) pixels[p] = (await addPixel({ db: deps.pool, box: deps.box }, pixelInput(site.siteId, p, testEventCode))).pixelId;
+  for (const p of platforms) pixels[p] = (await addPixel(deps, pixelInput(site.siteId, p, testEventCode))).pixelId;
   return { ...site, pixels };
 }
 

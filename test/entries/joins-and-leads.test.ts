@@ -249,7 +249,6 @@ describe('warm leads and starts reported through the API', () => {
 
 
 describe('join requests of users an entry tied (approve-attributed)', () => {
-  const channelDeps = () => ({ db: w.db.pool, box: w.app.deps.box, telegramApiUrl: w.fakes.env.TELEGRAM_API_URL, publicUrl: w.app.url });
   const approvedIn = (userId: number) => w.fakes.telegram.approvals.filter((a) => a.userId === userId);
   // A public channel's requests come without their link, whatever link was opened.
   const request = (user: { id: number }) => deliver(w.fakes.telegram.chatJoinRequest({ chatId: CHATS.news.id, user }));
@@ -258,7 +257,7 @@ describe('join requests of users an entry tied (approve-attributed)', () => {
 
   beforeAll(async () => {
     const { updateChannel } = await import('../../backend/domain/admin/channels.js');
-    await updateChannel(channelDeps(), { channelId: w.channels.news, joinRequests: 'approve-attributed' });
+    await updateChannel(w.app.deps, { channelId: w.channels.news, joinRequests: 'approve-attributed' });
   });
 
   it('a request without our link by a user who started the bot is approved and its join credited to the entry visit, once', async () => {
@@ -308,7 +307,7 @@ describe('join requests of users an entry tied (approve-attributed)', () => {
 
   it('under hold, an entry-tied request waits, is listed as attributed, and its approval credits the entry visit', async () => {
     const { updateChannel } = await import('../../backend/domain/admin/channels.js');
-    await updateChannel(channelDeps(), { channelId: w.channels.news, joinRequests: 'hold' });
+    await updateChannel(w.app.deps, { channelId: w.channels.news, joinRequests: 'hold' });
     const v = newVisitor();
     const { visitId, location } = await landAndEnter(w, v);
     const user = { id: 777_310_053 };

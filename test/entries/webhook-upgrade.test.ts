@@ -27,10 +27,10 @@ afterAll(async () => {
 
 describe('webhook upgrade', () => {
   it('a worker start sets message into the allowed_updates of bots registered before, and their updates still get in', async () => {
-    const deps = testDeps(db.pool, { ...fakes.env });
+    const deps = testDeps(db.pool, { ...fakes.env, PUBLIC_URL: 'http://127.0.0.1:9' });
     const { accountId } = await createAccount(db.pool, { name: 'Upgrade' });
     const { botId, webhookUrl } = await addBot(
-      { db: db.pool, box: deps.box, telegramApiUrl: fakes.env.TELEGRAM_API_URL, publicUrl: 'http://127.0.0.1:9' },
+      deps,
       { accountId, token: DEFAULT_BOT.token },
     );
     // As a bot added before this version stands: the old list at Telegram, nothing recorded here.

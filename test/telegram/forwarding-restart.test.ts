@@ -51,7 +51,7 @@ const message = (updateId: number, text: string) => ({
 it('SIGKILL mid-forward, restart: the update is sent again and taken, then the next one of the user', async () => {
   const { accountId } = await createAccount(db.pool, { name: 'Forwarding' });
   await addBot(
-    { db: db.pool, box: app.deps.box, telegramApiUrl: fakes.env.TELEGRAM_API_URL, publicUrl: app.url },
+    app.deps,
     { accountId, token: DEFAULT_BOT.token, forwardUrl: op.url, forwardSecret: 'restart-secret' },
   );
   const first = message(991_000_001, 'one');

@@ -15,9 +15,8 @@ const SECRET = 'operator-secret_42';
 beforeAll(async () => {
   w = await startWorld();
   op = await startOperatorBackend();
-  await updateBot(botDeps(), { botId: w.botId, forwardUrl: op.url, forwardSecret: SECRET });
+  await updateBot(w.app.deps, { botId: w.botId, forwardUrl: op.url, forwardSecret: SECRET });
 });
-const botDeps = () => ({ db: w.db.pool, box: w.app.deps.box, telegramApiUrl: w.fakes.env.TELEGRAM_API_URL, publicUrl: w.app.url });
 afterAll(async () => {
   await w.close();
   await op.close();
@@ -139,7 +138,7 @@ describe('forwarding', () => {
   });
 
   it('forwarding turned off: nothing more is forwarded', async () => {
-    await updateBot(botDeps(), { botId: w.botId, noForward: true });
+    await updateBot(w.app.deps, { botId: w.botId, noForward: true });
     // Back to Capigram's own updates: Telegram would not even send a button press now.
     expect(w.fakes.telegram.webhook(DEFAULT_BOT.token)?.allowed_updates).toEqual(['message', 'chat_member', 'chat_join_request', 'my_chat_member']);
     const update = w.fakes.telegram.chatJoinRequest({ chatId, user: newUser() });

@@ -334,7 +334,7 @@ describe('leaves', () => {
 
 describe('one channel per (bot, chat)', () => {
   it('a chat a bot already serves for one site cannot be added to another site with that bot', async () => {
-    const deps = { db: w.db.pool, box: w.app.deps.box, telegramApiUrl: w.fakes.env.TELEGRAM_API_URL };
+    const deps = w.app.deps;
     await expect(
       addChannel(deps, { siteId: w.secondSiteId, botId: w.botId, telegramChannelId: String(CHATS.main.id), title: 'Dup' }),
     ).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });

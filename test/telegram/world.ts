@@ -64,7 +64,7 @@ export async function startWorld(opts: { worker?: boolean } = {}): Promise<World
   const fakes = await startFakes({ telegram: { bots: [DEFAULT_BOT, OTHER_BOT], chats: Object.values(CHATS) } });
   const db = await createTestDatabase();
   const app = await startTestApp(db.pool, { worker: opts.worker ?? true, env: { ...fakes.env } });
-  const deps = { db: db.pool, box: app.deps.box, telegramApiUrl: fakes.env.TELEGRAM_API_URL, publicUrl: app.url };
+  const deps = app.deps;
 
   const { accountId } = await createAccount(db.pool, { name: 'Telegram tests' });
   const { siteId } = await createSite(db.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });

@@ -54,7 +54,7 @@ export async function startWorld(opts: { env?: Record<string, string>; poolTarge
   const fakes = await startFakes({ telegram: { chats: Object.values(CHATS) } });
   const db = await createTestDatabase();
   const app = await startTestApp(db.pool, { env: { ...fakes.env, ...opts.env } });
-  const deps = { db: db.pool, box: app.deps.box, telegramApiUrl: fakes.env.TELEGRAM_API_URL, publicUrl: app.url };
+  const deps = app.deps;
 
   const { accountId } = await createAccount(db.pool, { name: 'Tracker tests' });
   const { siteId, websiteId } = await createSite(db.pool, { accountId, name: 'Shop', domains: ['example.com'] });

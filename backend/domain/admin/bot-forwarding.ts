@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { SecretBox } from '../../crypto/secret-box.js';
-import type { Queryable } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { Uuid } from './schemas.js';
 
@@ -54,7 +54,7 @@ export function forwardingColumns(box: SecretBox, f: { forwardUrl?: string | und
  * the bot's webhook is set with Telegram.
  */
 export async function saveBotForwarding(
-  deps: { db: Queryable; box: SecretBox },
+  deps: Pick<Deps, 'pool' | 'box'>,
   input: z.input<typeof UpdateBotInput>,
 ): Promise<{ botId: string; forwardUrl: string | null; toggled: boolean; webhookSet: boolean }> {
   const parsed = UpdateBotInput.safeParse(input);
@@ -62,7 +62,7 @@ export async function saveBotForwarding(
   const u = parsed.data;
   const cols = forwardingColumns(deps.box, u);
   // One statement, the row locked first: two concurrent changes are applied one after the other.
-  const { rows } = await deps.db.query<{ forward_url: string | null; was_forwarding: boolean; webhook_set: boolean }>(
+  const { rows } = await deps.pool.query<{ forward_url: string | null; was_forwarding: boolean; webhook_set: boolean }>(
     `WITH old AS (SELECT id, forward_url IS NOT NULL AS was_forwarding FROM bots WHERE id = $1 AND removed_at IS NULL FOR UPDATE)
      UPDATE bots b SET
        forward_url = CASE WHEN $4 THEN NULL ELSE COALESCE($2, b.forward_url) END,

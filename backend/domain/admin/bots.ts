@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { hashApiKey } from '../../crypto/api-keys.js';
-import type { SecretBox } from '../../crypto/secret-box.js';
-import { withTx, type Pool, type Queryable } from '../../db/pool.js';
+import { withTx, type Queryable } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, allowedUpdatesFor, createTelegramClient } from '../../telegram/client.js';
 import { requireAccount } from './accounts.js';
@@ -16,13 +16,6 @@ export const AddBotInput = z
     webhook: z.boolean().default(true),
   })
   .and(BotForwardingInput);
-
-export interface BotDeps {
-  db: Pool;
-  box: SecretBox;
-  telegramApiUrl: string;
-  publicUrl: string;
-}
 
 export function webhookUrlFor(publicUrl: string, botId: string): string {
   return `${publicUrl}/backend/telegram/${botId}`;
@@ -39,12 +32,12 @@ export function webhookUrlFor(publicUrl: string, botId: string): string {
  * second waits on the first's uncommitted row, then is refused without calling setWebhook. When
  * Telegram refuses the webhook the insert is rolled back and nothing is stored.
  */
-export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>): Promise<{ botId: string; webhookUrl: string }> {
+export async function addBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof AddBotInput>): Promise<{ botId: string; webhookUrl: string }> {
   const parsed = AddBotInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'bot');
   const b = parsed.data;
-  await requireAccount(deps.db, b.accountId);
-  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: b.token });
+  await requireAccount(deps.pool, b.accountId);
+  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: b.token });
   const me = await tg.getMe().catch((err: unknown) => {
     throw refusal(err, 'the token could not be checked with Telegram (getMe)');
   });
@@ -53,9 +46,9 @@ export async function addBot(deps: BotDeps, input: z.input<typeof AddBotInput>):
   const botId = randomUUID();
   const secret = randomBytes(32).toString('base64url');
   const forward = forwardingColumns(deps.box, b);
-  const webhookUrl = webhookUrlFor(deps.publicUrl, botId);
+  const webhookUrl = webhookUrlFor(deps.config.PUBLIC_URL, botId);
   try {
-    await withTx(deps.db, async (tx) => {
+    await withTx(deps.pool, async (tx) => {
       // Telegram sends a bot's updates to one webhook only: a bot shared by two accounts would
       // leave one of them deaf, so it belongs to one account. The lock serialises concurrent adds
       // of one bot (the unique key is per account, so it cannot decide this by itself).
@@ -171,12 +164,12 @@ export async function listBots(db: Queryable, accountId?: string): Promise<{ bot
  * with the new secret are refused and it sends them again). The bot's row lock serialises two
  * concurrent calls.
  */
-export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ botId: string; webhookUrl: string }> {
-  const bot = await requireBot(deps.db, botId);
-  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: deps.box.open(bot.token_enc) });
+export async function setBotWebhook(deps: Pick<Deps, 'pool' | 'box' | 'config'>, botId: string): Promise<{ botId: string; webhookUrl: string }> {
+  const bot = await requireBot(deps.pool, botId);
+  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc) });
   const secret = randomBytes(32).toString('base64url');
-  const webhookUrl = webhookUrlFor(deps.publicUrl, bot.id);
-  await withTx(deps.db, async (tx) => {
+  const webhookUrl = webhookUrlFor(deps.config.PUBLIC_URL, bot.id);
+  await withTx(deps.pool, async (tx) => {
     const { rowCount } = await tx.query(
       `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now(), webhook_allowed_updates = $4 WHERE id = $1 AND removed_at IS NULL`,
       [bot.id, hashApiKey(secret), webhookUrl, allowedUpdatesFor(bot.forward_url !== null)],
@@ -197,14 +190,14 @@ export async function setBotWebhook(deps: BotDeps, botId: string): Promise<{ bot
  * If Telegram cannot be told (token revoked, Telegram unreachable), the bot is removed all the
  * same and the answer says so: updates Telegram still sends are refused.
  */
-export async function removeBot(deps: BotDeps, botId: string): Promise<{ botId: string; removed: true; channelsDeactivated: number; webhookDeleted: boolean; warning?: string }> {
-  const bot = await requireBot(deps.db, botId);
-  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: deps.box.open(bot.token_enc) });
+export async function removeBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, botId: string): Promise<{ botId: string; removed: true; channelsDeactivated: number; webhookDeleted: boolean; warning?: string }> {
+  const bot = await requireBot(deps.pool, botId);
+  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc) });
   let warning: string | undefined;
   await tg.deleteWebhook().catch((err: unknown) => {
     warning = `${refusal(err, 'Telegram could not be told to stop sending updates (deleteWebhook)').message}; updates it still sends are refused`;
   });
-  const channelsDeactivated = await withTx(deps.db, async (tx) => {
+  const channelsDeactivated = await withTx(deps.pool, async (tx) => {
     const { rowCount } = await tx.query('UPDATE bots SET removed_at = now(), webhook_set_at = NULL WHERE id = $1 AND removed_at IS NULL', [bot.id]);
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
     const channels = await tx.query('UPDATE channels SET active = false WHERE bot_id = $1 AND active', [bot.id]);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Queryable } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { botRights } from '../telegram/member-status.js';
@@ -75,12 +75,6 @@ export const UpdateChannelInput = ChannelFields.omit({ siteId: true, botId: true
     clear: z.array(z.enum(CLEARABLE)).default([]),
   });
 
-export interface ChannelDeps {
-  db: Queryable;
-  box: SecretBox;
-  telegramApiUrl: string;
-}
-
 /** What Telegram says about the chat and the bot in it; each part null when Telegram did not answer, with why. */
 export interface ChatFacts {
   chat: { type: string; username: string | null } | null;
@@ -89,8 +83,8 @@ export interface ChatFacts {
   failure?: TelegramError;
 }
 
-async function learnChat(deps: ChannelDeps, bot: BotRow, chatId: number): Promise<ChatFacts> {
-  const tg = createTelegramClient({ baseUrl: deps.telegramApiUrl, token: deps.box.open(bot.token_enc), timeoutMs: 3000 });
+async function learnChat(deps: Pick<Deps, 'box' | 'config'>, bot: BotRow, chatId: number): Promise<ChatFacts> {
+  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc), timeoutMs: 3000 });
   const failures: TelegramError[] = [];
   const failed = (err: unknown) => {
     failures.push(err instanceof TelegramError ? err : new TelegramError('getChat', 'network', String(err)));
@@ -173,12 +167,12 @@ function judgeChat(c: Pick<ChannelInput, 'username' | 'inviteMode' | 'telegramCh
  * effort: a channel can be added before the bot is promoted; my_chat_member and the periodic
  * rights check keep the status current afterwards.
  */
-export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddChannelInput>): Promise<{ channelId: string; warnings: string[] }> {
+export async function addChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof AddChannelInput>): Promise<{ channelId: string; warnings: string[] }> {
   const parsed = AddChannelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'channel');
   const c = parsed.data;
-  const site = await requireSite(deps.db, c.siteId);
-  const bot = await findBot(deps.db, c.botId);
+  const site = await requireSite(deps.pool, c.siteId);
+  const bot = await findBot(deps.pool, c.botId);
   if (!bot) throw new ApiError('NOT_FOUND', `bot ${c.botId} does not exist`);
   if (bot.account_id !== site.account_id) throw new ApiError('FORBIDDEN', 'the bot belongs to another account than the site');
 
@@ -190,7 +184,7 @@ export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddCha
 
   let channelId: string;
   try {
-    const { rows } = await deps.db.query<{ id: string }>(
+    const { rows } = await deps.pool.query<{ id: string }>(
       `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title, username, funnel_order, event_type, custom_event_name,
          fixed_value, fixed_currency, manual_value, invite_mode, public_invite_url, bot_status, bot_is_admin, bot_can_invite, bot_status_at,
          chat_is_public, join_requests, welcome_text)
@@ -211,7 +205,7 @@ export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddCha
     throw err;
   }
   // The first channel of a site becomes its default; --default moves the default.
-  await deps.db.query(
+  await deps.pool.query(
     `UPDATE sites SET default_channel_id = $2 WHERE id = $1 AND ($3 OR default_channel_id IS NULL)`,
     [site.id, channelId, c.isDefault],
   );
@@ -222,11 +216,11 @@ export async function addChannel(deps: ChannelDeps, input: z.input<typeof AddCha
  * Changes a channel's settings. The result is checked by the rules of `channel add` (the chat asked
  * about again), so no update makes a channel that could not have been added.
  */
-export async function updateChannel(deps: ChannelDeps, input: z.input<typeof UpdateChannelInput>): Promise<{ channelId: string; warnings: string[] }> {
+export async function updateChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof UpdateChannelInput>): Promise<{ channelId: string; warnings: string[] }> {
   const parsed = UpdateChannelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'channel');
   const u = parsed.data;
-  const { rows } = await deps.db.query<{
+  const { rows } = await deps.pool.query<{
     site_id: string; bot_id: string; telegram_chat_id: string; title: string; username: string | null; funnel_order: number; event_type: string;
     custom_event_name: string | null; fixed_value: string | null; fixed_currency: string | null; manual_value: boolean; invite_mode: string;
     public_invite_url: string | null; is_default: boolean; join_requests: string; welcome_text: string | null;
@@ -258,13 +252,13 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
   const merged = AddChannelInput.safeParse({ ...stored, ...defined });
   if (!merged.success) throw validationError(merged.error, 'channel');
   const c = merged.data;
-  const bot = await findBot(deps.db, c.botId);
+  const bot = await findBot(deps.pool, c.botId);
   if (!bot) throw new ApiError('NOT_FOUND', `bot ${c.botId} does not exist`);
   const facts = await learnChat(deps, bot, c.telegramChannelId);
   const refusal = c.requireTelegram ? telegramRefusal(facts, c.telegramChannelId, botName(bot)) : null;
   if (refusal) throw new ApiError('VALIDATION_FAILED', refusal);
   const { isPublic, username, warnings } = judgeChat(c, facts);
-  await deps.db.query(
+  await deps.pool.query(
     `UPDATE channels SET title = $2, username = $3, funnel_order = $4, event_type = $5, custom_event_name = $6, fixed_value = $7,
        fixed_currency = $8, manual_value = $9, invite_mode = $10, public_invite_url = $11, chat_is_public = $12,
        bot_status = COALESCE($13, bot_status), bot_is_admin = COALESCE($14, bot_is_admin), bot_can_invite = COALESCE($15, bot_can_invite),
@@ -276,7 +270,7 @@ export async function updateChannel(deps: ChannelDeps, input: z.input<typeof Upd
       facts.status?.canInvite ?? null, facts.status ? new Date() : null, c.joinRequests, c.welcomeText ?? null,
     ],
   );
-  if (c.isDefault) await deps.db.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [cur.site_id, u.channelId]);
+  if (c.isDefault) await deps.pool.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [cur.site_id, u.channelId]);
   return { channelId: u.channelId, warnings };
 }
 

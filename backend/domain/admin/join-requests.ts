@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
@@ -34,7 +35,7 @@ interface ChannelBot {
   token_enc: string;
 }
 
-async function requireChannel(db: Deps['pool'], channelId: string): Promise<ChannelBot> {
+async function requireChannel(db: Queryable, channelId: string): Promise<ChannelBot> {
   if (!Uuid.safeParse(channelId).success) throw new ApiError('VALIDATION_FAILED', `channel "${channelId}" is not a valid id`);
   const { rows } = await db.query<ChannelBot>(
     `SELECT c.id, c.bot_id, c.telegram_chat_id::text, b.token_enc FROM channels c JOIN bots b ON b.id = c.bot_id
@@ -46,7 +47,7 @@ async function requireChannel(db: Deps['pool'], channelId: string): Promise<Chan
 }
 
 /** The channel's held requests, oldest first. */
-export async function listHeldRequests(db: Deps['pool'], channelId: string): Promise<{ requests: HeldRequest[] }> {
+export async function listHeldRequests(db: Queryable, channelId: string): Promise<{ requests: HeldRequest[] }> {
   const channel = await requireChannel(db, channelId);
   const { rows } = await db.query<{ user_id: string; attributed: boolean; occurred_at: Date }>(HELD_SQL, [channel.id]);
   rows.sort((a, b) => a.occurred_at.getTime() - b.occurred_at.getTime());
@@ -113,7 +114,7 @@ export interface HeldRequestLine extends HeldRequest {
 }
 
 /** The held requests of a site's active channels, for the dashboard: oldest first, at most `limit`. */
-export async function heldRequestsOfSite(db: Deps['pool'], siteId: string, limit = 200): Promise<HeldRequestLine[]> {
+export async function heldRequestsOfSite(db: Queryable, siteId: string, limit = 200): Promise<HeldRequestLine[]> {
   const { rows } = await db.query<{ channel_id: string; title: string; user_id: string; attributed: boolean; occurred_at: Date }>(
     `SELECT c.id AS channel_id, c.title, h.user_id, h.attributed, h.occurred_at
      FROM channels c CROSS JOIN LATERAL (${HELD_SQL.replace('$1', 'c.id')}) h

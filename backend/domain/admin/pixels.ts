@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { SecretBox } from '../../crypto/secret-box.js';
-import type { Pool, Queryable } from '../../db/pool.js';
+import type { Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
+import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { ANY_EVENT, CUSTOM_PREFIX } from '../../platforms/google-actions.js';
 import { CONVERSION_EVENT_TYPES, pixelConfigSchema, type PixelConfig } from '../../platforms/types.js';
@@ -123,11 +123,11 @@ export type VerifyPixel = (pixel: PixelConfig) => Promise<string[]>;
  * it is refused; an advisory lock per site makes two concurrent adds of it refuse the second.
  * With `verify`, the credentials are checked with the platform first.
  */
-export async function addPixel(deps: { db: Pool; box: SecretBox; verify?: VerifyPixel }, input: AddPixelInput): Promise<{ pixelId: string; warnings: string[] }> {
+export async function addPixel(deps: Pick<Deps, 'pool' | 'box'>, input: AddPixelInput, opts: { verify?: VerifyPixel } = {}): Promise<{ pixelId: string; warnings: string[] }> {
   const parsed = AddPixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
   const p = parsed.data;
-  const site = await requireSite(deps.db, p.siteId);
+  const site = await requireSite(deps.pool, p.siteId);
   let pub: Record<string, unknown>;
   let secrets: Record<string, string>;
   let testEventCode: string | null = null;
@@ -161,10 +161,10 @@ export async function addPixel(deps: { db: Pool; box: SecretBox; verify?: Verify
         : { developerToken: p.developerToken, oauthToken: p.oauthToken! };
       break;
   }
-  await refuseDuplicate(deps.db, site.id, p.platform, pub);
+  await refuseDuplicate(deps.pool, site.id, p.platform, pub);
   const config = pixelConfigSchema.parse({ ...pub, ...secrets, platform: p.platform, testEventCode });
-  const warnings = deps.verify ? await deps.verify(config) : [];
-  const pixelId = await withTx(deps.db, async (tx) => {
+  const warnings = opts.verify ? await opts.verify(config) : [];
+  const pixelId = await withTx(deps.pool, async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:pixels:' || $1::text, 0))`, [site.id]);
     await refuseDuplicate(tx, site.id, p.platform, pub);
     const { rows } = await tx.query<{ id: string }>(
@@ -287,7 +287,7 @@ function refused(path: string, message: string): ApiError {
  * Only what the platform uses may be given. On Google, refresh credentials replace a plain access
  * token; the refresh token may be rotated alone once the pixel has its client id and secret.
  */
-export async function updatePixel(deps: { db: Pool; box: SecretBox }, input: UpdatePixelInput): Promise<PixelSummary> {
+export async function updatePixel(deps: Pick<Deps, 'pool' | 'box'>, input: UpdatePixelInput): Promise<PixelSummary> {
   const parsed = UpdatePixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
   const { pixelId, conversionActions, validateOnly, sendUserIpAddress, ...changes } = parsed.data;
@@ -297,7 +297,7 @@ export async function updatePixel(deps: { db: Pool; box: SecretBox }, input: Upd
     ...PUBLIC_FIELDS.filter((k) => publicChanges[k] !== undefined),
   ];
   if (given.length === 0) throw new ApiError('VALIDATION_FAILED', 'nothing to change: give at least one credential, setting or test event code');
-  return withTx(deps.db, async (tx) => {
+  return withTx(deps.pool, async (tx) => {
     const { rows } = await tx.query<PixelListRow & { secrets_enc: string }>(`SELECT ${SUMMARY_COLUMNS}, secrets_enc FROM pixels WHERE id = $1 FOR UPDATE`, [pixelId]);
     const row = rows[0];
     if (!row) throw new ApiError('NOT_FOUND', `pixel ${pixelId} does not exist`);
