@@ -31,7 +31,10 @@ const EnvSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
   SECRET_KEY: z
     .string()
-    .regex(/^[0-9a-fA-F]{64}$|^[A-Za-z0-9+/_-]{43}=?$/, 'SECRET_KEY must be 32 bytes as 64 hex characters or base64')
+    .regex(
+      /^[0-9a-fA-F]{64}$|^[A-Za-z0-9+/_-]{43}=?$/,
+      'SECRET_KEY must be 32 bytes as 64 hex characters or base64',
+    )
     .optional(),
   WORKER: z.enum(['inline', 'off'], { message: 'WORKER must be "inline" or "off"' }).default('inline'),
   TRUSTED_PROXIES: z.string().default('loopback'),
@@ -43,9 +46,16 @@ const EnvSchema = z.object({
   TIKTOK_API_URL: url('TIKTOK_API_URL').default('https://business-api.tiktok.com'),
   SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
-  GOOGLE_ADS_API_VERSION: z.string().regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v25').default(DEFAULT_API_VERSIONS.google),
+  GOOGLE_ADS_API_VERSION: z
+    .string()
+    .regex(/^v\d+$/, 'GOOGLE_ADS_API_VERSION must look like v25')
+    .default(DEFAULT_API_VERSIONS.google),
   // The consent.adUserData sent for sites that set none (site --google-ad-user-data); unspecified: none sent.
-  GOOGLE_ADS_AD_USER_DATA_CONSENT: z.enum(['granted', 'denied', 'unspecified'], { message: 'GOOGLE_ADS_AD_USER_DATA_CONSENT must be granted, denied or unspecified' }).default('unspecified'),
+  GOOGLE_ADS_AD_USER_DATA_CONSENT: z
+    .enum(['granted', 'denied', 'unspecified'], {
+      message: 'GOOGLE_ADS_AD_USER_DATA_CONSENT must be granted, denied or unspecified',
+    })
+    .default('unspecified'),
   GOOGLE_OAUTH_URL: url('GOOGLE_OAUTH_URL').default('https://oauth2.googleapis.com'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
   // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.
@@ -71,10 +81,20 @@ const EnvSchema = z.object({
     .optional()
     .or(z.literal('').transform(() => undefined)),
   // Raw IP, User-Agent, URLs and click ids of visits (and conversions) older than this are erased; finished sends deleted.
-  RETENTION_DAYS: z.coerce.number({ message: 'RETENTION_DAYS must be a whole number of days' }).int('RETENTION_DAYS must be a whole number of days').min(1, 'RETENTION_DAYS must be at least 1').max(36500, 'RETENTION_DAYS must be at most 36500').default(400),
+  RETENTION_DAYS: z.coerce
+    .number({ message: 'RETENTION_DAYS must be a whole number of days' })
+    .int('RETENTION_DAYS must be a whole number of days')
+    .min(1, 'RETENTION_DAYS must be at least 1')
+    .max(36500, 'RETENTION_DAYS must be at most 36500')
+    .default(400),
   // How long a visit tied to a Telegram user through an entry (a bot start, a Mini App open) is
   // credited with that user's later joins, with or without an invite link.
-  ATTRIBUTION_WINDOW_DAYS: z.coerce.number({ message: 'ATTRIBUTION_WINDOW_DAYS must be a whole number of days' }).int('ATTRIBUTION_WINDOW_DAYS must be a whole number of days').min(0, 'ATTRIBUTION_WINDOW_DAYS must be 0 or more').max(3650, 'ATTRIBUTION_WINDOW_DAYS must be at most 3650').default(7),
+  ATTRIBUTION_WINDOW_DAYS: z.coerce
+    .number({ message: 'ATTRIBUTION_WINDOW_DAYS must be a whole number of days' })
+    .int('ATTRIBUTION_WINDOW_DAYS must be a whole number of days')
+    .min(0, 'ATTRIBUTION_WINDOW_DAYS must be 0 or more')
+    .max(3650, 'ATTRIBUTION_WINDOW_DAYS must be at most 3650')
+    .default(7),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

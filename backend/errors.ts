@@ -51,7 +51,6 @@ export class ApiError extends Error {
   }
 }
 
-
 export function fieldErrors(err: z.ZodError): FieldError[] {
   return err.issues.slice(0, 50).map((i) => ({ path: i.path.join('.') || '(root)', message: i.message }));
 }
@@ -59,7 +58,8 @@ export function fieldErrors(err: z.ZodError): FieldError[] {
 export function validationError(err: z.ZodError, where = 'body'): ApiError {
   const errors = fieldErrors(err);
   const first = errors[0];
-  const detail = first ? `${where}: ${first.path === '(root)' ? '' : first.path + ': '}${first.message}` : `${where} is invalid`;
+  const detail = first
+    ? `${where}: ${first.path === '(root)' ? '' : first.path + ': '}${first.message}`
+    : `${where} is invalid`;
   return new ApiError('VALIDATION_FAILED', detail, { errors });
 }
-

@@ -11,14 +11,20 @@ async function main(): Promise<void> {
   const rt = await openRuntime();
   // The inline worker is restarted whenever its runner stops on its own (worker/supervisor.ts);
   // while it is down, /readyz says delivery is stalled.
-  const worker: SupervisedWorker | null = rt.deps.config.WORKER === 'inline' ? await superviseWorker(rt.deps, { onUnexpectedStop: 'restart' }) : null;
+  const worker: SupervisedWorker | null =
+    rt.deps.config.WORKER === 'inline'
+      ? await superviseWorker(rt.deps, { onUnexpectedStop: 'restart' })
+      : null;
   const deps = worker ? { ...rt.deps, worker } : rt.deps;
   const app = createApp(deps);
   const stopWatch = watchDelivery(deps, STALL_WATCH_MS);
 
   const server = serve({ fetch: app.fetch, hostname: deps.config.HOST, port: deps.config.PORT }, (info) => {
     const listening = `http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port}`;
-    deps.log.info({ listening, publicUrl: deps.config.PUBLIC_URL, worker: deps.config.WORKER }, 'Capigram is up');
+    deps.log.info(
+      { listening, publicUrl: deps.config.PUBLIC_URL, worker: deps.config.WORKER },
+      'Capigram is up',
+    );
     process.stdout.write(
       [
         `Capigram listening on ${listening}`,
@@ -28,7 +34,9 @@ async function main(): Promise<void> {
         `  health:         ${deps.config.PUBLIC_URL}/healthz, /readyz, /metrics`,
         `  dashboard:      ${deps.config.PUBLIC_URL}/dashboard`,
         `  job worker:     ${deps.config.WORKER}`,
-        rt.generatedAdminToken ? `  admin token:    ${deps.adminToken} (generated into ${deps.config.DATA_DIR}/admin-token)` : '',
+        rt.generatedAdminToken
+          ? `  admin token:    ${deps.adminToken} (generated into ${deps.config.DATA_DIR}/admin-token)`
+          : '',
         '',
       ]
         .filter((l) => l !== '')
@@ -54,7 +62,9 @@ async function main(): Promise<void> {
   // A port that cannot be had ends the start with the reason, and stops what was started (the
   // worker, an embedded database) instead of leaving them behind a stack trace.
   server.once('error', (err: NodeJS.ErrnoException) => {
-    process.stderr.write(`Capigram failed to start: ${listenFailure(err, deps.config.HOST, deps.config.PORT)}\n`);
+    process.stderr.write(
+      `Capigram failed to start: ${listenFailure(err, deps.config.HOST, deps.config.PORT)}\n`,
+    );
     void shutdown('listen failed', 1);
   });
   process.on('SIGINT', () => void shutdown('SIGINT'));
@@ -80,6 +90,7 @@ const STALL_WATCH_MS = 15_000;
 
 main().catch((err: unknown) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
-  else process.stderr.write(`Capigram failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  else
+    process.stderr.write(`Capigram failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

@@ -48,7 +48,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   });
   const visitBatches = new Histogram({
     name: 'capigram_visit_batch_visits',
-    help: "track/init visits per shared transaction (batches of two or more), by outcome: committed; ran_alone (rolled back before its COMMIT, its visits recorded one by one); unknown (the round trip broke after it was sent)",
+    help: 'track/init visits per shared transaction (batches of two or more), by outcome: committed; ran_alone (rolled back before its COMMIT, its visits recorded one by one); unknown (the round trip broke after it was sent)',
     labelNames: ['outcome'] as const,
     buckets: [2, 4, 8, 16, 32],
     registers: [registry],
@@ -70,7 +70,19 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     help: 'How long the oldest send that is due (and not in flight) has waited for a worker; 0 when none is due. Read at each scrape.',
     registers: [registry],
   });
-  return { registry, httpRequests, httpDuration, jobs, sends, deliveryLatency, eventBatches, visitBatches, telegramUnknownChatUpdates, telegramForwards, sendsOldestDue };
+  return {
+    registry,
+    httpRequests,
+    httpDuration,
+    jobs,
+    sends,
+    deliveryLatency,
+    eventBatches,
+    visitBatches,
+    telegramUnknownChatUpdates,
+    telegramForwards,
+    sendsOldestDue,
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

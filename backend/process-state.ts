@@ -39,13 +39,20 @@ export interface ProcessState {
 export function createProcessState(
   pool: Pool,
   log: Logger,
-  o: { onWakeError?: (err: unknown) => void; onEventBatch?: BatchObserver; onVisitBatch?: VisitBatchObserver } = {},
+  o: {
+    onWakeError?: (err: unknown) => void;
+    onEventBatch?: BatchObserver;
+    onVisitBatch?: VisitBatchObserver;
+  } = {},
 ): ProcessState {
   const waker = new DeliveryWaker(pool, o.onWakeError);
   const state: ProcessState = {
     // Business events under the lead lock (`withLeadLockBatched`): the lead locks, then the
     // existing conversions with their sends (docs/architecture.md#lock-order).
-    eventBatches: new TransactionBatcher(pool, { lockStatement: leadLockStatement, lockRows: lockConversionsAndSends }),
+    eventBatches: new TransactionBatcher(pool, {
+      lockStatement: leadLockStatement,
+      lockRows: lockConversionsAndSends,
+    }),
     visitBatches: new VisitBatcher(pool, waker),
     keyLookups: new KeyLookups(pool),
     waker,

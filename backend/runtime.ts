@@ -21,7 +21,9 @@ export interface Runtime {
  * Builds the process's dependencies from the environment: configuration, the database (embedded
  * when DATABASE_URL is unset), migrations, local secrets. Used by the server, the worker and the CLI.
  */
-export async function openRuntime(opts: { env?: NodeJS.ProcessEnv; log?: Logger; poolSize?: number } = {}): Promise<Runtime> {
+export async function openRuntime(
+  opts: { env?: NodeJS.ProcessEnv; log?: Logger; poolSize?: number } = {},
+): Promise<Runtime> {
   const config: Config = loadConfig(opts.env);
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const secrets = loadLocalSecrets(config.DATA_DIR, config);
@@ -33,7 +35,10 @@ export async function openRuntime(opts: { env?: NodeJS.ProcessEnv; log?: Logger;
     const started = Date.now();
     embedded = await startEmbedded({ dataDir: config.DATA_DIR });
     url = embedded.url;
-    log.info({ dataDir: join(resolve(config.DATA_DIR), 'pg'), ms: Date.now() - started, owned: embedded.owned }, 'embedded PostgreSQL ready');
+    log.info(
+      { dataDir: join(resolve(config.DATA_DIR), 'pg'), ms: Date.now() - started, owned: embedded.owned },
+      'embedded PostgreSQL ready',
+    );
   }
   const pool = createPool(url, opts.poolSize ?? 20);
   try {
@@ -45,7 +50,8 @@ export async function openRuntime(opts: { env?: NodeJS.ProcessEnv; log?: Logger;
   }
   const metrics = createMetrics({ defaultMetrics: true });
   const local = createProcessState(pool, log, {
-    onWakeError: (err) => log.warn({ err: String(err) }, 'delivery wake-up failed; the sweep will pick the sends up'),
+    onWakeError: (err) =>
+      log.warn({ err: String(err) }, 'delivery wake-up failed; the sweep will pick the sends up'),
     onEventBatch: (events, outcome) => metrics.eventBatches.observe({ outcome }, events),
     onVisitBatch: (visits, outcome) => metrics.visitBatches.observe({ outcome }, visits),
   });

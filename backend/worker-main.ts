@@ -42,6 +42,9 @@ const STALL_WATCH_MS = 15_000;
 
 main().catch((err: unknown) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
-  else process.stderr.write(`Capigram worker failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  else
+    process.stderr.write(
+      `Capigram worker failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
   process.exit(1);
 });

@@ -33,7 +33,18 @@ import { createApiKey } from '../backend/domain/admin/api-keys.js';
 import { createSite } from '../backend/domain/admin/sites.js';
 import { createApp } from '../backend/http/app.js';
 import { maybeSeedHistory } from './history.js';
-import { cheapestWrite, createCheapestTable, openBenchDatabase, option, roleDeps, RoundRow, serveRoleApp, spawnRole, type Batch, type RoleChild } from './support.js';
+import {
+  cheapestWrite,
+  createCheapestTable,
+  openBenchDatabase,
+  option,
+  roleDeps,
+  RoundRow,
+  serveRoleApp,
+  spawnRole,
+  type Batch,
+  type RoleChild,
+} from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_API_ROLE';
 const POOL_SIZE = 20;
@@ -50,7 +61,13 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
   } else if (role === 'bare') {
     const bare = new Hono();
     bare.post('/api/v1/events/conversion', async (c) => {
-      const b = (await c.req.json()) as { telegramUserId: number; eventType: string; value: number; currency: string; siteId: string };
+      const b = (await c.req.json()) as {
+        telegramUserId: number;
+        eventType: string;
+        value: number;
+        currency: string;
+        siteId: string;
+      };
       const { rows } = await pool.query<{ id: string }>(
         `INSERT INTO conversions (site_id, telegram_user_id, event_type, value, currency, event_time, attributed_at, source)
          VALUES ($1, $2, $3, $4, $5, now(), now(), 'api') RETURNING id`,
@@ -66,15 +83,18 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
   await serveRoleApp(app);
 }
 
-
-
 interface Call {
   headers: Record<string, string>;
   body: string;
 }
 
 /** `total` POSTs over `concurrency` kept-alive connections; `next(i)` builds call i; 201 is success. */
-async function load(url: string, total: number, concurrency: number, next: (i: number) => Call): Promise<Batch> {
+async function load(
+  url: string,
+  total: number,
+  concurrency: number,
+  next: (i: number) => Call,
+): Promise<Batch> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -82,14 +102,18 @@ async function load(url: string, total: number, concurrency: number, next: (i: n
   const one = (call: Call) =>
     new Promise<void>((resolve) => {
       const started = performance.now();
-      const req = request(`${url}/api/v1/events/conversion`, { agent, method: 'POST', headers: call.headers }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if (res.statusCode === 201) latencies.push(performance.now() - started);
-          else failures += 1;
-          resolve();
-        });
-      });
+      const req = request(
+        `${url}/api/v1/events/conversion`,
+        { agent, method: 'POST', headers: call.headers },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode === 201) latencies.push(performance.now() - started);
+            else failures += 1;
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {
         failures += 1;
         resolve();
@@ -132,10 +156,20 @@ class Row extends RoundRow {
 export async function seed(pool: pg.Pool, leads: number): Promise<{ siteId: string; apiKey: string }> {
   const { accountId } = await createAccount(pool, { name: 'bench' });
   const { siteId } = await createSite(pool, { accountId, name: 'Bench', domains: ['shop.example.com'] });
-  const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
-  const botId = await one(`INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999001, 'unused', '\\x00') RETURNING id`, [accountId]);
-  const channelId = await one(`INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1001000000002, 'Main') RETURNING id`, [siteId, botId]);
-  await pool.query(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`, [siteId]);
+  const one = async (sql: string, params: unknown[]) =>
+    (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const botId = await one(
+    `INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999001, 'unused', '\\x00') RETURNING id`,
+    [accountId],
+  );
+  const channelId = await one(
+    `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1001000000002, 'Main') RETURNING id`,
+    [siteId, botId],
+  );
+  await pool.query(
+    `INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`,
+    [siteId],
+  );
   await pool.query(
     `WITH src AS MATERIALIZED (SELECT g, gen_random_uuid() AS vid, gen_random_uuid() AS iid, gen_random_uuid() AS lid FROM generate_series(1, $3::int) g),
      v AS (INSERT INTO visits (id, site_id, temp_id, session_id, href, client_ip, user_agent, fbc, fbp)
@@ -177,20 +211,47 @@ export async function run(args: string[] = []): Promise<void> {
 
     let nextLead = 0;
     let nextBare = 0;
-    const call = (telegramUserId: number, extra: Record<string, unknown>, headers: Record<string, string> = {}): Call => ({
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, 'x-capigram-client-ip': '203.0.113.10', ...headers },
-      body: JSON.stringify({ telegramUserId, eventType: 'Purchase', value: 49.9, currency: 'USD', pii: { email: 'buyer@example.com' }, ...extra }),
+    const call = (
+      telegramUserId: number,
+      extra: Record<string, unknown>,
+      headers: Record<string, string> = {},
+    ): Call => ({
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${apiKey}`,
+        'x-capigram-client-ip': '203.0.113.10',
+        ...headers,
+      },
+      body: JSON.stringify({
+        telegramUserId,
+        eventType: 'Purchase',
+        value: 49.9,
+        currency: 'USD',
+        pii: { email: 'buyer@example.com' },
+        ...extra,
+      }),
     });
     // The bare handler needs the site for its INSERT; Capigram finds it from the lead's acquisition.
     const bareEvent = () => call(FIRST_USER - 1 - nextBare++, { siteId });
     const event = () => call(FIRST_USER + 1 + nextLead++, {});
-    const keyed = () => call(FIRST_USER + 1 + nextLead++, {}, { 'idempotency-key': `bench-${randomBytes(8).toString('hex')}` });
+    const keyed = () =>
+      call(FIRST_USER + 1 + nextLead++, {}, { 'idempotency-key': `bench-${randomBytes(8).toString('hex')}` });
 
-    const rows = [new Row('cheapest write: bare hono + one INSERT (uuid, jsonb) into a table with only its key', cheapest, bareEvent), new Row('bare hono + one INSERT', bare, bareEvent), new Row('Capigram, no Idempotency-Key', capigram, event), new Row('Capigram, Idempotency-Key', capigram, keyed)];
+    const rows = [
+      new Row(
+        'cheapest write: bare hono + one INSERT (uuid, jsonb) into a table with only its key',
+        cheapest,
+        bareEvent,
+      ),
+      new Row('bare hono + one INSERT', bare, bareEvent),
+      new Row('Capigram, no Idempotency-Key', capigram, event),
+      new Row('Capigram, Idempotency-Key', capigram, keyed),
+    ];
     await load(cheapest.url, warmup, concurrency, bareEvent);
     await load(bare.url, warmup, concurrency, bareEvent);
     await load(capigram.url, warmup, concurrency, event);
-    for (let round = 0; round < rounds; round++) for (const row of rows) await row.batch(perRound, concurrency);
+    for (let round = 0; round < rounds; round++)
+      for (const row of rows) await row.batch(perRound, concurrency);
     const [cheapestRow, ceiling, plain, idempotent] = rows as [Row, Row, Row, Row];
     const created = await pool.query<{ conversions: number; sends: number }>(
       `SELECT count(*)::int AS conversions, (SELECT count(*)::int FROM sends WHERE conversion_id IS NOT NULL) AS sends

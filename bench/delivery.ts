@@ -60,8 +60,13 @@ interface RoleSpec {
 }
 
 async function serveRole(spec: RoleSpec): Promise<void> {
-  const deps = roleDeps(createPool(spec.databaseUrl, POOL_SIZE), { DATABASE_URL: spec.databaseUrl, META_GRAPH_URL: spec.metaUrl, LOG_LEVEL: 'warn' }, spec.secretKey);
-  const extraTasks = spec.kind === 'noop' ? { [NOOP_TASK]: async () => undefined } : deliveryTasks(deps, spec.options);
+  const deps = roleDeps(
+    createPool(spec.databaseUrl, POOL_SIZE),
+    { DATABASE_URL: spec.databaseUrl, META_GRAPH_URL: spec.metaUrl, LOG_LEVEL: 'warn' },
+    spec.secretKey,
+  );
+  const extraTasks =
+    spec.kind === 'noop' ? { [NOOP_TASK]: async () => undefined } : deliveryTasks(deps, spec.options);
   const runner = await startWorker(deps, { extraTasks, crontab: '' });
   process.on('message', () => {
     // graphile-worker completes a job without awaiting it: let the pool drain before exiting, or
@@ -92,7 +97,6 @@ async function stopWorker(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-
 interface Site {
   siteId: string;
   visitId: string;
@@ -101,13 +105,19 @@ interface Site {
 
 /** A site with one Meta pixel and the landing visit every conversion is attributed to. */
 async function seedSite(pool: Pool, box: Deps['box']): Promise<Site> {
-  const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const one = async (sql: string, params: unknown[]) =>
+    (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('bench') RETURNING id`, []);
-  const siteId = await one(`INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, $2, 'Bench', '{shop.example.com}') RETURNING id`, [
-    accountId,
-    `ws_bench_${randomBytes(6).toString('hex')}`,
-  ]);
-  const pixelId = (await addPixel({ pool, box }, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' })).pixelId;
+  const siteId = await one(
+    `INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, $2, 'Bench', '{shop.example.com}') RETURNING id`,
+    [accountId, `ws_bench_${randomBytes(6).toString('hex')}`],
+  );
+  const pixelId = (
+    await addPixel(
+      { pool, box },
+      { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' },
+    )
+  ).pixelId;
   const visitId = await one(
     `INSERT INTO visits (site_id, temp_id, session_id, href, client_ip, user_agent, fbc, fbp)
      VALUES ($1, gen_random_uuid(), gen_random_uuid(), 'https://shop.example.com/landing?fbclid=IwAR2F4', '203.0.113.7', $2,
@@ -123,7 +133,17 @@ async function recordSubscribe(tx: pg.PoolClient, site: Site): Promise<string> {
   const now = new Date();
   const c = await recordConversion(
     tx,
-    { siteId: site.siteId, channelId: null, telegramUserId: telegramUser++, visitId: site.visitId, eventType: 'Subscribe', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook' },
+    {
+      siteId: site.siteId,
+      channelId: null,
+      telegramUserId: telegramUser++,
+      visitId: site.visitId,
+      eventType: 'Subscribe',
+      eventTime: now,
+      attributedAt: now,
+      receivedAt: now,
+      source: 'webhook',
+    },
     true,
   );
   return `cnv_${c.conversionId}`;
@@ -133,7 +153,11 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
-async function waitFor(probe: () => Promise<boolean> | boolean, what: string, timeoutMs = 120_000): Promise<number> {
+async function waitFor(
+  probe: () => Promise<boolean> | boolean,
+  what: string,
+  timeoutMs = 120_000,
+): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (await probe()) return performance.now();
@@ -143,7 +167,10 @@ async function waitFor(probe: () => Promise<boolean> | boolean, what: string, ti
 }
 
 async function jobsLeft(pool: Pool, task: string): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = $1', [task]);
+  const { rows } = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = $1',
+    [task],
+  );
   return rows[0]!.n;
 }
 
@@ -162,7 +189,9 @@ function wakeDelivery(pool: Pool): void {
  */
 function drained(pool: Pool): Promise<number> {
   return waitFor(async () => {
-    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sends WHERE status = 'pending'`);
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM sends WHERE status = 'pending'`,
+    );
     return rows[0]!.n === 0 && (await jobsLeft(pool, DELIVER_TASK)) === 0;
   }, 'the delivery jobs');
 }
@@ -175,7 +204,12 @@ async function commitSubscribe(pool: Pool, site: Site): Promise<string> {
 }
 
 /** Latency from each conversion's commit to the fake Meta's receipt of the request carrying it. */
-async function latencyRun(pool: Pool, meta: MetaFake, site: Site, samples: number): Promise<{ p50: number; p99: number; max: number; requests: number }> {
+async function latencyRun(
+  pool: Pool,
+  meta: MetaFake,
+  site: Site,
+  samples: number,
+): Promise<{ p50: number; p99: number; max: number; requests: number }> {
   meta.reset();
   const committedAt = new Map<string, number>();
   const warmup = 20;
@@ -198,7 +232,12 @@ async function latencyRun(pool: Pool, meta: MetaFake, site: Site, samples: numbe
     }
   }
   latencies.sort((a, b) => a - b);
-  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, requests: meta.received.length };
+  return {
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    max: latencies.at(-1) ?? Number.NaN,
+    requests: meta.received.length,
+  };
 }
 
 interface Throughput {
@@ -210,7 +249,10 @@ interface Throughput {
 }
 
 async function emptyJobsRun(pool: Pool, events: number): Promise<Throughput> {
-  await pool.query(`SELECT graphile_worker.add_job($1, json_build_object('n', g)) FROM generate_series(1, $2) g`, [NOOP_TASK, events]);
+  await pool.query(
+    `SELECT graphile_worker.add_job($1, json_build_object('n', g)) FROM generate_series(1, $2) g`,
+    [NOOP_TASK, events],
+  );
   const t0 = performance.now();
   const t1 = await waitFor(async () => (await jobsLeft(pool, NOOP_TASK)) === 0, 'the empty jobs');
   const s = (t1 - t0) / 1000;
@@ -224,9 +266,15 @@ async function deliveryRun(pool: Pool, meta: MetaFake, site: Site, events: numbe
   });
   const t0 = performance.now();
   wakeDelivery(pool);
-  const delivered = await waitFor(() => meta.dedupStats().distinct >= events, 'every event to reach the platform');
+  const delivered = await waitFor(
+    () => meta.dedupStats().distinct >= events,
+    'every event to reach the platform',
+  );
   const empty = await drained(pool);
-  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sends WHERE pixel_id = $1 AND status <> 'sent'`, [site.pixelId]);
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM sends WHERE pixel_id = $1 AND status <> 'sent'`,
+    [site.pixelId],
+  );
   if (rows[0]!.n !== 0) throw new Error(`${rows[0]!.n} sends not delivered`);
   return {
     perSecond: events / ((empty - t0) / 1000),
@@ -246,7 +294,13 @@ interface Sustained {
 }
 
 /** Producers commit conversions one per transaction, as fast as they can, while the worker delivers. */
-async function sustainedRun(pool: Pool, meta: MetaFake, site: Site, producers: number, seconds: number): Promise<Sustained> {
+async function sustainedRun(
+  pool: Pool,
+  meta: MetaFake,
+  site: Site,
+  producers: number,
+  seconds: number,
+): Promise<Sustained> {
   meta.reset();
   let committed = 0;
   const t0 = performance.now();
@@ -261,9 +315,18 @@ async function sustainedRun(pool: Pool, meta: MetaFake, site: Site, producers: n
   );
   const t1 = performance.now();
   const deliveredInWindow = meta.dedupStats().distinct;
-  const done = await waitFor(() => meta.dedupStats().distinct >= committed, 'the sustained run to be delivered');
+  const done = await waitFor(
+    () => meta.dedupStats().distinct >= committed,
+    'the sustained run to be delivered',
+  );
   await drained(pool);
-  return { seconds: (t1 - t0) / 1000, committed, deliveredInWindow, tailSeconds: (done - t1) / 1000, requests: meta.received.length };
+  return {
+    seconds: (t1 - t0) / 1000,
+    committed,
+    deliveredInWindow,
+    tailSeconds: (done - t1) / 1000,
+    requests: meta.received.length,
+  };
 }
 
 export async function run(args: string[] = []): Promise<void> {
@@ -294,11 +357,19 @@ export async function run(args: string[] = []): Promise<void> {
     await migrate(pool);
     const load = loadavg()[0]!;
 
-    const latency = await withWorker({ kind: 'deliver' }, async () => latencyRun(pool, meta, await seedSite(pool, box), samples));
+    const latency = await withWorker({ kind: 'deliver' }, async () =>
+      latencyRun(pool, meta, await seedSite(pool, box), samples),
+    );
     const ceiling = await withWorker({ kind: 'noop' }, () => emptyJobsRun(pool, events));
-    const batched = await withWorker({ kind: 'deliver' }, async () => deliveryRun(pool, meta, await seedSite(pool, box), events));
-    const single = await withWorker({ kind: 'deliver', options: { maxBatch: 1 } }, async () => deliveryRun(pool, meta, await seedSite(pool, box), singleEvents));
-    const sustained = await withWorker({ kind: 'deliver' }, async () => sustainedRun(pool, meta, await seedSite(pool, box), producers, seconds));
+    const batched = await withWorker({ kind: 'deliver' }, async () =>
+      deliveryRun(pool, meta, await seedSite(pool, box), events),
+    );
+    const single = await withWorker({ kind: 'deliver', options: { maxBatch: 1 } }, async () =>
+      deliveryRun(pool, meta, await seedSite(pool, box), singleEvents),
+    );
+    const sustained = await withWorker({ kind: 'deliver' }, async () =>
+      sustainedRun(pool, meta, await seedSite(pool, box), producers, seconds),
+    );
 
     const row = (name: string, t: Throughput) =>
       `| ${name} | ${t.perSecond.toFixed(0)} | ${t.deliveredSeconds.toFixed(2)} | ${t.drainedSeconds.toFixed(2)} | ${t.requests || '–'} |`;

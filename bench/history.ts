@@ -34,15 +34,25 @@ export async function seedHistory(pool: pg.Pool, o: HistoryOptions): Promise<His
   const started = performance.now();
   const days = o.days ?? 365;
   const endDaysAgo = o.endDaysAgo ?? 0;
-  const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const one = async (sql: string, params: unknown[]) =>
+    (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('history') RETURNING id`, []);
   const siteId = await one(
     `INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, 'ws_history_' || substr(md5(random()::text), 1, 10), 'Busy', '{busy.example.com}') RETURNING id`,
     [accountId],
   );
-  const botId = await one(`INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999777, 'unused', '\\x00') RETURNING id`, [accountId]);
-  const channelId = await one(`INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999999, 'Busy') RETURNING id`, [siteId, botId]);
-  const pixelId = await one(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused') RETURNING id`, [siteId]);
+  const botId = await one(
+    `INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999777, 'unused', '\\x00') RETURNING id`,
+    [accountId],
+  );
+  const channelId = await one(
+    `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999999, 'Busy') RETURNING id`,
+    [siteId, botId],
+  );
+  const pixelId = await one(
+    `INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused') RETURNING id`,
+    [siteId],
+  );
 
   const visits = o.visits;
   const leads = Math.max(1, Math.floor(visits / 10));
@@ -120,6 +130,8 @@ export async function maybeSeedHistory(pool: pg.Pool, args: string[]): Promise<s
   const visits = raw === undefined ? 0 : Number(raw);
   if (!(Number.isInteger(visits) && visits > 0)) return null;
   const h = await seedHistory(pool, { visits, log: (l) => process.stderr.write(`${l}\n`) });
-  const size = await pool.query<{ size: string }>('SELECT pg_size_pretty(pg_database_size(current_database())) AS size');
+  const size = await pool.query<{ size: string }>(
+    'SELECT pg_size_pretty(pg_database_size(current_database())) AS size',
+  );
   return `history loaded: ${h.rows.visits} visits, ${h.rows.leads} leads, ${h.rows.conversions} conversions, ${h.rows.sends} sends over a year, in ${h.seconds.toFixed(0)} s; database ${size.rows[0]!.size}`;
 }

@@ -62,7 +62,15 @@ export async function countInstructions(setup: InstructionSetup): Promise<Instru
         env: { ...process.env, [setup.roleEnv]: row.role },
         execPath: 'valgrind',
         // V8 writes its machine code at run time: callgrind must notice code that changes.
-        execArgv: ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${outFile}`, process.execPath, '--import', 'tsx'],
+        execArgv: [
+          '--tool=callgrind',
+          '--instr-atstart=no',
+          '--smc-check=all-non-file',
+          `--callgrind-out-file=${outFile}`,
+          process.execPath,
+          '--import',
+          'tsx',
+        ],
         stdio: ['ignore', 'inherit', 'ignore', 'ipc'],
       });
       try {
@@ -77,7 +85,10 @@ export async function countInstructions(setup: InstructionSetup): Promise<Instru
         child.kill();
         await once(child, 'exit');
       }
-      results.push({ name: row.name, perRequest: totalInstructions(dir, `row${index}.out`) / setup.requests });
+      results.push({
+        name: row.name,
+        perRequest: totalInstructions(dir, `row${index}.out`) / setup.requests,
+      });
     }
     return results;
   } finally {

@@ -28,7 +28,8 @@ const PAGE = `<!doctype html><html><head><title>Landing</title></head><body>${'<
 const NAVIGATION_HEADERS = {
   accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
   'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) CapigramBench/1.0',
-  cookie: 'capigram_tid=0f8fad5b-d9cb-469f-a165-70867728950e; capigram_sid=7c9e6679-7425-40de-944b-e07fc1f90ae7',
+  cookie:
+    'capigram_tid=0f8fad5b-d9cb-469f-a165-70867728950e; capigram_sid=7c9e6679-7425-40de-944b-e07fc1f90ae7',
 };
 /** The same request as a script's fetch of it would send: not a navigation, so not tracked. */
 const PLAIN_HEADERS = { ...NAVIGATION_HEADERS, accept: '*/*' };
@@ -55,7 +56,10 @@ async function serveRole(role: Role): Promise<void> {
   if (role === 'origin') {
     await listen(
       createServer((_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(PAGE) });
+        res.writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'content-length': Buffer.byteLength(PAGE),
+        });
         res.end(PAGE);
       }),
     );
@@ -68,7 +72,9 @@ async function serveRole(role: Role): Promise<void> {
       if (message.stall !== undefined) stalled = message.stall;
       if (message.count === true) send({ inits });
     });
-    const answer = Buffer.from('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{"visitId":"v"}');
+    const answer = Buffer.from(
+      'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{"visitId":"v"}',
+    );
     const server = createNetServer((socket) => {
       let pending = '';
       socket.on('data', (chunk: Buffer) => {
@@ -105,7 +111,6 @@ async function serveRole(role: Role): Promise<void> {
   }
 }
 
-
 interface Result {
   requests: number;
   failures: number;
@@ -118,7 +123,14 @@ interface Result {
 
 /** A row's figures, from its batches of every round. */
 function resultOf(row: RoundRow): Result {
-  return { requests: row.requests, failures: row.failures, perSecond: row.perSecond, p50: row.latency(0.5), p99: row.latency(0.99), cpuMicros: row.cpuPerRequest };
+  return {
+    requests: row.requests,
+    failures: row.failures,
+    perSecond: row.perSecond,
+    p50: row.latency(0.5),
+    p99: row.latency(0.99),
+    cpuMicros: row.cpuPerRequest,
+  };
 }
 
 function summarize(latencies: number[], failures: number, seconds: number, requests: number): Result {
@@ -126,7 +138,6 @@ function summarize(latencies: number[], failures: number, seconds: number, reque
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
   return { requests, failures, perSecond: sorted.length / seconds, p50: at(0.5), p99: at(0.99) };
 }
-
 
 /** `total` GETs of `/landing` over `concurrency` kept-alive connections; latency per request. */
 async function loadBatch(
@@ -169,7 +180,12 @@ async function loadBatch(
   return { latencies, failures, seconds };
 }
 
-async function load(url: string, total: number, concurrency: number, headers: Record<string, string> = NAVIGATION_HEADERS): Promise<Result> {
+async function load(
+  url: string,
+  total: number,
+  concurrency: number,
+  headers: Record<string, string> = NAVIGATION_HEADERS,
+): Promise<Result> {
   const b = await loadBatch(url, total, concurrency, headers);
   return summarize(b.latencies, b.failures, b.seconds, total);
 }
@@ -177,7 +193,9 @@ async function load(url: string, total: number, concurrency: number, headers: Re
 /** `--instructions`: the same servers, counted by callgrind rather than timed. */
 async function runInstructions(args: string[]): Promise<void> {
   if (!valgrindAvailable()) {
-    process.stdout.write('valgrind not found: install it (apt-get install -y valgrind) to count instructions\n');
+    process.stdout.write(
+      'valgrind not found: install it (apt-get install -y valgrind) to count instructions\n',
+    );
     return;
   }
   const warmup = option(args, 'warmup', 12_000);
@@ -204,7 +222,9 @@ async function runInstructions(args: string[]): Promise<void> {
       '',
       '| target | instructions/req | vs forwarder |',
       '|---|---:|---:|',
-      ...rows.map((r) => `| ${r.name} | ${Math.round(r.perRequest)} | ${(r.perRequest / forwarder).toFixed(2)} |`),
+      ...rows.map(
+        (r) => `| ${r.name} | ${Math.round(r.perRequest)} | ${(r.perRequest / forwarder).toFixed(2)} |`,
+      ),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
@@ -234,15 +254,22 @@ export async function run(args: string[] = []): Promise<void> {
     };
     // The rows with the tracker up take turns in rounds, so that a machine busy with something
     // else for a while slows them alike and the ratios stay meaningful.
-    const row = (child: RoleChild, headers = NAVIGATION_HEADERS) => new RoundRow(child, (n, c) => loadBatch(child.url, n, c, headers));
+    const row = (child: RoleChild, headers = NAVIGATION_HEADERS) =>
+      new RoundRow(child, (n, c) => loadBatch(child.url, n, c, headers));
     const steady = [row(origin), row(bare), row(capigram, PLAIN_HEADERS), row(capigram)];
     for (const [child, headers] of [[origin], [bare], [capigram, PLAIN_HEADERS], [capigram]] as const) {
       await load(child.url, warmup, concurrency, headers);
     }
     const trackerBefore = await cpuOf(tracker);
-    for (let round = 0; round < rounds; round++) for (const row of steady) await row.batch(perRound, concurrency);
+    for (let round = 0; round < rounds; round++)
+      for (const row of steady) await row.batch(perRound, concurrency);
     const trackerMicros = ((await cpuOf(tracker)) - trackerBefore) / (perRound * rounds);
-    const [direct, forwarder, untracked, trackingUp] = steady.map(resultOf) as [Result, Result, Result, Result];
+    const [direct, forwarder, untracked, trackingUp] = steady.map(resultOf) as [
+      Result,
+      Result,
+      Result,
+      Result,
+    ];
     // Unloaded: one request at a time, so latency is the path's own, not a queue's.
     const calm = Math.min(2_000, total);
     const calmBare = await load(bare.url, calm, 1);

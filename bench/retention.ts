@@ -16,7 +16,15 @@ import { RETENTION_REST, runRetention } from '../backend/domain/erasure/retentio
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { seedHistory } from './history.js';
-import { openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type Batch, type RoleChild } from './support.js';
+import {
+  openBenchDatabase,
+  option,
+  roleDeps,
+  serveRoleApp,
+  spawnRole,
+  type Batch,
+  type RoleChild,
+} from './support.js';
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_RETENTION_ROLE';
 const ORIGIN = 'https://shop.example.com';
@@ -35,21 +43,38 @@ async function initLoad(url: string, websiteId: string, total: number, concurren
   const one = (client: number) =>
     new Promise<void>((resolve) => {
       const body = JSON.stringify({
-        websiteId, tempId: randomUUID(), sessionId: randomUUID(), visitRequestId: randomUUID(),
-        href: `${ORIGIN}/landing?fbclid=IwAR2F4`, landingPage: '/landing?fbclid=IwAR2F4', referrer: 'https://l.facebook.com/',
-        userAgent: 'Mozilla/5.0 (iPhone) CapigramBench/1.0', fbc: `fb.1.${Date.now()}.IwAR2F4`, fbp: 'fb.1.1763776500000.1116446470',
+        websiteId,
+        tempId: randomUUID(),
+        sessionId: randomUUID(),
+        visitRequestId: randomUUID(),
+        href: `${ORIGIN}/landing?fbclid=IwAR2F4`,
+        landingPage: '/landing?fbclid=IwAR2F4',
+        referrer: 'https://l.facebook.com/',
+        userAgent: 'Mozilla/5.0 (iPhone) CapigramBench/1.0',
+        fbc: `fb.1.${Date.now()}.IwAR2F4`,
+        fbp: 'fb.1.1763776500000.1116446470',
       });
       const started = performance.now();
-      const req = request(`${url}/backend/track/init`, {
-        agent, method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN, 'x-capigram-client-ip': `198.51.100.${client + 1}` },
-      }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if (res.statusCode === 200) latencies.push(performance.now() - started);
-          else failures += 1;
-          resolve();
-        });
-      });
+      const req = request(
+        `${url}/backend/track/init`,
+        {
+          agent,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            origin: ORIGIN,
+            'x-capigram-client-ip': `198.51.100.${client + 1}`,
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode === 200) latencies.push(performance.now() - started);
+            else failures += 1;
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {
         failures += 1;
         resolve();
@@ -87,7 +112,12 @@ export async function run(args: string[] = []): Promise<void> {
   const children: RoleChild[] = [];
   try {
     await migrate(db.pool);
-    const h = await seedHistory(db.pool, { visits: expired, days: 365, endDaysAgo: 401, log: (l) => process.stderr.write(`${l}\n`) });
+    const h = await seedHistory(db.pool, {
+      visits: expired,
+      days: 365,
+      endDaysAgo: 401,
+      log: (l) => process.stderr.write(`${l}\n`),
+    });
     const { rows: site } = await db.pool.query<{ website_id: string }>(
       `WITH a AS (INSERT INTO accounts (name) VALUES ('bench') RETURNING id)
        INSERT INTO sites (account_id, website_id, name, domains) SELECT id, 'ws_retention_bench', 'Bench', '{example.com}' FROM a RETURNING website_id`,
@@ -107,13 +137,16 @@ export async function run(args: string[] = []): Promise<void> {
       return r;
     });
     const during: Batch[] = [];
-    while (!finished) during.push(await initLoad(capigram.url, websiteId, Math.min(requests, 2_000), concurrency));
+    while (!finished)
+      during.push(await initLoad(capigram.url, websiteId, Math.min(requests, 2_000), concurrency));
     const result = await job;
     const jobSeconds = (performance.now() - started) / 1000;
     const after: Batch[] = [];
     for (let i = 0; i < 3; i++) after.push(await initLoad(capigram.url, websiteId, requests, concurrency));
 
-    const { rows: left } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM visits WHERE client_ip IS NOT NULL AND created_at < now() - interval '400 days'`);
+    const { rows: left } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM visits WHERE client_ip IS NOT NULL AND created_at < now() - interval '400 days'`,
+    );
     const lines = [
       `history: ${h.rows.visits} visits (all expired), ${h.rows.leads} leads, ${h.rows.conversions} conversions, ${h.rows.sends} sends, seeded in ${h.seconds.toFixed(0)} s`,
       `retention job: ${jobSeconds.toFixed(1)} s (rest ${rest}× each batch's time; visits ${result.seconds.visits?.toFixed(1)} s, conversions ${result.seconds.conversions?.toFixed(1)} s, finished sends ${result.seconds.sends?.toFixed(1)} s); cleared ${JSON.stringify(result.cleared)}, finished sends deleted ${result.sendsDeleted}, done ${result.done}; expired visits still holding an IP: ${left[0]!.n}`,

@@ -41,7 +41,10 @@ export interface BenchDatabase {
 export async function openBenchDatabase(poolSize: number): Promise<BenchDatabase> {
   let adminUrl = process.env.DATABASE_URL;
   let dataDir: string | null = null;
-  const embedded = adminUrl === undefined || adminUrl === '' ? await startEmbedded({ dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'))) }) : null;
+  const embedded =
+    adminUrl === undefined || adminUrl === ''
+      ? await startEmbedded({ dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'))) })
+      : null;
   if (embedded) adminUrl = embedded.url;
   const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -70,7 +73,12 @@ export interface RoleChild {
 }
 
 /** Forks the benchmark module itself with `roleEnv=role`; the child answers `{ready: url}` once it listens. */
-export async function spawnRole(moduleUrl: string, roleEnv: string, role: string, args: string[] = []): Promise<RoleChild> {
+export async function spawnRole(
+  moduleUrl: string,
+  roleEnv: string,
+  role: string,
+  args: string[] = [],
+): Promise<RoleChild> {
   // CAPIGRAM_BENCH_CPU_PROF=<dir>: every role process writes a V8 CPU profile there when it ends.
   const profileDir = process.env.CAPIGRAM_BENCH_CPU_PROF;
   const child = fork(fileURLToPath(moduleUrl), args, {
@@ -107,7 +115,9 @@ export function roleDeps(pool: Pool, env: Record<string, string>, secretKey?: st
 }
 
 /** In a role process: serves `app` on a free loopback port, answers CPU readings, and reports its URL (see `spawnRole`). */
-export async function serveRoleApp(app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> }): Promise<void> {
+export async function serveRoleApp(app: {
+  fetch: (request: Request, env?: unknown) => Response | Promise<Response>;
+}): Promise<void> {
   answerCpuRequests();
   const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await once(server, 'listening');
@@ -241,7 +251,11 @@ export async function createCheapestTable(pool: Pool): Promise<void> {
   await pool.query(`CREATE TABLE IF NOT EXISTS ${CHEAPEST_TABLE} (id uuid PRIMARY KEY, body jsonb NOT NULL)`);
 }
 
-export function cheapestWrite(path: string, status: 200 | 201, query: (sql: string, params: unknown[]) => Promise<unknown>): Hono {
+export function cheapestWrite(
+  path: string,
+  status: 200 | 201,
+  query: (sql: string, params: unknown[]) => Promise<unknown>,
+): Hono {
   const app = new Hono();
   app.post(path, async (c) => {
     const body: unknown = await c.req.json();

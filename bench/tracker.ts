@@ -26,7 +26,18 @@ import { createPool } from '../backend/db/pool.js';
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { maybeSeedHistory } from './history.js';
-import { cheapestWrite, createCheapestTable, cpuOf, databaseCpuMicros, openBenchDatabase, option, roleDeps, serveRoleApp, spawnRole, type RoleChild } from './support.js';
+import {
+  cheapestWrite,
+  createCheapestTable,
+  cpuOf,
+  databaseCpuMicros,
+  openBenchDatabase,
+  option,
+  roleDeps,
+  serveRoleApp,
+  spawnRole,
+  type RoleChild,
+} from './support.js';
 
 export const ROLE_ENV = 'CAPIGRAM_BENCH_TRACKER_ROLE';
 const POOL_SIZE = 20;
@@ -48,7 +59,19 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
       const { rows } = await pool.query<{ id: string }>(
         `INSERT INTO visits (site_id, temp_id, session_id, visit_request_id, href, landing_page, referrer, client_ip, user_agent, fbc, fbp)
          VALUES ((SELECT id FROM sites WHERE website_id = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
-        [b.websiteId, b.tempId, b.sessionId, b.visitRequestId, b.href, b.landingPage, b.referrer, c.req.header('x-capigram-client-ip'), b.userAgent, b.fbc, b.fbp],
+        [
+          b.websiteId,
+          b.tempId,
+          b.sessionId,
+          b.visitRequestId,
+          b.href,
+          b.landingPage,
+          b.referrer,
+          c.req.header('x-capigram-client-ip'),
+          b.userAgent,
+          b.fbc,
+          b.fbp,
+        ],
       );
       return c.json({ visitId: rows[0]!.id });
     });
@@ -62,7 +85,6 @@ async function serveRole(role: Role, databaseUrl: string): Promise<void> {
   }
   await serveRoleApp(app);
 }
-
 
 export interface Sample {
   requests: number;
@@ -90,7 +112,8 @@ export interface Result {
 export function summarize(samples: Sample[]): Result {
   const latencies = samples.flatMap((s) => s.latencies).sort((x, y) => x - y);
   const sum = (f: (s: Sample) => number) => samples.reduce((acc, s) => acc + f(s), 0);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  const at = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
   return {
     requests: sum((s) => s.requests),
     failures: sum((s) => s.failures),
@@ -102,9 +125,13 @@ export function summarize(samples: Sample[]): Result {
   };
 }
 
-
 /** A measured sample: the load, and the server's CPU spent on it. */
-export async function measure(child: RoleChild, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
+export async function measure(
+  child: RoleChild,
+  total: number,
+  concurrency: number,
+  next: (i: number, client: number) => Call,
+): Promise<Sample> {
   const before = await cpuOf(child);
   const dbBefore = databaseCpuMicros();
   const sample = await load(child.url, total, concurrency, next);
@@ -121,7 +148,12 @@ export interface Call {
 }
 
 /** `total` calls over `concurrency` kept-alive connections; `next(i, client)` builds call i. */
-export async function load(url: string, total: number, concurrency: number, next: (i: number, client: number) => Call): Promise<Sample> {
+export async function load(
+  url: string,
+  total: number,
+  concurrency: number,
+  next: (i: number, client: number) => Call,
+): Promise<Sample> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -129,14 +161,18 @@ export async function load(url: string, total: number, concurrency: number, next
   const one = (call: Call) =>
     new Promise<void>((resolve) => {
       const started = performance.now();
-      const req = request(`${url}${call.path}`, { agent, method: call.method, headers: call.headers }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if (res.statusCode === call.expect) latencies.push(performance.now() - started);
-          else failures += 1;
-          resolve();
-        });
-      });
+      const req = request(
+        `${url}${call.path}`,
+        { agent, method: call.method, headers: call.headers },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode === call.expect) latencies.push(performance.now() - started);
+            else failures += 1;
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {
         failures += 1;
         resolve();
@@ -157,7 +193,6 @@ export async function load(url: string, total: number, concurrency: number, next
   return { requests: total, latencies, failures, seconds, cpuMicros: 0, dbMicros: 0 };
 }
 
-
 export interface Seed {
   websiteId: string;
   channelId: string;
@@ -165,13 +200,14 @@ export interface Seed {
 
 /** A site with a Meta pixel (so every visit gets a PageView send, and the worker a wake-up) and one channel. */
 export async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
-  const one = async (sql: string, params: unknown[]) => (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const one = async (sql: string, params: unknown[]) =>
+    (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
   const accountId = await one(`INSERT INTO accounts (name) VALUES ('bench') RETURNING id`, []);
   const websiteId = `ws_bench_${randomBytes(6).toString('hex')}`;
-  const siteId = await one(`INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, $2, 'Bench', '{example.com}') RETURNING id`, [
-    accountId,
-    websiteId,
-  ]);
+  const siteId = await one(
+    `INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, $2, 'Bench', '{example.com}') RETURNING id`,
+    [accountId, websiteId],
+  );
   const botId = await one(
     `INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999000, 'unused', '\\x00') RETURNING id`,
     [accountId],
@@ -182,9 +218,10 @@ export async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
   );
   await pool.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [siteId, channelId]);
   if (pixel) {
-    await pool.query(`INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`, [
-      siteId,
-    ]);
+    await pool.query(
+      `INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused')`,
+      [siteId],
+    );
   }
   return { websiteId, channelId };
 }
@@ -240,14 +277,22 @@ export async function run(args: string[] = []): Promise<void> {
         fbp: 'fb.1.1763776500000.1116446470',
         utmSource: 'fb',
       });
-      return { method: 'POST', path: '/backend/track/init', body, expect: 200, headers: { 'content-type': 'application/json', origin: ORIGIN } };
+      return {
+        method: 'POST',
+        path: '/backend/track/init',
+        body,
+        expect: 200,
+        headers: { 'content-type': 'application/json', origin: ORIGIN },
+      };
     };
     // Each client is one browser address, as a proxy would forward it.
-    const initOn = (site: string) => (_i: number, client: number): Call => {
-      const call = initCall(site);
-      call.headers['x-capigram-client-ip'] = `198.51.100.${client + 1}`;
-      return call;
-    };
+    const initOn =
+      (site: string) =>
+      (_i: number, client: number): Call => {
+        const call = initCall(site);
+        call.headers['x-capigram-client-ip'] = `198.51.100.${client + 1}`;
+        return call;
+      };
 
     await load(cheapest.url, warmup, concurrency, initOn(websiteId));
     await load(bare.url, warmup, concurrency, initOn(websiteId));
@@ -256,7 +301,12 @@ export async function run(args: string[] = []): Promise<void> {
     await load(capigram.url, warmup, concurrency, initOn(websiteId));
     // The targets take turns, so that a change in the machine's load over the run (other
     // processes, the disk) weighs on each of them alike.
-    const samples: { cheapest: Sample[]; ceiling: Sample[]; plain: Sample[]; pixel: Sample[] } = { cheapest: [], ceiling: [], plain: [], pixel: [] };
+    const samples: { cheapest: Sample[]; ceiling: Sample[]; plain: Sample[]; pixel: Sample[] } = {
+      cheapest: [],
+      ceiling: [],
+      plain: [],
+      pixel: [],
+    };
     const share = Math.ceil(total / rounds);
     for (let r = 0; r < rounds; r++) {
       samples.cheapest.push(await measure(cheapest, share, concurrency, initOn(websiteId)));

@@ -21,7 +21,14 @@ import type { CookieScope } from '../shared/cookies.js';
 import type { TrackInitBody } from '../shared/tracker-wire.js';
 import { resolveProxySettings, type ProxySettingsInput } from './options.js';
 import { sendInviteLater, sendNotFound, sendRedirect, sendUpstreamUnavailable } from './pages.js';
-import { dropCapigramHeaders, isHtmlNavigation, isPageResponse, setForwardedHeaders, viewRequest, type RequestView } from './request-view.js';
+import {
+  dropCapigramHeaders,
+  isHtmlNavigation,
+  isPageResponse,
+  setForwardedHeaders,
+  viewRequest,
+  type RequestView,
+} from './request-view.js';
 import { createTrackerClient, type TrackerCallContext } from './tracker-client.js';
 import { attributionOf, initBody, readVisitor, visitorCookies, type Visitor } from './visitor.js';
 
@@ -92,7 +99,10 @@ function onResponseHead(
       }
       if (cookieKey !== undefined) {
         const theirs = headersArg[cookieKey];
-        headersArg[cookieKey] = [...(Array.isArray(theirs) ? theirs : theirs === undefined ? [] : [String(theirs)]), ...cookies];
+        headersArg[cookieKey] = [
+          ...(Array.isArray(theirs) ? theirs : theirs === undefined ? [] : [String(theirs)]),
+          ...cookies,
+        ];
       } else if (cookies.length > 0) {
         res.appendHeader('set-cookie', cookies);
       }
@@ -107,7 +117,8 @@ function onResponseHead(
 }
 
 /** What an upgrade gets when the upstream cannot be reached: a plain 502, then the socket closes. */
-const UPGRADE_FAILED = 'HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 32\r\nconnection: close\r\n\r\nThe site is unavailable just now';
+const UPGRADE_FAILED =
+  'HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 32\r\nconnection: close\r\n\r\nThe site is unavailable just now';
 
 function isObject(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
@@ -171,7 +182,8 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     if (pageview === undefined) return;
     pageviews.delete(res);
     const theirs = proxyRes.headers['set-cookie'];
-    proxyRes.headers['set-cookie'] = theirs === undefined ? pageview.cookies : [...theirs, ...pageview.cookies];
+    proxyRes.headers['set-cookie'] =
+      theirs === undefined ? pageview.cookies : [...theirs, ...pageview.cookies];
     answered(pageview, proxyRes.statusCode ?? 0, proxyRes.headers['content-type']);
   });
   proxy?.on('error', (error, req, res) => {
@@ -191,14 +203,22 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     }
   });
 
-  const scopeOf = (view: RequestView): CookieScope => ({ secure: view.proto === 'https', domain: settings.cookieDomain });
+  const scopeOf = (view: RequestView): CookieScope => ({
+    secure: view.proto === 'https',
+    domain: settings.cookieDomain,
+  });
   const contextOf = (view: RequestView): TrackerCallContext => ({
     client: { ip: view.clientIp, userAgent: view.userAgent },
     origin: view.origin,
   });
   const referrerOf = (req: IncomingMessage): string | undefined => req.headers.referer;
 
-  function passThrough(req: IncomingMessage, res: ServerResponse, view: RequestView, next: NextFunction | undefined): void {
+  function passThrough(
+    req: IncomingMessage,
+    res: ServerResponse,
+    view: RequestView,
+    next: NextFunction | undefined,
+  ): void {
     if (proxy !== undefined) {
       setForwardedHeaders(req.headers, view);
       if (req.headers['transfer-encoding'] !== undefined) chunked.add(req);
@@ -213,7 +233,10 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
 
   function patchFbp(visitor: Visitor, view: RequestView): Promise<unknown> | undefined {
     if (!visitor.needsFbpPatch || visitor.fbp === undefined) return undefined;
-    return tracker.updateFbp({ websiteId: settings.websiteId, tempId: visitor.tempId, fbp: visitor.fbp }, contextOf(view));
+    return tracker.updateFbp(
+      { websiteId: settings.websiteId, tempId: visitor.tempId, fbp: visitor.fbp },
+      contextOf(view),
+    );
   }
 
   function preparePageview(req: IncomingMessage, res: ServerResponse, view: RequestView): void {
@@ -228,7 +251,8 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
       view,
       patched,
     };
-    if (proxy === undefined) onResponseHead(res, pageview.cookies, (status, contentType) => answered(pageview, status, contentType));
+    if (proxy === undefined)
+      onResponseHead(res, pageview.cookies, (status, contentType) => answered(pageview, status, contentType));
     else pageviews.set(res, pageview);
   }
 
@@ -254,7 +278,11 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     req: IncomingMessage,
     res: ServerResponse,
     view: RequestView,
-    ask: (visitor: Visitor, context: TrackerCallContext & { referrer?: string | undefined }, urgent: { deadline: number }) => Promise<string | undefined>,
+    ask: (
+      visitor: Visitor,
+      context: TrackerCallContext & { referrer?: string | undefined },
+      urgent: { deadline: number },
+    ) => Promise<string | undefined>,
   ): Promise<void> {
     // One budget for everything the visitor waits on, whatever it takes.
     const urgent = { deadline: performance.now() + settings.inviteTimeoutMs };
@@ -265,7 +293,11 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     if (visitor.tempIdIsNew || visitor.sessionIdIsNew) {
       // No visit for this session yet (a shared link, or 30 idle minutes on the page): record one
       // first, so the click has a visit to belong to. The only tracker call a visitor waits for.
-      await tracker.init(initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor)), context, urgent);
+      await tracker.init(
+        initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor)),
+        context,
+        urgent,
+      );
     } else {
       void patchFbp(visitor, view);
     }
@@ -280,7 +312,16 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   function handleEntry(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
     const requested = new URLSearchParams(view.search).get('entry');
     return handleClick(req, res, view, (visitor, context, urgent) =>
-      tracker.entry({ website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(requested ? { entry: requested } : {}) }, context, urgent),
+      tracker.entry(
+        {
+          website: settings.websiteId,
+          tid: visitor.tempId,
+          sid: visitor.sessionId,
+          ...(requested ? { entry: requested } : {}),
+        },
+        context,
+        urgent,
+      ),
     );
   }
 
@@ -290,14 +331,34 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     const requested = new URLSearchParams(view.search).get('channel');
     const channel = requested !== null && requested !== '' ? requested : settings.channel;
     return handleClick(req, res, view, (visitor, context, urgent) =>
-      tracker.invite({ website: settings.websiteId, tid: visitor.tempId, sid: visitor.sessionId, ...(channel === undefined ? {} : { channel }) }, context, urgent),
+      tracker.invite(
+        {
+          website: settings.websiteId,
+          tid: visitor.tempId,
+          sid: visitor.sessionId,
+          ...(channel === undefined ? {} : { channel }),
+        },
+        context,
+        urgent,
+      ),
     );
   }
 
-  const handler = function capigramProxy(req: IncomingMessage, res: ServerResponse, next?: NextFunction): void {
+  const handler = function capigramProxy(
+    req: IncomingMessage,
+    res: ServerResponse,
+    next?: NextFunction,
+  ): void {
     const view = viewRequest(req, settings.trust);
     try {
-      const click = req.method !== 'GET' ? undefined : view.pathname === settings.invitePath ? handleInvite : view.pathname === settings.entryPath ? handleEntry : undefined;
+      const click =
+        req.method !== 'GET'
+          ? undefined
+          : view.pathname === settings.invitePath
+            ? handleInvite
+            : view.pathname === settings.entryPath
+              ? handleEntry
+              : undefined;
       if (click !== undefined) {
         click(req, res, view).catch((error: unknown) => {
           log.error({ err: describe(error) }, 'invite handling failed');

@@ -25,17 +25,28 @@ async function main(): Promise<void> {
   if (site.kind === 'unknown') {
     process.stderr.write(
       `capigram proxy: the tracker at ${config.settings.tracker} does not know --website-id ${config.settings.websiteId} (${site.detail}): ` +
-        'check the websiteId (npm run admin -- site list prints each site\'s) and --tracker\n',
+        "check the websiteId (npm run admin -- site list prints each site's) and --tracker\n",
     );
     process.exitCode = 1;
     return;
   }
   if (site.kind === 'unsure') {
-    logger.warn({ tracker: config.settings.tracker, reason: site.reason }, `the tracker could not confirm --website-id ${config.settings.websiteId} (${site.reason}); starting anyway`);
+    logger.warn(
+      { tracker: config.settings.tracker, reason: site.reason },
+      `the tracker could not confirm --website-id ${config.settings.websiteId} (${site.reason}); starting anyway`,
+    );
   }
-  const running = await startProxyServer({ ...config.settings, logger }, { host: config.host, port: config.port });
+  const running = await startProxyServer(
+    { ...config.settings, logger },
+    { host: config.host, port: config.port },
+  );
   logger.info(
-    { url: running.url, upstream: config.settings.upstream, tracker: config.settings.tracker, invitePath: config.settings.invitePath },
+    {
+      url: running.url,
+      upstream: config.settings.upstream,
+      tracker: config.settings.tracker,
+      invitePath: config.settings.invitePath,
+    },
     `Capigram proxy listening on ${running.url}`,
   );
 
@@ -54,6 +65,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`capigram proxy failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `capigram proxy failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
   process.exit(1);
 });

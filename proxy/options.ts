@@ -29,7 +29,11 @@ const httpUrl = (what: string) =>
     );
 
 const positiveMs = (what: string) =>
-  z.number().int({ error: `${what} must be a whole number of milliseconds` }).min(1).max(60_000);
+  z
+    .number()
+    .int({ error: `${what} must be a whole number of milliseconds` })
+    .min(1)
+    .max(60_000);
 
 /**
  * The proxy's settings, as plain data. `upstream` may be omitted when the handler is mounted in
@@ -62,7 +66,10 @@ export const proxySettingsSchema = z.object({
       try {
         parseTrustedProxies(spec);
       } catch (error) {
-        ctx.addIssue({ code: 'custom', message: error instanceof TrustedProxiesError ? error.message : String(error) });
+        ctx.addIssue({
+          code: 'custom',
+          message: error instanceof TrustedProxiesError ? error.message : String(error),
+        });
       }
     }),
   /** Send the upstream's own host as `Host` (hosted origins need it); the site's host is then in `X-Forwarded-Host`. */
@@ -99,14 +106,20 @@ export function resolveProxySettings(input: ProxySettingsInput): ProxySettings {
   const result = proxySettingsSchema.safeParse(input);
   if (!result.success) {
     throw new ProxyConfigError(
-      result.error.issues.map((issue) => `${issue.path.map(String).join('.') || 'options'}: ${issue.message}`),
+      result.error.issues.map(
+        (issue) => `${issue.path.map(String).join('.') || 'options'}: ${issue.message}`,
+      ),
     );
   }
   return completeSettings(result.data);
 }
 
 function completeSettings(data: z.output<typeof proxySettingsSchema>): ProxySettings {
-  return { ...data, tracker: data.tracker.replace(/\/+$/, ''), trust: parseTrustedProxies(data.trustedProxies) };
+  return {
+    ...data,
+    tracker: data.tracker.replace(/\/+$/, ''),
+    trust: parseTrustedProxies(data.trustedProxies),
+  };
 }
 
 /** Flags of `npm run proxy`, their environment variables, and the settings they fill. */
@@ -175,7 +188,9 @@ export function parseProxyCli(argv: readonly string[], env: NodeJS.ProcessEnv): 
       },
     }));
   } catch (error) {
-    throw new ProxyConfigError([`${error instanceof Error ? error.message : String(error)}\n\n${PROXY_USAGE}`]);
+    throw new ProxyConfigError([
+      `${error instanceof Error ? error.message : String(error)}\n\n${PROXY_USAGE}`,
+    ]);
   }
   if (values.help === true) return undefined;
 
@@ -211,7 +226,8 @@ export function parseProxyCli(argv: readonly string[], env: NodeJS.ProcessEnv): 
     fallbackUrl: pick('fallback-url'),
     cookieDomain: pick('cookie-domain'),
     changeOrigin: rawChangeOrigin === undefined ? false : /^(true|1)$/i.test(rawChangeOrigin),
-    trustedProxies: env.TRUSTED_PROXIES === undefined || env.TRUSTED_PROXIES === '' ? undefined : env.TRUSTED_PROXIES,
+    trustedProxies:
+      env.TRUSTED_PROXIES === undefined || env.TRUSTED_PROXIES === '' ? undefined : env.TRUSTED_PROXIES,
   };
   if (input.upstream === undefined) problems.push('--upstream / PROXY_UPSTREAM: upstream is required');
   const settings = proxySettingsSchema.safeParse(input);

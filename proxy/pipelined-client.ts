@@ -72,12 +72,19 @@ class Connection {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     this.socket =
       url.protocol === 'https:'
-        ? tls.connect({ host, port, servername: net.isIP(host) === 0 ? host : undefined, ALPNProtocols: ['http/1.1'] })
+        ? tls.connect({
+            host,
+            port,
+            servername: net.isIP(host) === 0 ? host : undefined,
+            ALPNProtocols: ['http/1.1'],
+          })
         : net.connect({ host, port });
     this.socket.setNoDelay(true);
     this.socket.on('data', (chunk: Buffer) => this.read(chunk));
     this.socket.on('error', (error: NodeJS.ErrnoException) =>
-      this.fail(new PipelineError(error.message, error.code === 'ECONNREFUSED' ? 'ECONNREFUSED' : 'ECONNRESET')),
+      this.fail(
+        new PipelineError(error.message, error.code === 'ECONNREFUSED' ? 'ECONNREFUSED' : 'ECONNRESET'),
+      ),
     );
     this.socket.on('close', () => this.fail(new PipelineError('connection closed', 'ECLOSED')));
   }
@@ -104,7 +111,10 @@ class Connection {
   private arm(deadline: number): void {
     if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
     this.armedFor = deadline;
-    this.deadlineTimer = setTimeout(() => this.checkDeadlines(), Math.max(0, Math.ceil(deadline - performance.now())));
+    this.deadlineTimer = setTimeout(
+      () => this.checkDeadlines(),
+      Math.max(0, Math.ceil(deadline - performance.now())),
+    );
   }
 
   private checkDeadlines(): void {
@@ -158,7 +168,8 @@ class Connection {
       }
       const parsed = parseAnswer(this.buffer, request.headOnly);
       if (parsed === 'incomplete') {
-        if (this.buffer.length > MAX_HEAD_BYTES + MAX_BODY_BYTES) this.fail(new PipelineError('answer too large', 'EPROTO'));
+        if (this.buffer.length > MAX_HEAD_BYTES + MAX_BODY_BYTES)
+          this.fail(new PipelineError('answer too large', 'EPROTO'));
         return;
       }
       if (parsed === 'invalid') {
@@ -229,7 +240,10 @@ export function parseAnswer(data: Buffer, headOnly: boolean): Parsed {
   const length = Number(lengthHeader);
   if (length > MAX_BODY_BYTES) return 'invalid';
   if (data.length < start + length) return 'incomplete';
-  return { answer: { status: code, headers, body: Buffer.from(data.subarray(start, start + length)) }, consumed: start + length };
+  return {
+    answer: { status: code, headers, body: Buffer.from(data.subarray(start, start + length)) },
+    consumed: start + length,
+  };
 }
 
 export interface PipelinedClient {

@@ -34,7 +34,9 @@ const HOST_PATTERN = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/i;
 export function viewRequest(req: IncomingMessage, trust: TrustedProxies): RequestView {
   const chain = resolveForwardedChain(req.socket.remoteAddress, req.headers['x-forwarded-for'], trust);
   const encrypted = (req.socket as Partial<TLSSocket>).encrypted === true;
-  const forwardedProto = chain.peerTrusted ? first(req.headers['x-forwarded-proto'])?.toLowerCase() : undefined;
+  const forwardedProto = chain.peerTrusted
+    ? first(req.headers['x-forwarded-proto'])?.toLowerCase()
+    : undefined;
   const proto = encrypted || forwardedProto === 'https' || forwardedProto === 'wss' ? 'https' : 'http';
   const forwardedHost = chain.peerTrusted ? first(req.headers['x-forwarded-host']) : undefined;
   const candidate = forwardedHost ?? req.headers.host;

@@ -32,7 +32,8 @@ export async function startProxyServer(
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) socket.destroy();
-    else if (error.code === 'HPE_HEADER_OVERFLOW') socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\n\r\n');
+    else if (error.code === 'HPE_HEADER_OVERFLOW')
+      socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\n\r\n');
     else socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
   });
   await new Promise<void>((resolve, reject) => {

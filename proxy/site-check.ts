@@ -13,7 +13,11 @@ export type WebsiteCheck =
   | { kind: 'unknown'; detail: string }
   | { kind: 'unsure'; reason: string };
 
-export async function checkWebsite(tracker: string, websiteId: string, timeoutMs = 3000): Promise<WebsiteCheck> {
+export async function checkWebsite(
+  tracker: string,
+  websiteId: string,
+  timeoutMs = 3000,
+): Promise<WebsiteCheck> {
   let res: Response;
   try {
     res = await fetch(`${tracker.replace(/\/+$/, '')}/backend/track/update-fbp`, {
@@ -24,10 +28,17 @@ export async function checkWebsite(tracker: string, websiteId: string, timeoutMs
     });
   } catch (err) {
     const e = err as { name?: string; cause?: { code?: string; message?: string } };
-    return { kind: 'unsure', reason: e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? String(err)) };
+    return {
+      kind: 'unsure',
+      reason:
+        e.name === 'TimeoutError'
+          ? `no answer within ${timeoutMs} ms`
+          : (e.cause?.code ?? e.cause?.message ?? String(err)),
+    };
   }
   const body = (await res.json().catch(() => ({}))) as { code?: string; detail?: string };
   if (res.status === 200) return { kind: 'known' };
-  if (res.status === 404 && body.code === 'UNKNOWN_WEBSITE') return { kind: 'unknown', detail: body.detail ?? `websiteId ${websiteId} is not known` };
+  if (res.status === 404 && body.code === 'UNKNOWN_WEBSITE')
+    return { kind: 'unknown', detail: body.detail ?? `websiteId ${websiteId} is not known` };
   return { kind: 'unsure', reason: `HTTP ${res.status}${body.code ? ` ${body.code}` : ''}` };
 }

@@ -59,8 +59,15 @@ export interface Urgent {
 }
 
 export interface TrackerClient {
-  init(body: TrackInitBody, context: TrackerCallContext, urgent?: Urgent): Promise<TrackInitResponse | undefined>;
-  updateFbp(body: TrackUpdateFbpBody, context: TrackerCallContext): Promise<TrackUpdateFbpResponse | undefined>;
+  init(
+    body: TrackInitBody,
+    context: TrackerCallContext,
+    urgent?: Urgent,
+  ): Promise<TrackInitResponse | undefined>;
+  updateFbp(
+    body: TrackUpdateFbpBody,
+    context: TrackerCallContext,
+  ): Promise<TrackUpdateFbpResponse | undefined>;
   /**
    * The invite URL the tracker redirected to, or undefined when it could not give one in time.
    * Always tried, whatever the circuit says: a visitor is waiting on this one.
@@ -100,7 +107,12 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   const send = secure ? https.request : http.request;
   const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   const basePath = base.pathname.replace(/\/+$/, '');
-  const target = { protocol: base.protocol, hostname: base.hostname.replace(/^\[|\]$/g, ''), port: base.port, agent };
+  const target = {
+    protocol: base.protocol,
+    hostname: base.hostname.replace(/^\[|\]$/g, ''),
+    port: base.port,
+    agent,
+  };
   const pipeline = createPipelinedClient(options.trackerUrl);
   const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
   const threshold = options.breakerThreshold ?? 5;
@@ -142,7 +154,10 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
           resolve({ status: res.statusCode ?? 0, location: res.headers.location });
         });
       });
-      const timer = setTimeout(() => req.destroy(new TimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => req.destroy(new TimeoutError(`no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       req.on('error', (error) => {
         clearTimeout(timer);
         reject(error);
@@ -218,7 +233,8 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
     const attempts = urgent === undefined ? options.attempts : 1;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       let retry: boolean;
-      const timeoutMs = urgent === undefined ? options.timeoutMs : Math.floor(urgent.deadline - performance.now());
+      const timeoutMs =
+        urgent === undefined ? options.timeoutMs : Math.floor(urgent.deadline - performance.now());
       if (timeoutMs <= 0) return undefined;
       try {
         const answer = await pipeline.request('POST', path, requestHeaders, payload, timeoutMs);
@@ -227,13 +243,19 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
           succeeded();
           const parsed = schema.safeParse(safeJson(text));
           if (parsed.success) return parsed.data;
-          log.warn({ op, status: answer.status, body: text.slice(0, 200) }, 'tracker answered an unexpected body');
+          log.warn(
+            { op, status: answer.status, body: text.slice(0, 200) },
+            'tracker answered an unexpected body',
+          );
           return undefined;
         }
         retry = isTransient(answer.status);
         if (retry) failed();
         else succeeded();
-        log.warn({ op, attempt, status: answer.status, body: text.slice(0, 200) }, 'tracker refused the call');
+        log.warn(
+          { op, attempt, status: answer.status, body: text.slice(0, 200) },
+          'tracker refused the call',
+        );
       } catch (error) {
         retry = true;
         failed();
@@ -249,20 +271,33 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
     return undefined;
   }
 
-  async function invite(query: TrackInviteQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
+  async function invite(
+    query: TrackInviteQuery,
+    context: TrackerCallContext,
+    urgent?: Urgent,
+  ): Promise<string | undefined> {
     const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
     if (query.channel !== undefined) search.set('channel', query.channel);
     return click('invite', `/backend/track/invite?${search}`, context, urgent);
   }
 
-  async function entry(query: TrackEntryQuery, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
+  async function entry(
+    query: TrackEntryQuery,
+    context: TrackerCallContext,
+    urgent?: Urgent,
+  ): Promise<string | undefined> {
     const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
     if (query.entry !== undefined) search.set('entry', query.entry);
     return click('entry', `/backend/track/entry?${search}`, context, urgent);
   }
 
   /** A click the visitor waits on: the redirect's Location, or undefined. */
-  async function click(op: 'invite' | 'entry', path: string, context: TrackerCallContext, urgent?: Urgent): Promise<string | undefined> {
+  async function click(
+    op: 'invite' | 'entry',
+    path: string,
+    context: TrackerCallContext,
+    urgent?: Urgent,
+  ): Promise<string | undefined> {
     const deadline = urgent?.deadline ?? performance.now() + options.inviteTimeoutMs;
     // A second attempt only when the first never reached the tracker (connection refused or
     // reset): a request that did arrive may already have handed out a pooled link.
@@ -272,7 +307,8 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
       try {
         // Never followed: the Location is the visitor's to follow, not ours.
         const inviteHeaders = headers(context, false);
-        if (context.referrer !== undefined && context.referrer.length <= WIRE_LIMITS.url) inviteHeaders.referer = context.referrer;
+        if (context.referrer !== undefined && context.referrer.length <= WIRE_LIMITS.url)
+          inviteHeaders.referer = context.referrer;
         const { status, location } = await getInvite(path, inviteHeaders, left);
         if (status >= 300 && status < 400 && location !== undefined && isNavigable(location)) return location;
         log.warn({ op, status, location }, `tracker gave no ${op} redirect`);
@@ -287,7 +323,9 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
 
   return {
     init: (body, context, urgent) =>
-      bounded('init', () => postJson('init', '/backend/track/init', body, context, trackInitResponseSchema, urgent)),
+      bounded('init', () =>
+        postJson('init', '/backend/track/init', body, context, trackInitResponseSchema, urgent),
+      ),
     updateFbp: (body, context) =>
       bounded('update-fbp', () =>
         postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema),

@@ -80,14 +80,20 @@ export function readVisitor(cookieHeader: string | undefined, search: string, no
 export function visitorCookies(visitor: Visitor, nowMs: number, scope: CookieScope): string[] {
   const cookies: string[] = [];
   if (visitor.tempIdIsNew) {
-    cookies.push(serializeTrackingCookie(TEMP_ID_COOKIE, visitor.tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope));
+    cookies.push(
+      serializeTrackingCookie(TEMP_ID_COOKIE, visitor.tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope),
+    );
   }
-  cookies.push(serializeTrackingCookie(SESSION_ID_COOKIE, visitor.sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope));
+  cookies.push(
+    serializeTrackingCookie(SESSION_ID_COOKIE, visitor.sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope),
+  );
   if (visitor.fbcBuilt && visitor.fbc !== undefined && isCookieSafe(visitor.fbc)) {
     cookies.push(serializeTrackingCookie(FBC_COOKIE, visitor.fbc, FBC_MAX_AGE_SECONDS, nowMs, scope));
   }
   if (visitor.markFbpKnown) {
-    cookies.push(serializeTrackingCookie(FBP_PATCHED_COOKIE, visitor.tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope));
+    cookies.push(
+      serializeTrackingCookie(FBP_PATCHED_COOKIE, visitor.tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope),
+    );
   }
   return cookies;
 }
@@ -110,12 +116,20 @@ function paramIgnoringCase(query: URLSearchParams, name: string): string | null 
   return null;
 }
 
-function put<K extends keyof AttributionFields>(fields: AttributionFields, key: K, value: AttributionFields[K] | undefined): void {
+function put<K extends keyof AttributionFields>(
+  fields: AttributionFields,
+  key: K,
+  value: AttributionFields[K] | undefined,
+): void {
   if (value !== undefined) fields[key] = value;
 }
 
 /** The attribution a page URL, its referrer and the browser carry, fitted to the wire limits. */
-export function attributionOf(view: RequestView, referrer: string | undefined, visitor: Visitor): AttributionFields {
+export function attributionOf(
+  view: RequestView,
+  referrer: string | undefined,
+  visitor: Visitor,
+): AttributionFields {
   // Runs on every pageview: fields are set only when present (absent ones stay off the wire)
   // rather than built whole and filtered, and a URL without a query is not parsed for one.
   const fields: AttributionFields = {};

@@ -70,7 +70,9 @@ export function parseTrustedProxies(spec: string): TrustedProxies {
     }
     const prefix = /^\d{1,3}$/.test(rawPrefix) ? Number(rawPrefix) : Number.NaN;
     if (!(prefix >= 0 && prefix <= maxPrefix)) {
-      throw new TrustedProxiesError(`TRUSTED_PROXIES: "${entry}" has a prefix length outside 0..${maxPrefix}`);
+      throw new TrustedProxiesError(
+        `TRUSTED_PROXIES: "${entry}" has a prefix length outside 0..${maxPrefix}`,
+      );
     }
     list.addSubnet(address, prefix, family);
   }
@@ -163,6 +165,12 @@ export function clientBudgetKey(ip: string): string {
   const [head, tail] = text.split('::') as [string, string | undefined];
   const left = head === '' ? [] : head.split(':');
   const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

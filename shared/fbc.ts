@@ -70,8 +70,13 @@ export interface FbcDecision {
  * The reverse-proxy rule: keep the browser's `_fbc` unless the URL carries an fbclid it does not
  * record; then build a fresh one from that fbclid.
  */
-export function decideFbc(cookieFbc: string | undefined, fbclid: string | undefined, nowMs: number): FbcDecision {
-  const existing = cookieFbc !== undefined && cookieFbc !== '' && cookieFbc.length <= MAX_FBC_LENGTH ? cookieFbc : undefined;
+export function decideFbc(
+  cookieFbc: string | undefined,
+  fbclid: string | undefined,
+  nowMs: number,
+): FbcDecision {
+  const existing =
+    cookieFbc !== undefined && cookieFbc !== '' && cookieFbc.length <= MAX_FBC_LENGTH ? cookieFbc : undefined;
   if (fbclid === undefined || fbclid === '' || fbcMatchesFbclid(existing, fbclid)) {
     return { fbc: existing, built: false };
   }

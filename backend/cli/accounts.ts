@@ -8,7 +8,12 @@ export const accountCommands = [
     name: 'create',
     summary: 'Creates an account: the tenant that owns sites, bots and API keys.',
     flags: {
-      name: { type: 'string', required: true, placeholder: 'NAME', help: 'a name for the account (1–200 characters)' },
+      name: {
+        type: 'string',
+        required: true,
+        placeholder: 'NAME',
+        help: 'a name for the account (1–200 characters)',
+      },
     },
     async run({ deps }, v) {
       const out = await createAccount(deps.pool, { name: v.name });
@@ -26,7 +31,10 @@ export const accountCommands = [
       const human =
         out.accounts.length === 0
           ? 'No accounts yet: npm run admin -- account create --name NAME'
-          : table(['accountId', 'name', 'sites', 'bots', 'created'], out.accounts.map((a) => [a.accountId, a.name, String(a.sites), String(a.bots), a.createdAt]));
+          : table(
+              ['accountId', 'name', 'sites', 'bots', 'created'],
+              out.accounts.map((a) => [a.accountId, a.name, String(a.sites), String(a.bots), a.createdAt]),
+            );
       return { json: out, human };
     },
   }),

@@ -27,21 +27,41 @@ export const botCommands = [
       'Registers a Telegram bot: checks the token with getMe, then sets the webhook with a generated secret token ' +
       'and allowed_updates chat_member, chat_join_request, my_chat_member (every update type with --forward-url). The token is stored encrypted.',
     flags: {
-      account: { type: 'string', required: true, placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'the owning account' },
-      token: { type: 'string', required: true, placeholder: 'BOT_TOKEN', help: "the bot's token from @BotFather (123456:ABC…)" },
-      'no-webhook': { type: 'boolean', field: 'webhook', help: 'do not call setWebhook (local set-ups without a public HTTPS PUBLIC_URL)' },
+      account: {
+        type: 'string',
+        required: true,
+        placeholder: 'ACCOUNT_ID',
+        field: 'accountId',
+        help: 'the owning account',
+      },
+      token: {
+        type: 'string',
+        required: true,
+        placeholder: 'BOT_TOKEN',
+        help: "the bot's token from @BotFather (123456:ABC…)",
+      },
+      'no-webhook': {
+        type: 'boolean',
+        field: 'webhook',
+        help: 'do not call setWebhook (local set-ups without a public HTTPS PUBLIC_URL)',
+      },
       ...FORWARD_FLAGS,
     },
-    notes: ['The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.'],
+    notes: [
+      'The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.',
+    ],
     async run({ deps, warn }, v) {
       const webhook = !v['no-webhook'];
       if (webhook && !deps.config.PUBLIC_URL.startsWith('https://')) {
         warn(`${httpsWarning(deps.config.PUBLIC_URL)}, or pass --no-webhook.`);
       }
-      const out = await addBot(
-        deps,
-        { accountId: v.account, token: v.token, webhook, forwardUrl: v['forward-url'], forwardSecret: v['forward-secret'] },
-      );
+      const out = await addBot(deps, {
+        accountId: v.account,
+        token: v.token,
+        webhook,
+        forwardUrl: v['forward-url'],
+        forwardSecret: v['forward-secret'],
+      });
       return {
         json: out,
         human: `Bot added: ${out.botId}\n  webhook: ${out.webhookUrl} (${webhook ? 'set with Telegram' : 'not set: --no-webhook'})`,
@@ -56,7 +76,13 @@ export const botCommands = [
       "Changes a bot's update forwarding: --forward-url (and --forward-secret) to forward every update to the bot's own backend " +
       'after Capigram handled it, --no-forward to stop (updates still waiting are dropped).',
     flags: {
-      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
+      bot: {
+        type: 'string',
+        required: true,
+        placeholder: 'BOT_ID',
+        field: 'botId',
+        help: 'the bot (botId from bot add or bot list)',
+      },
       ...FORWARD_FLAGS,
       'no-forward': { type: 'boolean', help: 'stop forwarding' },
     },
@@ -65,10 +91,12 @@ export const botCommands = [
       'Turning forwarding on or off sets the webhook again: a forwarding bot asks Telegram for every update type.',
     ],
     async run({ deps }, v) {
-      const out = await updateBot(
-        deps,
-        { botId: v.bot, forwardUrl: v['forward-url'], forwardSecret: v['forward-secret'], noForward: v['no-forward'] === true },
-      );
+      const out = await updateBot(deps, {
+        botId: v.bot,
+        forwardUrl: v['forward-url'],
+        forwardSecret: v['forward-secret'],
+        noForward: v['no-forward'] === true,
+      });
       return { json: out, human: `Bot updated: ${out.botId}\n  forwarding: ${out.forwardUrl ?? 'off'}` };
     },
   }),
@@ -76,9 +104,15 @@ export const botCommands = [
   defineCommand({
     group: 'bot',
     name: 'list',
-    summary: 'Lists the bots in use, of an account or of all, with their webhook and how many active channels they serve (never their tokens).',
+    summary:
+      'Lists the bots in use, of an account or of all, with their webhook and how many active channels they serve (never their tokens).',
     flags: {
-      account: { type: 'string', placeholder: 'ACCOUNT_ID', field: 'accountId', help: "only this account's bots" },
+      account: {
+        type: 'string',
+        placeholder: 'ACCOUNT_ID',
+        field: 'accountId',
+        help: "only this account's bots",
+      },
     },
     async run({ deps }, v) {
       const out = await listBots(deps.pool, v.account);
@@ -87,7 +121,13 @@ export const botCommands = [
           ? 'No bots.'
           : table(
               ['botId', 'username', 'channels', 'webhook', 'account'],
-              out.bots.map((b) => [b.botId, b.username ? `@${b.username}` : String(b.telegramBotId), String(b.channels), b.webhookSetAt ? `set ${b.webhookSetAt}` : 'not set', b.accountId]),
+              out.bots.map((b) => [
+                b.botId,
+                b.username ? `@${b.username}` : String(b.telegramBotId),
+                String(b.channels),
+                b.webhookSetAt ? `set ${b.webhookSetAt}` : 'not set',
+                b.accountId,
+              ]),
             );
       return { json: out, human };
     },
@@ -100,9 +140,17 @@ export const botCommands = [
       "Sets a bot's webhook with Telegram, or sets it again: for a bot added with --no-webhook, after PUBLIC_URL changed, " +
       'or when something else re-pointed it. A new secret token is generated and stored.',
     flags: {
-      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
+      bot: {
+        type: 'string',
+        required: true,
+        placeholder: 'BOT_ID',
+        field: 'botId',
+        help: 'the bot (botId from bot add or bot list)',
+      },
     },
-    notes: ['The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.'],
+    notes: [
+      'The webhook is $PUBLIC_URL/backend/telegram/<botId>; Telegram only accepts it over HTTPS on a public address.',
+    ],
     async run({ deps, warn }, v) {
       if (!deps.config.PUBLIC_URL.startsWith('https://')) warn(`${httpsWarning(deps.config.PUBLIC_URL)}.`);
       const out = await setBotWebhook(deps, v.bot);
@@ -117,7 +165,13 @@ export const botCommands = [
       'Stops using a bot: deletes its webhook with Telegram and deactivates its channels. Their visits and conversions stay; ' +
       'the bot can be added again later.',
     flags: {
-      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot (botId from bot add or bot list)' },
+      bot: {
+        type: 'string',
+        required: true,
+        placeholder: 'BOT_ID',
+        field: 'botId',
+        help: 'the bot (botId from bot add or bot list)',
+      },
     },
     async run({ deps, warn }, v) {
       const out = await removeBot(deps, v.bot);

@@ -12,26 +12,62 @@ const EVENT_TYPES = `${CONVERSION_EVENT_TYPES.slice(0, -1).join(', ')} or ${CONV
 /** The flags of a channel's settings, shared by `channel add` and `channel update`. */
 const CHANNEL_FLAGS = {
   username: { type: 'string', placeholder: 'USERNAME', help: "the channel's public @username" },
-  'funnel-order': { type: 'string', kind: 'int', placeholder: 'N', help: 'position in the funnel (default 0)' },
-  'event-type': { type: 'string', placeholder: 'TYPE', help: `the event a join sends: ${EVENT_TYPES} (default Subscribe)` },
-  'custom-event-name': { type: 'string', placeholder: 'NAME', help: 'the event name when --event-type is Custom' },
-  value: { type: 'string', kind: 'number', placeholder: 'V', help: 'a fixed value sent with each join (with --currency)' },
+  'funnel-order': {
+    type: 'string',
+    kind: 'int',
+    placeholder: 'N',
+    help: 'position in the funnel (default 0)',
+  },
+  'event-type': {
+    type: 'string',
+    placeholder: 'TYPE',
+    help: `the event a join sends: ${EVENT_TYPES} (default Subscribe)`,
+  },
+  'custom-event-name': {
+    type: 'string',
+    placeholder: 'NAME',
+    help: 'the event name when --event-type is Custom',
+  },
+  value: {
+    type: 'string',
+    kind: 'number',
+    placeholder: 'V',
+    help: 'a fixed value sent with each join (with --currency)',
+  },
   currency: { type: 'string', placeholder: 'CUR', help: 'ISO 4217 currency of --value' },
-  'manual-value': { type: 'boolean', help: 'joins on a Purchase channel wait in awaitingManualInput until a value is submitted' },
-  default: { type: 'boolean', field: 'isDefault', help: "make this the site's default channel (the first channel is the default anyway)" },
+  'manual-value': {
+    type: 'boolean',
+    help: 'joins on a Purchase channel wait in awaitingManualInput until a value is submitted',
+  },
+  default: {
+    type: 'boolean',
+    field: 'isDefault',
+    help: "make this the site's default channel (the first channel is the default anyway)",
+  },
   'invite-mode': {
     type: 'string',
     placeholder: 'MODE',
     help: 'member_limit (one-use links, default) or join_request (the bot approves requests; private chats only: Telegram sends requests to public chats without their link)',
   },
-  'public-invite-url': { type: 'string', placeholder: 'URL', help: "the channel's public link, handed out when Telegram is unreachable" },
+  'public-invite-url': {
+    type: 'string',
+    placeholder: 'URL',
+    help: "the channel's public link, handed out when Telegram is unreachable",
+  },
   'join-requests': {
     type: 'string',
     placeholder: 'RULE',
     help: 'what becomes of join requests: approve-all (default), approve-attributed (approve those through a Capigram link, hold the others for you) or hold (all wait for channel approve|decline)',
   },
-  'welcome-text': { type: 'string', placeholder: 'TEXT', help: "a message sent to each requester (through the request's user_chat_id) while the request waits" },
-  'skip-telegram-check': { type: 'boolean', help: 'do not require Telegram to confirm the chat and the bot\'s right to invite users (e.g. the bot is promoted later)' },
+  'welcome-text': {
+    type: 'string',
+    placeholder: 'TEXT',
+    help: "a message sent to each requester (through the request's user_chat_id) while the request waits",
+  },
+  'skip-telegram-check': {
+    type: 'boolean',
+    help: "do not require Telegram to confirm the chat and the bot's right to invite users (e.g. the bot is promoted later)",
+  },
 } as const;
 
 /** The settings as the domain takes them (shared by add and update). */
@@ -59,19 +95,40 @@ export const channelCommands = [
   defineCommand({
     group: 'channel',
     name: 'add',
-    summary: "Adds a Telegram channel to a site. The bot must belong to the site's account, and Telegram must confirm that the chat exists and the bot is an administrator allowed to invite users.",
+    summary:
+      "Adds a Telegram channel to a site. The bot must belong to the site's account, and Telegram must confirm that the chat exists and the bot is an administrator allowed to invite users.",
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
-      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: 'the bot that manages the channel' },
-      'telegram-channel-id': { type: 'string', required: true, placeholder: '-100…', help: "the channel's Telegram id (negative)" },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
+      bot: {
+        type: 'string',
+        required: true,
+        placeholder: 'BOT_ID',
+        field: 'botId',
+        help: 'the bot that manages the channel',
+      },
+      'telegram-channel-id': {
+        type: 'string',
+        required: true,
+        placeholder: '-100…',
+        help: "the channel's Telegram id (negative)",
+      },
       ...CHANNEL_FLAGS,
       title: { type: 'string', required: true, placeholder: 'TITLE', help: 'a title for the channel' },
     },
     async run({ deps, warn }, v) {
-      const { channelId, warnings } = await addChannel(
-        deps,
-        { siteId: v.site, botId: v.bot, telegramChannelId: v['telegram-channel-id'], ...settings(v), title: v.title },
-      );
+      const { channelId, warnings } = await addChannel(deps, {
+        siteId: v.site,
+        botId: v.bot,
+        telegramChannelId: v['telegram-channel-id'],
+        ...settings(v),
+        title: v.title,
+      });
       for (const w of warnings) warn(`warning: ${w}`);
       return { json: { channelId }, human: `Channel added: ${channelId}` };
     },
@@ -80,9 +137,16 @@ export const channelCommands = [
   defineCommand({
     group: 'channel',
     name: 'update',
-    summary: "Changes a channel's settings (any flag of channel add but the site, the bot and the chat); the result is checked as channel add checks it.",
+    summary:
+      "Changes a channel's settings (any flag of channel add but the site, the bot and the chat); the result is checked as channel add checks it.",
     flags: {
-      channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel to change' },
+      channel: {
+        type: 'string',
+        required: true,
+        placeholder: 'CHANNEL_ID',
+        field: 'channelId',
+        help: 'the channel to change',
+      },
       ...CHANNEL_FLAGS,
       title: { type: 'string', placeholder: 'TITLE', help: 'a new title for the channel' },
       clear: {
@@ -93,10 +157,11 @@ export const channelCommands = [
       },
     },
     async run({ deps, warn }, v) {
-      const { channelId, warnings } = await updateChannel(
-        deps,
-        { channelId: v.channel, ...settings(v), clear: v.clear as (typeof CLEARABLE)[number][] },
-      );
+      const { channelId, warnings } = await updateChannel(deps, {
+        channelId: v.channel,
+        ...settings(v),
+        clear: v.clear as (typeof CLEARABLE)[number][],
+      });
       for (const w of warnings) warn(`warning: ${w}`);
       return { json: { channelId }, human: `Channel updated: ${channelId}` };
     },
@@ -105,9 +170,16 @@ export const channelCommands = [
   defineCommand({
     group: 'channel',
     name: 'list',
-    summary: "Lists a site's active channels, with the bot's admin status and the number of ready invite links.",
+    summary:
+      "Lists a site's active channels, with the bot's admin status and the number of ready invite links.",
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
     },
     async run({ deps }, v) {
       const { channels } = await listChannels(deps.pool, v.site);
@@ -140,7 +212,13 @@ export const channelCommands = [
                 c.title,
                 c.eventType,
                 String(c.funnelOrder),
-                c.botIsAdmin === null ? 'unknown' : c.botIsAdmin ? (c.botCanInvite ? 'yes' : 'yes, cannot invite') : 'NO',
+                c.botIsAdmin === null
+                  ? 'unknown'
+                  : c.botIsAdmin
+                    ? c.botCanInvite
+                      ? 'yes'
+                      : 'yes, cannot invite'
+                    : 'NO',
                 String(c.poolSize),
                 c.isDefault ? 'default' : '',
               ]),
@@ -152,16 +230,26 @@ export const channelCommands = [
   defineCommand({
     group: 'channel',
     name: 'requests',
-    summary: "Lists a channel's join requests held for you (by --join-requests hold or approve-attributed), oldest first.",
+    summary:
+      "Lists a channel's join requests held for you (by --join-requests hold or approve-attributed), oldest first.",
     flags: {
-      channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel' },
+      channel: {
+        type: 'string',
+        required: true,
+        placeholder: 'CHANNEL_ID',
+        field: 'channelId',
+        help: 'the channel',
+      },
     },
     async run({ deps }, v) {
       const out = await listHeldRequests(deps.pool, v.channel);
       const human =
         out.requests.length === 0
           ? 'No held join requests.'
-          : table(['telegramUserId', 'through Capigram', 'requested'], out.requests.map((r) => [String(r.telegramUserId), r.attributed ? 'yes' : 'no', r.requestedAt]));
+          : table(
+              ['telegramUserId', 'through Capigram', 'requested'],
+              out.requests.map((r) => [String(r.telegramUserId), r.attributed ? 'yes' : 'no', r.requestedAt]),
+            );
       return { json: out, human };
     },
   }),
@@ -174,11 +262,28 @@ export const channelCommands = [
           ? "Approves a user's join request with Telegram; a request through a Capigram link then counts as that visit's join."
           : "Declines a user's join request with Telegram.",
       flags: {
-        channel: { type: 'string', required: true, placeholder: 'CHANNEL_ID', field: 'channelId', help: 'the channel' },
-        'telegram-user-id': { type: 'string', kind: 'int', required: true, placeholder: 'USER_ID', field: 'telegramUserId', help: "the requester's Telegram user id (from channel requests)" },
+        channel: {
+          type: 'string',
+          required: true,
+          placeholder: 'CHANNEL_ID',
+          field: 'channelId',
+          help: 'the channel',
+        },
+        'telegram-user-id': {
+          type: 'string',
+          kind: 'int',
+          required: true,
+          placeholder: 'USER_ID',
+          field: 'telegramUserId',
+          help: "the requester's Telegram user id (from channel requests)",
+        },
       },
       async run({ deps }, v) {
-        const out = await decideJoinRequest(deps, { channelId: v.channel, telegramUserId: v['telegram-user-id'], decision });
+        const out = await decideJoinRequest(deps, {
+          channelId: v.channel,
+          telegramUserId: v['telegram-user-id'],
+          decision,
+        });
         return { json: out, human: `Join request of ${out.telegramUserId}: ${out.status}` };
       },
     }),

@@ -97,11 +97,20 @@ export interface Parsed {
 export function parseCommandArgs(cmd: Command, argv: string[]): Parsed {
   const flags = { ...cmd.flags, ...COMMON_FLAGS };
   const options = Object.fromEntries(
-    Object.entries(flags).map(([name, f]) => [name, { type: f.type, ...(f.multiple ? { multiple: true } : {}), ...(name === 'help' ? { short: 'h' } : {}) }]),
+    Object.entries(flags).map(([name, f]) => [
+      name,
+      { type: f.type, ...(f.multiple ? { multiple: true } : {}), ...(name === 'help' ? { short: 'h' } : {}) },
+    ]),
   );
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: withNegativeValues(argv, flags), options, strict: true, allowPositionals: false, tokens: true });
+    parsed = parseArgs({
+      args: withNegativeValues(argv, flags),
+      options,
+      strict: true,
+      allowPositionals: false,
+      tokens: true,
+    });
   } catch (err) {
     throw new UsageError(explainParseError(cmd, err as Error & { code?: string }, flags));
   }
@@ -113,7 +122,8 @@ export function parseCommandArgs(cmd: Command, argv: string[]): Parsed {
   const seen = new Set<string>();
   for (const t of parsed.tokens ?? []) {
     if (t.kind !== 'option') continue;
-    if (seen.has(t.name) && !flags[t.name]?.multiple) throw new UsageError(`--${t.name} was given more than once`);
+    if (seen.has(t.name) && !flags[t.name]?.multiple)
+      throw new UsageError(`--${t.name} was given more than once`);
     seen.add(t.name);
   }
 
@@ -134,7 +144,8 @@ export function parseCommandArgs(cmd: Command, argv: string[]): Parsed {
 function parseNumber(flag: string, kind: 'int' | 'number', text: string): number {
   const t = text.trim();
   const ok = kind === 'int' ? /^-?\d{1,15}$/.test(t) : /^-?\d{1,15}(\.\d{1,10})?$/.test(t);
-  if (!ok) throw new UsageError(`--${flag} must be ${kind === 'int' ? 'an integer' : 'a number'}, got "${text}"`);
+  if (!ok)
+    throw new UsageError(`--${flag} must be ${kind === 'int' ? 'an integer' : 'a number'}, got "${text}"`);
   return Number(t);
 }
 
@@ -189,12 +200,19 @@ function closest(name: string, names: string[]): string | undefined {
 
 /** Edit distance counting a swap of two neighbours as one edit (the commonest typo). */
 function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const row = d[i]!;
-      row[j] = Math.min(d[i - 1]![j]! + 1, row[j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j]!, d[i - 2]![j - 2]! + 1);
+      row[j] = Math.min(
+        d[i - 1]![j]! + 1,
+        row[j - 1]! + 1,
+        d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        row[j] = Math.min(row[j]!, d[i - 2]![j - 2]! + 1);
     }
   }
   return d[a.length]![b.length]!;
@@ -222,7 +240,9 @@ export function commandHelp(cmd: Command, program: string): string {
     .join(' ');
   const all = { ...cmd.flags, ...COMMON_FLAGS };
   const width = Math.max(...Object.entries(all).map(([n, f]) => flagLabel(n, f).length));
-  const lines = Object.entries(all).map(([n, f]) => `  ${flagLabel(n, f).padEnd(width)}  ${f.help}${f.required ? ' (required)' : ''}`);
+  const lines = Object.entries(all).map(
+    ([n, f]) => `  ${flagLabel(n, f).padEnd(width)}  ${f.help}${f.required ? ' (required)' : ''}`,
+  );
   return [
     `${program} ${cmd.group} ${cmd.name} ${usage} [--json]`,
     '',

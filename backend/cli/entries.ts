@@ -12,17 +12,59 @@ export const entryCommands = [
     summary:
       "Adds an entry: a way from the site into a bot (kind start: t.me/<bot>?start=<payload>) or into its Mini App (kind app: t.me/<bot>/<app>?startapp=<payload>). Each click gets a fresh payload; /start <payload> (or the Mini App's initData) ties the click's visit to the Telegram user.",
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
-      bot: { type: 'string', required: true, placeholder: 'BOT_ID', field: 'botId', help: "the bot (of the site's account) the visitor is sent to" },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
+      bot: {
+        type: 'string',
+        required: true,
+        placeholder: 'BOT_ID',
+        field: 'botId',
+        help: "the bot (of the site's account) the visitor is sent to",
+      },
       kind: { type: 'string', placeholder: 'KIND', help: 'start (the bot, default) or app (its Mini App)' },
-      app: { type: 'string', placeholder: 'SHORT_NAME', help: "the Mini App's short name, as set with BotFather (with --kind app)" },
-      'event-type': { type: 'string', placeholder: 'TYPE', help: 'the event sent when the visitor arrives: Contact, Lead (default), Purchase, CompleteRegistration, Subscribe, Custom, or none (tie only)' },
-      'custom-event-name': { type: 'string', placeholder: 'NAME', help: 'the event name when --event-type is Custom' },
-      value: { type: 'string', kind: 'number', placeholder: 'V', help: 'a fixed value sent with the event (with --currency)' },
+      app: {
+        type: 'string',
+        placeholder: 'SHORT_NAME',
+        help: "the Mini App's short name, as set with BotFather (with --kind app)",
+      },
+      'event-type': {
+        type: 'string',
+        placeholder: 'TYPE',
+        help: 'the event sent when the visitor arrives: Contact, Lead (default), Purchase, CompleteRegistration, Subscribe, Custom, or none (tie only)',
+      },
+      'custom-event-name': {
+        type: 'string',
+        placeholder: 'NAME',
+        help: 'the event name when --event-type is Custom',
+      },
+      value: {
+        type: 'string',
+        kind: 'number',
+        placeholder: 'V',
+        help: 'a fixed value sent with the event (with --currency)',
+      },
       currency: { type: 'string', placeholder: 'CUR', help: 'ISO 4217 currency of --value' },
-      channel: { type: 'string', placeholder: 'CHANNEL_ID', field: 'channelId', help: "a channel of the site: the bot's answer to /start carries a button to it, and its joins by the user are credited to the visit" },
-      'welcome-text': { type: 'string', placeholder: 'TEXT', help: 'what the bot answers to /start (1-4096 characters)' },
-      default: { type: 'boolean', field: 'isDefault', help: "make this the site's default entry (the first entry is the default anyway)" },
+      channel: {
+        type: 'string',
+        placeholder: 'CHANNEL_ID',
+        field: 'channelId',
+        help: "a channel of the site: the bot's answer to /start carries a button to it, and its joins by the user are credited to the visit",
+      },
+      'welcome-text': {
+        type: 'string',
+        placeholder: 'TEXT',
+        help: 'what the bot answers to /start (1-4096 characters)',
+      },
+      default: {
+        type: 'boolean',
+        field: 'isDefault',
+        help: "make this the site's default entry (the first entry is the default anyway)",
+      },
     },
     async run({ deps }, v) {
       const { entryId, kind } = await addEntry(deps.pool, {
@@ -47,13 +89,26 @@ export const entryCommands = [
     name: 'list',
     summary: "Lists a site's entries.",
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
     },
     async run({ deps }, v) {
       const { entries } = await listEntries(deps.pool, v.site);
       const json = {
         entries: entries.map((e) => ({
-          entryId: e.entryId, kind: e.kind, botId: e.botId, botUsername: e.botUsername, app: e.app, eventType: e.eventType, channelId: e.channelId, isDefault: e.isDefault,
+          entryId: e.entryId,
+          kind: e.kind,
+          botId: e.botId,
+          botUsername: e.botUsername,
+          app: e.app,
+          eventType: e.eventType,
+          channelId: e.channelId,
+          isDefault: e.isDefault,
         })),
       };
       const human =
@@ -61,7 +116,15 @@ export const entryCommands = [
           ? 'No entries.'
           : table(
               ['entryId', 'kind', 'bot', 'app', 'event', 'channel', ''],
-              entries.map((e) => [e.entryId, e.kind, e.botUsername ? `@${e.botUsername}` : e.botId, e.app ?? '', e.eventType, e.channelId ?? '', e.isDefault ? 'default' : '']),
+              entries.map((e) => [
+                e.entryId,
+                e.kind,
+                e.botUsername ? `@${e.botUsername}` : e.botId,
+                e.app ?? '',
+                e.eventType,
+                e.channelId ?? '',
+                e.isDefault ? 'default' : '',
+              ]),
             );
       return { json, human };
     },

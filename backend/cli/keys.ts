@@ -6,10 +6,22 @@ export const keyCommands = [
   defineCommand({
     group: 'key',
     name: 'create',
-    summary: 'Creates a business API key. The key is printed once and stored only as a hash: keep it safe, it cannot be shown again.',
+    summary:
+      'Creates a business API key. The key is printed once and stored only as a hash: keep it safe, it cannot be shown again.',
     flags: {
-      account: { type: 'string', required: true, placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'the account the key acts for' },
-      site: { type: 'string', placeholder: 'SITE', field: 'siteId', help: 'limit the key to one site (siteId or websiteId); without it the key is account-scoped' },
+      account: {
+        type: 'string',
+        required: true,
+        placeholder: 'ACCOUNT_ID',
+        field: 'accountId',
+        help: 'the account the key acts for',
+      },
+      site: {
+        type: 'string',
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'limit the key to one site (siteId or websiteId); without it the key is account-scoped',
+      },
       name: { type: 'string', placeholder: 'NAME', help: 'a label, e.g. where the key is used' },
     },
     async run({ deps }, v) {
@@ -32,7 +44,13 @@ export const keyCommands = [
     name: 'revoke',
     summary: 'Revokes an API key: requests with it are refused from now on. Revoking twice is harmless.',
     flags: {
-      key: { type: 'string', required: true, placeholder: 'KEY_ID', field: 'keyId', help: 'the keyId printed by key create or key list' },
+      key: {
+        type: 'string',
+        required: true,
+        placeholder: 'KEY_ID',
+        field: 'keyId',
+        help: 'the keyId printed by key create or key list',
+      },
     },
     async run({ deps }, v) {
       const out = await revokeApiKey(deps.pool, v.key);
@@ -45,7 +63,13 @@ export const keyCommands = [
     name: 'list',
     summary: "Lists an account's API keys (never the keys themselves).",
     flags: {
-      account: { type: 'string', required: true, placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'the account' },
+      account: {
+        type: 'string',
+        required: true,
+        placeholder: 'ACCOUNT_ID',
+        field: 'accountId',
+        help: 'the account',
+      },
     },
     async run({ deps }, v) {
       const out = await listApiKeys(deps.pool, v.account);
@@ -54,7 +78,13 @@ export const keyCommands = [
           ? 'No keys.'
           : table(
               ['keyId', 'name', 'scope', 'created', 'revoked'],
-              out.keys.map((k) => [k.keyId, k.name ?? '', k.siteId ? `site ${k.siteId}` : 'account', k.createdAt, k.revokedAt ?? '']),
+              out.keys.map((k) => [
+                k.keyId,
+                k.name ?? '',
+                k.siteId ? `site ${k.siteId}` : 'account',
+                k.createdAt,
+                k.revokedAt ?? '',
+              ]),
             );
       return { json: out, human };
     },

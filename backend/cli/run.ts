@@ -23,7 +23,19 @@ import { siteCommands } from './sites.js';
  * the server runs). stdout carries only the result, so `--json` output can be piped; warnings,
  * refusals and logs go to stderr.
  */
-export const COMMANDS: Command[] = [...accountCommands, ...siteCommands, ...botCommands, ...channelCommands, ...entryCommands, ...pixelCommands, ...sendCommands, ...keyCommands, ...forwarderCommands, ...leadCommands, ...reportCommands];
+export const COMMANDS: Command[] = [
+  ...accountCommands,
+  ...siteCommands,
+  ...botCommands,
+  ...channelCommands,
+  ...entryCommands,
+  ...pixelCommands,
+  ...sendCommands,
+  ...keyCommands,
+  ...forwarderCommands,
+  ...leadCommands,
+  ...reportCommands,
+];
 
 const PROGRAM = 'npm run admin --';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -34,7 +46,11 @@ export interface CliIo {
 }
 
 /** Runs one command and returns the process exit code: 0 done, 1 refused (the reason on stderr). */
-export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runCli(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   // `--json` counts wherever it stands, before the command's name too (`--json --help`).
   const json = argv.includes('--json');
   const [group, name, ...words] = argv.filter((a) => a !== '--json');
@@ -75,10 +91,16 @@ export async function runCli(argv: string[], io: CliIo, env: NodeJS.ProcessEnv =
     const warn = (message: string) => void io.stderr.write(message + '\n');
     const fresh = await refuseSecondDatabase(env);
     runtime = await openRuntime({ env, log, poolSize: 3 });
-    if (fresh !== null) warn(`created a new database in ${fresh} (DATA_DIR ${runtime.deps.config.DATA_DIR}; set DATA_DIR or DATABASE_URL to use another)`);
+    if (fresh !== null)
+      warn(
+        `created a new database in ${fresh} (DATA_DIR ${runtime.deps.config.DATA_DIR}; set DATA_DIR or DATABASE_URL to use another)`,
+      );
     // The first command on a fresh DATA_DIR creates the admin token before any `npm start` could
     // print it: say where it is (on stderr, so stdout stays the one JSON object).
-    if (runtime.generatedAdminToken) warn(`generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`);
+    if (runtime.generatedAdminToken)
+      warn(
+        `generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`,
+      );
     const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
     io.stdout.write(parsed.json ? JSON.stringify(result.json) + '\n' : result.human + '\n');
     return result.exitCode ?? 0;
@@ -142,7 +164,9 @@ function overview(): string {
     '',
     'Commands:',
     ...groups.flatMap((g) =>
-      COMMANDS.filter((c) => c.group === g).map((c) => `  ${`${c.group} ${c.name}`.padEnd(width)}  ${firstSentence(c.summary)}`),
+      COMMANDS.filter((c) => c.group === g).map(
+        (c) => `  ${`${c.group} ${c.name}`.padEnd(width)}  ${firstSentence(c.summary)}`,
+      ),
     ),
     '',
     `${PROGRAM} <command> --help shows a command's flags. --json prints one JSON object on stdout and nothing else.`,
@@ -151,7 +175,12 @@ function overview(): string {
 }
 
 function groupHelp(group: string, cmds: Command[]): string {
-  return [`Usage: ${PROGRAM} ${group} <${cmds.map((c) => c.name).join('|')}> [flags] [--json]`, '', ...cmds.map((c) => `  ${group} ${c.name}  ${firstSentence(c.summary)}`), ''].join('\n');
+  return [
+    `Usage: ${PROGRAM} ${group} <${cmds.map((c) => c.name).join('|')}> [flags] [--json]`,
+    '',
+    ...cmds.map((c) => `  ${group} ${c.name}  ${firstSentence(c.summary)}`),
+    '',
+  ].join('\n');
 }
 
 function firstSentence(s: string): string {

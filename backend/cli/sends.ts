@@ -1,4 +1,10 @@
-import { RETRY_FAILED_BATCH, SEND_STATUSES, listSends, retryFailedSends, retrySend } from '../delivery/admin.js';
+import {
+  RETRY_FAILED_BATCH,
+  SEND_STATUSES,
+  listSends,
+  retryFailedSends,
+  retrySend,
+} from '../delivery/admin.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -10,12 +16,26 @@ export const sendCommands = [
     name: 'list',
     summary: "Lists a site's sends (one per platform dispatch of a conversion or a PageView), newest first.",
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
-      status: { type: 'string', placeholder: 'STATUS', help: `only sends in this status: ${SEND_STATUSES.join(', ')}` },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
+      status: {
+        type: 'string',
+        placeholder: 'STATUS',
+        help: `only sends in this status: ${SEND_STATUSES.join(', ')}`,
+      },
       limit: { type: 'string', kind: 'int', placeholder: 'N', help: 'at most N sends (1–1000, default 50)' },
     },
     async run({ deps }, v) {
-      const out = await listSends(deps.pool, { siteId: v.site, status: v.status as Status | undefined, limit: v.limit });
+      const out = await listSends(deps.pool, {
+        siteId: v.site,
+        status: v.status as Status | undefined,
+        limit: v.limit,
+      });
       const human =
         out.sends.length === 0
           ? 'No sends.'
@@ -41,7 +61,13 @@ export const sendCommands = [
       'Queues a failed or skipped send again with a fresh attempt budget; the worker delivers it with the same event id, ' +
       'so the platform deduplicates it if an earlier attempt arrived. A delivered send is refused.',
     flags: {
-      send: { type: 'string', required: true, placeholder: 'SEND_ID', field: 'sendId', help: 'the sendId printed by sends list' },
+      send: {
+        type: 'string',
+        required: true,
+        placeholder: 'SEND_ID',
+        field: 'sendId',
+        help: 'the sendId printed by sends list',
+      },
     },
     async run({ deps }, v) {
       const out = await retrySend(deps.pool, v.send);
@@ -56,12 +82,21 @@ export const sendCommands = [
       `Queues every failed send of the site's active pixels again (the oldest ${RETRY_FAILED_BATCH} per run), as sends retry does one: ` +
       'for after fixing what made them fail, such as an expired access token.',
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
     },
     async run({ deps }, v) {
       const out = await retryFailedSends(deps.pool, v.site);
       const more = out.more ? '; more are left: run it again' : '';
-      return { json: out, human: `${out.retried} failed send${out.retried === 1 ? '' : 's'} queued for delivery again${more}` };
+      return {
+        json: out,
+        human: `${out.retried} failed send${out.retried === 1 ? '' : 's'} queued for delivery again${more}`,
+      };
     },
   }),
 ];

@@ -1,4 +1,10 @@
-import { MAX_DEDUP_WINDOW_SECONDS, UPDATE_FLAGS, createSite, listSites, updateSite } from '../domain/admin/sites.js';
+import {
+  MAX_DEDUP_WINDOW_SECONDS,
+  UPDATE_FLAGS,
+  createSite,
+  listSites,
+  updateSite,
+} from '../domain/admin/sites.js';
 import { UsageError, defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -21,7 +27,7 @@ const TELEGRAM_ACTION_SOURCE_FLAG = {
   type: 'string',
   placeholder: 'website|chat',
   field: 'telegramActionSource',
-  help: 'how Telegram joins are reported to Meta (action_source), TikTok and Snapchat: website (default: with the visit\'s page and browser) or chat',
+  help: "how Telegram joins are reported to Meta (action_source), TikTok and Snapchat: website (default: with the visit's page and browser) or chat",
 } as const;
 
 export const siteCommands = [
@@ -30,7 +36,13 @@ export const siteCommands = [
     name: 'create',
     summary: 'Creates a site: a website whose visits, invite clicks and conversions are tracked.',
     flags: {
-      account: { type: 'string', required: true, placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'the owning account' },
+      account: {
+        type: 'string',
+        required: true,
+        placeholder: 'ACCOUNT_ID',
+        field: 'accountId',
+        help: 'the owning account',
+      },
       name: { type: 'string', required: true, placeholder: 'NAME', help: 'a name for the site' },
       domain: {
         type: 'string',
@@ -48,10 +60,18 @@ export const siteCommands = [
     notes: ['The websiteId printed is public: it goes into tracker.js and the proxy (--website-id).'],
     async run({ deps }, v) {
       const out = await createSite(deps.pool, {
-        accountId: v.account, name: v.name, domains: v.domain, url: v.url, googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
-        defaultCountry: v['default-country'], telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
+        accountId: v.account,
+        name: v.name,
+        domains: v.domain,
+        url: v.url,
+        googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
+        defaultCountry: v['default-country'],
+        telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
       });
-      return { json: out, human: `Site created: ${out.siteId}\n  websiteId: ${out.websiteId} (public identifier for the tracker and the proxy)` };
+      return {
+        json: out,
+        human: `Site created: ${out.siteId}\n  websiteId: ${out.websiteId} (public identifier for the tracker and the proxy)`,
+      };
     },
   }),
 
@@ -60,45 +80,90 @@ export const siteCommands = [
     name: 'update',
     summary: "Changes a site's conversion dedup window and the domains its tracker accepts.",
     flags: {
-      site: { type: 'string', required: true, placeholder: 'SITE', field: 'siteId', help: 'the site (siteId or websiteId)' },
+      site: {
+        type: 'string',
+        required: true,
+        placeholder: 'SITE',
+        field: 'siteId',
+        help: 'the site (siteId or websiteId)',
+      },
       'dedup-window-seconds': {
         type: 'string',
         kind: 'int',
         placeholder: 'N',
         help: `how long a matching conversion is updated instead of repeated, 0 (off) to ${MAX_DEDUP_WINDOW_SECONDS} (default 86400)`,
       },
-      'add-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'addDomains', help: 'a domain to accept visits from; repeat for several' },
-      'remove-domain': { type: 'string', multiple: true, placeholder: 'DOMAIN', field: 'removeDomains', help: 'a domain to stop accepting; a site keeps at least one' },
+      'add-domain': {
+        type: 'string',
+        multiple: true,
+        placeholder: 'DOMAIN',
+        field: 'addDomains',
+        help: 'a domain to accept visits from; repeat for several',
+      },
+      'remove-domain': {
+        type: 'string',
+        multiple: true,
+        placeholder: 'DOMAIN',
+        field: 'removeDomains',
+        help: 'a domain to stop accepting; a site keeps at least one',
+      },
       'google-ad-user-data': GOOGLE_CONSENT_FLAG,
       'default-country': DEFAULT_COUNTRY_FLAG,
       'telegram-action-source': TELEGRAM_ACTION_SOURCE_FLAG,
-      url: { type: 'string', placeholder: 'URL', help: "the site's address (http or https), reported to the ad platforms as the page of an /r/ click" },
+      url: {
+        type: 'string',
+        placeholder: 'URL',
+        help: "the site's address (http or https), reported to the ad platforms as the page of an /r/ click",
+      },
     },
     check(v) {
       if (
-        v['dedup-window-seconds'] === undefined && v['add-domain'].length === 0 && v['remove-domain'].length === 0 && v['google-ad-user-data'] === undefined &&
-        v['default-country'] === undefined && v['telegram-action-source'] === undefined && v.url === undefined
+        v['dedup-window-seconds'] === undefined &&
+        v['add-domain'].length === 0 &&
+        v['remove-domain'].length === 0 &&
+        v['google-ad-user-data'] === undefined &&
+        v['default-country'] === undefined &&
+        v['telegram-action-source'] === undefined &&
+        v.url === undefined
       ) {
         throw new UsageError(`nothing to change: give ${UPDATE_FLAGS}`);
       }
     },
     async run({ deps }, v) {
       const out = await updateSite(deps.pool, {
-        siteId: v.site, dedupWindowSeconds: v['dedup-window-seconds'], addDomains: v['add-domain'], removeDomains: v['remove-domain'], googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
-        defaultCountry: v['default-country'], telegramActionSource: v['telegram-action-source'] as 'website' | undefined, url: v.url,
+        siteId: v.site,
+        dedupWindowSeconds: v['dedup-window-seconds'],
+        addDomains: v['add-domain'],
+        removeDomains: v['remove-domain'],
+        googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
+        defaultCountry: v['default-country'],
+        telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
+        url: v.url,
       });
-      const consent = out.googleAdUserData === null ? '' : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
+      const consent =
+        out.googleAdUserData === null
+          ? ''
+          : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
       const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}${out.url === null ? '' : `\n  url: ${out.url}`}`;
-      return { json: { ...out }, human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}` };
+      return {
+        json: { ...out },
+        human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}`,
+      };
     },
   }),
 
   defineCommand({
     group: 'site',
     name: 'list',
-    summary: 'Lists the sites of an account, or of every account, with their websiteId, domains, active channels and pixels, and their install checks: first and latest visit seen, hosts refused.',
+    summary:
+      'Lists the sites of an account, or of every account, with their websiteId, domains, active channels and pixels, and their install checks: first and latest visit seen, hosts refused.',
     flags: {
-      account: { type: 'string', placeholder: 'ACCOUNT_ID', field: 'accountId', help: 'only this account\'s sites' },
+      account: {
+        type: 'string',
+        placeholder: 'ACCOUNT_ID',
+        field: 'accountId',
+        help: "only this account's sites",
+      },
     },
     async run({ deps }, v) {
       const out = await listSites(deps.pool, v.account);
@@ -106,10 +171,27 @@ export const siteCommands = [
         out.sites.length === 0
           ? 'No sites.'
           : table(
-              ['siteId', 'websiteId', 'name', 'domains', 'channels', 'pixels', 'last visit', 'refused hosts', 'account'],
+              [
+                'siteId',
+                'websiteId',
+                'name',
+                'domains',
+                'channels',
+                'pixels',
+                'last visit',
+                'refused hosts',
+                'account',
+              ],
               out.sites.map((s) => [
-                s.siteId, s.websiteId, s.name, s.domains.join(','), String(s.channels), String(s.activePixels),
-                s.lastVisitAt === null ? 'waiting for the first visit' : s.lastVisitAt.slice(0, 16).replace('T', ' '),
+                s.siteId,
+                s.websiteId,
+                s.name,
+                s.domains.join(','),
+                String(s.channels),
+                String(s.activePixels),
+                s.lastVisitAt === null
+                  ? 'waiting for the first visit'
+                  : s.lastVisitAt.slice(0, 16).replace('T', ' '),
                 s.refusedHosts.map((h) => `${h.host} (${h.refused})`).join(', '),
                 s.accountId,
               ]),

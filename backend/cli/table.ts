@@ -18,5 +18,8 @@ const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' 
  * or break the table's rows. Shown as escapes (`\x1b`, `\n`); `--json` keeps the value as stored.
  */
 function printable(cell: string): string {
-  return cell.replace(/\p{Cc}/gu, (ch) => ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return cell.replace(
+    /\p{Cc}/gu,
+    (ch) => ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }

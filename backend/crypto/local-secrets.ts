@@ -24,10 +24,14 @@ function readOrCreate(file: string, make: () => string): { value: string; create
   }
 }
 
-export function loadLocalSecrets(dataDir: string, env: { SECRET_KEY?: string; ADMIN_TOKEN?: string }): LocalSecrets {
+export function loadLocalSecrets(
+  dataDir: string,
+  env: { SECRET_KEY?: string; ADMIN_TOKEN?: string },
+): LocalSecrets {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const secretKey = env.SECRET_KEY ?? readOrCreate(join(dir, 'secret-key'), () => randomBytes(32).toString('hex')).value;
+  const secretKey =
+    env.SECRET_KEY ?? readOrCreate(join(dir, 'secret-key'), () => randomBytes(32).toString('hex')).value;
   if (env.ADMIN_TOKEN) return { secretKey, adminToken: env.ADMIN_TOKEN, generatedAdminToken: false };
   const admin = readOrCreate(join(dir, 'admin-token'), () => randomBytes(24).toString('base64url'));
   return { secretKey, adminToken: admin.value, generatedAdminToken: admin.created };

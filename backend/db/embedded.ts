@@ -61,10 +61,18 @@ interface RunAs {
 }
 
 /** The command line that starts `cmd` as `user`, and the options to start it with. */
-function command(user: RunAs, cmd: string, args: string[]): { file: string; args: string[]; ids: { uid?: number; gid?: number } } {
+function command(
+  user: RunAs,
+  cmd: string,
+  args: string[],
+): { file: string; args: string[]; ids: { uid?: number; gid?: number } } {
   if (user.namespace !== undefined) {
     const { uid, gid } = user.namespace;
-    return { file: 'unshare', args: ['--user', `--map-user=${uid}`, `--map-group=${gid}`, '--', cmd, ...args], ids: {} };
+    return {
+      file: 'unshare',
+      args: ['--user', `--map-user=${uid}`, `--map-group=${gid}`, '--', cmd, ...args],
+      ids: {},
+    };
   }
   return { file: cmd, args, ids: user.uid === undefined ? {} : { uid: user.uid, gid: user.gid } };
 }
@@ -82,18 +90,27 @@ async function runAs(bin: Binaries, root: string, pgdata: string): Promise<RunAs
     ids = { uid: await id('-u'), gid: await id('-g') };
   } catch {
     await execFileAsync('groupadd', ['-f', 'postgres']).catch(() => undefined);
-    await execFileAsync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']).catch(() => undefined);
+    await execFileAsync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']).catch(
+      () => undefined,
+    );
     ids = { uid: await id('-u'), gid: await id('-g') };
   }
   // A data directory made earlier tells how it was made: PostgreSQL insists on owning it.
   const existing = existsSync(join(pgdata, 'PG_VERSION')) ? statSync(pgdata).uid : undefined;
   if (existing === ids.uid) return ids;
-  if (existing === undefined && (await reaches(ids, [bin.postgres, bin.initdb], existsSync(root) ? root : dirname(root)))) return ids;
+  if (
+    existing === undefined &&
+    (await reaches(ids, [bin.postgres, bin.initdb], existsSync(root) ? root : dirname(root)))
+  )
+    return ids;
   const namespace = { namespace: ids };
   try {
     await run(namespace, 'true', []);
   } catch (err) {
-    const where = existing === undefined ? `the PostgreSQL binaries (${dirname(bin.postgres)}) or ${root}` : `${pgdata} (owned by root)`;
+    const where =
+      existing === undefined
+        ? `the PostgreSQL binaries (${dirname(bin.postgres)}) or ${root}`
+        : `${pgdata} (owned by root)`;
     throw new Error(
       `the embedded PostgreSQL cannot run as root and the "postgres" user cannot reach ${where}; ` +
         `nor could it run in a user namespace (${(err as { stderr?: string }).stderr?.trim() || String(err)}). ` +
@@ -104,7 +121,11 @@ async function runAs(bin: Binaries, root: string, pgdata: string): Promise<RunAs
 }
 
 /** Whether `user` can run the binaries and enter (and write) the directory. */
-async function reaches(user: { uid: number; gid: number }, binaries: string[], dir: string): Promise<boolean> {
+async function reaches(
+  user: { uid: number; gid: number },
+  binaries: string[],
+  dir: string,
+): Promise<boolean> {
   const test = (args: string[]) =>
     execFileAsync('test', args, user).then(
       () => true,
@@ -191,7 +212,8 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
   const user = await runAs(bin, root, pgdata);
   mkdirSync(root, { recursive: true, mode: 0o700 });
 
-  if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(24).toString('hex'), { mode: 0o600 });
+  if (!existsSync(passwordFile))
+    writeFileSync(passwordFile, randomBytes(24).toString('hex'), { mode: 0o600 });
   const password = readFileSync(passwordFile, 'utf8').trim();
   const urlFor = (port: number) => `postgres://capigram:${password}@127.0.0.1:${port}/postgres`;
 
@@ -216,7 +238,13 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
     max_connections: '200',
     ...opts.settings,
   };
-  const args = ['-D', pgdata, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  const args = [
+    '-D',
+    pgdata,
+    '-p',
+    String(port),
+    ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+  ];
   const start = command(user, bin.postgres, args);
   // `unshare` execs PostgreSQL in its own place (no fork), so the child is PostgreSQL either way.
   const child = spawn(start.file, start.args, { ...start.ids, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -238,7 +266,8 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
   } catch (err) {
     // Another process may have started it at the same moment: attach to that one instead.
     const other = runningPostmaster(pgdata);
-    if (other && (await answers(urlFor(other.port)))) return { url: urlFor(other.port), owned: false, stop: async () => undefined };
+    if (other && (await answers(urlFor(other.port))))
+      return { url: urlFor(other.port), owned: false, stop: async () => undefined };
     throw err;
   }
   early.catch(() => undefined);
@@ -260,7 +289,13 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
   };
 }
 
-async function initdb(bin: Binaries, user: RunAs, pgdata: string, root: string, password: string): Promise<void> {
+async function initdb(
+  bin: Binaries,
+  user: RunAs,
+  pgdata: string,
+  root: string,
+  password: string,
+): Promise<void> {
   mkdirSync(pgdata, { recursive: true, mode: 0o700 });
   const pwfile = join(root, `.initdb-pw-${process.pid}`);
   writeFileSync(pwfile, password + '\n', { mode: 0o600 });
@@ -274,11 +309,21 @@ async function initdb(bin: Binaries, user: RunAs, pgdata: string, root: string, 
     await run(
       user,
       bin.initdb,
-      [`--pgdata=${pgdata}`, '--username=capigram', `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'],
+      [
+        `--pgdata=${pgdata}`,
+        '--username=capigram',
+        `--pwfile=${pwfile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+      ],
       { env: { ...process.env, LC_ALL: 'C' } },
     );
   } catch (err) {
-    throw new Error(`initdb failed for ${pgdata}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`);
+    throw new Error(
+      `initdb failed for ${pgdata}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`,
+    );
   } finally {
     try {
       (await import('node:fs')).unlinkSync(pwfile);

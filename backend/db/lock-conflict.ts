@@ -10,7 +10,11 @@ export const LOCK_CONFLICT_CODES = new Set(['40P01', '40001']);
 export const LOCK_CONFLICT_TRIES = 4;
 
 export function isLockConflict(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && LOCK_CONFLICT_CODES.has((err as { code?: unknown }).code as string);
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    LOCK_CONFLICT_CODES.has((err as { code?: unknown }).code as string)
+  );
 }
 
 /** A short random pause, so that two transactions that met do not meet again in step. */

@@ -40,7 +40,10 @@ export async function migrate(pool: Pool, migrations = listMigrations()): Promis
       try {
         await client.query('BEGIN');
         await client.query(m.sql);
-        await client.query('INSERT INTO capigram_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        await client.query('INSERT INTO capigram_migrations (version, name) VALUES ($1, $2)', [
+          m.version,
+          m.name,
+        ]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);

@@ -20,7 +20,11 @@ pg.types.setTypeParser(1700, (v) => Number(v));
  */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
-export function createPool(connectionString: string, max = 10, { idleInTransactionTimeoutMs = IDLE_IN_TRANSACTION_TIMEOUT_MS } = {}): Pool {
+export function createPool(
+  connectionString: string,
+  max = 10,
+  { idleInTransactionTimeoutMs = IDLE_IN_TRANSACTION_TIMEOUT_MS } = {},
+): Pool {
   const pool = new pg.Pool({
     connectionString,
     max,

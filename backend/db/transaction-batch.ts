@@ -198,15 +198,21 @@ export class TransactionBatcher {
     if (this.expiry !== undefined || this.queue.length === 0) return;
     // The queue stays in arrival order (`take` keeps the order of what it leaves), so its head is the oldest.
     const due = this.queue[0]!.queuedAt + this.queueWaitMs;
-    this.expiry = setTimeout(() => {
-      this.expiry = undefined;
-      const cutoff = performance.now() - this.queueWaitMs;
-      const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
-      const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
-      const error = new ApiError('UNAVAILABLE', 'the database is too busy to take this event now; retry shortly');
-      for (const job of expired) job.reject(error);
-      this.armExpiry();
-    }, Math.max(0, due - performance.now()));
+    this.expiry = setTimeout(
+      () => {
+        this.expiry = undefined;
+        const cutoff = performance.now() - this.queueWaitMs;
+        const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
+        const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
+        const error = new ApiError(
+          'UNAVAILABLE',
+          'the database is too busy to take this event now; retry shortly',
+        );
+        for (const job of expired) job.reject(error);
+        this.armExpiry();
+      },
+      Math.max(0, due - performance.now()),
+    );
     this.expiry.unref();
   }
 
@@ -232,7 +238,8 @@ export class TransactionBatcher {
     const batch: Job[] = [];
     const rest: Job[] = [];
     for (const job of this.queue) {
-      const clash = this.heldLocks.has(job.lockKey) || (job.claimId !== undefined && this.heldClaims.has(job.claimId));
+      const clash =
+        this.heldLocks.has(job.lockKey) || (job.claimId !== undefined && this.heldClaims.has(job.claimId));
       if (batch.length >= MAX_BATCH_EVENTS || clash) {
         rest.push(job);
         continue;
@@ -265,7 +272,11 @@ export class TransactionBatcher {
    * One run of the batch's transaction: committed, to be run again (PostgreSQL ended it for a lock
    * conflict, and `retry` allows another run), or settled otherwise (its events answered).
    */
-  private async attempt(jobs: Job[], placed: Placed[], retry: boolean): Promise<'committed' | 'again' | 'settled'> {
+  private async attempt(
+    jobs: Job[],
+    placed: Placed[],
+    retry: boolean,
+  ): Promise<'committed' | 'again' | 'settled'> {
     let client: PoolClient | undefined;
     let commitSent = false;
     try {
@@ -325,13 +336,20 @@ export class TransactionBatcher {
   /** The batch's transaction, up to its COMMIT; each event's result is left in its place. */
   private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
     for (const p of placed) await ensurePrepared(client, p.job.read);
-    const claims = placed.filter((p) => p.job.claim !== undefined).sort((a, b) => compare(a.job.claimId!, b.job.claimId!));
+    const claims = placed
+      .filter((p) => p.job.claim !== undefined)
+      .sort((a, b) => compare(a.job.claimId!, b.job.claimId!));
     for (const p of claims) await ensurePrepared(client, p.job.claim!.call);
     const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
     // The lead locks, then the claims, then the reads: one round trip, in the one lock order.
     const opened = results(
       await client.query(
-        ['BEGIN', this.locking.lockStatement(lockKeys), ...claims.map((p) => execute(client, p.job.claim!.call)), ...placed.map((p) => execute(client, p.job.read))].join('; '),
+        [
+          'BEGIN',
+          this.locking.lockStatement(lockKeys),
+          ...claims.map((p) => execute(client, p.job.claim!.call)),
+          ...placed.map((p) => execute(client, p.job.read)),
+        ].join('; '),
       ),
     );
     // Another request holds one of the keys: the batch is rolled back and its events run alone.
@@ -348,7 +366,10 @@ export class TransactionBatcher {
     const writes = placed.filter((p) => 'last' in p.finish!);
     const writeSql = writes.map((p) => execute(client, (p.finish as { last: PreparedCall }).last));
     const settle = (rows: { rows: unknown[] }[]) => {
-      writes.forEach((p, i) => (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(rows[i]!.rows as never[])));
+      writes.forEach(
+        (p, i) =>
+          (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(rows[i]!.rows as never[])),
+      );
       for (const p of placed) if (!('last' in p.finish!)) p.result = p.finish!.result;
     };
     if (!placed.some((p) => p.job.persist !== undefined)) {

@@ -12,7 +12,17 @@
 const PG_UNAVAILABLE = /^(08|57P0|53)/;
 
 /** Socket errors of a connection to the database (Node's own codes). */
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /**
  * node-postgres's own messages when a connection breaks or cannot be made, which carry no code:
@@ -30,7 +40,12 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (typeof e.code === 'string' && (PG_UNAVAILABLE.test(e.code) || SOCKET_CODES.has(e.code))) return true;
   if (typeof e.message === 'string' && PG_CONNECTION_MESSAGES.test(e.message)) return true;
   // Connecting to a name with several addresses fails with an AggregateError of each attempt's error.
-  if (Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every((x) => isDatabaseUnavailable(x, depth + 1))) return true;
+  if (
+    Array.isArray(e.errors) &&
+    e.errors.length > 0 &&
+    e.errors.every((x) => isDatabaseUnavailable(x, depth + 1))
+  )
+    return true;
   return e.cause !== undefined && isDatabaseUnavailable(e.cause, depth + 1);
 }
 
@@ -39,7 +54,11 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
  * database is away, up to `patienceMs`; any other error, or the last one, is thrown. Only for
  * work that is safe to repeat after an unknown outcome (a COMMIT whose answer was lost).
  */
-export async function whileDatabaseAway<T>(fn: () => Promise<T>, patienceMs: number, onRetry: (err: unknown) => void = () => undefined): Promise<T> {
+export async function whileDatabaseAway<T>(
+  fn: () => Promise<T>,
+  patienceMs: number,
+  onRetry: (err: unknown) => void = () => undefined,
+): Promise<T> {
   const deadline = Date.now() + patienceMs;
   for (let attempt = 0; ; attempt++) {
     try {

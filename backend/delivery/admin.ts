@@ -13,7 +13,12 @@ export const SEND_STATUSES = ['pending', 'sent', 'failed', 'skipped'] as const;
 export const ListSendsInput = z.object({
   siteId: z.string().trim().min(1, 'a site (id or websiteId) is required'),
   status: z.enum(SEND_STATUSES).optional(),
-  limit: z.coerce.number().int('limit must be an integer').min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000').default(50),
+  limit: z.coerce
+    .number()
+    .int('limit must be an integer')
+    .min(1, 'limit must be at least 1')
+    .max(1000, 'limit must be at most 1000')
+    .default(50),
 });
 
 export interface SendListItem {
@@ -28,12 +33,23 @@ export interface SendListItem {
 }
 
 /** A site's sends, newest first. */
-export async function listSends(db: Queryable, input: z.input<typeof ListSendsInput>): Promise<{ sends: SendListItem[] }> {
+export async function listSends(
+  db: Queryable,
+  input: z.input<typeof ListSendsInput>,
+): Promise<{ sends: SendListItem[] }> {
   const parsed = ListSendsInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'sends list');
   const { siteId, status, limit } = parsed.data;
   const site = await requireSite(db, siteId);
-  const { rows } = await db.query<{ id: string; platform: string; status: string; attempts: number; error: string | null; conversion_id: string | null; visit_id: string | null }>(
+  const { rows } = await db.query<{
+    id: string;
+    platform: string;
+    status: string;
+    attempts: number;
+    error: string | null;
+    conversion_id: string | null;
+    visit_id: string | null;
+  }>(
     `SELECT s.id, s.platform, s.status, s.attempts, COALESCE(s.skip_reason, s.last_error) AS error, s.conversion_id, s.visit_id
      FROM sends s JOIN pixels p ON p.id = s.pixel_id
      WHERE p.site_id = $1 AND ($2::text IS NULL OR s.status = $2)
@@ -67,22 +83,33 @@ const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_
 export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: string; status: 'pending' }> {
   if (!SendId.safeParse(sendId).success) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
   const result = await withTx(pool, async (tx) => {
-    const found = await tx.query<{ conversion_id: string | null; status: string; skip_reason: string | null }>('SELECT conversion_id, status, skip_reason FROM sends WHERE id = $1', [sendId]);
+    const found = await tx.query<{
+      conversion_id: string | null;
+      status: string;
+      skip_reason: string | null;
+    }>('SELECT conversion_id, status, skip_reason FROM sends WHERE id = $1', [sendId]);
     const send = found.rows[0];
     if (!send) throw new ApiError('NOT_FOUND', `send ${sendId} does not exist`);
     // The person's identifiers are gone, and with them the consent to send anything about them.
-    if (send.skip_reason === ERASED_SKIP_REASON) throw new ApiError('VALIDATION_FAILED', `send ${sendId} was cancelled when its person's data was erased`);
+    if (send.skip_reason === ERASED_SKIP_REASON)
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `send ${sendId} was cancelled when its person's data was erased`,
+      );
     if (send.conversion_id) await lockConversions(tx, [send.conversion_id]);
-    const { rows } = await tx.query<{ status: string }>('SELECT status FROM sends WHERE id = $1 FOR UPDATE', [sendId]);
+    const { rows } = await tx.query<{ status: string }>('SELECT status FROM sends WHERE id = $1 FOR UPDATE', [
+      sendId,
+    ]);
     const { status } = rows[0]!;
-    if (status === 'sent') throw new ApiError('VALIDATION_FAILED', `send ${sendId} was already delivered; the platform would not count it again`);
+    if (status === 'sent')
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `send ${sendId} was already delivered; the platform would not count it again`,
+      );
     // A pending send is being delivered or waiting for its retry: its time is left alone (moving
     // it would break a worker's lease), and the sweep finds it when it is due.
     if (status === 'pending') return { sendId, status: 'pending' as const };
-    await tx.query(
-      `UPDATE sends ${REQUEUE} WHERE id = $1`,
-      [sendId],
-    );
+    await tx.query(`UPDATE sends ${REQUEUE} WHERE id = $1`, [sendId]);
     if (send.conversion_id) await refreshCapiStatus(tx, send.conversion_id);
     return { sendId, status: 'pending' as const };
   });
@@ -99,7 +126,10 @@ export const RETRY_FAILED_BATCH = 5_000;
  * left alone: they would only be skipped. The oldest `RETRY_FAILED_BATCH` go first; `more` says
  * whether others are left.
  */
-export async function retryFailedSends(pool: Pool, siteIdOrWebsiteId: string): Promise<{ retried: number; more: boolean }> {
+export async function retryFailedSends(
+  pool: Pool,
+  siteIdOrWebsiteId: string,
+): Promise<{ retried: number; more: boolean }> {
   const site = await requireSite(pool, siteIdOrWebsiteId);
   const result = await withTx(pool, async (tx) => {
     const { rows } = await tx.query<{ id: string; conversion_id: string | null }>(
@@ -116,7 +146,9 @@ export async function retryFailedSends(pool: Pool, siteIdOrWebsiteId: string): P
        WHERE id = ANY($1::uuid[]) AND status = 'failed' RETURNING conversion_id`,
       [chosen.map((r) => r.id)],
     );
-    await refreshCapiStatuses(tx, [...new Set(updated.rows.flatMap((r) => (r.conversion_id ? [r.conversion_id] : [])))]);
+    await refreshCapiStatuses(tx, [
+      ...new Set(updated.rows.flatMap((r) => (r.conversion_id ? [r.conversion_id] : []))),
+    ]);
     return { retried: updated.rowCount ?? 0, more: rows.length > RETRY_FAILED_BATCH };
   });
   if (result.retried > 0) await wakeDeliveryNow(pool);

@@ -24,12 +24,16 @@ export interface RetryInput {
  * platform asked for is a floor, even above `maxDelayMs`.
  */
 export function retryDecision(input: RetryInput, o: DeliveryOptions): RetryDecision {
-  if (input.attempts >= o.maxAttempts) return { retry: false, reason: `gave up after ${input.attempts} attempts` };
+  if (input.attempts >= o.maxAttempts)
+    return { retry: false, reason: `gave up after ${input.attempts} attempts` };
   const exp = Math.min(o.maxDelayMs, o.baseDelayMs * 2 ** Math.max(0, input.attempts - 1));
   const backoff = exp / 2 + (input.random * exp) / 2;
   const delayMs = Math.round(Math.max(backoff, input.platformDelayMs ?? 0) * o.backoffScale);
   if (input.nowMs + delayMs - input.createdAtMs > o.maxAgeMs) {
-    return { retry: false, reason: `gave up after ${input.attempts} attempts: the next one would come more than ${formatDuration(o.maxAgeMs)} after the event was queued` };
+    return {
+      retry: false,
+      reason: `gave up after ${input.attempts} attempts: the next one would come more than ${formatDuration(o.maxAgeMs)} after the event was queued`,
+    };
   }
   return { retry: true, delayMs };
 }

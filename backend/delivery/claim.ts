@@ -54,7 +54,12 @@ export async function duePixels(pool: Pool): Promise<DuePixel[]> {
  * one pixel split the due sends between them and never wait on each other. One statement, so
  * one round trip and one commit.
  */
-export async function claimBatch(pool: Pool, pixelId: string, max: number, leaseMs: number): Promise<Claim | null> {
+export async function claimBatch(
+  pool: Pool,
+  pixelId: string,
+  max: number,
+  leaseMs: number,
+): Promise<Claim | null> {
   const { rows } = await pool.query<{ id: string; attempts: number; created_at: Date; lease_until: Date }>(
     `UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, in_flight = true, updated_at = now()
      WHERE id IN (
@@ -66,7 +71,11 @@ export async function claimBatch(pool: Pool, pixelId: string, max: number, lease
     [pixelId, leaseMs, max],
   );
   if (rows.length === 0) return null;
-  return { pixelId, sends: rows.map((r) => ({ id: r.id, attempts: r.attempts, createdAt: r.created_at })), leaseUntil: rows[0]!.lease_until };
+  return {
+    pixelId,
+    sends: rows.map((r) => ({ id: r.id, attempts: r.attempts, createdAt: r.created_at })),
+    leaseUntil: rows[0]!.lease_until,
+  };
 }
 
 /**
@@ -75,7 +84,12 @@ export async function claimBatch(pool: Pool, pixelId: string, max: number, lease
  * every locker of several sends takes them (docs/architecture.md#lock-order): a shared event
  * transaction may hold some of them.
  */
-export async function extendLease(pool: Pool, claim: Claim, sendIds: readonly string[], leaseMs: number): Promise<{ leaseUntil: Date; sendIds: string[] }> {
+export async function extendLease(
+  pool: Pool,
+  claim: Claim,
+  sendIds: readonly string[],
+  leaseMs: number,
+): Promise<{ leaseUntil: Date; sendIds: string[] }> {
   const { rows } = await pool.query<{ id: string; lease_until: Date }>(
     `UPDATE sends SET next_attempt_at = ${LEASE_END_SQL}, updated_at = now()
      WHERE id IN (SELECT id FROM sends WHERE id = ANY($1::uuid[]) AND status = 'pending' AND next_attempt_at = $3 ORDER BY id FOR UPDATE)

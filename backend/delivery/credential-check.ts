@@ -36,11 +36,18 @@ export async function checkPixelCredentials(config: Config, pixel: PixelConfig):
 async function checkSnapchat(config: Config, p: PixelConfigOf<'snapchat'>): Promise<string[]> {
   const r = await sendTestEvent({ config, now: () => new Date() }, p, { pageUrl: 'https://example.com/' });
   if (r.accepted) return [];
-  if (r.status === 401 || r.status === 403) throw new ApiError('VALIDATION_FAILED', `Snap refused the access token: ${r.error ?? `HTTP ${r.status}`}`);
+  if (r.status === 401 || r.status === 403)
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `Snap refused the access token: ${r.error ?? `HTTP ${r.status}`}`,
+    );
   return [unchecked('Snap', r.error ?? 'no answer')];
 }
 
-async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, any> } | { error: string }> {
+async function getJson(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, any> } | { error: string }> {
   try {
     const res = await fetch(url, { headers, signal: AbortSignal.timeout(TIMEOUT_MS) });
     const text = await res.text();
@@ -53,11 +60,17 @@ async function getJson(url: string, headers: Record<string, string> = {}): Promi
     return { status: res.status, body };
   } catch (err) {
     const e = err as { name?: string; cause?: { code?: string; message?: string } };
-    return { error: e.name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS} ms` : (e.cause?.code ?? e.cause?.message ?? String(err)) };
+    return {
+      error:
+        e.name === 'TimeoutError'
+          ? `no answer within ${TIMEOUT_MS} ms`
+          : (e.cause?.code ?? e.cause?.message ?? String(err)),
+    };
   }
 }
 
-const unchecked = (platform: string, why: string) => `warning: the credentials could not be checked with ${platform} (${why}); pixel test --pixel P checks them later`;
+const unchecked = (platform: string, why: string) =>
+  `warning: the credentials could not be checked with ${platform} (${why}); pixel test --pixel P checks them later`;
 
 async function checkMeta(config: Config, p: PixelConfigOf<'meta'>): Promise<string[]> {
   const url = `${config.META_GRAPH_URL}/${config.META_API_VERSION}/${encodeURIComponent(p.pixelId)}?fields=id&access_token=${encodeURIComponent(p.accessToken)}`;
@@ -65,33 +78,53 @@ async function checkMeta(config: Config, p: PixelConfigOf<'meta'>): Promise<stri
   if ('error' in res) return [unchecked('Meta', res.error)];
   if (res.status === 200 && String(res.body.id) === p.pixelId) return [];
   const error = res.body.error as { code?: number; message?: string } | undefined;
-  if (error?.code === 190) throw new ApiError('VALIDATION_FAILED', `Meta refused the access token: ${error.message ?? 'invalid token'}`);
+  if (error?.code === 190)
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `Meta refused the access token: ${error.message ?? 'invalid token'}`,
+    );
   if (error?.code === 100 || error?.code === 803 || error?.code === 200) {
-    throw new ApiError('VALIDATION_FAILED', `Meta has no pixel ${p.pixelId} this token may use: ${error.message ?? `code ${error.code}`}`);
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `Meta has no pixel ${p.pixelId} this token may use: ${error.message ?? `code ${error.code}`}`,
+    );
   }
   return [unchecked('Meta', `HTTP ${res.status}${error?.message ? `: ${error.message}` : ''}`)];
 }
 
 async function checkGoogle(config: Config, p: PixelConfigOf<'google'>): Promise<string[]> {
-  const auth = await authorize(p, { oauthUrl: config.GOOGLE_OAUTH_URL, timeoutMs: TIMEOUT_MS, nowMs: Date.now() });
+  const auth = await authorize(p, {
+    oauthUrl: config.GOOGLE_OAUTH_URL,
+    timeoutMs: TIMEOUT_MS,
+    nowMs: Date.now(),
+  });
   if ('error' in auth) {
     if (auth.retry) return [unchecked('Google', auth.error)];
     throw new ApiError('VALIDATION_FAILED', `Google refused the OAuth credentials: ${auth.error}`);
   }
   const pixel = auth.pixel as PixelConfigOf<'google'>;
-  const res = await getJson(`${config.GOOGLE_ADS_API_URL}/${config.GOOGLE_ADS_API_VERSION}/customers:listAccessibleCustomers`, {
-    authorization: `Bearer ${pixel.oauthToken ?? ''}`,
-    'developer-token': pixel.developerToken,
-  });
+  const res = await getJson(
+    `${config.GOOGLE_ADS_API_URL}/${config.GOOGLE_ADS_API_VERSION}/customers:listAccessibleCustomers`,
+    {
+      authorization: `Bearer ${pixel.oauthToken ?? ''}`,
+      'developer-token': pixel.developerToken,
+    },
+  );
   if ('error' in res) return [unchecked('Google', res.error)];
-  const message = String((res.body.error as { message?: string } | undefined)?.message ?? `HTTP ${res.status}`);
-  if (res.status === 401) throw new ApiError('VALIDATION_FAILED', `Google refused the OAuth access token: ${message}`);
-  if (res.status === 403) throw new ApiError('VALIDATION_FAILED', `Google refused the developer token: ${message}`);
+  const message = String(
+    (res.body.error as { message?: string } | undefined)?.message ?? `HTTP ${res.status}`,
+  );
+  if (res.status === 401)
+    throw new ApiError('VALIDATION_FAILED', `Google refused the OAuth access token: ${message}`);
+  if (res.status === 403)
+    throw new ApiError('VALIDATION_FAILED', `Google refused the developer token: ${message}`);
   if (res.status !== 200) return [unchecked('Google', message)];
   const reachable = ((res.body.resourceNames ?? []) as string[]).map((n) => n.replace(/^customers\//, ''));
   const through = pixel.loginCustomerId ?? undefined;
   if (!reachable.includes(p.customerId) && (through === undefined || !reachable.includes(through))) {
-    return [`warning: customer ${p.customerId} is not among the customers these credentials reach directly${through ? ` (nor is ${through})` : ''}; if access goes through a manager account, give --login-customer-id`];
+    return [
+      `warning: customer ${p.customerId} is not among the customers these credentials reach directly${through ? ` (nor is ${through})` : ''}; if access goes through a manager account, give --login-customer-id`,
+    ];
   }
   return [];
 }

@@ -3,7 +3,17 @@ import type { Queryable } from '../db/pool.js';
 import { isSha256Hex, normalizeExternalId, sha256Hex } from '../domain/pii/normalize.js';
 import { buildFbc, rawQueryParam } from '../../shared/fbc.js';
 import { isRecord } from '../platforms/response.js';
-import { CONVERSION_EVENT_TYPES, HASHED_PII_KEYS, pixelConfigSchema, type ActionSource, type DeliveryEvent, type EventType, type HashedPii, type PixelConfig, type Platform } from '../platforms/types.js';
+import {
+  CONVERSION_EVENT_TYPES,
+  HASHED_PII_KEYS,
+  pixelConfigSchema,
+  type ActionSource,
+  type DeliveryEvent,
+  type EventType,
+  type HashedPii,
+  type PixelConfig,
+  type Platform,
+} from '../platforms/types.js';
 
 /**
  * From a send's subject (a conversion, or a visit for the PageView) to the `DeliveryEvent` the
@@ -110,7 +120,11 @@ export function hashedPiiOf(stored: unknown): HashedPii {
  * sha256("777000111")). A join sent before the CRM id was known carries the Telegram id alone;
  * every later event carries both, so the platforms link them.
  */
-export function externalIdsFor(hashed: HashedPii, externalUserIds: readonly (string | null)[], telegramUserId: number | null): string[] {
+export function externalIdsFor(
+  hashed: HashedPii,
+  externalUserIds: readonly (string | null)[],
+  telegramUserId: number | null,
+): string[] {
   const ids: string[] = [];
   if (hashed.externalId) ids.push(hashed.externalId);
   for (const raw of externalUserIds) {
@@ -143,7 +157,9 @@ export function fbcFromHref(href: string | null, visitMs: number | null): string
  * its first domain's root): the event keeps its browser (IP, User-Agent, fbc) and stays a website
  * event on the advertiser's domain. Every other visit's URL is the page it was recorded on.
  */
-export function visitPageUrl(row: Pick<SendSubjectRow, 'v_kind' | 'href' | 'site_url' | 'site_domain'>): string | null {
+export function visitPageUrl(
+  row: Pick<SendSubjectRow, 'v_kind' | 'href' | 'site_url' | 'site_domain'>,
+): string | null {
   if (row.v_kind !== 'redirect') return row.href;
   return row.site_url ?? (row.site_domain ? `https://${row.site_domain}/` : null);
 }
@@ -155,7 +171,11 @@ export function visitPageUrl(row: Pick<SendSubjectRow, 'v_kind' | 'href' | 'site
  * stage, a purchase recorded by a backend) as `system_generated`, which every platform accepts
  * without a page or a browser.
  */
-export function actionSourceFor(source: string | null, telegramSetting: string | null, hasBrowser: boolean): ActionSource {
+export function actionSourceFor(
+  source: string | null,
+  telegramSetting: string | null,
+  hasBrowser: boolean,
+): ActionSource {
   if (source === 'webhook') return telegramSetting === 'chat' || !hasBrowser ? 'chat' : 'website';
   return hasBrowser ? 'website' : 'system_generated';
 }
@@ -168,7 +188,8 @@ export function actionSourceFor(source: string | null, telegramSetting: string |
  */
 export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
   if (row.conversion_id === null) {
-    if (row.visit_id === null || row.v_created_at === null) throw new Error(`send ${row.send_id} has no subject`);
+    if (row.visit_id === null || row.v_created_at === null)
+      throw new Error(`send ${row.send_id} has no subject`);
     return {
       eventId: row.event_id,
       eventType: 'PageView',
@@ -202,7 +223,11 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     eventType: row.event_type as EventType,
     customEventName: row.custom_event_name,
     eventTimeMs: row.event_time.getTime(),
-    actionSource: actionSourceFor(row.source, row.telegram_action_source, eventSourceUrl !== null && userAgent !== null),
+    actionSource: actionSourceFor(
+      row.source,
+      row.telegram_action_source,
+      eventSourceUrl !== null && userAgent !== null,
+    ),
     eventSourceUrl,
     referrer: row.referrer,
     clientIp: first(row.c_client_ip, row.v_client_ip, field(o, 'clientIp')),
@@ -219,7 +244,11 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     ttp: first(row.ttp, field(o, 'ttp')),
     scid: first(row.scid, field(o, 'scid')),
     hashed,
-    externalIds: externalIdsFor(hashed, [row.external_user_id, row.lead_external_user_id], row.telegram_user_id),
+    externalIds: externalIdsFor(
+      hashed,
+      [row.external_user_id, row.lead_external_user_id],
+      row.telegram_user_id,
+    ),
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,
@@ -260,11 +289,19 @@ export function pixelConfigOf(row: PixelRow, box: Pick<SecretBox, 'open'>): Load
     platform: row.platform,
     testEventCode: row.test_event_code,
   });
-  if (!parsed.success) return { ...base, error: `pixel configuration is incomplete: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}` };
+  if (!parsed.success)
+    return {
+      ...base,
+      error: `pixel configuration is incomplete: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`,
+    };
   return { ...base, config: parsed.data };
 }
 
-export async function loadPixel(db: Queryable, box: Pick<SecretBox, 'open'>, pixelId: string): Promise<LoadedPixel | null> {
+export async function loadPixel(
+  db: Queryable,
+  box: Pick<SecretBox, 'open'>,
+  pixelId: string,
+): Promise<LoadedPixel | null> {
   const { rows } = await db.query<PixelRow>(
     'SELECT id, platform, public_config, secrets_enc, test_event_code, active FROM pixels WHERE id = $1',
     [pixelId],

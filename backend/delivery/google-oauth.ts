@@ -1,6 +1,20 @@
 import { createHash } from 'node:crypto';
-import { allFailed, allRetry, isRecord, parseJsonObject, retryAfterMs, stringField, truncateError } from '../platforms/response.js';
-import type { DeliveryEvent, EventOutcome, PixelConfig, PixelConfigOf, PlatformResponse } from '../platforms/types.js';
+import {
+  allFailed,
+  allRetry,
+  isRecord,
+  parseJsonObject,
+  retryAfterMs,
+  stringField,
+  truncateError,
+} from '../platforms/response.js';
+import type {
+  DeliveryEvent,
+  EventOutcome,
+  PixelConfig,
+  PixelConfigOf,
+  PlatformResponse,
+} from '../platforms/types.js';
 import { performRequest } from './http.js';
 
 /**
@@ -20,7 +34,9 @@ export interface RefreshCredentials {
 }
 
 /** The pixel ready to be sent, or why it cannot be (`retry`: the token endpoint may answer later). */
-export type Authorized = { pixel: PixelConfig; refreshed?: RefreshedToken } | { error: string; retry: boolean; delayMs?: number };
+export type Authorized =
+  | { pixel: PixelConfig; refreshed?: RefreshedToken }
+  | { error: string; retry: boolean; delayMs?: number };
 
 /** Which cached token a request used, so a 401 discards that token and not a newer one. */
 export interface RefreshedToken {
@@ -38,7 +54,14 @@ const EXPIRY_MARGIN_MS = 60_000;
 /** What Google documents when a token answer carries no `expires_in`. */
 const DEFAULT_LIFETIME_SEC = 3600;
 /** The token endpoint's own error codes that no retry can fix (RFC 6749 §5.2). */
-const PERMANENT_OAUTH_ERRORS: ReadonlySet<string> = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'invalid_request', 'unsupported_grant_type', 'invalid_scope']);
+const PERMANENT_OAUTH_ERRORS: ReadonlySet<string> = new Set([
+  'invalid_grant',
+  'invalid_client',
+  'unauthorized_client',
+  'invalid_request',
+  'unsupported_grant_type',
+  'invalid_scope',
+]);
 
 /** Google access tokens, cached until they run out: held by the process (`process-state.ts`). */
 export class GoogleTokens {
@@ -56,7 +79,9 @@ export class GoogleTokens {
   }
 }
 
-type TokenAnswer = { ok: true; accessToken: string; expiresAtMs: number } | { ok: false; error: string; retry: boolean; delayMs?: number };
+type TokenAnswer =
+  | { ok: true; accessToken: string; expiresAtMs: number }
+  | { ok: false; error: string; retry: boolean; delayMs?: number };
 
 export function refreshCredentialsOf(pixel: PixelConfig): RefreshCredentials | undefined {
   if (pixel.platform !== 'google') return undefined;
@@ -65,7 +90,9 @@ export function refreshCredentialsOf(pixel: PixelConfig): RefreshCredentials | u
 }
 
 function cacheKey(tokenUrl: string, c: RefreshCredentials): string {
-  return createHash('sha256').update(`${tokenUrl}\n${c.clientId}\n${c.clientSecret}\n${c.refreshToken}`).digest('hex');
+  return createHash('sha256')
+    .update(`${tokenUrl}\n${c.clientId}\n${c.clientSecret}\n${c.refreshToken}`)
+    .digest('hex');
 }
 
 /**
@@ -94,13 +121,21 @@ export async function authorize(
       inFlight.set(key, pending);
     }
     const answer = await pending;
-    if (!answer.ok) return { error: answer.error, retry: answer.retry, ...(answer.delayMs === undefined ? {} : { delayMs: answer.delayMs }) };
+    if (!answer.ok)
+      return {
+        error: answer.error,
+        retry: answer.retry,
+        ...(answer.delayMs === undefined ? {} : { delayMs: answer.delayMs }),
+      };
     // Rotated credentials leave their old entries behind: drop whatever has run out meanwhile.
     for (const [k, t] of cache) if (t.expiresAtMs <= o.nowMs) cache.delete(k);
     cache.set(key, { accessToken: answer.accessToken, expiresAtMs: answer.expiresAtMs });
     accessToken = answer.accessToken;
   }
-  return { pixel: { ...(pixel as PixelConfigOf<'google'>), oauthToken: accessToken }, refreshed: { key, accessToken } };
+  return {
+    pixel: { ...(pixel as PixelConfigOf<'google'>), oauthToken: accessToken },
+    refreshed: { key, accessToken },
+  };
 }
 
 /** Google Ads' answer to an expired or revoked access token. */
@@ -109,15 +144,33 @@ export function isUnauthenticated(res: PlatformResponse): boolean {
 }
 
 /** Every event of the batch gets the token endpoint's verdict. */
-export function authFailureOutcomes(events: readonly DeliveryEvent[], a: { error: string; retry: boolean; delayMs?: number }): EventOutcome[] {
+export function authFailureOutcomes(
+  events: readonly DeliveryEvent[],
+  a: { error: string; retry: boolean; delayMs?: number },
+): EventOutcome[] {
   return a.retry ? allRetry(events, a.error, a.delayMs) : allFailed(events, a.error);
 }
 
 /** One `grant_type=refresh_token` exchange (RFC 6749 §6), classified. */
-async function exchange(tokenUrl: string, c: RefreshCredentials, timeoutMs: number, nowMs: number): Promise<TokenAnswer> {
-  const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: c.refreshToken, client_id: c.clientId, client_secret: c.clientSecret });
+async function exchange(
+  tokenUrl: string,
+  c: RefreshCredentials,
+  timeoutMs: number,
+  nowMs: number,
+): Promise<TokenAnswer> {
+  const body = new URLSearchParams({
+    grant_type: 'refresh_token',
+    refresh_token: c.refreshToken,
+    client_id: c.clientId,
+    client_secret: c.clientSecret,
+  });
   const res = await performRequest(
-    { method: 'POST', url: tokenUrl, headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: body.toString() },
+    {
+      method: 'POST',
+      url: tokenUrl,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: body.toString(),
+    },
     timeoutMs,
   );
   return classifyTokenResponse(res, nowMs);
@@ -125,15 +178,32 @@ async function exchange(tokenUrl: string, c: RefreshCredentials, timeoutMs: numb
 
 /** Pure: what a token endpoint answer means. Exported for table-driven tests. */
 export function classifyTokenResponse(res: PlatformResponse, nowMs: number): TokenAnswer {
-  if ('networkError' in res) return { ok: false, retry: true, error: `Google OAuth token refresh: network error: ${res.networkError}` };
+  if ('networkError' in res)
+    return {
+      ok: false,
+      retry: true,
+      error: `Google OAuth token refresh: network error: ${res.networkError}`,
+    };
   const json = parseJsonObject(res.bodyText);
   if (res.status >= 200 && res.status < 300) {
     const accessToken = stringField(json, 'access_token');
     // An unreadable success is the endpoint's fault, not the credentials': ask again later.
-    if (!accessToken) return { ok: false, retry: true, error: `Google OAuth token refresh: HTTP ${res.status} without an access_token` };
+    if (!accessToken)
+      return {
+        ok: false,
+        retry: true,
+        error: `Google OAuth token refresh: HTTP ${res.status} without an access_token`,
+      };
     const expiresIn = json?.['expires_in'];
-    const lifetimeMs = (typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : DEFAULT_LIFETIME_SEC) * 1000;
-    return { ok: true, accessToken, expiresAtMs: nowMs + lifetimeMs - Math.min(EXPIRY_MARGIN_MS, lifetimeMs / 2) };
+    const lifetimeMs =
+      (typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
+        ? expiresIn
+        : DEFAULT_LIFETIME_SEC) * 1000;
+    return {
+      ok: true,
+      accessToken,
+      expiresAtMs: nowMs + lifetimeMs - Math.min(EXPIRY_MARGIN_MS, lifetimeMs / 2),
+    };
   }
   const code = isRecord(json) ? stringField(json, 'error') : undefined;
   const description = isRecord(json) ? stringField(json, 'error_description') : undefined;
@@ -141,12 +211,22 @@ export function classifyTokenResponse(res: PlatformResponse, nowMs: number): Tok
   const transient = res.status >= 500 || res.status === 429 || res.status === 408;
   if (transient && !(code !== undefined && PERMANENT_OAUTH_ERRORS.has(code))) {
     const delayMs = retryAfterMs(res, nowMs);
-    return { ok: false, retry: true, error: truncateError(`Google OAuth token refresh failed: ${what}`), ...(delayMs === undefined ? {} : { delayMs }) };
+    return {
+      ok: false,
+      retry: true,
+      error: truncateError(`Google OAuth token refresh failed: ${what}`),
+      ...(delayMs === undefined ? {} : { delayMs }),
+    };
   }
-  const hint = code === 'invalid_grant'
-    ? "the refresh token was revoked or has expired; give the pixel a new one (pixel update --refresh-token)"
-    : code === 'invalid_client' || code === 'unauthorized_client'
-      ? "the OAuth client id or secret is wrong; correct them (pixel update --client-id --client-secret)"
-      : 'correct the pixel\'s OAuth credentials (pixel update)';
-  return { ok: false, retry: false, error: truncateError(`Google OAuth token refresh failed: ${what}: ${hint}`) };
+  const hint =
+    code === 'invalid_grant'
+      ? 'the refresh token was revoked or has expired; give the pixel a new one (pixel update --refresh-token)'
+      : code === 'invalid_client' || code === 'unauthorized_client'
+        ? 'the OAuth client id or secret is wrong; correct them (pixel update --client-id --client-secret)'
+        : "correct the pixel's OAuth credentials (pixel update)";
+  return {
+    ok: false,
+    retry: false,
+    error: truncateError(`Google OAuth token refresh failed: ${what}: ${hint}`),
+  };
 }

@@ -8,7 +8,12 @@ import type { HttpRequestSpec, PlatformResponse } from '../platforms/types.js';
 export async function performRequest(spec: HttpRequestSpec, timeoutMs: number): Promise<PlatformResponse> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const res = await fetch(spec.url, { method: spec.method, headers: spec.headers, body: spec.body, signal });
+    const res = await fetch(spec.url, {
+      method: spec.method,
+      headers: spec.headers,
+      body: spec.body,
+      signal,
+    });
     const bodyText = await res.text();
     const headers: Record<string, string> = {};
     res.headers.forEach((value, name) => {

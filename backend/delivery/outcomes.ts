@@ -37,14 +37,19 @@ export async function writeOutcomes(
   deps: Pick<Deps, 'metrics'> & { pool: Pool },
   b: OutcomeBatch,
 ): Promise<string[]> {
-  const conversionIds = [...new Set(b.outcomes.map((o) => b.conversionOf.get(o.sendId)).filter((c): c is string => typeof c === 'string'))];
-  const written = await retryLockConflicts(() => withTx(deps.pool, async (tx) => {
-    // Conversions first, then sends: the order every writer of both follows, so none deadlock.
-    await lockConversions(tx, conversionIds);
-    let rows: { id: string; created_at: Date }[] = [];
-    if (b.outcomes.length > 0) {
-      const res = await tx.query<{ id: string; created_at: Date }>(
-        `UPDATE sends s SET
+  const conversionIds = [
+    ...new Set(
+      b.outcomes.map((o) => b.conversionOf.get(o.sendId)).filter((c): c is string => typeof c === 'string'),
+    ),
+  ];
+  const written = await retryLockConflicts(() =>
+    withTx(deps.pool, async (tx) => {
+      // Conversions first, then sends: the order every writer of both follows, so none deadlock.
+      await lockConversions(tx, conversionIds);
+      let rows: { id: string; created_at: Date }[] = [];
+      if (b.outcomes.length > 0) {
+        const res = await tx.query<{ id: string; created_at: Date }>(
+          `UPDATE sends s SET
            status = CASE o.kind WHEN 'retry' THEN 'pending' ELSE o.kind END,
            sent_at = CASE WHEN o.kind = 'sent' THEN now() ELSE s.sent_at END,
            response_summary = CASE WHEN o.kind = 'sent' THEN $5::jsonb ELSE s.response_summary END,
@@ -58,29 +63,36 @@ export async function writeOutcomes(
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS o(id, kind, error, delay_ms)
          WHERE s.id = o.id AND s.status = 'pending' AND s.next_attempt_at = $6
          RETURNING s.id, s.created_at`,
-        [
-          b.outcomes.map((o) => o.sendId),
-          b.outcomes.map((o) => o.kind),
-          b.outcomes.map((o) => (o.kind === 'skipped' ? o.reason : o.kind === 'sent' ? null : o.error)),
-          b.outcomes.map((o) => (o.kind === 'retry' ? o.delayMs : 0)),
-          b.responseSummary === undefined ? null : JSON.stringify(b.responseSummary),
-          b.claim.leaseUntil,
-        ],
+          [
+            b.outcomes.map((o) => o.sendId),
+            b.outcomes.map((o) => o.kind),
+            b.outcomes.map((o) => (o.kind === 'skipped' ? o.reason : o.kind === 'sent' ? null : o.error)),
+            b.outcomes.map((o) => (o.kind === 'retry' ? o.delayMs : 0)),
+            b.responseSummary === undefined ? null : JSON.stringify(b.responseSummary),
+            b.claim.leaseUntil,
+          ],
+        );
+        rows = res.rows;
+      }
+      const ours = new Set(rows.map((r) => r.id));
+      await scheduleRetries(
+        tx,
+        b.outcomes.filter(
+          (o): o is Extract<SendOutcome, { kind: 'retry' }> => o.kind === 'retry' && ours.has(o.sendId),
+        ),
       );
-      rows = res.rows;
-    }
-    const ours = new Set(rows.map((r) => r.id));
-    await scheduleRetries(tx, b.outcomes.filter((o): o is Extract<SendOutcome, { kind: 'retry' }> => o.kind === 'retry' && ours.has(o.sendId)));
-    await refreshCapiStatuses(tx, conversionIds);
-    return rows;
-  }));
+      await refreshCapiStatuses(tx, conversionIds);
+      return rows;
+    }),
+  );
 
   const byId = new Map(b.outcomes.map((o) => [o.sendId, o]));
   const nowMs = Date.now();
   for (const r of written) {
     const o = byId.get(r.id)!;
     deps.metrics.sends.inc({ platform: b.platform, outcome: METRIC_OUTCOME[o.kind] });
-    if (o.kind === 'sent') deps.metrics.deliveryLatency.observe({ platform: b.platform }, (nowMs - r.created_at.getTime()) / 1000);
+    if (o.kind === 'sent')
+      deps.metrics.deliveryLatency.observe({ platform: b.platform }, (nowMs - r.created_at.getTime()) / 1000);
   }
   return written.map((r) => r.id);
 }
@@ -90,7 +102,10 @@ export async function writeOutcomes(
  * share a delay), unkeyed so that it never moves another wake-up. It claims whatever is due by
  * then. Without it a retry would wait for the sweep, up to a poll interval late.
  */
-async function scheduleRetries(tx: Queryable, retries: Extract<SendOutcome, { kind: 'retry' }>[]): Promise<void> {
+async function scheduleRetries(
+  tx: Queryable,
+  retries: Extract<SendOutcome, { kind: 'retry' }>[],
+): Promise<void> {
   const delays = [...new Set(retries.map((r) => r.delayMs))];
   if (delays.length === 0) return;
   await tx.query(

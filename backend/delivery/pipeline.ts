@@ -3,7 +3,16 @@ import type { Config } from '../config.js';
 import type { Deps } from '../deps.js';
 import { adapters, decideIsolation } from '../platforms/index.js';
 import { parseJsonObject, truncateError } from '../platforms/response.js';
-import type { BuildOptions, DeliveryEvent, EventOutcome, HttpRequestSpec, PixelConfig, Platform, PlatformAdapter, PlatformResponse } from '../platforms/types.js';
+import type {
+  BuildOptions,
+  DeliveryEvent,
+  EventOutcome,
+  HttpRequestSpec,
+  PixelConfig,
+  Platform,
+  PlatformAdapter,
+  PlatformResponse,
+} from '../platforms/types.js';
 import { whileDatabaseAway } from '../db/unavailable.js';
 import { retryDecision } from './backoff.js';
 import { claimBatch, duePixels, extendLease, type Claim, type DuePixel } from './claim.js';
@@ -71,7 +80,11 @@ export async function deliverDue(deps: DeliveryDeps, o: DeliveryOptions): Promis
   return report;
 }
 
-export async function deliverPixel(deps: DeliveryDeps, pixel: DuePixel, o: DeliveryOptions): Promise<DeliveryReport> {
+export async function deliverPixel(
+  deps: DeliveryDeps,
+  pixel: DuePixel,
+  o: DeliveryOptions,
+): Promise<DeliveryReport> {
   const report = { claimed: 0, requests: 0 };
   const adapter = adapters[pixel.platform];
   const max = Math.min(adapter.maxBatch, o.maxBatch ?? Infinity);
@@ -85,13 +98,25 @@ export async function deliverPixel(deps: DeliveryDeps, pixel: DuePixel, o: Deliv
     const requests = await run.run();
     report.claimed += claim.sends.length;
     report.requests += requests;
-    deps.log.debug({ pixelId: claim.pixelId, platform: adapter.platform, claimed: claim.sends.length, requests, ms: Math.round(performance.now() - started) }, 'delivery claim done');
+    deps.log.debug(
+      {
+        pixelId: claim.pixelId,
+        platform: adapter.platform,
+        claimed: claim.sends.length,
+        requests,
+        ms: Math.round(performance.now() - started),
+      },
+      'delivery claim done',
+    );
     if (claim.sends.length < max) return report;
   }
 }
 
 /** Where a platform's requests go, and the options its adapter builds them with (from configuration). */
-export function platformEndpoint(config: Config, platform: Platform): { baseUrl: string; build: BuildOptions } {
+export function platformEndpoint(
+  config: Config,
+  platform: Platform,
+): { baseUrl: string; build: BuildOptions } {
   switch (platform) {
     case 'meta':
       return { baseUrl: config.META_GRAPH_URL, build: { apiVersion: config.META_API_VERSION } };
@@ -100,19 +125,29 @@ export function platformEndpoint(config: Config, platform: Platform): { baseUrl:
     case 'snapchat':
       return { baseUrl: config.SNAPCHAT_API_URL, build: {} };
     case 'google':
-      return { baseUrl: config.GOOGLE_ADS_API_URL, build: { apiVersion: config.GOOGLE_ADS_API_VERSION, ...googleConsent(config) } };
+      return {
+        baseUrl: config.GOOGLE_ADS_API_URL,
+        build: { apiVersion: config.GOOGLE_ADS_API_VERSION, ...googleConsent(config) },
+      };
   }
 }
 
 function googleConsent(config: Config): BuildOptions {
   const c = config.GOOGLE_ADS_AD_USER_DATA_CONSENT;
-  return c === 'granted' ? { adUserDataConsent: 'GRANTED' } : c === 'denied' ? { adUserDataConsent: 'DENIED' } : {};
+  return c === 'granted'
+    ? { adUserDataConsent: 'GRANTED' }
+    : c === 'denied'
+      ? { adUserDataConsent: 'DENIED' }
+      : {};
 }
 
 /** What is kept of a successful answer: its status and (small) body, for operators. */
 function responseSummary(res: PlatformResponse, events: number): unknown {
   if ('networkError' in res) return undefined;
-  const body = res.bodyText.length <= 4096 ? (parseJsonObject(res.bodyText) ?? truncateError(res.bodyText)) : truncateError(res.bodyText);
+  const body =
+    res.bodyText.length <= 4096
+      ? (parseJsonObject(res.bodyText) ?? truncateError(res.bodyText))
+      : truncateError(res.bodyText);
   return { httpStatus: res.status, events, body };
 }
 
@@ -137,11 +172,16 @@ class ClaimRun {
 
   async run(): Promise<number> {
     const ids = [...this.claimed.keys()];
-    const [pixel, rows] = await Promise.all([loadPixel(this.deps.pool, this.deps.box, this.claim.pixelId), loadSubjects(this.deps.pool, ids)]);
+    const [pixel, rows] = await Promise.all([
+      loadPixel(this.deps.pool, this.deps.box, this.claim.pixelId),
+      loadSubjects(this.deps.pool, ids),
+    ]);
     for (const r of rows) this.conversionOf.set(r.send_id, r.conversion_id);
 
     if (!pixel || !pixel.active) {
-      await this.write(ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })));
+      await this.write(
+        ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })),
+      );
       return 0;
     }
     if ('error' in pixel) {
@@ -183,7 +223,12 @@ class ClaimRun {
     let reauthorized = false;
     while (queue.length > 0) {
       // A Google pixel with a refresh token gets a current access token (cached, so usually no request).
-      const auth = await authorize(stored, { oauthUrl: this.deps.config.GOOGLE_OAUTH_URL, timeoutMs: this.o.requestTimeoutMs, nowMs: this.deps.now().getTime(), tokens: this.deps.local.googleTokens });
+      const auth = await authorize(stored, {
+        oauthUrl: this.deps.config.GOOGLE_OAUTH_URL,
+        timeoutMs: this.o.requestTimeoutMs,
+        nowMs: this.deps.now().getTime(),
+        tokens: this.deps.local.googleTokens,
+      });
       if ('error' in auth) {
         await this.write(this.toSendOutcomes(authFailureOutcomes(queue.flat(), auth)));
         return;
@@ -200,7 +245,9 @@ class ClaimRun {
       } catch (err) {
         // A bug, not a platform answer: retrying would fail the same way.
         const error = `cannot build the request: ${(err as Error).message}`;
-        await this.write(batch.map((e) => ({ sendId: this.sendOfEvent.get(e.eventId)!, kind: 'failed', error })));
+        await this.write(
+          batch.map((e) => ({ sendId: this.sendOfEvent.get(e.eventId)!, kind: 'failed', error })),
+        );
         continue;
       }
       this.requests++;
@@ -232,7 +279,13 @@ class ClaimRun {
       if (oc.outcome === 'failed') return { sendId, kind: 'failed', error: oc.error };
       const send = this.claimed.get(sendId)!;
       const decision = retryDecision(
-        { attempts: send.attempts, createdAtMs: send.createdAt.getTime(), nowMs, platformDelayMs: oc.delayMs, random },
+        {
+          attempts: send.attempts,
+          createdAtMs: send.createdAt.getTime(),
+          nowMs,
+          platformDelayMs: oc.delayMs,
+          random,
+        },
         this.o,
       );
       return decision.retry
@@ -249,8 +302,14 @@ class ClaimRun {
     this.lease = { ...this.lease, leaseUntil: ext.leaseUntil };
     this.leaseDeadline = before + this.o.leaseMs;
     const kept = new Set(ext.sendIds);
-    if (kept.size < ids.length) this.deps.log.warn({ pixelId: this.claim.pixelId, lost: ids.length - kept.size }, 'delivery lease ran out; another worker took over');
-    return queue.map((b) => b.filter((e) => kept.has(this.sendOfEvent.get(e.eventId)!))).filter((b) => b.length > 0);
+    if (kept.size < ids.length)
+      this.deps.log.warn(
+        { pixelId: this.claim.pixelId, lost: ids.length - kept.size },
+        'delivery lease ran out; another worker took over',
+      );
+    return queue
+      .map((b) => b.filter((e) => kept.has(this.sendOfEvent.get(e.eventId)!)))
+      .filter((b) => b.length > 0);
   }
 
   /**
@@ -260,14 +319,26 @@ class ClaimRun {
    * lose nothing: the sends are simply attempted again.)
    */
   private async write(outcomes: SendOutcome[], responseSummary?: unknown): Promise<void> {
-    const batch = { claim: this.lease, platform: this.adapter.platform, outcomes, conversionOf: this.conversionOf, responseSummary };
+    const batch = {
+      claim: this.lease,
+      platform: this.adapter.platform,
+      outcomes,
+      conversionOf: this.conversionOf,
+      responseSummary,
+    };
     // A write that fails because the database is away is tried again until it is back (repeating
     // it is safe: only sends still under this claim's lease are written, and a COMMIT that did
     // land leaves none). That also keeps the job from ending while the database is away, which is
     // what stops graphile-worker's runner (worker/runner.ts).
     const writeOnceBack = () =>
-      whileDatabaseAway(() => writeOutcomes(this.deps, batch), OUTCOME_PATIENCE_MS, (err) =>
-        this.deps.log.warn({ pixelId: this.claim.pixelId, sends: outcomes.length, err: String(err) }, 'cannot write delivery outcomes yet; the database is away'),
+      whileDatabaseAway(
+        () => writeOutcomes(this.deps, batch),
+        OUTCOME_PATIENCE_MS,
+        (err) =>
+          this.deps.log.warn(
+            { pixelId: this.claim.pixelId, sends: outcomes.length, err: String(err) },
+            'cannot write delivery outcomes yet; the database is away',
+          ),
       );
     const accepted = outcomes.some((oc) => oc.kind === 'sent');
     for (let pause = OUTCOME_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, OUTCOME_RETRY_MAX_MS)) {
@@ -276,13 +347,25 @@ class ClaimRun {
         break;
       } catch (err) {
         if (!accepted || performance.now() + pause + LEASE_MARGIN_MS > this.leaseDeadline) throw err;
-        this.deps.log.warn({ pixelId: this.claim.pixelId, err: String(err) }, 'could not record what the platform accepted; trying again');
+        this.deps.log.warn(
+          { pixelId: this.claim.pixelId, err: String(err) },
+          'could not record what the platform accepted; trying again',
+        );
         await new Promise((r) => setTimeout(r, pause));
       }
     }
     const failed = outcomes.filter((oc) => oc.kind === 'failed');
     if (failed.length > 0) {
-      this.deps.log.warn({ platform: this.adapter.platform, pixelId: this.claim.pixelId, sends: failed.length, firstSendId: failed[0]!.sendId, error: failed[0]!.error }, 'sends failed');
+      this.deps.log.warn(
+        {
+          platform: this.adapter.platform,
+          pixelId: this.claim.pixelId,
+          sends: failed.length,
+          firstSendId: failed[0]!.sendId,
+          error: failed[0]!.error,
+        },
+        'sends failed',
+      );
     }
   }
 }

@@ -3,7 +3,14 @@ import type { Deps } from '../deps.js';
 import { Uuid } from '../domain/admin/schemas.js';
 import { ApiError } from '../errors.js';
 import { ANY_EVENT, CUSTOM_PREFIX } from '../platforms/google-actions.js';
-import { adapters, type DeliveryEvent, type EventType, type PixelConfig, type PixelConfigOf, type Platform } from '../platforms/index.js';
+import {
+  adapters,
+  type DeliveryEvent,
+  type EventType,
+  type PixelConfig,
+  type PixelConfigOf,
+  type Platform,
+} from '../platforms/index.js';
 import { loadPixel } from './event-builder.js';
 import { authorize } from './google-oauth.js';
 import { performRequest } from './http.js';
@@ -38,8 +45,12 @@ export interface PixelTestResult {
 const TEST_EMAIL_SHA256 = createHash('sha256').update('test@example.com').digest('hex');
 const TEST_TIMEOUT_MS = 15_000;
 
-export async function testPixel(deps: Pick<Deps, 'pool' | 'box' | 'config' | 'now'>, input: { pixelId: string; testEventCode?: string }): Promise<PixelTestResult> {
-  if (!Uuid.safeParse(input.pixelId).success) throw new ApiError('VALIDATION_FAILED', `pixel "${input.pixelId}" is not a valid id`);
+export async function testPixel(
+  deps: Pick<Deps, 'pool' | 'box' | 'config' | 'now'>,
+  input: { pixelId: string; testEventCode?: string },
+): Promise<PixelTestResult> {
+  if (!Uuid.safeParse(input.pixelId).success)
+    throw new ApiError('VALIDATION_FAILED', `pixel "${input.pixelId}" is not a valid id`);
   const loaded = await loadPixel(deps.pool, deps.box, input.pixelId);
   if (!loaded) throw new ApiError('NOT_FOUND', `pixel ${input.pixelId} does not exist`);
   if ('error' in loaded) throw new ApiError('VALIDATION_FAILED', `pixel ${input.pixelId}: ${loaded.error}`);
@@ -48,7 +59,10 @@ export async function testPixel(deps: Pick<Deps, 'pool' | 'box' | 'config' | 'no
     [input.pixelId],
   );
   const site = rows[0]!;
-  const result = await sendTestEvent(deps, loaded.config, { pageUrl: site.url ?? `https://${site.domains[0] ?? 'example.com'}/`, testEventCode: input.testEventCode });
+  const result = await sendTestEvent(deps, loaded.config, {
+    pageUrl: site.url ?? `https://${site.domains[0] ?? 'example.com'}/`,
+    testEventCode: input.testEventCode,
+  });
   return { pixelId: loaded.id, ...result };
 }
 
@@ -66,11 +80,24 @@ export async function sendTestEvent(
   const adapter = adapters[pixel.platform];
   const event = testEvent(pixel, nowMs, o.pageUrl);
   const pre = adapter.precheck(event, nowMs, pixel);
-  if (!pre.ok) throw new ApiError('VALIDATION_FAILED', `a test event cannot be sent to this pixel: ${pre.skipReason}`);
+  if (!pre.ok)
+    throw new ApiError('VALIDATION_FAILED', `a test event cannot be sent to this pixel: ${pre.skipReason}`);
 
   if (pixel.platform === 'google') {
-    const auth = await authorize(pixel, { oauthUrl: deps.config.GOOGLE_OAUTH_URL, timeoutMs: TEST_TIMEOUT_MS, nowMs });
-    if ('error' in auth) return { platform: pixel.platform, accepted: false, testFacility: facility, status: null, answer: null, error: `no Google access token: ${auth.error}` };
+    const auth = await authorize(pixel, {
+      oauthUrl: deps.config.GOOGLE_OAUTH_URL,
+      timeoutMs: TEST_TIMEOUT_MS,
+      nowMs,
+    });
+    if ('error' in auth)
+      return {
+        platform: pixel.platform,
+        accepted: false,
+        testFacility: facility,
+        status: null,
+        answer: null,
+        error: `no Google access token: ${auth.error}`,
+      };
     pixel = auth.pixel;
   }
   const { baseUrl, build } = platformEndpoint(deps.config, pixel.platform);
@@ -79,7 +106,14 @@ export async function sendTestEvent(
   if (pixel.platform === 'snapchat') spec.url = spec.url.replace(/\/events\?/, '/events/validate?');
   const res = await performRequest(spec, TEST_TIMEOUT_MS);
   if ('networkError' in res) {
-    return { platform: pixel.platform, accepted: false, testFacility: facility, status: null, answer: null, error: `no answer: ${res.networkError}` };
+    return {
+      platform: pixel.platform,
+      accepted: false,
+      testFacility: facility,
+      status: null,
+      answer: null,
+      error: `no answer: ${res.networkError}`,
+    };
   }
   const [outcome] = adapter.classify(res, [event], nowMs);
   let answer: unknown = res.bodyText;
@@ -90,25 +124,33 @@ export async function sendTestEvent(
   }
   const accepted = outcome?.outcome === 'delivered';
   return {
-    platform: pixel.platform, accepted, testFacility: facility, status: res.status, answer,
+    platform: pixel.platform,
+    accepted,
+    testFacility: facility,
+    status: res.status,
+    answer,
     ...(outcome && outcome.outcome !== 'delivered' ? { error: outcome.error } : {}),
   };
 }
 
 /** The pixel switched to its platform's test facility, and how that is described. */
-function testMode(config: PixelConfig, givenCode: string | undefined): { pixel: PixelConfig; facility: string } {
+function testMode(
+  config: PixelConfig,
+  givenCode: string | undefined,
+): { pixel: PixelConfig; facility: string } {
   switch (config.platform) {
     case 'meta':
     case 'tiktok': {
       const code = givenCode ?? config.testEventCode ?? undefined;
-      const where = "Events Manager → the pixel → Test events";
+      const where = 'Events Manager → the pixel → Test events';
       if (!code) {
         throw new ApiError(
           'VALIDATION_FAILED',
           `${config.platform === 'meta' ? 'Meta' : 'TikTok'} counts an event without a test event code as real: give --test-event-code (the code ${where} shows), or set one on the pixel with pixel update --test-event-code`,
         );
       }
-      if (!/^[A-Za-z0-9_-]{1,64}$/.test(code)) throw new ApiError('VALIDATION_FAILED', 'test event code must be 1–64 letters, digits, _ or -');
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(code))
+        throw new ApiError('VALIDATION_FAILED', 'test event code must be 1–64 letters, digits, _ or -');
       return { pixel: { ...config, testEventCode: code }, facility: `test_event_code ${code}` };
     }
     case 'snapchat':
@@ -140,7 +182,11 @@ function testEvent(pixel: PixelConfig, nowMs: number, pageUrl: string): Delivery
     eventSourceUrl: pageUrl,
     clientIp: '203.0.113.10',
     userAgent: 'Mozilla/5.0 (Capigram pixel test)',
-    hashed: { em: TEST_EMAIL_SHA256, emGoogle: TEST_EMAIL_SHA256, externalId: createHash('sha256').update('capigram-pixel-test').digest('hex') },
+    hashed: {
+      em: TEST_EMAIL_SHA256,
+      emGoogle: TEST_EMAIL_SHA256,
+      externalId: createHash('sha256').update('capigram-pixel-test').digest('hex'),
+    },
     value: 1,
     currency: 'EUR',
   };

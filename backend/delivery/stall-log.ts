@@ -21,7 +21,10 @@ export class StallLog {
     const now = check.delivery === 'stalled';
     if (now === this.stalled) return;
     this.stalled = now;
-    const fields = { oldestDueSeconds: Math.round(check.oldestDueSeconds), workerRunning: check.workerRunning };
+    const fields = {
+      oldestDueSeconds: Math.round(check.oldestDueSeconds),
+      workerRunning: check.workerRunning,
+    };
     // Both at error level: an operator grepping errors sees where the incident ends, too.
     if (now) this.log.error(fields, 'delivery is stalled: due sends are not being delivered');
     else this.log.error(fields, 'delivery resumed');

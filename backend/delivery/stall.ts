@@ -45,9 +45,12 @@ export async function oldestDueSeconds(db: Queryable): Promise<number> {
   return Math.max(0, rows[0]?.seconds ?? 0);
 }
 
-
 /** The rule, apart from the database: a pure function so that it can be read (and tested) alone. */
-export function deliveryStatus(input: { oldestDueSeconds: number; workerRunning: boolean | null; stallSeconds: number }): DeliveryStatus {
+export function deliveryStatus(input: {
+  oldestDueSeconds: number;
+  workerRunning: boolean | null;
+  stallSeconds: number;
+}): DeliveryStatus {
   if (input.workerRunning === false) return 'stalled';
   return input.oldestDueSeconds > input.stallSeconds ? 'stalled' : 'ok';
 }
@@ -60,7 +63,11 @@ export async function checkDelivery(deps: WatchDeps): Promise<DeliveryCheck> {
   deps.metrics.sendsOldestDue.set(age);
   const workerRunning = deps.worker ? deps.worker.running() : null;
   const check: DeliveryCheck = {
-    delivery: deliveryStatus({ oldestDueSeconds: age, workerRunning, stallSeconds: deps.config.DELIVERY_STALL_SECONDS }),
+    delivery: deliveryStatus({
+      oldestDueSeconds: age,
+      workerRunning,
+      stallSeconds: deps.config.DELIVERY_STALL_SECONDS,
+    }),
     oldestDueSeconds: age,
     workerRunning,
   };

@@ -70,7 +70,11 @@ export class KeyLookups {
     try {
       const { rows } = await this.pool.query<KeyRow & { n: number }>({
         text: KEY_LOOKUPS_WITH_PRIOR_SQL,
-        values: [batch.map((w) => w.lookup.prefix), batch.map((w) => w.lookup.claimKey), batch.map((w) => w.lookup.hash)],
+        values: [
+          batch.map((w) => w.lookup.prefix),
+          batch.map((w) => w.lookup.claimKey),
+          batch.map((w) => w.lookup.hash),
+        ],
       });
       const found = new Map(rows.map((r) => [r.n, r]));
       batch.forEach((w, i) => w.resolve(found.get(i + 1)));

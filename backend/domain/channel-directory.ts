@@ -16,12 +16,22 @@ export interface DirectoryChannel {
   eventType: string;
 }
 
-export async function listChannelsFor(db: Queryable, caller: ApiCaller, ref: SiteRef): Promise<DirectoryChannel[]> {
+export async function listChannelsFor(
+  db: Queryable,
+  caller: ApiCaller,
+  ref: SiteRef,
+): Promise<DirectoryChannel[]> {
   const siteId = await resolveSiteRef(db, caller, ref);
   const accountWide = siteId === null;
   const { rows } = await db.query<{
-    site_id: string; site_domain: string; id: string; telegram_chat_id: number; title: string; username: string | null;
-    funnel_order: number; event_type: string;
+    site_id: string;
+    site_domain: string;
+    id: string;
+    telegram_chat_id: number;
+    title: string;
+    username: string | null;
+    funnel_order: number;
+    event_type: string;
   }>(
     `SELECT c.site_id, s.domains[1] AS site_domain, c.id, c.telegram_chat_id, c.title, c.username, c.funnel_order, c.event_type
      FROM channels c JOIN sites s ON s.id = c.site_id

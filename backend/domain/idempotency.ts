@@ -54,16 +54,33 @@ export async function claimKey(db: Queryable, claim: ClaimRef & { endpoint: stri
 
 /** What is stored under the key, if anything. */
 export async function readClaim(db: Queryable, apiKeyId: string, key: string): Promise<ClaimRow | undefined> {
-  const { rows } = await db.query<{ status_code: number | null; response_body: StoredResponse | null; created_at: Date; endpoint: string | null }>(
+  const { rows } = await db.query<{
+    status_code: number | null;
+    response_body: StoredResponse | null;
+    created_at: Date;
+    endpoint: string | null;
+  }>(
     'SELECT status_code, response_body, created_at, endpoint FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
     [apiKeyId, key],
   );
   const row = rows[0];
-  return row && { createdAt: row.created_at, status: row.status_code, body: row.response_body, endpoint: row.endpoint };
+  return (
+    row && {
+      createdAt: row.created_at,
+      status: row.status_code,
+      body: row.response_body,
+      endpoint: row.endpoint,
+    }
+  );
 }
 
 /** Takes over an expired or abandoned claim, as it was seen (`seen`); true for the one taker that wins. */
-export async function takeOverClaim(db: Queryable, seen: ClaimRef, now: Date, endpoint: string): Promise<boolean> {
+export async function takeOverClaim(
+  db: Queryable,
+  seen: ClaimRef,
+  now: Date,
+  endpoint: string,
+): Promise<boolean> {
   const taken = await db.query(
     `UPDATE idempotency_keys SET created_at = $4, status_code = NULL, response_body = NULL, completed_at = NULL, endpoint = $5
      WHERE api_key_id = $1 AND key = $2 AND created_at = $3`,
@@ -74,7 +91,11 @@ export async function takeOverClaim(db: Queryable, seen: ClaimRef, now: Date, en
 
 /** Releases the claim (only its own holder's: the claim time must match). */
 export async function releaseClaim(db: Queryable, claim: ClaimRef): Promise<void> {
-  await db.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [claim.apiKeyId, claim.key, claim.claimedAt]);
+  await db.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND created_at = $3', [
+    claim.apiKeyId,
+    claim.key,
+    claim.claimedAt,
+  ]);
 }
 
 /** The statement that stores an answer under the claim (`storeAnswer` and `storeAnswerCall`). */
@@ -82,21 +103,40 @@ const STORE_SQL = `UPDATE idempotency_keys SET status_code = $4, response_body =
              WHERE api_key_id = $1 AND key = $2 AND created_at = $3`;
 
 function answerValues(claim: ClaimRef, answer: Answer): unknown[] {
-  return [claim.apiKeyId, claim.key, claim.claimedAt, answer.status, JSON.stringify(answer.stored), answer.completedAt];
+  return [
+    claim.apiKeyId,
+    claim.key,
+    claim.claimedAt,
+    answer.status,
+    JSON.stringify(answer.stored),
+    answer.completedAt,
+  ];
 }
 
 /** Stores the answer under the claim (only its own holder's). */
 export async function storeAnswer(db: Queryable, claim: ClaimRef, answer: Answer): Promise<void> {
-  await db.query({ name: 'capigram_idempotency_store', text: STORE_SQL, values: answerValues(claim, answer) });
+  await db.query({
+    name: 'capigram_idempotency_store',
+    text: STORE_SQL,
+    values: answerValues(claim, answer),
+  });
 }
 
 /** `storeAnswer` as a statement for the work's own transaction (sent with its COMMIT). */
 export function storeAnswerCall(claim: ClaimRef, answer: Answer): PreparedCall {
-  return { name: 'capigram_idempotency_store_with_work', sql: STORE_SQL, values: answerValues(claim, answer) };
+  return {
+    name: 'capigram_idempotency_store_with_work',
+    sql: STORE_SQL,
+    values: answerValues(claim, answer),
+  };
 }
 
 /** Claims the key and stores its answer in one statement, unless a row holds it. */
-export async function claimWithAnswer(db: Queryable, claim: ClaimRef & { endpoint: string }, answer: Answer): Promise<void> {
+export async function claimWithAnswer(
+  db: Queryable,
+  claim: ClaimRef & { endpoint: string },
+  answer: Answer,
+): Promise<void> {
   await db.query({
     name: 'capigram_idempotency_claim_with_answer',
     text: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
@@ -119,7 +159,13 @@ export function claimInWorkCall(claim: ClaimRef & { endpoint: string }): Prepare
  * the key's row by its prefix, and a claim made only for a key that is not revoked and whose
  * whole hash matches. `claimed`: whether this statement claimed it.
  */
-export function keyLookupAndClaimStatement(q: { prefix: string; claimKey: string | null; now: Date; hash: Buffer; endpoint: string }) {
+export function keyLookupAndClaimStatement(q: {
+  prefix: string;
+  claimKey: string | null;
+  now: Date;
+  hash: Buffer;
+  endpoint: string;
+}) {
   return {
     name: 'capigram_api_key_by_prefix_and_claim',
     text: `WITH k AS (SELECT id, account_id, site_id, secret_hash, revoked_at, last_used_at FROM api_keys WHERE prefix = $1),

@@ -38,16 +38,37 @@ export const LEAD_CONVERSIONS_LIMIT = 500;
  * The lead on the resolved site. An account-scoped key that names no site gets the one site the
  * user has conversions on; several sites are ambiguous (400 SITE_REQUIRED), none is 404.
  */
-export async function getLead(db: Queryable, caller: ApiCaller, telegramUserId: number, ref: SiteRef): Promise<LeadResource> {
-  const siteId = (await resolveSiteRef(db, caller, ref)) ?? (await onlySiteOf(db, caller.accountId, telegramUserId));
-  const { rows: leads } = await db.query<{ first_seen_at: Date; last_seen_at: Date; external_user_id: string | null }>(
+export async function getLead(
+  db: Queryable,
+  caller: ApiCaller,
+  telegramUserId: number,
+  ref: SiteRef,
+): Promise<LeadResource> {
+  const siteId =
+    (await resolveSiteRef(db, caller, ref)) ?? (await onlySiteOf(db, caller.accountId, telegramUserId));
+  const { rows: leads } = await db.query<{
+    first_seen_at: Date;
+    last_seen_at: Date;
+    external_user_id: string | null;
+  }>(
     'SELECT first_seen_at, last_seen_at, external_user_id FROM leads WHERE site_id = $1 AND telegram_user_id = $2',
     [siteId, telegramUserId],
   );
   const { rows } = await db.query<{
-    id: string; channel_id: string | null; event_type: EventTypeName; custom_event_name: string | null; capi_status: CapiStatus;
-    awaiting_manual_input: boolean; cold_lead: boolean; attributed_at: Date; event_time: Date; value: number | null;
-    currency: string | null; content_name: string | null; source: ConversionSummary['source']; api_visit_override: ApiVisitOverride | null;
+    id: string;
+    channel_id: string | null;
+    event_type: EventTypeName;
+    custom_event_name: string | null;
+    capi_status: CapiStatus;
+    awaiting_manual_input: boolean;
+    cold_lead: boolean;
+    attributed_at: Date;
+    event_time: Date;
+    value: number | null;
+    currency: string | null;
+    content_name: string | null;
+    source: ConversionSummary['source'];
+    api_visit_override: ApiVisitOverride | null;
   }>(
     `SELECT * FROM (
        SELECT id, channel_id, event_type, custom_event_name, capi_status, awaiting_manual_input, cold_lead, attributed_at, event_time,
@@ -57,7 +78,8 @@ export async function getLead(db: Queryable, caller: ApiCaller, telegramUserId: 
     [siteId, telegramUserId, LEAD_CONVERSIONS_LIMIT],
   );
   const lead = leads[0];
-  if (!lead || rows.length === 0) throw new ApiError('LEAD_NOT_FOUND', 'this user has no conversion on the resolved site');
+  if (!lead || rows.length === 0)
+    throw new ApiError('LEAD_NOT_FOUND', 'this user has no conversion on the resolved site');
   return {
     telegramUserId,
     siteId,
@@ -90,6 +112,10 @@ async function onlySiteOf(db: Queryable, accountId: string, telegramUserId: numb
     [telegramUserId, accountId],
   );
   if (rows.length === 0) throw new ApiError('LEAD_NOT_FOUND', 'this user has no conversion in the account');
-  if (rows.length > 1) throw new ApiError('SITE_REQUIRED', 'this user is a lead on several sites of the account: pass siteId or websiteId');
+  if (rows.length > 1)
+    throw new ApiError(
+      'SITE_REQUIRED',
+      'this user is a lead on several sites of the account: pass siteId or websiteId',
+    );
   return rows[0]!.site_id;
 }

@@ -46,10 +46,16 @@ export function createApp(deps: Deps): App {
     const { apiError, unexpected } = toApiError(err);
     const rid = c.get('requestId');
     if (unexpected) deps.log.error({ err, requestId: rid, path: c.req.path }, 'unhandled error');
-    else if (apiError.code === 'UNAVAILABLE') deps.log.warn({ err: (err as Error).message, requestId: rid }, 'database unavailable');
+    else if (apiError.code === 'UNAVAILABLE')
+      deps.log.warn({ err: (err as Error).message, requestId: rid }, 'database unavailable');
     return problemResponse(apiError, rid);
   });
-  app.notFound((c) => problemResponse(new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`), c.get('requestId')));
+  app.notFound((c) =>
+    problemResponse(
+      new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`),
+      c.get('requestId'),
+    ),
+  );
 
   // Every surface of the service, in the order their routes match.
   app.route('/', healthRoutes(deps));
@@ -73,7 +79,13 @@ function observe(deps: Pick<Deps, 'log' | 'metrics'>): MiddlewareHandler<AppEnv>
     deps.metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
     if (route !== '/healthz' && route !== '/metrics') {
       deps.log.info(
-        { requestId: c.get('requestId'), method: c.req.method, route, status: c.res.status, ms: Math.round(seconds * 1000) },
+        {
+          requestId: c.get('requestId'),
+          method: c.req.method,
+          route,
+          status: c.res.status,
+          ms: Math.round(seconds * 1000),
+        },
         'request',
       );
     }

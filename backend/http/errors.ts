@@ -5,7 +5,14 @@ import { ApiError, ERROR_CODES, validationError } from '../errors.js';
 
 export { isDatabaseUnavailable } from '../db/unavailable.js';
 
-export { ApiError, ERROR_CODES, fieldErrors, validationError, type ErrorCode, type FieldError } from '../errors.js';
+export {
+  ApiError,
+  ERROR_CODES,
+  fieldErrors,
+  validationError,
+  type ErrorCode,
+  type FieldError,
+} from '../errors.js';
 
 /** Rendering of the service's errors as RFC 9457 problem+json (CONTRACT.md). */
 
@@ -43,20 +50,41 @@ export function toApiError(err: unknown): { apiError: ApiError; unexpected: bool
   if (err instanceof z.ZodError) return { apiError: validationError(err), unexpected: false };
   if (err instanceof HTTPException) {
     if (err.status === 413) return { apiError: new ApiError('PAYLOAD_TOO_LARGE'), unexpected: false };
-    if (err.status === 400) return { apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'), unexpected: false };
-    if (err.status === 401) return { apiError: new ApiError('UNAUTHORIZED', err.message || undefined), unexpected: false };
+    if (err.status === 400)
+      return {
+        apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'),
+        unexpected: false,
+      };
+    if (err.status === 401)
+      return { apiError: new ApiError('UNAUTHORIZED', err.message || undefined), unexpected: false };
     if (err.status === 404) return { apiError: new ApiError('NOT_FOUND'), unexpected: false };
     if (err.status === 415)
-      return { apiError: new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json'), unexpected: false };
+      return {
+        apiError: new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json'),
+        unexpected: false,
+      };
     // Any other client error raised by a middleware is still the client's, never a 500.
     if (err.status >= 400 && err.status < 500)
-      return { apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'), unexpected: false };
+      return {
+        apiError: new ApiError('VALIDATION_FAILED', err.message || 'Malformed request'),
+        unexpected: false,
+      };
   }
-  if (isDatabaseUnavailable(err)) return { apiError: new ApiError('UNAVAILABLE', 'The database is unavailable'), unexpected: false };
+  if (isDatabaseUnavailable(err))
+    return { apiError: new ApiError('UNAVAILABLE', 'The database is unavailable'), unexpected: false };
   // Text PostgreSQL cannot store (U+0000) that got past the edge's schemas: the client's input, not
   // a bug. The statement failed, so its transaction wrote nothing.
   if (isUnstorableText(err)) {
-    return { apiError: new ApiError('VALIDATION_FAILED', 'The request contains a character that cannot be stored (U+0000)'), unexpected: false };
+    return {
+      apiError: new ApiError(
+        'VALIDATION_FAILED',
+        'The request contains a character that cannot be stored (U+0000)',
+      ),
+      unexpected: false,
+    };
   }
-  return { apiError: new ApiError('INTERNAL', 'An unexpected error occurred; it has been logged'), unexpected: true };
+  return {
+    apiError: new ApiError('INTERNAL', 'An unexpected error occurred; it has been logged'),
+    unexpected: true,
+  };
 }

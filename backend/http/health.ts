@@ -7,7 +7,9 @@ import type { AppEnv } from './env.js';
 import { ApiError } from './errors.js';
 
 /** Liveness, readiness and metrics: what an orchestrator and Prometheus call. */
-export function healthRoutes(deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker' | 'local'>): Hono<AppEnv> {
+export function healthRoutes(
+  deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker' | 'local'>,
+): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
@@ -44,7 +46,10 @@ export function healthRoutes(deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'l
   });
 
   app.get('/metrics', async (c) => {
-    if (deps.config.METRICS_TOKEN !== undefined && !bearerMatches(c.req.header('authorization'), deps.config.METRICS_TOKEN)) {
+    if (
+      deps.config.METRICS_TOKEN !== undefined &&
+      !bearerMatches(c.req.header('authorization'), deps.config.METRICS_TOKEN)
+    ) {
       throw new ApiError('UNAUTHORIZED', 'metrics need Authorization: Bearer <METRICS_TOKEN>');
     }
     // The gauge is read at scrape time; a database away leaves its last value (the scrape still works).

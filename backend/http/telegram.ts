@@ -9,11 +9,17 @@ import { limitBody, payloadTooLarge, WEBHOOK_BODY_LIMIT_BYTES } from './body-lim
  * body is read. Any authenticated body gets 200 (bad ones are logged and dropped), since Telegram
  * resends whatever is not answered 2xx; Bot API calls the update causes run later as jobs.
  */
-export function telegramRoutes(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>): Hono<AppEnv> {
+export function telegramRoutes(
+  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>,
+): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const limited = limitBody(WEBHOOK_BODY_LIMIT_BYTES, payloadTooLarge);
   app.post('/backend/telegram/:botId', async (c) => {
-    const bot = await authenticateWebhook(deps, c.req.param('botId'), c.req.header('x-telegram-bot-api-secret-token'));
+    const bot = await authenticateWebhook(
+      deps,
+      c.req.param('botId'),
+      c.req.header('x-telegram-bot-api-secret-token'),
+    );
     // Only then the size: a caller without the secret learns nothing but 401, whatever it sends.
     let body = '';
     await limited(c, async () => {

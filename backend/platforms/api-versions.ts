@@ -55,7 +55,10 @@ export const DEFAULT_API_VERSIONS: Readonly<Record<VersionedPlatform, string>> =
   meta: 'v26.0',
 };
 
-const PLATFORM_NAMES: Record<VersionedPlatform, string> = { google: 'Google Ads API', meta: 'Meta Marketing API' };
+const PLATFORM_NAMES: Record<VersionedPlatform, string> = {
+  google: 'Google Ads API',
+  meta: 'Meta Marketing API',
+};
 
 function numeric(version: string): number[] {
   return version.replace(/^v/, '').split('.').map(Number);

@@ -10,7 +10,10 @@ import type { EventOutcome } from './types.js';
  */
 export type IsolationDecision<T> = { action: 'final' } | { action: 'split'; batches: T[][] };
 
-export function decideIsolation<T>(batch: readonly T[], outcomes: readonly EventOutcome[]): IsolationDecision<T> {
+export function decideIsolation<T>(
+  batch: readonly T[],
+  outcomes: readonly EventOutcome[],
+): IsolationDecision<T> {
   const isolate = outcomes.some((o) => o.outcome === 'failed' && o.isolate === true);
   if (!isolate || batch.length <= 1) return { action: 'final' };
   return { action: 'split', batches: bisect(batch) };

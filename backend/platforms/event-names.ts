@@ -38,7 +38,9 @@ export const SNAPCHAT_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
 };
 
 /** Google uploads to one conversion action per pixel and sends no event name. */
-export const EVENT_NAMES: Readonly<Record<Exclude<Platform, 'google'>, Readonly<Record<EventType, NameRule>>>> = {
+export const EVENT_NAMES: Readonly<
+  Record<Exclude<Platform, 'google'>, Readonly<Record<EventType, NameRule>>>
+> = {
   meta: META_EVENT_NAMES,
   tiktok: TIKTOK_EVENT_NAMES,
   snapchat: SNAPCHAT_EVENT_NAMES,

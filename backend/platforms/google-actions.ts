@@ -20,7 +20,11 @@ export function mappingKey(eventType: EventType, customEventName?: string | null
 }
 
 /** The action id for the event, most specific mapping first; undefined when there is none. */
-export function conversionActionFor(actions: ConversionActionMap, eventType: EventType, customEventName?: string | null): string | undefined {
+export function conversionActionFor(
+  actions: ConversionActionMap,
+  eventType: EventType,
+  customEventName?: string | null,
+): string | undefined {
   const own = actions[mappingKey(eventType, customEventName)];
   if (own !== undefined) return own;
   if (eventType === 'Custom' && actions['Custom'] !== undefined) return actions['Custom'];

@@ -24,7 +24,11 @@ const MAX_BATCH = 2000;
 const MAX_EVENT_AGE_MS = 90 * DAY_MS;
 
 /** Row errors Google documents as temporary. Every other row error is permanent. */
-const GOOGLE_RETRY_ERRORS: ReadonlySet<string> = new Set(['RESOURCE_EXHAUSTED', 'INTERNAL_ERROR', 'TRANSIENT_ERROR']);
+const GOOGLE_RETRY_ERRORS: ReadonlySet<string> = new Set([
+  'RESOURCE_EXHAUSTED',
+  'INTERNAL_ERROR',
+  'TRANSIENT_ERROR',
+]);
 /** The conversion is already recorded: that is what we wanted. */
 const GOOGLE_DELIVERED_ERRORS: ReadonlySet<string> = new Set(['CLICK_CONVERSION_ALREADY_EXISTS']);
 
@@ -44,7 +48,9 @@ function conversionActionName(p: PixelConfigOf<'google'>, action: string): strin
 }
 
 /** Google takes one click id per conversion, the gclid first; gbraid and wbraid come from iOS traffic. */
-export function googleClickId(e: DeliveryEvent): { gclid: string } | { gbraid: string } | { wbraid: string } | undefined {
+export function googleClickId(
+  e: DeliveryEvent,
+): { gclid: string } | { gbraid: string } | { wbraid: string } | undefined {
   if (present(e.gclid)) return { gclid: e.gclid.trim() };
   if (present(e.gbraid)) return { gbraid: e.gbraid.trim() };
   if (present(e.wbraid)) return { wbraid: e.wbraid.trim() };
@@ -87,7 +93,8 @@ function rowIndex(err: Record<string, unknown>): number | undefined {
   const path = isRecord(location) ? location['fieldPathElements'] : undefined;
   if (!Array.isArray(path)) return undefined;
   for (const el of path) {
-    if (isRecord(el) && el['fieldName'] === 'conversions' && typeof el['index'] === 'number') return el['index'];
+    if (isRecord(el) && el['fieldName'] === 'conversions' && typeof el['index'] === 'number')
+      return el['index'];
   }
   for (const el of path) {
     if (isRecord(el) && typeof el['index'] === 'number') return el['index'];
@@ -124,7 +131,10 @@ function partialFailureErrors(body: Record<string, unknown>): Record<string, unk
   }
   // A partial failure with no row details still means something failed; Google's summary message names it.
   if (errors.length === 0 && (stringField(pfe, 'message') !== undefined || typeof pfe['code'] === 'number')) {
-    errors.push({ errorCode: { unknown: 'UNKNOWN' }, message: stringField(pfe, 'message') ?? 'partial failure' });
+    errors.push({
+      errorCode: { unknown: 'UNKNOWN' },
+      message: stringField(pfe, 'message') ?? 'partial failure',
+    });
   }
   return errors;
 }
@@ -197,7 +207,9 @@ export const googleAdapter: PlatformAdapter = {
       () => (e.eventType === 'PageView' ? 'page views are not uploaded to Google Ads' : undefined),
       () => {
         if (pixel?.platform !== 'google') return undefined;
-        return conversionActionFor(pixel.conversionActions, e.eventType, e.customEventName) === undefined ? missingMappingReason(e.eventType, e.customEventName) : undefined;
+        return conversionActionFor(pixel.conversionActions, e.eventType, e.customEventName) === undefined
+          ? missingMappingReason(e.eventType, e.customEventName)
+          : undefined;
       },
       () =>
         googleClickId(e) !== undefined || googleUserIdentifiers(e).length > 0
@@ -241,7 +253,11 @@ export const googleAdapter: PlatformAdapter = {
       method: 'POST',
       url: `${stripTrailingSlash(baseUrl)}/${apiVersion(opts.apiVersion)}/customers/${customerId}:uploadClickConversions`,
       headers,
-      body: JSON.stringify({ conversions, partialFailure: true, ...(p.validateOnly ? { validateOnly: true } : {}) }),
+      body: JSON.stringify({
+        conversions,
+        partialFailure: true,
+        ...(p.validateOnly ? { validateOnly: true } : {}),
+      }),
     };
   },
 
@@ -250,12 +266,17 @@ export const googleAdapter: PlatformAdapter = {
     const body = parseJsonObject(res.bodyText);
     const detail = googleErrorText(body) ?? bodySnippet(res.bodyText);
     if (res.status >= 500 || res.status === 429 || res.status === 408) {
-      return allRetry(events, httpError(res.status, detail), retryAfterMs(res, nowMs) ?? quotaRetryDelayMs(body));
+      return allRetry(
+        events,
+        httpError(res.status, detail),
+        retryAfterMs(res, nowMs) ?? quotaRetryDelayMs(body),
+      );
     }
     if (res.status < 200 || res.status >= 300) return allFailed(events, httpError(res.status, detail));
     if (res.bodyText.trim() === '') return allDelivered(events);
     // Unreadable 2xx: resending is harmless, since a repeat upload answers CLICK_CONVERSION_ALREADY_EXISTS.
-    if (body === undefined) return allRetry(events, httpError(res.status, `unexpected body: ${res.bodyText.trim()}`));
+    if (body === undefined)
+      return allRetry(events, httpError(res.status, `unexpected body: ${res.bodyText.trim()}`));
     return classifyRows(body, events);
   },
 };

@@ -124,7 +124,12 @@ export const metaAdapter: PlatformAdapter = {
       `${stripTrailingSlash(baseUrl)}/${version}/${encodeURIComponent(p.pixelId)}/events` +
       `?access_token=${encodeURIComponent(p.accessToken)}`;
     const body = { data: events.map(metaEvent), test_event_code: opt(p.testEventCode) };
-    return { method: 'POST', url, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+    return {
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    };
   },
 
   classify(res, events, nowMs) {

@@ -25,7 +25,12 @@ export function firstFailure(...checks: Array<() => string | undefined>): Preche
 }
 
 /** `platformPossessive` reads like "Meta's". */
-export function tooOld(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformPossessive: string): string | undefined {
+export function tooOld(
+  e: DeliveryEvent,
+  nowMs: number,
+  maxEventAgeMs: number,
+  platformPossessive: string,
+): string | undefined {
   if (!Number.isFinite(e.eventTimeMs)) return 'event time is not a number';
   return nowMs - e.eventTimeMs > maxEventAgeMs
     ? `event is older than ${platformPossessive} ${Math.round(maxEventAgeMs / DAY_MS)}-day window`
@@ -33,11 +38,18 @@ export function tooOld(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, p
 }
 
 export function inFuture(e: DeliveryEvent, nowMs: number): string | undefined {
-  return e.eventTimeMs - nowMs > FUTURE_TOLERANCE_MS ? 'event time is more than 5 minutes in the future' : undefined;
+  return e.eventTimeMs - nowMs > FUTURE_TOLERANCE_MS
+    ? 'event time is more than 5 minutes in the future'
+    : undefined;
 }
 
 /** Checks every platform makes: the event time is a number inside the platform's window. */
-export function timeWindow(e: DeliveryEvent, nowMs: number, maxEventAgeMs: number, platformPossessive: string): string | undefined {
+export function timeWindow(
+  e: DeliveryEvent,
+  nowMs: number,
+  maxEventAgeMs: number,
+  platformPossessive: string,
+): string | undefined {
   return tooOld(e, nowMs, maxEventAgeMs, platformPossessive) ?? inFuture(e, nowMs);
 }
 

@@ -44,7 +44,9 @@ export function pixelFor<P extends Platform>(pixel: PixelConfig, platform: P): P
 }
 
 /** Value and currency as a pair: Meta, TikTok and Snapchat want a currency with every value. */
-export function valueAndCurrency(e: Pick<DeliveryEvent, 'value' | 'currency'>): { value: number; currency: string } | undefined {
+export function valueAndCurrency(
+  e: Pick<DeliveryEvent, 'value' | 'currency'>,
+): { value: number; currency: string } | undefined {
   const currency = upperCurrency(e.currency);
   return finiteNumber(e.value) && currency !== undefined ? { value: e.value, currency } : undefined;
 }

@@ -30,7 +30,8 @@ export function parseRetryAfterMs(value: string | null | undefined, nowMs: numbe
   // weekday. IMF-fixdate and RFC 850 name their zone; asctime does not and means UTC.
   let at: number;
   if (/^[A-Za-z]{3,9}, /.test(text)) at = Date.parse(text);
-  else if (/^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d \d{4}$/.test(text)) at = Date.parse(`${text} GMT`);
+  else if (/^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d \d{4}$/.test(text))
+    at = Date.parse(`${text} GMT`);
   else return undefined;
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - nowMs);

@@ -1,6 +1,17 @@
 import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
-import { assertBatch, externalIdsOf, hashedUserFields, isWebsite, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
+import {
+  assertBatch,
+  externalIdsOf,
+  hashedUserFields,
+  isWebsite,
+  nonEmptyObject,
+  opt,
+  pixelFor,
+  stripTrailingSlash,
+  toSeconds,
+  valueAndCurrency,
+} from './request.js';
 import {
   allDelivered,
   allFailed,
@@ -88,6 +99,10 @@ export const snapchatAdapter: PlatformAdapter = {
     if (status === 'VALID') return allDelivered(events);
     if (status === 'INVALID') return allFailed(events, detail ?? 'INVALID', true);
     // A 2xx without Snapchat's verdict came from something in between; resending is harmless (dedup on event_id).
-    return allRetry(events, httpError(res.status, `unexpected body: ${res.bodyText.trim()}`), retryAfterMs(res, nowMs));
+    return allRetry(
+      events,
+      httpError(res.status, `unexpected body: ${res.bodyText.trim()}`),
+      retryAfterMs(res, nowMs),
+    );
   },
 };

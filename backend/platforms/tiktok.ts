@@ -1,6 +1,15 @@
 import { platformEventName } from './event-names.js';
 import { DAY_MS, firstFailure, missingSourceUrl, missingUserAgent, timeWindow } from './precheck.js';
-import { assertBatch, externalIdsOf, nonEmptyObject, opt, pixelFor, stripTrailingSlash, toSeconds, valueAndCurrency } from './request.js';
+import {
+  assertBatch,
+  externalIdsOf,
+  nonEmptyObject,
+  opt,
+  pixelFor,
+  stripTrailingSlash,
+  toSeconds,
+  valueAndCurrency,
+} from './request.js';
 import {
   allDelivered,
   allFailed,
@@ -63,7 +72,8 @@ export const tiktokAdapter: PlatformAdapter = {
   precheck(e, nowMs) {
     return firstFailure(
       () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "TikTok's"),
-      () => (platformEventName('tiktok', e) === undefined ? 'Custom event without customEventName' : undefined),
+      () =>
+        platformEventName('tiktok', e) === undefined ? 'Custom event without customEventName' : undefined,
       () => missingUserAgent(e),
       () => missingSourceUrl(e),
     );
@@ -93,12 +103,14 @@ export const tiktokAdapter: PlatformAdapter = {
     if (res.status >= 500 || res.status === 429 || res.status === 408) {
       return allRetry(events, httpError(res.status, bodySnippet(res.bodyText)), delay);
     }
-    if (res.status < 200 || res.status >= 300) return allFailed(events, httpError(res.status, bodySnippet(res.bodyText)));
+    if (res.status < 200 || res.status >= 300)
+      return allFailed(events, httpError(res.status, bodySnippet(res.bodyText)));
 
     const body = parseJsonObject(res.bodyText);
     const code = numberField(body, 'code');
     // A 2xx without TikTok's envelope came from something in between; resending is harmless (dedup on event_id).
-    if (code === undefined) return allRetry(events, httpError(res.status, `unexpected body: ${res.bodyText.trim()}`), delay);
+    if (code === undefined)
+      return allRetry(events, httpError(res.status, `unexpected body: ${res.bodyText.trim()}`), delay);
     if (code === 0) return allDelivered(events);
     const text = `${stringField(body, 'message') ?? 'error'} (code ${code})`;
     if (TIKTOK_RETRY_CODES.has(code)) return allRetry(events, text, delay);

@@ -8,7 +8,14 @@ export type Platform = (typeof PLATFORMS)[number];
  * Subscribe, the Google action mappings. The one list; the API schema, the CLI, the writer and the
  * event builder all take it from here.
  */
-export const CONVERSION_EVENT_TYPES = ['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom'] as const;
+export const CONVERSION_EVENT_TYPES = [
+  'Contact',
+  'Lead',
+  'Purchase',
+  'CompleteRegistration',
+  'Subscribe',
+  'Custom',
+] as const;
 export type ConversionEventType = (typeof CONVERSION_EVENT_TYPES)[number];
 /** What a send carries: a conversion, or a landing page's view. */
 export const EVENT_TYPES = ['PageView', ...CONVERSION_EVENT_TYPES] as const;
@@ -44,7 +51,21 @@ export interface HashedPii {
 }
 
 /** The keys of `HashedPii`: every one holds a SHA-256 hex digest. */
-export const HASHED_PII_KEYS = ['em', 'emGoogle', 'ph', 'phE164', 'fn', 'ln', 'externalId', 'ct', 'st', 'zp', 'country', 'db', 'ge'] as const satisfies readonly (keyof HashedPii)[];
+export const HASHED_PII_KEYS = [
+  'em',
+  'emGoogle',
+  'ph',
+  'phE164',
+  'fn',
+  'ln',
+  'externalId',
+  'ct',
+  'st',
+  'zp',
+  'country',
+  'db',
+  'ge',
+] as const satisfies readonly (keyof HashedPii)[];
 
 /**
  * How the conversion happened, in Meta's words (`action_source`): on the website (with the page's
@@ -128,7 +149,9 @@ export const pixelConfigSchema = z.discriminatedUnion('platform', [
        * Conversion action id (or full resource name `customers/{cid}/conversionActions/{id}`) per
        * event type, `Custom:<name>`, `Custom` or `*` (see `google-actions.ts`).
        */
-      conversionActions: z.record(z.string(), nonEmpty).refine((m) => Object.keys(m).length > 0, { message: 'at least one conversion action is required' }),
+      conversionActions: z
+        .record(z.string(), nonEmpty)
+        .refine((m) => Object.keys(m).length > 0, { message: 'at least one conversion action is required' }),
       /** Uploads are validated by Google and not recorded (`validateOnly`): a pixel being tried out. */
       validateOnly: z.boolean().optional(),
       /** Send the visit's IP as `userIpAddress`, which Google accepts only from allowlisted accounts. */
@@ -145,10 +168,15 @@ export const pixelConfigSchema = z.discriminatedUnion('platform', [
       clientSecret: nonEmpty.optional(),
       loginCustomerId: z.string().nullish(),
     })
-    .refine((p) => p.oauthToken !== undefined || (p.refreshToken !== undefined && p.clientId !== undefined && p.clientSecret !== undefined), {
-      message: 'an OAuth access token, or a refresh token with its client id and secret, is required',
-      path: ['oauthToken'],
-    }),
+    .refine(
+      (p) =>
+        p.oauthToken !== undefined ||
+        (p.refreshToken !== undefined && p.clientId !== undefined && p.clientSecret !== undefined),
+      {
+        message: 'an OAuth access token, or a refresh token with its client id and secret, is required',
+        path: ['oauthToken'],
+      },
+    ),
 ]);
 export type PixelConfig = z.infer<typeof pixelConfigSchema>;
 export type PixelConfigOf<P extends Platform> = Extract<PixelConfig, { platform: P }>;
@@ -201,7 +229,12 @@ export interface PlatformAdapter {
    */
   precheck(e: DeliveryEvent, nowMs: number, pixel?: PixelConfig): PrecheckResult;
   /** Builds the request for 1..maxBatch prechecked events; throws on a programming error (wrong pixel, empty batch). */
-  buildRequest(events: DeliveryEvent[], pixel: PixelConfig, baseUrl: string, opts?: BuildOptions): HttpRequestSpec;
+  buildRequest(
+    events: DeliveryEvent[],
+    pixel: PixelConfig,
+    baseUrl: string,
+    opts?: BuildOptions,
+  ): HttpRequestSpec;
   /**
    * One outcome per event, in the order of `events`. `nowMs` is needed to turn a `Retry-After`
    * HTTP date into a delay.

@@ -6,13 +6,17 @@ import { SANDBOX_BANNER_TEXT } from './pages.js';
  * real installation. The banner uses the dashboard's own classes, never a style attribute: its
  * Content-Security-Policy allows only the dashboard's stylesheet, which already styles them.
  */
-export function withSandboxBanner(fetchApp: (req: Request) => Response | Promise<Response>): (req: Request) => Promise<Response> {
+export function withSandboxBanner(
+  fetchApp: (req: Request) => Response | Promise<Response>,
+): (req: Request) => Promise<Response> {
   return async (req) => {
     const res = await fetchApp(req);
     if (!(res.headers.get('content-type') ?? '').startsWith('text/html')) return res;
     const text = await res.text();
     const banner = `<p class="error warn" id="sandbox-banner">${SANDBOX_BANNER_TEXT}</p>`;
-    const body = /<body[^>]*>/.test(text) ? text.replace(/<body[^>]*>/, (m) => `${m}${banner}`) : `${banner}${text}`;
+    const body = /<body[^>]*>/.test(text)
+      ? text.replace(/<body[^>]*>/, (m) => `${m}${banner}`)
+      : `${banner}${text}`;
     const headers = new Headers(res.headers);
     headers.delete('content-length');
     return new Response(body, { status: res.status, statusText: res.statusText, headers });

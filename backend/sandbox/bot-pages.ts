@@ -15,7 +15,10 @@ import { SANDBOX_BOT, type SandboxTelegram } from './telegram.js';
  */
 export const SANDBOX_APP = 'demoapp';
 
-export function botPages(o: { telegram: SandboxTelegram; capigram: () => { url: string; websiteId: string } | undefined }): Hono {
+export function botPages(o: {
+  telegram: SandboxTelegram;
+  capigram: () => { url: string; websiteId: string } | undefined;
+}): Hono {
   const app = new Hono();
 
   // "Open the bot" / "Open the Mini App" on the landing page: the entry click, with this browser's ids.
@@ -25,22 +28,43 @@ export function botPages(o: { telegram: SandboxTelegram; capigram: () => { url: 
     const tid = getCookie(c, 'capigram_tid') ?? '';
     const sid = getCookie(c, 'capigram_sid') ?? '';
     const entry = c.req.query('entry');
-    const query = new URLSearchParams({ website: capigram.websiteId, tid, sid, format: 'json', ...(entry ? { entry } : {}) });
+    const query = new URLSearchParams({
+      website: capigram.websiteId,
+      tid,
+      sid,
+      format: 'json',
+      ...(entry ? { entry } : {}),
+    });
     const res = await fetch(`${capigram.url}/backend/track/entry?${query}`, {
-      headers: { origin: new URL(c.req.url).origin, 'x-capigram-client-user-agent': c.req.header('user-agent') ?? '' },
+      headers: {
+        origin: new URL(c.req.url).origin,
+        'x-capigram-client-user-agent': c.req.header('user-agent') ?? '',
+      },
     }).catch(() => undefined);
-    const answer = (await res?.json().catch(() => undefined)) as { url?: string; detail?: string } | undefined;
-    if (!res?.ok || !answer?.url) return c.html(sandboxPage('Telegram (sandbox)', html`<h1>No deep link</h1><p>Capigram answered: ${answer?.detail ?? 'nothing'}</p>`), 502);
+    const answer = (await res?.json().catch(() => undefined)) as
+      | { url?: string; detail?: string }
+      | undefined;
+    if (!res?.ok || !answer?.url)
+      return c.html(
+        sandboxPage(
+          'Telegram (sandbox)',
+          html`<h1>No deep link</h1><p>Capigram answered: ${answer?.detail ?? 'nothing'}</p>`,
+        ),
+        502,
+      );
     return c.redirect(toSandbox(answer.url), 302);
   });
 
-  app.get('/telegram/bot', (c) => c.html(chatPage(o.telegram, o.telegram.userOf(c), c.req.query('start') ?? null, null)));
+  app.get('/telegram/bot', (c) =>
+    c.html(chatPage(o.telegram, o.telegram.userOf(c), c.req.query('start') ?? null, null)),
+  );
   app.post('/telegram/bot', async (c) => {
     const userId = o.telegram.userOf(c);
     const before = o.telegram.messagesFor(userId).length;
     const webhook = await o.telegram.deliverStart(userId, c.req.query('start') ?? null);
     // The bot's answer is a job Capigram runs after the webhook: give it a moment to arrive.
-    for (let i = 0; i < 40 && o.telegram.messagesFor(userId).length === before; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 40 && o.telegram.messagesFor(userId).length === before; i++)
+      await new Promise((r) => setTimeout(r, 100));
     return c.html(chatPage(o.telegram, userId, null, webhook));
   });
 
@@ -87,10 +111,18 @@ export function toSandbox(deepLink: string): string {
   return `/telegram/bot${start !== null ? `?start=${encodeURIComponent(start)}` : ''}`;
 }
 
-function chatPage(telegram: SandboxTelegram, userId: number, startPayload: string | null, webhook: string | null) {
-  const messages = telegram.messagesFor(userId).map(
-    (m) => html`<div class="tg" style="margin:8px 0"><p class="bot-message">${m.text}</p>${m.buttons.map((b) => html`<a class="join" href="${b.url}">${b.text}</a> `)}</div>`,
-  );
+function chatPage(
+  telegram: SandboxTelegram,
+  userId: number,
+  startPayload: string | null,
+  webhook: string | null,
+) {
+  const messages = telegram
+    .messagesFor(userId)
+    .map(
+      (m) =>
+        html`<div class="tg" style="margin:8px 0"><p class="bot-message">${m.text}</p>${m.buttons.map((b) => html`<a class="join" href="${b.url}">${b.text}</a> `)}</div>`,
+    );
   return sandboxPage(
     'Telegram (sandbox)',
     html`<div class="tg"><h1>@${SANDBOX_BOT.username}</h1><p class="muted">bot · the sandbox's simulated Telegram</p>

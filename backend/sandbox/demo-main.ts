@@ -65,7 +65,8 @@ async function main(argv: string[]): Promise<number> {
     const raw = process.env[name];
     const n = raw === undefined || raw === '' ? fallback : Number(raw);
     const max = name.endsWith('_MS') ? 600_000 : 65535;
-    if (!Number.isInteger(n) || n < 0 || n > max) throw new ConfigError(`[sandbox] ${name} must be a whole number from 0 to ${max}, not ${raw}`);
+    if (!Number.isInteger(n) || n < 0 || n > max)
+      throw new ConfigError(`[sandbox] ${name} must be a whole number from 0 to ${max}, not ${raw}`);
     return n;
   };
   const sandboxPort = port('SANDBOX_PORT', check ? 0 : 3031);
@@ -75,14 +76,23 @@ async function main(argv: string[]): Promise<number> {
 
   let sandbox: Sandbox;
   try {
-    sandbox = await startSandbox({ port: sandboxPort, stateFile: join(dataDir, 'sandbox-telegram.json'), print: say });
+    sandbox = await startSandbox({
+      port: sandboxPort,
+      stateFile: join(dataDir, 'sandbox-telegram.json'),
+      print: say,
+    });
   } catch (err) {
     throw busy(err, 'SANDBOX_PORT', sandboxPort);
   }
 
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of IGNORED) delete env[name];
-  Object.assign(env, sandbox.env, { DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(capigramPort), LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  Object.assign(env, sandbox.env, {
+    DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    PORT: String(capigramPort),
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  });
   // Every log line of the demo's Capigram says it is the sandbox's.
   const log = createLogger(env.LOG_LEVEL ?? 'warn').child({ sandbox: true });
   let rt: Runtime;
@@ -97,7 +107,10 @@ async function main(argv: string[]): Promise<number> {
   let server: ServerType;
   try {
     server = await new Promise<ServerType>((ok, fail) => {
-      const s = serve({ fetch: withSandboxBanner(app.fetch), hostname: '127.0.0.1', port: capigramPort }, () => ok(s));
+      const s = serve(
+        { fetch: withSandboxBanner(app.fetch), hostname: '127.0.0.1', port: capigramPort },
+        () => ok(s),
+      );
       s.once('error', fail);
     });
   } catch (err) {
@@ -123,7 +136,11 @@ async function main(argv: string[]): Promise<number> {
     worker = await startWorker(deps, { pollIntervalMs: 250 });
     site = await provisionSandbox(deps, sandbox.url);
     entries = await ensureSandboxEntries(deps, site);
-    sandbox.attach(capigramUrl, { websiteId: site.websiteId, adminToken: deps.adminToken, appEntryId: entries.appEntryId });
+    sandbox.attach(capigramUrl, {
+      websiteId: site.websiteId,
+      adminToken: deps.adminToken,
+      appEntryId: entries.appEntryId,
+    });
     say(
       [
         '',
@@ -145,7 +162,18 @@ async function main(argv: string[]): Promise<number> {
 
   if (check) {
     const timeoutMs = port('SANDBOX_CHECK_TIMEOUT_MS', 20_000);
-    const result = await runJourney({ capigramUrl, sandboxUrl: sandbox.url, site, entries, telegram: sandbox.telegram, log: sandbox.log, timeoutMs }, say);
+    const result = await runJourney(
+      {
+        capigramUrl,
+        sandboxUrl: sandbox.url,
+        site,
+        entries,
+        telegram: sandbox.telegram,
+        log: sandbox.log,
+        timeoutMs,
+      },
+      say,
+    );
     say(
       result.ok
         ? `[sandbox] check passed: every step held; first attributed conversion delivered ${result.firstConversionMs} ms after the visit, ${Date.now() - started} ms after start`
@@ -174,13 +202,20 @@ async function sandboxOnly(dataDir: string, port: number, say: (line: string) =>
   const host = process.env.SANDBOX_HOST ?? '127.0.0.1';
   let sandbox: Sandbox;
   try {
-    sandbox = await startSandbox({ host, port, stateFile: join(dataDir, 'sandbox-telegram.json'), print: say, publicUrl: process.env.SANDBOX_PUBLIC_URL });
+    sandbox = await startSandbox({
+      host,
+      port,
+      stateFile: join(dataDir, 'sandbox-telegram.json'),
+      print: say,
+      publicUrl: process.env.SANDBOX_PUBLIC_URL,
+    });
   } catch (err) {
     throw busy(err, 'SANDBOX_PORT', port);
   }
   const capigram = process.env.SANDBOX_CAPIGRAM_URL;
   const websiteId = process.env.SANDBOX_WEBSITE_ID;
-  if (capigram && websiteId) sandbox.attach(capigram.replace(/\/+$/, ''), { websiteId, adminToken: '(see Capigram)' });
+  if (capigram && websiteId)
+    sandbox.attach(capigram.replace(/\/+$/, ''), { websiteId, adminToken: '(see Capigram)' });
   say(
     [
       `[sandbox] sandbox only, on ${sandbox.url}; point Capigram at it with:`,
@@ -199,7 +234,9 @@ async function sandboxOnly(dataDir: string, port: number, say: (line: string) =>
 
 function busy(err: unknown, variable: string, port: number): Error {
   if ((err as { code?: string }).code === 'EADDRINUSE') {
-    return new ConfigError(`[sandbox] port ${port} is already in use (another demo or server?): stop it, or set ${variable} to a free port (0 picks one)`);
+    return new ConfigError(
+      `[sandbox] port ${port} is already in use (another demo or server?): stop it, or set ${variable} to a free port (0 picks one)`,
+    );
   }
   return err as Error;
 }
@@ -208,7 +245,10 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
-    else process.stderr.write(`[sandbox] the demo failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    else
+      process.stderr.write(
+        `[sandbox] the demo failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
     process.exit(1);
   },
 );

@@ -33,13 +33,20 @@ export class SandboxLog {
     const entry: SandboxEntry = { seq: ++this.seq, at: new Date().toISOString(), ...e };
     this.entries.push(entry);
     if (this.entries.length > MAX_ENTRIES) this.entries.splice(0, this.entries.length - MAX_ENTRIES);
-    if (!entry.quiet) this.print(`[sandbox] ${entry.source.padEnd(8)} ${entry.accepted ? 'ok     ' : 'REFUSED'} ${entry.kind}: ${entry.summary}`);
+    if (!entry.quiet)
+      this.print(
+        `[sandbox] ${entry.source.padEnd(8)} ${entry.accepted ? 'ok     ' : 'REFUSED'} ${entry.kind}: ${entry.summary}`,
+      );
     for (const l of this.listeners) l();
     return entry;
   }
 
   list(filter: { source?: SandboxSource; after?: number } = {}): SandboxEntry[] {
-    return this.entries.filter((e) => (filter.source === undefined || e.source === filter.source) && (filter.after === undefined || e.seq > filter.after));
+    return this.entries.filter(
+      (e) =>
+        (filter.source === undefined || e.source === filter.source) &&
+        (filter.after === undefined || e.seq > filter.after),
+    );
   }
 
   /** Resolves once `test` holds over the log (checked on every new entry), or rejects after `timeoutMs`. */

@@ -8,7 +8,8 @@ import type { SandboxEntry } from './event-log.js';
  */
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
-export const SANDBOX_BANNER_TEXT = 'SANDBOX: simulated Telegram and ad platforms on this machine; nothing is sent to Telegram, Meta, TikTok, Snapchat or Google.';
+export const SANDBOX_BANNER_TEXT =
+  'SANDBOX: simulated Telegram and ad platforms on this machine; nothing is sent to Telegram, Meta, TikTok, Snapchat or Google.';
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 .sandbox-banner{background:#ffd43b;color:#1d2430;padding:6px 16px;font-weight:600;border-bottom:2px solid #1d2430}
@@ -26,7 +27,12 @@ export function sandboxPage(title: string, body: Html, extraHead: Html | string 
 }
 
 /** The sample landing page an ad would lead to: tracker.js and one join button. */
-export function landingPage(o: { capigramUrl: string; websiteId: string; channelPublicUrl: string; appEntryId?: string | undefined }): Html {
+export function landingPage(o: {
+  capigramUrl: string;
+  websiteId: string;
+  channelPublicUrl: string;
+  appEntryId?: string | undefined;
+}): Html {
   return sandboxPage(
     'Acme deals',
     html`<div class="hero"><h1>Acme deals (sample landing page)</h1>
@@ -40,7 +46,12 @@ ${o.appEntryId ? html`<a id="miniapp" class="join" href="/telegram/entry?entry=$
   );
 }
 
-export function homePage(o: { landingUrl: string; dashboardUrl: string; adminToken: string; logUrl: string }): Html {
+export function homePage(o: {
+  landingUrl: string;
+  dashboardUrl: string;
+  adminToken: string;
+  logUrl: string;
+}): Html {
   return sandboxPage(
     'Capigram demo',
     html`<h1>Capigram demo</h1><ol>
@@ -52,9 +63,12 @@ export function homePage(o: { landingUrl: string; dashboardUrl: string; adminTok
 }
 
 export function logPage(entries: SandboxEntry[]): Html {
-  const rows = [...entries].reverse().map(
-    (e) => html`<tr><td>${e.at.slice(11, 19)}</td><td>${e.source}</td><td class="${e.accepted ? '' : 'refused'}">${e.accepted ? 'ok' : 'refused'}</td><td>${e.kind}</td><td>${e.summary}</td></tr>`,
-  );
+  const rows = [...entries]
+    .reverse()
+    .map(
+      (e) =>
+        html`<tr><td>${e.at.slice(11, 19)}</td><td>${e.source}</td><td class="${e.accepted ? '' : 'refused'}">${e.accepted ? 'ok' : 'refused'}</td><td>${e.kind}</td><td>${e.summary}</td></tr>`,
+    );
   return sandboxPage(
     'Event log',
     html`<h1>Sandbox event log</h1><p class="muted">Newest first. As JSON: <a href="/log.json">/log.json</a>. Reload to see new entries.</p>

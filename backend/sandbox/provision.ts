@@ -34,10 +34,17 @@ export type Provisioned = z.infer<typeof Provisioned>;
 
 export const SANDBOX_DOMAINS = ['127.0.0.1', 'localhost'];
 
-export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<Provisioned & { created: boolean }> {
+export async function provisionSandbox(
+  deps: Deps,
+  sandboxUrl: string,
+): Promise<Provisioned & { created: boolean }> {
   const file = join(deps.config.DATA_DIR, 'sandbox.json');
   const known = existsSync(file) ? Provisioned.safeParse(JSON.parse(readFileSync(file, 'utf8'))) : undefined;
-  if (known?.success && (await findSite(deps.pool, known.data.siteId)) && (await findBot(deps.pool, known.data.botId))) {
+  if (
+    known?.success &&
+    (await findSite(deps.pool, known.data.siteId)) &&
+    (await findBot(deps.pool, known.data.botId))
+  ) {
     await setBotWebhook(deps, known.data.botId);
     if (known.data.sandboxUrl !== sandboxUrl) {
       // The sandbox listens elsewhere now: the pool's links lead to an address nobody answers.
@@ -52,15 +59,44 @@ export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<
   }
 
   const { accountId } = await createAccount(deps.pool, { name: 'Sandbox account' });
-  const { siteId, websiteId } = await createSite(deps.pool, { accountId, name: 'Acme deals (sandbox)', domains: SANDBOX_DOMAINS });
+  const { siteId, websiteId } = await createSite(deps.pool, {
+    accountId,
+    name: 'Acme deals (sandbox)',
+    domains: SANDBOX_DOMAINS,
+  });
   const { botId } = await addBot(deps, { accountId, token: SANDBOX_BOT.token });
-  const { channelId } = await addChannel(deps, { siteId, botId, telegramChannelId: String(SANDBOX_CHAT.id), title: SANDBOX_CHAT.title, isDefault: true });
+  const { channelId } = await addChannel(deps, {
+    siteId,
+    botId,
+    telegramChannelId: String(SANDBOX_CHAT.id),
+    title: SANDBOX_CHAT.title,
+    isDefault: true,
+  });
   const c = SANDBOX_CREDENTIALS;
-  await addPixel(deps, { platform: 'meta', siteId, pixelId: c.meta.pixelId, accessToken: c.meta.accessToken });
-  await addPixel(deps, { platform: 'tiktok', siteId, pixelCode: c.tiktok.pixelCode, accessToken: c.tiktok.accessToken });
-  await addPixel(deps, { platform: 'snapchat', siteId, pixelId: c.snapchat.pixelId, accessToken: c.snapchat.accessToken });
   await addPixel(deps, {
-    platform: 'google', siteId, customerId: c.google.customerId, developerToken: c.google.developerToken, oauthToken: c.google.oauthToken,
+    platform: 'meta',
+    siteId,
+    pixelId: c.meta.pixelId,
+    accessToken: c.meta.accessToken,
+  });
+  await addPixel(deps, {
+    platform: 'tiktok',
+    siteId,
+    pixelCode: c.tiktok.pixelCode,
+    accessToken: c.tiktok.accessToken,
+  });
+  await addPixel(deps, {
+    platform: 'snapchat',
+    siteId,
+    pixelId: c.snapchat.pixelId,
+    accessToken: c.snapchat.accessToken,
+  });
+  await addPixel(deps, {
+    platform: 'google',
+    siteId,
+    customerId: c.google.customerId,
+    developerToken: c.google.developerToken,
+    oauthToken: c.google.oauthToken,
     conversionActions: Object.entries(c.google.actions).map(([event, id]) => `${event}=${id}`),
   });
   const { apiKey } = await createApiKey(deps.pool, { accountId, siteId, name: 'sandbox' });
@@ -74,14 +110,32 @@ export async function provisionSandbox(deps: Deps, sandboxUrl: string): Promise<
  * to the channel) and its Mini App. Made when missing, so a data directory from before entries
  * gets them too.
  */
-export async function ensureSandboxEntries(deps: Deps, site: Pick<Provisioned, 'siteId' | 'botId' | 'channelId'>): Promise<{ startEntryId: string; appEntryId: string }> {
+export async function ensureSandboxEntries(
+  deps: Deps,
+  site: Pick<Provisioned, 'siteId' | 'botId' | 'channelId'>,
+): Promise<{ startEntryId: string; appEntryId: string }> {
   const { entries } = await listEntries(deps.pool, site.siteId);
   const start =
     entries.find((e) => e.kind === 'start')?.entryId ??
-    (await addEntry(deps.pool, {
-      siteId: site.siteId, botId: site.botId, channelId: site.channelId, isDefault: true,
-      welcomeText: 'Welcome to Acme deals! Today\'s deals are in our channel:',
-    })).entryId;
-  const app = entries.find((e) => e.kind === 'app')?.entryId ?? (await addEntry(deps.pool, { siteId: site.siteId, botId: site.botId, kind: 'app', app: SANDBOX_APP, eventType: 'CompleteRegistration' })).entryId;
+    (
+      await addEntry(deps.pool, {
+        siteId: site.siteId,
+        botId: site.botId,
+        channelId: site.channelId,
+        isDefault: true,
+        welcomeText: "Welcome to Acme deals! Today's deals are in our channel:",
+      })
+    ).entryId;
+  const app =
+    entries.find((e) => e.kind === 'app')?.entryId ??
+    (
+      await addEntry(deps.pool, {
+        siteId: site.siteId,
+        botId: site.botId,
+        kind: 'app',
+        app: SANDBOX_APP,
+        eventType: 'CompleteRegistration',
+      })
+    ).entryId;
   return { startEntryId: start, appEntryId: app };
 }

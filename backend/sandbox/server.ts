@@ -33,7 +33,8 @@ export interface Sandbox {
 }
 
 /** An ad click's landing URL: every platform's click id, as each ad platform appends it. */
-export const LANDING_QUERY = 'utm_source=sandbox&utm_campaign=demo&fbclid=IwAR0sandboxDemoClick&gclid=Cj0KCQsandboxDemoGclid&ttclid=E.C.P.sandboxDemo&ScCid=sandbox-demo-sccid';
+export const LANDING_QUERY =
+  'utm_source=sandbox&utm_campaign=demo&fbclid=IwAR0sandboxDemoClick&gclid=Cj0KCQsandboxDemoGclid&ttclid=E.C.P.sandboxDemo&ScCid=sandbox-demo-sccid';
 
 export async function startSandbox(
   opts: {
@@ -49,16 +50,44 @@ export async function startSandbox(
   let url = '';
   let capigramUrl = '';
   let site: SandboxSite | undefined;
-  const telegram = new SandboxTelegram({ log, urls: () => ({ sandbox: url, capigram: capigramUrl }), stateFile: opts.stateFile });
+  const telegram = new SandboxTelegram({
+    log,
+    urls: () => ({ sandbox: url, capigram: capigramUrl }),
+    stateFile: opts.stateFile,
+  });
 
   const app = new Hono();
   app.route('/', platformRoutes(log));
   app.route('/', telegram.routes());
-  app.route('/', botPages({ telegram, capigram: () => (site ? { url: capigramUrl, websiteId: site.websiteId } : undefined) }));
+  app.route(
+    '/',
+    botPages({
+      telegram,
+      capigram: () => (site ? { url: capigramUrl, websiteId: site.websiteId } : undefined),
+    }),
+  );
   const landingUrl = () => `${url}/landing?${LANDING_QUERY}`;
-  app.get('/', (c) => c.html(homePage({ landingUrl: landingUrl(), dashboardUrl: `${capigramUrl}/dashboard`, adminToken: site?.adminToken ?? '', logUrl: `${url}/log` })));
+  app.get('/', (c) =>
+    c.html(
+      homePage({
+        landingUrl: landingUrl(),
+        dashboardUrl: `${capigramUrl}/dashboard`,
+        adminToken: site?.adminToken ?? '',
+        logUrl: `${url}/log`,
+      }),
+    ),
+  );
   app.get('/landing', (c) =>
-    site ? c.html(landingPage({ capigramUrl, websiteId: site.websiteId, channelPublicUrl: `${url}/telegram/channel`, appEntryId: site.appEntryId })) : c.text('The demo site is not ready yet.', 503),
+    site
+      ? c.html(
+          landingPage({
+            capigramUrl,
+            websiteId: site.websiteId,
+            channelPublicUrl: `${url}/telegram/channel`,
+            appEntryId: site.appEntryId,
+          }),
+        )
+      : c.text('The demo site is not ready yet.', 503),
   );
   app.get('/log', (c) => c.html(logPage(log.list())));
   app.get('/log.json', (c) => {

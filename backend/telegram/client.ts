@@ -44,7 +44,10 @@ const Envelope = z.object({
   result: z.unknown().optional(),
   error_code: z.number().int().optional(),
   description: z.string().optional(),
-  parameters: z.object({ retry_after: z.number().optional(), migrate_to_chat_id: z.number().int().optional() }).partial().optional(),
+  parameters: z
+    .object({ retry_after: z.number().optional(), migrate_to_chat_id: z.number().int().optional() })
+    .partial()
+    .optional(),
 });
 
 export interface TelegramClientOptions {
@@ -66,7 +69,11 @@ export function createTelegramClient(opts: TelegramClientOptions) {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
-      throw new TelegramError(method, 'network', (err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+      throw new TelegramError(
+        method,
+        'network',
+        (err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable',
+      );
     }
     const text = await res.text().catch(() => '');
     let env: z.infer<typeof Envelope>;
@@ -78,10 +85,18 @@ export function createTelegramClient(opts: TelegramClientOptions) {
     if (!env.ok) {
       const code = env.error_code ?? res.status;
       const description = env.description ?? `HTTP ${res.status}`;
-      if (code === 429) throw new TelegramError(method, 'rate_limited', description, code, env.parameters?.retry_after ?? 1);
+      if (code === 429)
+        throw new TelegramError(method, 'rate_limited', description, code, env.parameters?.retry_after ?? 1);
       if (code === 401 || code === 404) throw new TelegramError(method, 'unauthorized', description, code);
       if (code >= 500) throw new TelegramError(method, 'network', description, code);
-      throw new TelegramError(method, 'api', description, code, undefined, env.parameters?.migrate_to_chat_id);
+      throw new TelegramError(
+        method,
+        'api',
+        description,
+        code,
+        undefined,
+        env.parameters?.migrate_to_chat_id,
+      );
     }
     const parsed = schema.safeParse(env.result);
     if (!parsed.success) throw new TelegramError(method, 'api', 'unexpected result shape');
@@ -90,8 +105,13 @@ export function createTelegramClient(opts: TelegramClientOptions) {
 
   return {
     getMe: () => call('getMe', {}, TelegramUser),
-    setWebhook: (p: { url: string; secret_token: string; allowed_updates: string[]; max_connections?: number; drop_pending_updates?: boolean }) =>
-      call('setWebhook', p, z.literal(true)),
+    setWebhook: (p: {
+      url: string;
+      secret_token: string;
+      allowed_updates: string[];
+      max_connections?: number;
+      drop_pending_updates?: boolean;
+    }) => call('setWebhook', p, z.literal(true)),
     deleteWebhook: () => call('deleteWebhook', {}, z.literal(true)),
     createChatInviteLink: (p: {
       chat_id: number | string;
@@ -100,9 +120,12 @@ export function createTelegramClient(opts: TelegramClientOptions) {
       member_limit?: number;
       creates_join_request?: boolean;
     }) => call('createChatInviteLink', p, ChatInviteLink),
-    revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) => call('revokeChatInviteLink', p, ChatInviteLink),
-    approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('approveChatJoinRequest', p, z.literal(true)),
-    declineChatJoinRequest: (p: { chat_id: number | string; user_id: number }) => call('declineChatJoinRequest', p, z.literal(true)),
+    revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) =>
+      call('revokeChatInviteLink', p, ChatInviteLink),
+    approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) =>
+      call('approveChatJoinRequest', p, z.literal(true)),
+    declineChatJoinRequest: (p: { chat_id: number | string; user_id: number }) =>
+      call('declineChatJoinRequest', p, z.literal(true)),
     sendMessage: (p: {
       chat_id: number | string;
       text: string;
@@ -110,9 +133,24 @@ export function createTelegramClient(opts: TelegramClientOptions) {
       link_preview_options?: { is_disabled: boolean };
     }) => call('sendMessage', p, z.object({ message_id: z.number().int() }).passthrough()),
     getChat: (p: { chat_id: number | string }) =>
-      call('getChat', p, z.object({ id: z.number().int(), type: z.string(), title: z.string().optional(), username: z.string().optional() }).passthrough()),
+      call(
+        'getChat',
+        p,
+        z
+          .object({
+            id: z.number().int(),
+            type: z.string(),
+            title: z.string().optional(),
+            username: z.string().optional(),
+          })
+          .passthrough(),
+      ),
     getChatMember: (p: { chat_id: number | string; user_id: number }) =>
-      call('getChatMember', p, z.object({ status: z.string(), can_invite_users: z.boolean().optional() }).passthrough()),
+      call(
+        'getChatMember',
+        p,
+        z.object({ status: z.string(), can_invite_users: z.boolean().optional() }).passthrough(),
+      ),
   };
 }
 
@@ -130,10 +168,29 @@ export const ALLOWED_UPDATES = ['message', 'chat_member', 'chat_join_request', '
  * does not need. (An empty list would not do: it leaves out chat_member and reactions.)
  */
 export const ALL_UPDATES = [
-  'message', 'edited_message', 'channel_post', 'edited_channel_post', 'business_connection', 'business_message',
-  'edited_business_message', 'deleted_business_messages', 'message_reaction', 'message_reaction_count', 'inline_query',
-  'chosen_inline_result', 'callback_query', 'shipping_query', 'pre_checkout_query', 'purchased_paid_media', 'poll',
-  'poll_answer', 'my_chat_member', 'chat_member', 'chat_join_request', 'chat_boost', 'removed_chat_boost',
+  'message',
+  'edited_message',
+  'channel_post',
+  'edited_channel_post',
+  'business_connection',
+  'business_message',
+  'edited_business_message',
+  'deleted_business_messages',
+  'message_reaction',
+  'message_reaction_count',
+  'inline_query',
+  'chosen_inline_result',
+  'callback_query',
+  'shipping_query',
+  'pre_checkout_query',
+  'purchased_paid_media',
+  'poll',
+  'poll_answer',
+  'my_chat_member',
+  'chat_member',
+  'chat_join_request',
+  'chat_boost',
+  'removed_chat_boost',
 ];
 
 /** The updates to ask Telegram for: Capigram's own, or all of them when they are forwarded. */

@@ -90,18 +90,29 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     // instead of staying locked for four hours.
     preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   });
-  events.on('job:success', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'success' }));
+  events.on('job:success', ({ job }) =>
+    deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'success' }),
+  );
   events.on('job:error', ({ job, error }) => {
     deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'error' });
-    deps.log.warn({ task: job.task_identifier, jobId: job.id, attempts: job.attempts, err: String(error) }, 'job failed');
+    deps.log.warn(
+      { task: job.task_identifier, jobId: job.id, attempts: job.attempts, err: String(error) },
+      'job failed',
+    );
   });
-  events.on('job:failed', ({ job }) => deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
+  events.on('job:failed', ({ job }) =>
+    deps.metrics.jobs.inc({ task: job.task_identifier, outcome: 'failed' }),
+  );
   // Bots registered before an update type was added to ALLOWED_UPDATES get it now, not at the next cron tick.
   await runner.addJob(UPGRADE_WEBHOOKS_TASK, {}, { jobKey: UPGRADE_WEBHOOKS_TASK, maxAttempts: 1 });
   // Sends nobody announced (see delivery/sweep.ts) are found at graphile-worker's own poll rate.
-  const stopDeliverySweep = startSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'delivery sweep failed'));
+  const stopDeliverySweep = startSweep(deps.pool, pollInterval, (err) =>
+    deps.log.warn({ err: String(err) }, 'delivery sweep failed'),
+  );
   // Likewise the update forwards whose worker died mid-forward (domain/telegram/forwards.ts).
-  const stopForwardSweep = startForwardSweep(deps.pool, pollInterval, (err) => deps.log.warn({ err: String(err) }, 'forward sweep failed'));
+  const stopForwardSweep = startForwardSweep(deps.pool, pollInterval, (err) =>
+    deps.log.warn({ err: String(err) }, 'forward sweep failed'),
+  );
   const stopSweep = () => {
     stopDeliverySweep();
     stopForwardSweep();
@@ -119,7 +130,9 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     // second cron, and repeated restarts leak nothing. (Its pool is no longer active, so this
     // does not wait on the pool's stuck shutdown: deferred, as the pool is marked inactive just
     // after it announces its shutdown.)
-    setImmediate(() => void runner.stop(`the worker pool stopped on its own: ${reason}`).catch(() => undefined));
+    setImmediate(
+      () => void runner.stop(`the worker pool stopped on its own: ${reason}`).catch(() => undefined),
+    );
     opts.onUnexpectedStop?.(reason, { workerIds: [...workerIds], idle });
   };
   events.on('pool:gracefulShutdown', ({ message }) => onEnd(message));
@@ -145,7 +158,14 @@ function workerLogger(deps: Pick<Deps, 'log'>): Logger {
   const log = deps.log.child({ component: 'worker' });
   // graphile-worker's Logger takes a factory of (level, message, meta) functions.
   return new Logger(() => (level, message, meta) => {
-    const fn = level === 'error' ? log.error : level === 'warning' ? log.warn : level === 'info' ? log.info : log.debug;
+    const fn =
+      level === 'error'
+        ? log.error
+        : level === 'warning'
+          ? log.warn
+          : level === 'info'
+            ? log.info
+            : log.debug;
     fn.call(log, { meta }, message);
   });
 }

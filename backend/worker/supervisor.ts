@@ -49,7 +49,10 @@ export async function superviseWorker(deps: Deps, opts: SuperviseOptions): Promi
     runner = null;
     if (stopped) return;
     if (opts.onUnexpectedStop === 'exit') {
-      deps.log.error({ reason }, 'the job worker stopped on its own; exiting so that the supervisor restarts the process');
+      deps.log.error(
+        { reason },
+        'the job worker stopped on its own; exiting so that the supervisor restarts the process',
+      );
       // Its locked jobs are released first if the database answers within a few seconds (best
       // effort: graphile-worker resets them after four hours otherwise; the delivery wake-up
       // does not wait for that, as a locked one is replaced by a new one). Waiting longer gains

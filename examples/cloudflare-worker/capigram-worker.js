@@ -6,7 +6,8 @@
 // Capigram that the visitor IP this Worker forwards is its word (Cloudflare's egress ranges are
 // shared by every Cloudflare customer, so they must never be trusted for that).
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-const ASSET = /\.(js|mjs|css|map|json|xml|txt|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|eot|mp4|webm|mp3|pdf|zip|wasm)$/i;
+const ASSET =
+  /\.(js|mjs|css|map|json|xml|txt|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|eot|mp4|webm|mp3|pdf|zip|wasm)$/i;
 const COOKIE_SAFE = /^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/;
 
 export default {
@@ -23,7 +24,11 @@ export default {
     for (const cookie of visitor.cookies) response.headers.append('Set-Cookie', cookie);
     if (isPage(upstream.status, upstream.headers.get('Content-Type'))) {
       // Beside the page, not before it: the visitor already has the response.
-      ctx.waitUntil(patchFbp(request, url, env, visitor).then(() => post(env, request, url, '/backend/track/init', initBody(request, url, env, visitor))));
+      ctx.waitUntil(
+        patchFbp(request, url, env, visitor).then(() =>
+          post(env, request, url, '/backend/track/init', initBody(request, url, env, visitor)),
+        ),
+      );
     }
     return response;
   },
@@ -32,7 +37,8 @@ export default {
 function toOrigin(request, url, env) {
   // Capigram's own headers are between Capigram's parts: a visitor's never reach the origin.
   const headers = new Headers(request.headers);
-  for (const name of [...headers.keys()]) if (name.toLowerCase().startsWith('x-capigram-')) headers.delete(name);
+  for (const name of [...headers.keys()])
+    if (name.toLowerCase().startsWith('x-capigram-')) headers.delete(name);
   const target = env.CAPIGRAM_UPSTREAM ? new URL(url.pathname + url.search, env.CAPIGRAM_UPSTREAM) : url;
   const init = { method: request.method, headers, redirect: 'manual' };
   if (request.body !== null) Object.assign(init, { body: request.body, duplex: 'half' });
@@ -41,8 +47,13 @@ function toOrigin(request, url, env) {
 
 function isNavigation(request, url) {
   const h = request.headers;
-  if (request.method !== 'GET' || !/text\/html|application\/xhtml\+xml/i.test(h.get('Accept') || '')) return false;
-  if (/prefetch|prerender/i.test(h.get('Sec-Purpose') || '') || /prefetch|preview/i.test(h.get('Purpose') || h.get('X-Purpose') || '')) return false;
+  if (request.method !== 'GET' || !/text\/html|application\/xhtml\+xml/i.test(h.get('Accept') || ''))
+    return false;
+  if (
+    /prefetch|prerender/i.test(h.get('Sec-Purpose') || '') ||
+    /prefetch|preview/i.test(h.get('Purpose') || h.get('X-Purpose') || '')
+  )
+    return false;
   const dest = h.get('Sec-Fetch-Dest');
   const mode = h.get('Sec-Fetch-Mode');
   if ((dest && dest !== 'document') || (mode && mode !== 'navigate')) return false;
@@ -123,12 +134,28 @@ function initBody(request, url, env, v) {
   const clip = (value, max) => (value ? value.slice(0, max) : undefined);
   const id = (value) => (value && value.length <= 512 ? value : undefined);
   return {
-    websiteId: env.CAPIGRAM_WEBSITE_ID, tempId: v.tid, sessionId: v.sid, visitRequestId: v.visitRequestId,
-    href: clip(url.href, 2048), landingPage: clip(url.pathname + url.search, 2048),
-    referrer: clip(request.headers.get('Referer'), 2048), userAgent: clip(request.headers.get('User-Agent'), 1024),
-    fbc: v.fbc, fbp: v.fbp, ttp: v.ttp, scid: v.scid, gclid: id(q.get('gclid')), gbraid: id(q.get('gbraid')), wbraid: id(q.get('wbraid')), ttclid: id(q.get('ttclid')), sccid: id(q.get('ScCid') || q.get('sccid')),
-    utmSource: clip(q.get('utm_source'), 256), utmMedium: clip(q.get('utm_medium'), 256), utmCampaign: clip(q.get('utm_campaign'), 256),
-    utmContent: clip(q.get('utm_content'), 256), utmTerm: clip(q.get('utm_term'), 256),
+    websiteId: env.CAPIGRAM_WEBSITE_ID,
+    tempId: v.tid,
+    sessionId: v.sid,
+    visitRequestId: v.visitRequestId,
+    href: clip(url.href, 2048),
+    landingPage: clip(url.pathname + url.search, 2048),
+    referrer: clip(request.headers.get('Referer'), 2048),
+    userAgent: clip(request.headers.get('User-Agent'), 1024),
+    fbc: v.fbc,
+    fbp: v.fbp,
+    ttp: v.ttp,
+    scid: v.scid,
+    gclid: id(q.get('gclid')),
+    gbraid: id(q.get('gbraid')),
+    wbraid: id(q.get('wbraid')),
+    ttclid: id(q.get('ttclid')),
+    sccid: id(q.get('ScCid') || q.get('sccid')),
+    utmSource: clip(q.get('utm_source'), 256),
+    utmMedium: clip(q.get('utm_medium'), 256),
+    utmCampaign: clip(q.get('utm_campaign'), 256),
+    utmContent: clip(q.get('utm_content'), 256),
+    utmTerm: clip(q.get('utm_term'), 256),
   };
 }
 
@@ -155,7 +182,12 @@ async function post(env, request, url, path, body) {
 }
 
 async function patchFbp(request, url, env, v) {
-  if (v.patchFbp) await post(env, request, url, '/backend/track/update-fbp', { websiteId: env.CAPIGRAM_WEBSITE_ID, tempId: v.tid, fbp: v.fbp });
+  if (v.patchFbp)
+    await post(env, request, url, '/backend/track/update-fbp', {
+      websiteId: env.CAPIGRAM_WEBSITE_ID,
+      tempId: v.tid,
+      fbp: v.fbp,
+    });
 }
 
 async function invite(request, url, env, ctx) {
@@ -163,7 +195,8 @@ async function invite(request, url, env, ctx) {
   const headers = new Headers({ 'Cache-Control': 'no-store' });
   for (const cookie of v.cookies) headers.append('Set-Cookie', cookie);
   try {
-    if (v.tidIsNew || v.sidIsNew) await post(env, request, url, '/backend/track/init', initBody(request, url, env, v));
+    if (v.tidIsNew || v.sidIsNew)
+      await post(env, request, url, '/backend/track/init', initBody(request, url, env, v));
     else ctx.waitUntil(patchFbp(request, url, env, v));
     const query = new URLSearchParams({ website: env.CAPIGRAM_WEBSITE_ID, tid: v.tid, sid: v.sid });
     const channel = url.searchParams.get('channel') || env.CAPIGRAM_CHANNEL_ID;
@@ -172,7 +205,11 @@ async function invite(request, url, env, ctx) {
     const referer = request.headers.get('Referer');
     if (referer) forward.Referer = referer;
     const tracker = env.CAPIGRAM_TRACKER_URL.replace(/\/+$/, '');
-    const res = await fetch(`${tracker}/backend/track/invite?${query}`, { headers: forward, redirect: 'manual', signal: AbortSignal.timeout(3000) });
+    const res = await fetch(`${tracker}/backend/track/invite?${query}`, {
+      headers: forward,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(3000),
+    });
     const location = res.headers.get('Location');
     if (res.status >= 300 && res.status < 400 && /^(https?|tg):/i.test(location || '')) {
       headers.set('Location', location);
@@ -187,5 +224,8 @@ async function invite(request, url, env, ctx) {
     return new Response(null, { status: 302, headers });
   }
   headers.set('Content-Type', 'text/html; charset=utf-8');
-  return new Response('<!doctype html><title>Almost there</title><p>We could not open the invitation right now. Please go back and tap the link again in a moment.</p>', { status: 200, headers });
+  return new Response(
+    '<!doctype html><title>Almost there</title><p>We could not open the invitation right now. Please go back and tap the link again in a moment.</p>',
+    { status: 200, headers },
+  );
 }

@@ -1,11 +1,12 @@
 // Capigram first-party tracking for nginx (njs >= 0.7). Mirrors `npm run proxy`:
 // cookies on HTML navigations, track/init beside the page, _fbp patch, invite redirects.
-const TRACKER = 'https://capigram.example.net';  // Capigram's site URL (PUBLIC_URL)
-const WEBSITE_ID = 'ws_your_public_id';       // the site's public websiteId
-const CHANNEL = '';                           // default channel for invites ('' = site default)
-const FALLBACK = '';                          // where invite clicks go if Capigram is unreachable
+const TRACKER = 'https://capigram.example.net'; // Capigram's site URL (PUBLIC_URL)
+const WEBSITE_ID = 'ws_your_public_id'; // the site's public websiteId
+const CHANNEL = ''; // default channel for invites ('' = site default)
+const FALLBACK = ''; // where invite clicks go if Capigram is unreachable
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-const ASSET = /\.(js|mjs|css|map|json|xml|txt|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|eot|mp4|webm|mp3|pdf|zip|wasm)$/i;
+const ASSET =
+  /\.(js|mjs|css|map|json|xml|txt|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|eot|mp4|webm|mp3|pdf|zip|wasm)$/i;
 
 function uuid() {
   const b = crypto.getRandomValues(new Uint8Array(16));
@@ -13,16 +14,20 @@ function uuid() {
   b[8] = (b[8] & 0x3f) | 0x80;
   let h = '';
   for (let i = 0; i < 16; i++) h += (b[i] < 16 ? '0' : '') + b[i].toString(16);
-  return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
+  return (
+    h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20)
+  );
 }
 
 function cookies(r) {
   const out = {};
-  String(r.headersIn.Cookie || '').split(';').forEach((part) => {
-    const eq = part.indexOf('=');
-    const name = part.slice(0, eq).trim();
-    if (eq > 0 && !(name in out)) out[name] = part.slice(eq + 1).trim();
-  });
+  String(r.headersIn.Cookie || '')
+    .split(';')
+    .forEach((part) => {
+      const eq = part.indexOf('=');
+      const name = part.slice(0, eq).trim();
+      if (eq > 0 && !(name in out)) out[name] = part.slice(eq + 1).trim();
+    });
   return out;
 }
 
@@ -38,7 +43,11 @@ function rawParam(name, args) {
 function isNavigation(r) {
   const h = r.headersIn;
   if (r.method !== 'GET' || !/text\/html|application\/xhtml\+xml/i.test(h.Accept || '')) return false;
-  if (/prefetch|prerender/i.test(h['Sec-Purpose'] || '') || /prefetch|preview/i.test(h.Purpose || h['X-Purpose'] || '')) return false;
+  if (
+    /prefetch|prerender/i.test(h['Sec-Purpose'] || '') ||
+    /prefetch|preview/i.test(h.Purpose || h['X-Purpose'] || '')
+  )
+    return false;
   if (/prefetch/i.test(h['X-Moz'] || '')) return false;
   if (h['Sec-Fetch-Dest'] && h['Sec-Fetch-Dest'] !== 'document') return false;
   if (h['Sec-Fetch-Mode'] && h['Sec-Fetch-Mode'] !== 'navigate') return false;
@@ -47,7 +56,17 @@ function isNavigation(r) {
 
 function cookie(name, value, maxAge, secure) {
   const expires = new Date(Date.now() + maxAge * 1000).toUTCString();
-  return name + '=' + value + '; Max-Age=' + maxAge + '; Path=/; Expires=' + expires + '; SameSite=Lax' + (secure ? '; Secure' : '');
+  return (
+    name +
+    '=' +
+    value +
+    '; Max-Age=' +
+    maxAge +
+    '; Path=/; Expires=' +
+    expires +
+    '; SameSite=Lax' +
+    (secure ? '; Secure' : '')
+  );
 }
 
 // Everything about this request's visitor, computed once (nginx caches js_set values per request,
@@ -79,7 +98,8 @@ function plan(r) {
     const built = 'fb.1.' + Date.now() + '.' + fbclid;
     if (built.length <= 512) {
       p.fbc = built;
-      if (/^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/.test(built)) p.cookies.push(cookie('_fbc', built, 7776000, secure));
+      if (/^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/.test(built))
+        p.cookies.push(cookie('_fbc', built, 7776000, secure));
     }
   }
   const known = (c.capigram_fbpp || '').toLowerCase() === p.tid;
@@ -96,7 +116,10 @@ function setCookie(i) {
 }
 
 function headers(r, json) {
-  const h = { 'X-Capigram-Client-IP': r.remoteAddress, Origin: r.variables.scheme + '://' + r.variables.host };
+  const h = {
+    'X-Capigram-Client-IP': r.remoteAddress,
+    Origin: r.variables.scheme + '://' + r.variables.host,
+  };
   if (r.headersIn['User-Agent']) h['X-Capigram-Client-User-Agent'] = r.headersIn['User-Agent'];
   if (json) h['Content-Type'] = 'application/json';
   return h;
@@ -108,12 +131,28 @@ function initBody(r, p) {
   const id = (v) => (v && String(v).length <= 512 ? String(v) : undefined);
   const target = r.variables.request_uri;
   return JSON.stringify({
-    websiteId: WEBSITE_ID, tempId: p.tid, sessionId: p.sid, visitRequestId: p.visitRequestId,
-    href: pick(r.variables.scheme + '://' + r.variables.host + target, 2048), landingPage: pick(target, 2048),
-    referrer: pick(r.headersIn.Referer, 2048), userAgent: pick(r.headersIn['User-Agent'], 1024),
-    fbc: p.fbc, fbp: p.fbp, ttp: p.ttp, scid: p.scid, gclid: id(q.gclid), gbraid: id(q.gbraid), wbraid: id(q.wbraid), ttclid: id(q.ttclid), sccid: id(q.ScCid || q.sccid),
-    utmSource: pick(q.utm_source, 256), utmMedium: pick(q.utm_medium, 256), utmCampaign: pick(q.utm_campaign, 256),
-    utmContent: pick(q.utm_content, 256), utmTerm: pick(q.utm_term, 256),
+    websiteId: WEBSITE_ID,
+    tempId: p.tid,
+    sessionId: p.sid,
+    visitRequestId: p.visitRequestId,
+    href: pick(r.variables.scheme + '://' + r.variables.host + target, 2048),
+    landingPage: pick(target, 2048),
+    referrer: pick(r.headersIn.Referer, 2048),
+    userAgent: pick(r.headersIn['User-Agent'], 1024),
+    fbc: p.fbc,
+    fbp: p.fbp,
+    ttp: p.ttp,
+    scid: p.scid,
+    gclid: id(q.gclid),
+    gbraid: id(q.gbraid),
+    wbraid: id(q.wbraid),
+    ttclid: id(q.ttclid),
+    sccid: id(q.ScCid || q.sccid),
+    utmSource: pick(q.utm_source, 256),
+    utmMedium: pick(q.utm_medium, 256),
+    utmCampaign: pick(q.utm_campaign, 256),
+    utmContent: pick(q.utm_content, 256),
+    utmTerm: pick(q.utm_term, 256),
   });
 }
 
@@ -136,7 +175,12 @@ async function post(r, path, body) {
 async function pageview(r) {
   const p = JSON.parse(r.variables.capigram_visit || '{}');
   if (p.tid && !p.invite) {
-    if (p.patchFbp) await post(r, '/backend/track/update-fbp', JSON.stringify({ websiteId: WEBSITE_ID, tempId: p.tid, fbp: p.fbp }));
+    if (p.patchFbp)
+      await post(
+        r,
+        '/backend/track/update-fbp',
+        JSON.stringify({ websiteId: WEBSITE_ID, tempId: p.tid, fbp: p.fbp }),
+      );
     await post(r, '/backend/track/init', initBody(r, p));
   }
   r.return(204);
@@ -148,20 +192,44 @@ async function invite(r) {
   r.headersOut['Cache-Control'] = 'no-store';
   try {
     if (p.tidIsNew || p.sidIsNew) await post(r, '/backend/track/init', initBody(r, p));
-    else if (p.patchFbp) post(r, '/backend/track/update-fbp', JSON.stringify({ websiteId: WEBSITE_ID, tempId: p.tid, fbp: p.fbp }));
+    else if (p.patchFbp)
+      post(
+        r,
+        '/backend/track/update-fbp',
+        JSON.stringify({ websiteId: WEBSITE_ID, tempId: p.tid, fbp: p.fbp }),
+      );
     const channel = r.args.channel || CHANNEL;
-    const query = 'website=' + encodeURIComponent(WEBSITE_ID) + '&tid=' + p.tid + '&sid=' + p.sid + (channel ? '&channel=' + encodeURIComponent(channel) : '');
+    const query =
+      'website=' +
+      encodeURIComponent(WEBSITE_ID) +
+      '&tid=' +
+      p.tid +
+      '&sid=' +
+      p.sid +
+      (channel ? '&channel=' + encodeURIComponent(channel) : '');
     const h = headers(r, false);
     if (r.headersIn.Referer) h.Referer = r.headersIn.Referer;
     const res = await ngx.fetch(TRACKER + '/backend/track/invite?' + query, { headers: h });
     const location = res.headers.get('Location');
-    if (res.status >= 300 && res.status < 400 && /^(https?|tg):/i.test(location || '')) return r.return(302, location);
+    if (res.status >= 300 && res.status < 400 && /^(https?|tg):/i.test(location || ''))
+      return r.return(302, location);
   } catch (e) {
     r.warn('capigram invite: ' + e.message);
   }
   if (FALLBACK) return r.return(302, FALLBACK);
   r.headersOut['Content-Type'] = 'text/html; charset=utf-8';
-  r.return(200, '<!doctype html><title>Almost there</title><p>We could not open the invitation right now. Please go back and tap the link again in a moment.</p>');
+  r.return(
+    200,
+    '<!doctype html><title>Almost there</title><p>We could not open the invitation right now. Please go back and tap the link again in a moment.</p>',
+  );
 }
 
-export default { plan, cookie0: setCookie(0), cookie1: setCookie(1), cookie2: setCookie(2), cookie3: setCookie(3), pageview, invite };
+export default {
+  plan,
+  cookie0: setCookie(0),
+  cookie1: setCookie(1),
+  cookie2: setCookie(2),
+  cookie3: setCookie(3),
+  pageview,
+  invite,
+};

@@ -2,13 +2,28 @@
 // each still gets the answer it would get alone, an event refused by its rules or by PostgreSQL costs
 // the others nothing, and nothing is written twice or half.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BATCHES_IN_FLIGHT, MAX_BATCH_EVENTS, QUEUE_WAIT_MS } from '../../backend/db/transaction-batch.js';
+import {
+  MAX_BATCHES_IN_FLIGHT,
+  MAX_BATCH_EVENTS,
+  QUEUE_WAIT_MS,
+} from '../../backend/db/transaction-batch.js';
 import type { TestDatabase } from '../harness/db.js';
 import { TEST_SECRET_KEY, type TestApp } from '../harness/app.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
 import { waitUntil } from '../delivery/support.js';
-import { apiClient, type ApiClient, type ApiResponse, apiWorld, attributedJoin, count, lockLead, newUser, queuedBehind, type Tenant } from './support.js';
+import {
+  apiClient,
+  type ApiClient,
+  type ApiResponse,
+  apiWorld,
+  attributedJoin,
+  count,
+  lockLead,
+  newUser,
+  queuedBehind,
+  type Tenant,
+} from './support.js';
 
 const world = apiWorld({ connections: 30, tenant: { platforms: ['meta', 'tiktok'] } });
 let db: TestDatabase;
@@ -22,28 +37,49 @@ beforeAll(() => {
 
 async function warmUser(): Promise<{ user: number; visitId: string }> {
   const user = newUser();
-  const { visitId } = await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+  const { visitId } = await attributedJoin(db.pool, {
+    siteId: tenant.site.siteId,
+    channelId: tenant.site.channels.main,
+    telegramUserId: user,
+  });
   return { user, visitId };
 }
-const purchase = (user: number, extra: Record<string, unknown> = {}) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD', ...extra });
+const purchase = (user: number, extra: Record<string, unknown> = {}) => ({
+  telegramUserId: user,
+  eventType: 'Purchase',
+  value: 10,
+  currency: 'USD',
+  ...extra,
+});
 const post = (body: unknown, idempotencyKey?: string) =>
-  api.post('/events/conversion', body, { key: tenant.accountKey, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+  api.post('/events/conversion', body, {
+    key: tenant.accountKey,
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+  });
 
-const advisoryWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'");
+const advisoryWaiters = () =>
+  count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'");
 
 /**
  * Every batch slot of the server stuck on a lead lock the test holds, while `send` queues events
  * behind them; then the slots are freed, and the queued events leave together. Resolves with what
  * `send` returned and the answers of the events that held the slots.
  */
-async function queuedTogether<T>(send: () => T, holdMs?: number): Promise<{ sent: T; blockers: ApiResponse[] }> {
+async function queuedTogether<T>(
+  send: () => T,
+  holdMs?: number,
+): Promise<{ sent: T; blockers: ApiResponse[] }> {
   const blockerUsers = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, () => warmUser()));
   return queuedBehind(db.pool, {
     hold: async (holder) => {
       for (const { user } of blockerUsers) await lockLead(holder, tenant.accountId, user);
     },
     waiters: advisoryWaiters,
-    blockers: blockerUsers.map(({ user }) => () => post(purchase(user))),
+    blockers: blockerUsers.map(
+      ({ user }) =>
+        () =>
+          post(purchase(user)),
+    ),
     send,
     ...(holdMs === undefined ? {} : { holdMs }),
   });
@@ -61,16 +97,28 @@ async function writersOf(users: number[]): Promise<Map<number, string>> {
 describe('events that arrive together', () => {
   it('share one transaction, and each gets its own acquisition, conversion and sends', async () => {
     const leads = await Promise.all(Array.from({ length: 12 }, () => warmUser()));
-    const { sent, blockers } = await queuedTogether(() => Promise.all(leads.map(({ user }) => post(purchase(user)))));
+    const { sent, blockers } = await queuedTogether(() =>
+      Promise.all(leads.map(({ user }) => post(purchase(user)))),
+    );
     const answers = await sent;
     for (const b of blockers) expect(b.status).toBe(201);
     for (const a of answers) {
       expect(a.status).toBe(201);
-      expect(a.body).toMatchObject({ capiStatus: 'pending', coldLead: false, dispatched: true, deduplicated: false });
+      expect(a.body).toMatchObject({
+        capiStatus: 'pending',
+        coldLead: false,
+        dispatched: true,
+        deduplicated: false,
+      });
       expect((a.body.sends as unknown[]).length).toBe(2);
     }
     // Each answer is its own user's conversion, carrying that user's acquisition visit.
-    const { rows } = await db.pool.query<{ id: string; telegram_user_id: number; visit_id: string; sends: number }>(
+    const { rows } = await db.pool.query<{
+      id: string;
+      telegram_user_id: number;
+      visit_id: string;
+      sends: number;
+    }>(
       `SELECT c.id, c.telegram_user_id, c.visit_id, (SELECT count(*)::int FROM sends s WHERE s.conversion_id = c.id) AS sends
        FROM conversions c WHERE c.telegram_user_id = ANY($1::bigint[])`,
       [leads.map((l) => l.user)],
@@ -90,14 +138,17 @@ describe('events that arrive together', () => {
     const { sent } = await queuedTogether(() => Promise.all(leads.map(({ user }) => post(purchase(user)))));
     for (const a of await sent) expect(a.status).toBe(201);
     const perTransaction = new Map<string, number>();
-    for (const xid of (await writersOf(leads.map((l) => l.user))).values()) perTransaction.set(xid, (perTransaction.get(xid) ?? 0) + 1);
+    for (const xid of (await writersOf(leads.map((l) => l.user))).values())
+      perTransaction.set(xid, (perTransaction.get(xid) ?? 0) + 1);
     expect(Math.max(...perTransaction.values())).toBe(MAX_BATCH_EVENTS);
     expect([...perTransaction.values()].reduce((a, b) => a + b, 0)).toBe(leads.length);
   });
 
   it('two events of one user never share a transaction: the second sees the first and reuses its conversion', async () => {
     const { user } = await warmUser();
-    const { sent } = await queuedTogether(() => Promise.all([post(purchase(user)), post(purchase(user, { value: 25 }))]));
+    const { sent } = await queuedTogether(() =>
+      Promise.all([post(purchase(user)), post(purchase(user, { value: 25 }))]),
+    );
     const [a, b] = await sent;
     expect([a!.status, b!.status].sort()).toEqual([200, 201]);
     const reused = a!.status === 200 ? a! : b!;
@@ -108,11 +159,17 @@ describe('events that arrive together', () => {
   it('an event its rules refuse gets its own error; the events beside it are written as usual', async () => {
     const leads = await Promise.all(Array.from({ length: 5 }, () => warmUser()));
     const cold = newUser(); // no acquisition and no site named: SITE_REQUIRED
-    const { sent } = await queuedTogether(() => Promise.all([...leads.map(({ user }) => post(purchase(user))), post(purchase(cold))]));
+    const { sent } = await queuedTogether(() =>
+      Promise.all([...leads.map(({ user }) => post(purchase(user))), post(purchase(cold))]),
+    );
     const answers = await sent;
     for (const a of answers.slice(0, -1)) expect(a.status).toBe(201);
     expect(answers.at(-1)).toMatchObject({ status: 400, body: { code: 'SITE_REQUIRED' } });
-    expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [leads.map((l) => l.user)])).toBe(leads.length);
+    expect(
+      await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [
+        leads.map((l) => l.user),
+      ]),
+    ).toBe(leads.length);
     expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [cold])).toBe(0);
   });
 
@@ -121,13 +178,21 @@ describe('events that arrive together', () => {
     const doomed = await warmUser();
     await db.pool.query(`CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.telegram_user_id = ${doomed.user} THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`);
-    await db.pool.query('CREATE TRIGGER refuse_doomed BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION refuse_doomed()');
+    await db.pool.query(
+      'CREATE TRIGGER refuse_doomed BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION refuse_doomed()',
+    );
     try {
-      const { sent } = await queuedTogether(() => Promise.all([...leads.map(({ user }) => post(purchase(user))), post(purchase(doomed.user))]));
+      const { sent } = await queuedTogether(() =>
+        Promise.all([...leads.map(({ user }) => post(purchase(user))), post(purchase(doomed.user))]),
+      );
       const answers = await sent;
       for (const a of answers.slice(0, -1)) expect(a.status).toBe(201);
       expect(answers.at(-1)!.status).toBeGreaterThanOrEqual(500);
-      expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [leads.map((l) => l.user)])).toBe(leads.length);
+      expect(
+        await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [
+          leads.map((l) => l.user),
+        ]),
+      ).toBe(leads.length);
       expect(await count(db.pool, 'conversions WHERE telegram_user_id = $1', [doomed.user])).toBe(0);
       expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [doomed.user])).toBe(0);
     } finally {
@@ -139,7 +204,9 @@ describe('events that arrive together', () => {
     const leads = await Promise.all(Array.from({ length: 6 }, () => warmUser()));
     const keys = leads.map((_, i) => `batch-${Date.now()}-${i}`);
     // Half keyed, half not, in one batch.
-    const { sent } = await queuedTogether(() => Promise.all(leads.map(({ user }, i) => post(purchase(user), i % 2 === 0 ? keys[i] : undefined))));
+    const { sent } = await queuedTogether(() =>
+      Promise.all(leads.map(({ user }, i) => post(purchase(user), i % 2 === 0 ? keys[i] : undefined))),
+    );
     const answers = await sent;
     for (const a of answers) expect(a.status).toBe(201);
     const writers = await writersOf(leads.map((l) => l.user));
@@ -151,20 +218,28 @@ describe('events that arrive together', () => {
       expect(replay.headers.get('x-idempotent-replay')).toBe('true');
       expect(replay.body).toEqual(answers[i]!.body);
     }
-    expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [leads.map((l) => l.user)])).toBe(leads.length);
+    expect(
+      await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [
+        leads.map((l) => l.user),
+      ]),
+    ).toBe(leads.length);
   });
 
   it('one Idempotency-Key sent twice at once runs once, whatever the bodies', async () => {
     const [a, b] = await Promise.all([warmUser(), warmUser()]);
     const key = `batch-twice-${Date.now()}`;
-    const { sent } = await queuedTogether(() => Promise.all([post(purchase(a.user), key), post(purchase(b.user), key)]));
+    const { sent } = await queuedTogether(() =>
+      Promise.all([post(purchase(a.user), key), post(purchase(b.user), key)]),
+    );
     const both = await sent;
     const first = both.find((r) => r.headers.get('x-idempotent-replay') === null)!;
     const second = both.find((r) => r !== first)!;
     expect(first.status).toBe(201);
     expect(second).toMatchObject({ status: 201, body: first.body });
     expect(second.headers.get('x-idempotent-replay')).toBe('true');
-    expect(await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [[a.user, b.user]])).toBe(1);
+    expect(
+      await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [[a.user, b.user]]),
+    ).toBe(1);
   });
 
   it('a server killed while a shared transaction waits on its writes: retries elsewhere neither lose nor double anything', async () => {
@@ -184,8 +259,14 @@ describe('events that arrive together', () => {
       const [, url] = await server.waitFor(/Capigram listening on (\S+)/);
       const remote = apiClient(url!);
       const send = (user: number, key?: string) =>
-        void remote.post('/events/conversion', purchase(user), { key: tenant.accountKey, ...(key === undefined ? {} : { idempotencyKey: key }) }).catch(() => undefined);
-      const relationWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'relation'");
+        void remote
+          .post('/events/conversion', purchase(user), {
+            key: tenant.accountKey,
+            ...(key === undefined ? {} : { idempotencyKey: key }),
+          })
+          .catch(() => undefined);
+      const relationWaiters = () =>
+        count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event = 'relation'");
       // Both batch slots of the server wait on lead locks the test holds; the events queue behind them.
       await slots.query('BEGIN');
       for (const user of blockers) await lockLead(slots, tenant.accountId, user);
@@ -200,18 +281,36 @@ describe('events that arrive together', () => {
       await new Promise((r) => setTimeout(r, 300));
       // The slots free up; the queued events leave as one transaction, which stops at the first's lock.
       await slots.query('COMMIT');
-      await waitUntil(async () => (await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [blockers])) === blockers.length, 10_000, 'the slot holders done');
-      await waitUntil(async () => (await advisoryWaiters()) === before + 1, 10_000, 'the shared transaction at the lock');
+      await waitUntil(
+        async () =>
+          (await count(db.pool, 'conversions WHERE telegram_user_id = ANY($1::bigint[])', [blockers])) ===
+          blockers.length,
+        10_000,
+        'the slot holders done',
+      );
+      await waitUntil(
+        async () => (await advisoryWaiters()) === before + 1,
+        10_000,
+        'the shared transaction at the lock',
+      );
       // It reads and decides, then stops at its writes; the server dies there.
       await table.query('BEGIN');
       await table.query('LOCK TABLE conversions IN SHARE MODE');
       await first.query('COMMIT');
-      await waitUntil(async () => (await relationWaiters()) >= 1, 10_000, 'the shared transaction at its writes');
+      await waitUntil(
+        async () => (await relationWaiters()) >= 1,
+        10_000,
+        'the shared transaction at its writes',
+      );
       server.child.kill('SIGKILL');
       await server.exit();
       await table.query('COMMIT');
       // The orphaned transaction finishes (PostgreSQL may still commit it: its client is gone, not its work).
-      await waitUntil(async () => (await relationWaiters()) === 0 && (await advisoryWaiters()) === before, 10_000, 'the orphan settled');
+      await waitUntil(
+        async () => (await relationWaiters()) === 0 && (await advisoryWaiters()) === before,
+        10_000,
+        'the orphan settled',
+      );
     } finally {
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
       for (const c of [slots, first, table]) {
@@ -260,7 +359,12 @@ describe('events that arrive together', () => {
   it('a lone event its rules refuse is answered from its one run, not run again', async () => {
     const outcomes = async () => {
       const text = await (await fetch(`${t.url}/metrics`)).text();
-      const of = (outcome: string) => Number(new RegExp(`^capigram_event_batch_events_count\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      const of = (outcome: string) =>
+        Number(
+          new RegExp(`^capigram_event_batch_events_count\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(
+            text,
+          )?.[1] ?? 0,
+        );
       return { refused: of('refused'), alone: of('ran_alone') };
     };
     const before = await outcomes();
@@ -271,9 +375,13 @@ describe('events that arrive together', () => {
 
   it('the metrics count shared transactions by outcome and size', async () => {
     const text = await (await fetch(`${t.url}/metrics`)).text();
-    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"+]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    const value = (series: string) =>
+      Number(new RegExp(`^${series.replace(/[{}"+]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
     // The tests above: a transaction of twelve, one of 32, and the two refused ones that ran alone.
-    expect(value('capigram_event_batch_events_bucket{le="32",outcome="committed"}') - value('capigram_event_batch_events_bucket{le="16",outcome="committed"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      value('capigram_event_batch_events_bucket{le="32",outcome="committed"}') -
+        value('capigram_event_batch_events_bucket{le="16",outcome="committed"}'),
+    ).toBeGreaterThanOrEqual(1);
     expect(value('capigram_event_batch_events_sum{outcome="committed"}')).toBeGreaterThanOrEqual(12 + 32);
     expect(value('capigram_event_batch_events_count{outcome="ran_alone"}')).toBeGreaterThanOrEqual(2);
   });

@@ -8,7 +8,16 @@ import { revokeApiKey } from '../../backend/domain/admin/api-keys.js';
 import { createApp } from '../../backend/http/app.js';
 import type { TestDatabase } from '../harness/db.js';
 import { testDeps, type TestApp } from '../harness/app.js';
-import { apiClient, type ApiClient, apiWorld, attributedJoin, count, newUser, seedTenant, type Tenant } from './support.js';
+import {
+  apiClient,
+  type ApiClient,
+  apiWorld,
+  attributedJoin,
+  count,
+  newUser,
+  seedTenant,
+  type Tenant,
+} from './support.js';
 
 const world = apiWorld({ tenant: { sites: 2 } });
 let db: TestDatabase;
@@ -29,8 +38,17 @@ describe('a site-scoped key', () => {
   it('is refused (403) when it names another site, by id or by websiteId, even of its own account', async () => {
     const user = newUser();
     const s = tenant.sites;
-    for (const ref of [{ siteId: s[B]!.siteId }, { websiteId: s[B]!.websiteId }, { siteId: rival.site.siteId }, { websiteId: 'ws_nonexistent' }]) {
-      const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', channelId: s[B]!.channels.main, ...ref }, { key: s[A]!.siteKey });
+    for (const ref of [
+      { siteId: s[B]!.siteId },
+      { websiteId: s[B]!.websiteId },
+      { siteId: rival.site.siteId },
+      { websiteId: 'ws_nonexistent' },
+    ]) {
+      const res = await api.post(
+        '/events/conversion',
+        { telegramUserId: user, eventType: 'Lead', channelId: s[B]!.channels.main, ...ref },
+        { key: s[A]!.siteKey },
+      );
       expect(res.status, JSON.stringify(ref)).toBe(403);
       expect(res.body.code).toBe('FORBIDDEN');
     }
@@ -39,21 +57,45 @@ describe('a site-scoped key', () => {
 
   it("never uses another site's acquisition: the user is a cold lead on its own site", async () => {
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: tenant.sites[B]!.siteId, channelId: tenant.sites[B]!.channels.main, telegramUserId: user });
-    const noChannel = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: tenant.sites[A]!.siteKey });
+    await attributedJoin(db.pool, {
+      siteId: tenant.sites[B]!.siteId,
+      channelId: tenant.sites[B]!.channels.main,
+      telegramUserId: user,
+    });
+    const noChannel = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Lead' },
+      { key: tenant.sites[A]!.siteKey },
+    );
     expect(noChannel.body.code).toBe('CHANNEL_REQUIRED');
-    const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', channelId: tenant.sites[A]!.channels.main }, { key: tenant.sites[A]!.siteKey });
+    const res = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Lead', channelId: tenant.sites[A]!.channels.main },
+      { key: tenant.sites[A]!.siteKey },
+    );
     expect(res.status).toBe(201);
     expect(res.body.coldLead).toBe(true);
-    const { rows } = await db.pool.query('SELECT site_id, visit_id FROM conversions WHERE id = $1', [res.body.conversionId]);
+    const { rows } = await db.pool.query('SELECT site_id, visit_id FROM conversions WHERE id = $1', [
+      res.body.conversionId,
+    ]);
     expect(rows[0]).toEqual({ site_id: tenant.sites[A]!.siteId, visit_id: null });
   });
 
   it("cannot send a warm lead's event to another site's channel", async () => {
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: tenant.sites[A]!.siteId, channelId: tenant.sites[A]!.channels.main, telegramUserId: user });
-    const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', channelId: tenant.sites[B]!.channels.main }, { key: tenant.sites[A]!.siteKey });
-    const { rows } = await db.pool.query('SELECT site_id, channel_id FROM conversions WHERE id = $1', [res.body.conversionId]);
+    await attributedJoin(db.pool, {
+      siteId: tenant.sites[A]!.siteId,
+      channelId: tenant.sites[A]!.channels.main,
+      telegramUserId: user,
+    });
+    const res = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Lead', channelId: tenant.sites[B]!.channels.main },
+      { key: tenant.sites[A]!.siteKey },
+    );
+    const { rows } = await db.pool.query('SELECT site_id, channel_id FROM conversions WHERE id = $1', [
+      res.body.conversionId,
+    ]);
     expect(rows[0]).toEqual({ site_id: tenant.sites[A]!.siteId, channel_id: tenant.sites[A]!.channels.main });
   });
 });
@@ -63,7 +105,12 @@ describe('an account-scoped key', () => {
     const before = await rivalWrites();
     const res = await api.post(
       '/events/conversion',
-      { telegramUserId: newUser(), eventType: 'Lead', siteId: rival.site.siteId, channelId: rival.site.channels.main },
+      {
+        telegramUserId: newUser(),
+        eventType: 'Lead',
+        siteId: rival.site.siteId,
+        channelId: rival.site.channels.main,
+      },
       { key: tenant.accountKey },
     );
     expect(res.status).toBe(404);
@@ -73,10 +120,22 @@ describe('an account-scoped key', () => {
 
   it("never resolves a user through another account's history", async () => {
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: rival.site.siteId, channelId: rival.site.channels.main, telegramUserId: user });
-    await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: rival.accountKey });
+    await attributedJoin(db.pool, {
+      siteId: rival.site.siteId,
+      channelId: rival.site.channels.main,
+      telegramUserId: user,
+    });
+    await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Lead' },
+      { key: rival.accountKey },
+    );
     const before = await rivalWrites();
-    const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 1, currency: 'USD' }, { key: tenant.accountKey });
+    const res = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Purchase', value: 1, currency: 'USD' },
+      { key: tenant.accountKey },
+    );
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('SITE_REQUIRED');
     expect(JSON.stringify(res.body)).not.toContain(rival.site.siteId);
@@ -86,7 +145,12 @@ describe('an account-scoped key', () => {
   it("cannot use another account's channel for a cold lead", async () => {
     const res = await api.post(
       '/events/conversion',
-      { telegramUserId: newUser(), eventType: 'Lead', siteId: tenant.site.siteId, channelId: rival.site.channels.main },
+      {
+        telegramUserId: newUser(),
+        eventType: 'Lead',
+        siteId: tenant.site.siteId,
+        channelId: rival.site.channels.main,
+      },
       { key: tenant.accountKey },
     );
     expect(res.status).toBe(403);
@@ -107,10 +171,22 @@ describe('keys stay out of the logs', () => {
     const local = apiClient(`http://127.0.0.1:${port}`);
     const extra = await seedTenant(db.pool, t.deps.box);
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: extra.site.siteId, channelId: extra.site.channels.main, telegramUserId: user });
+    await attributedJoin(db.pool, {
+      siteId: extra.site.siteId,
+      channelId: extra.site.channels.main,
+      telegramUserId: user,
+    });
     try {
-      await local.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: extra.accountKey });
-      await local.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: extra.accountKey.replace(/.$/, '#') });
+      await local.post(
+        '/events/conversion',
+        { telegramUserId: user, eventType: 'Lead' },
+        { key: extra.accountKey },
+      );
+      await local.post(
+        '/events/conversion',
+        { telegramUserId: user, eventType: 'Lead' },
+        { key: extra.accountKey.replace(/.$/, '#') },
+      );
       await revokeApiKey(db.pool, extra.site.siteKeyId);
       await local.get('/channels', { key: extra.site.siteKey });
     } finally {

@@ -19,7 +19,9 @@ let tenant: Tenant;
 
 async function deadlocks(): Promise<number> {
   await db.pool.query('SELECT pg_stat_clear_snapshot()');
-  const { rows } = await db.pool.query<{ n: string }>('SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = current_database()');
+  const { rows } = await db.pool.query<{ n: string }>(
+    'SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
   return Number(rows[0]!.n);
 }
 
@@ -49,7 +51,12 @@ afterAll(async () => {
 describe('one Idempotency-Key sent to two processes at once', () => {
   it('never answers 5xx: one copy runs, the other replays it (or gets 409), and no deadlock', async () => {
     const users = Array.from({ length: LEADS }, () => newUser());
-    for (const u of users) await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: u });
+    for (const u of users)
+      await attributedJoin(db.pool, {
+        siteId: tenant.site.siteId,
+        channelId: tenant.site.channels.main,
+        telegramUserId: u,
+      });
     const before = await deadlocks();
     const [a, b] = apps.map((x) => apiClient(x.url));
     const statuses = new Map<number, number>();
@@ -60,8 +67,17 @@ describe('one Idempotency-Key sent to two processes at once', () => {
       for (let round = 0; round < ROUNDS; round++) {
         const key = `two-${round}-${u}`;
         // A lead's events alternate between two types, so that rounds both create and reuse.
-        const body = { telegramUserId: u, eventType: (round + i) % 2 === 0 ? 'Purchase' : 'Lead', value: 10, currency: 'USD' };
-        const pair = await Promise.all([a!, b!].map((api) => api.post('/events/conversion', body, { key: tenant.accountKey, idempotencyKey: key })));
+        const body = {
+          telegramUserId: u,
+          eventType: (round + i) % 2 === 0 ? 'Purchase' : 'Lead',
+          value: 10,
+          currency: 'USD',
+        };
+        const pair = await Promise.all(
+          [a!, b!].map((api) =>
+            api.post('/events/conversion', body, { key: tenant.accountKey, idempotencyKey: key }),
+          ),
+        );
         for (const r of pair) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
         const ok = pair.filter((r) => r.status < 300);
         if (ok.length === 2) {
@@ -69,14 +85,22 @@ describe('one Idempotency-Key sent to two processes at once', () => {
           expect(ok.filter((r) => r.headers.get('x-idempotent-replay') === 'true')).toHaveLength(1);
           replays++;
         }
-        for (const r of pair.filter((x) => x.status >= 300 && x.status < 500)) expect(r.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
+        for (const r of pair.filter((x) => x.status >= 300 && x.status < 500))
+          expect(r.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
       }
     };
     await Promise.all(users.map(stream));
     await closeAll();
     await new Promise((r) => setTimeout(r, 300));
     const found = (await deadlocks()) - before;
-    console.info(JSON.stringify({ requests: LEADS * ROUNDS * 2, statuses: Object.fromEntries(statuses), replays, deadlocks: found }));
+    console.info(
+      JSON.stringify({
+        requests: LEADS * ROUNDS * 2,
+        statuses: Object.fromEntries(statuses),
+        replays,
+        deadlocks: found,
+      }),
+    );
     expect([...statuses.keys()].filter((s) => s >= 500)).toEqual([]);
     expect(replays).toBeGreaterThan(0);
     expect(found).toBe(0);

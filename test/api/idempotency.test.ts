@@ -9,7 +9,17 @@ import { startTestApp, TEST_SECRET_KEY, type TestApp, type TestClock } from '../
 import { waitUntil } from '../delivery/support.js';
 import { spawnService } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
-import { apiClient, type ApiClient, type ApiResponse, apiWorld, count, lockLead, newUser, type Tenant, warmLead } from './support.js';
+import {
+  apiClient,
+  type ApiClient,
+  type ApiResponse,
+  apiWorld,
+  count,
+  lockLead,
+  newUser,
+  type Tenant,
+  warmLead,
+} from './support.js';
 
 const world = apiWorld({ connections: 20, tenant: { platforms: ['meta', 'tiktok'] }, clock: true });
 let db: TestDatabase;
@@ -26,7 +36,13 @@ let keySeq = 0;
 const freshKey = () => `order-${Date.now()}-${keySeq++}`;
 
 const warmUser = () => warmLead(db.pool, tenant);
-const purchase = (user: number, extra: Record<string, unknown> = {}) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD', ...extra });
+const purchase = (user: number, extra: Record<string, unknown> = {}) => ({
+  telegramUserId: user,
+  eventType: 'Purchase',
+  value: 10,
+  currency: 'USD',
+  ...extra,
+});
 const conversionsOf = (user: number) => count(db.pool, 'conversions WHERE telegram_user_id = $1', [user]);
 
 /** Runs `fn` while a transaction of the test holds the user's business-event lock, so events of theirs stop inside their transaction. */
@@ -42,7 +58,8 @@ async function holdingLeadLock(user: number, fn: () => Promise<void>): Promise<v
   }
 }
 
-const waitingOn = (waitEvent: string) => count(db.pool, 'pg_stat_activity WHERE datname = current_database() AND wait_event = $1', [waitEvent]);
+const waitingOn = (waitEvent: string) =>
+  count(db.pool, 'pg_stat_activity WHERE datname = current_database() AND wait_event = $1', [waitEvent]);
 
 /**
  * Runs `send`, then resolves once one more backend of this database waits on a lock of this kind
@@ -51,12 +68,20 @@ const waitingOn = (waitEvent: string) => count(db.pool, 'pg_stat_activity WHERE 
 async function sentAndWaiting<T>(waitEvent: string, send: () => T): Promise<{ sent: T }> {
   const before = await waitingOn(waitEvent);
   const sent = send();
-  await waitUntil(async () => (await waitingOn(waitEvent)) > before, 10_000, `a new backend waiting on ${waitEvent}`);
+  await waitUntil(
+    async () => (await waitingOn(waitEvent)) > before,
+    10_000,
+    `a new backend waiting on ${waitEvent}`,
+  );
   return { sent };
 }
 
 async function rawPost(path: string, body: unknown, headers: Record<string, string>) {
-  const res = await fetch(`${t.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`${t.url}/api/v1${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
@@ -79,29 +104,46 @@ describe('replay', () => {
   it('the answer is stored in the transaction that records the conversion, byte for byte', async () => {
     const user = await warmUser();
     const key = freshKey();
-    const first = await rawPost('/events/conversion', purchase(user), { authorization: `Bearer ${tenant.accountKey}`, 'idempotency-key': key });
+    const first = await rawPost('/events/conversion', purchase(user), {
+      authorization: `Bearer ${tenant.accountKey}`,
+      'idempotency-key': key,
+    });
     expect(first.status).toBe(201);
     const { conversionId } = JSON.parse(first.text) as { conversionId: string };
     // xmin is the id of the transaction that wrote a row: one transaction wrote both, so neither
     // can exist without the other (a crash in between cannot leave the work without its answer).
-    const { rows } = await db.pool.query<{ stored: number; body: { contentType: string; text: string }; same_tx: boolean }>(
+    const { rows } = await db.pool.query<{
+      stored: number;
+      body: { contentType: string; text: string };
+      same_tx: boolean;
+    }>(
       `SELECT k.status_code AS stored, k.response_body AS body, k.xmin::text = c.xmin::text AS same_tx
        FROM idempotency_keys k, conversions c WHERE k.key = $1 AND c.id = $2`,
       [key, conversionId],
     );
-    expect(rows).toEqual([{ stored: 201, body: { contentType: 'application/json', text: first.text }, same_tx: true }]);
+    expect(rows).toEqual([
+      { stored: 201, body: { contentType: 'application/json', text: first.text }, same_tx: true },
+    ]);
   });
 
   it('a reuse of a sent conversion (200, deduplicated) stores its answer too, and replays it', async () => {
     const user = await warmUser();
     const first = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey });
     expect(first.status).toBe(201);
-    await db.pool.query(`UPDATE sends SET status = 'sent', sent_at = now() WHERE conversion_id = $1`, [first.body.conversionId]);
-    await db.pool.query(`UPDATE conversions SET capi_status = 'sent' WHERE id = $1`, [first.body.conversionId]);
+    await db.pool.query(`UPDATE sends SET status = 'sent', sent_at = now() WHERE conversion_id = $1`, [
+      first.body.conversionId,
+    ]);
+    await db.pool.query(`UPDATE conversions SET capi_status = 'sent' WHERE id = $1`, [
+      first.body.conversionId,
+    ]);
     const headers = { authorization: `Bearer ${tenant.accountKey}`, 'idempotency-key': freshKey() };
     const reused = await rawPost('/events/conversion', purchase(user), headers);
     expect(reused.status).toBe(200);
-    expect(JSON.parse(reused.text)).toMatchObject({ conversionId: first.body.conversionId, deduplicated: true, dispatched: false });
+    expect(JSON.parse(reused.text)).toMatchObject({
+      conversionId: first.body.conversionId,
+      deduplicated: true,
+      dispatched: false,
+    });
     const replay = await rawPost('/events/conversion', purchase(user, { value: 99 }), headers);
     expect(replay.status).toBe(200);
     expect(replay.headers.get('x-idempotent-replay')).toBe('true');
@@ -111,9 +153,19 @@ describe('replay', () => {
   it('a different body under the same key gets the original response, even an invalid one', async () => {
     const user = await warmUser();
     const key = freshKey();
-    const first = await api.post('/events/conversion', purchase(user, { value: 10 }), { key: tenant.accountKey, idempotencyKey: key });
-    const other = await api.post('/events/conversion', purchase(user, { value: 999, eventType: 'Lead' }), { key: tenant.accountKey, idempotencyKey: key });
-    const invalid = await api.post('/events/conversion', { nonsense: true }, { key: tenant.accountKey, idempotencyKey: key });
+    const first = await api.post('/events/conversion', purchase(user, { value: 10 }), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
+    const other = await api.post('/events/conversion', purchase(user, { value: 999, eventType: 'Lead' }), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
+    const invalid = await api.post(
+      '/events/conversion',
+      { nonsense: true },
+      { key: tenant.accountKey, idempotencyKey: key },
+    );
     for (const r of [other, invalid]) {
       expect(r.status).toBe(201);
       expect(r.headers.get('x-idempotent-replay')).toBe('true');
@@ -126,40 +178,79 @@ describe('replay', () => {
   it('a 4xx is stored and replayed too: a corrected body under the same key still gets the 400', async () => {
     const user = await warmUser();
     const key = freshKey();
-    const bad = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', currency: 'USD' }, { key: tenant.accountKey, idempotencyKey: key });
+    const bad = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Purchase', currency: 'USD' },
+      { key: tenant.accountKey, idempotencyKey: key },
+    );
     expect(bad.status).toBe(400);
-    const fixed = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+    const fixed = await api.post('/events/conversion', purchase(user), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(fixed.status).toBe(400);
     expect(fixed.headers.get('x-idempotent-replay')).toBe('true');
     expect(fixed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(fixed.body).toEqual(bad.body);
     expect(await conversionsOf(user)).toBe(0);
-    const { rows } = await db.pool.query('SELECT status_code FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', [tenant.accountKeyId, key]);
+    const { rows } = await db.pool.query(
+      'SELECT status_code FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
+      [tenant.accountKeyId, key],
+    );
     expect(rows).toEqual([{ status_code: 400 }]);
   });
 
   it('GET endpoints replay as well (a 404 LEAD_NOT_FOUND here)', async () => {
     const user = newUser();
     const key = freshKey();
-    const miss = await api.get(`/leads/${user}?siteId=${tenant.site.siteId}`, { key: tenant.accountKey, idempotencyKey: key });
+    const miss = await api.get(`/leads/${user}?siteId=${tenant.site.siteId}`, {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(miss.status).toBe(404);
-    await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead', siteId: tenant.site.siteId, channelId: tenant.site.channels.main }, { key: tenant.accountKey });
-    const again = await api.get(`/leads/${user}?siteId=${tenant.site.siteId}`, { key: tenant.accountKey, idempotencyKey: key });
+    await api.post(
+      '/events/conversion',
+      {
+        telegramUserId: user,
+        eventType: 'Lead',
+        siteId: tenant.site.siteId,
+        channelId: tenant.site.channels.main,
+      },
+      { key: tenant.accountKey },
+    );
+    const again = await api.get(`/leads/${user}?siteId=${tenant.site.siteId}`, {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(again.status).toBe(404);
     expect(again.headers.get('x-idempotent-replay')).toBe('true');
-    expect((await api.get(`/leads/${user}?siteId=${tenant.site.siteId}`, { key: tenant.accountKey })).status).toBe(200);
+    expect(
+      (await api.get(`/leads/${user}?siteId=${tenant.site.siteId}`, { key: tenant.accountKey })).status,
+    ).toBe(200);
   });
 
   it('two API keys using one idempotency key never collide', async () => {
     const key = freshKey();
     const [u1, u2] = [await warmUser(), await warmUser()];
-    const viaAccount = await api.post('/events/conversion', purchase(u1), { key: tenant.accountKey, idempotencyKey: key });
-    const viaSite = await api.post('/events/conversion', purchase(u2), { key: tenant.site.siteKey, idempotencyKey: key });
+    const viaAccount = await api.post('/events/conversion', purchase(u1), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
+    const viaSite = await api.post('/events/conversion', purchase(u2), {
+      key: tenant.site.siteKey,
+      idempotencyKey: key,
+    });
     expect([viaAccount.status, viaSite.status]).toEqual([201, 201]);
     expect(viaSite.headers.get('x-idempotent-replay')).toBeNull();
     expect(viaSite.body.conversionId).not.toBe(viaAccount.body.conversionId);
-    const replayA = await api.post('/events/conversion', purchase(u1), { key: tenant.accountKey, idempotencyKey: key });
-    const replayS = await api.post('/events/conversion', purchase(u2), { key: tenant.site.siteKey, idempotencyKey: key });
+    const replayA = await api.post('/events/conversion', purchase(u1), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
+    const replayS = await api.post('/events/conversion', purchase(u2), {
+      key: tenant.site.siteKey,
+      idempotencyKey: key,
+    });
     expect(replayA.body.conversionId).toBe(viaAccount.body.conversionId);
     expect(replayS.body.conversionId).toBe(viaSite.body.conversionId);
   });
@@ -170,7 +261,9 @@ describe('concurrency', () => {
     const user = await warmUser();
     const key = freshKey();
     const results = await Promise.all(
-      Array.from({ length: 50 }, () => api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key })),
+      Array.from({ length: 50 }, () =>
+        api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }),
+      ),
     );
     const executed = results.filter((r) => r.status === 201 && r.headers.get('x-idempotent-replay') === null);
     expect(executed).toHaveLength(1);
@@ -194,11 +287,21 @@ describe('concurrency', () => {
     let second: ReturnType<typeof api.post>;
     let secondSettled = false;
     await holdingLeadLock(user, async () => {
-      first = (await sentAndWaiting('advisory', () => api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }))).sent;
+      first = (
+        await sentAndWaiting('advisory', () =>
+          api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }),
+        )
+      ).sent;
       // On the same server the duplicate waits behind the first one's batch, for longer than a poll
       // for a claimed key would (which would answer 409 after a second).
-      second = api.post('/events/conversion', purchase(user, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key });
-      void second.then(() => (secondSettled = true), () => (secondSettled = true));
+      second = api.post('/events/conversion', purchase(user, { value: 99 }), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
+      void second.then(
+        () => (secondSettled = true),
+        () => (secondSettled = true),
+      );
       await new Promise((r) => setTimeout(r, 1_200));
       expect(secondSettled).toBe(false);
     });
@@ -221,9 +324,16 @@ describe('concurrency', () => {
       let second: ReturnType<typeof api.post>;
       await holdingLeadLock(userA, async () => {
         // The first waits inside its transaction, on the lead lock, before it has claimed the key (claims follow the lead lock)...
-        first = (await sentAndWaiting('advisory', () => api.post('/events/conversion', purchase(userA), { key: tenant.accountKey, idempotencyKey: key }))).sent;
+        first = (
+          await sentAndWaiting('advisory', () =>
+            api.post('/events/conversion', purchase(userA), { key: tenant.accountKey, idempotencyKey: key }),
+          )
+        ).sent;
         // ...so the duplicate on the other server claims it and commits first.
-        second = apiClient(other.url).post('/events/conversion', purchase(userB, { value: 99 }), { key: tenant.accountKey, idempotencyKey: key });
+        second = apiClient(other.url).post('/events/conversion', purchase(userB, { value: 99 }), {
+          key: tenant.accountKey,
+          idempotencyKey: key,
+        });
         expect((await second).status).toBe(201);
       });
       const [a, b] = await Promise.all([first!, second!]);
@@ -252,7 +362,9 @@ describe('concurrency', () => {
       const [, url] = await server.waitFor(/Capigram listening on (\S+)/);
       await holdingLeadLock(user, async () => {
         await sentAndWaiting('advisory', () => {
-          void apiClient(url!).post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key }).catch(() => undefined);
+          void apiClient(url!)
+            .post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key })
+            .catch(() => undefined);
         });
         server.child.kill('SIGKILL');
         await server.exit();
@@ -260,7 +372,10 @@ describe('concurrency', () => {
     } finally {
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
     }
-    const retry = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+    const retry = await api.post('/events/conversion', purchase(user), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(retry.status).toBe(201);
     expect(retry.headers.get('x-idempotent-replay')).toBeNull();
     expect(await conversionsOf(user)).toBe(1);
@@ -269,9 +384,16 @@ describe('concurrency', () => {
   it('409 IDEMPOTENCY_IN_PROGRESS while the first request with the key is still executing', async () => {
     const user = await warmUser();
     const key = freshKey();
-    await db.pool.query('INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3)', [tenant.accountKeyId, key, t.deps.now()]);
+    await db.pool.query('INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3)', [
+      tenant.accountKeyId,
+      key,
+      t.deps.now(),
+    ]);
     const started = Date.now();
-    const res = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+    const res = await api.post('/events/conversion', purchase(user), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
@@ -281,8 +403,15 @@ describe('concurrency', () => {
   it('a claim abandoned for over a minute (its process died) is taken over', async () => {
     const user = await warmUser();
     const key = freshKey();
-    await db.pool.query('INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3)', [tenant.accountKeyId, key, new Date(Date.now() - 120_000)]);
-    const res = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+    await db.pool.query('INSERT INTO idempotency_keys (api_key_id, key, created_at) VALUES ($1, $2, $3)', [
+      tenant.accountKeyId,
+      key,
+      new Date(Date.now() - 120_000),
+    ]);
+    const res = await api.post('/events/conversion', purchase(user), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(res.status).toBe(201);
     expect(res.headers.get('x-idempotent-replay')).toBeNull();
     expect(await conversionsOf(user)).toBe(1);
@@ -297,7 +426,10 @@ describe('the key itself', () => {
     ['a control character', 'a\tb'],
   ])('%s → 400 IDEMPOTENCY_KEY_INVALID, nothing claimed or executed', async (_label, key) => {
     const user = await warmUser();
-    const res = await rawPost('/events/conversion', purchase(user), { authorization: `Bearer ${tenant.accountKey}`, 'idempotency-key': key });
+    const res = await rawPost('/events/conversion', purchase(user), {
+      authorization: `Bearer ${tenant.accountKey}`,
+      'idempotency-key': key,
+    });
     expect(res.status).toBe(400);
     expect(JSON.parse(res.text).code).toBe('IDEMPOTENCY_KEY_INVALID');
     expect(await conversionsOf(user)).toBe(0);
@@ -306,7 +438,10 @@ describe('the key itself', () => {
   it('128 printable characters are accepted', async () => {
     const key = `${' ~!'.repeat(42)}ab`;
     expect(key).toHaveLength(128);
-    const res = await api.post('/events/conversion', purchase(await warmUser()), { key: tenant.accountKey, idempotencyKey: key });
+    const res = await api.post('/events/conversion', purchase(await warmUser()), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(res.status).toBe(201);
   });
 
@@ -327,16 +462,24 @@ describe('5xx answers are not stored', () => {
     const key = freshKey();
     await db.pool.query(`CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'injected failure' USING ERRCODE = '${sqlstate}'; END $$`);
-    await db.pool.query('CREATE TRIGGER fail_insert BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION fail_insert()');
+    await db.pool.query(
+      'CREATE TRIGGER fail_insert BEFORE INSERT ON conversions FOR EACH ROW EXECUTE FUNCTION fail_insert()',
+    );
     let failed: ApiResponse;
     try {
-      failed = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+      failed = await api.post('/events/conversion', purchase(user), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
     } finally {
       await db.pool.query('DROP TRIGGER fail_insert ON conversions');
     }
     expect(failed.status).toBeGreaterThanOrEqual(500);
     expect(await count(db.pool, 'idempotency_keys WHERE key = $1', [key])).toBe(0);
-    const retry = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+    const retry = await api.post('/events/conversion', purchase(user), {
+      key: tenant.accountKey,
+      idempotencyKey: key,
+    });
     expect(retry.status).toBe(201);
     expect(retry.headers.get('x-idempotent-replay')).toBeNull();
     expect(await conversionsOf(user)).toBe(1);
@@ -350,18 +493,30 @@ describe('time (clock controlled)', () => {
     const start = Date.now();
     clock.set(start);
     try {
-      const first = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+      const first = await api.post('/events/conversion', purchase(user), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
       clock.set(start + 23 * 3_600_000);
-      const replay = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+      const replay = await api.post('/events/conversion', purchase(user), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
       expect(replay.headers.get('x-idempotent-replay')).toBe('true');
       expect(replay.body).toEqual(first.body);
 
       clock.set(start + 25 * 3_600_000);
-      const rerun = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+      const rerun = await api.post('/events/conversion', purchase(user), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
       expect(rerun.status).toBe(201);
       expect(rerun.headers.get('x-idempotent-replay')).toBeNull();
       expect(rerun.body.conversionId).not.toBe(first.body.conversionId);
-      const again = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+      const again = await api.post('/events/conversion', purchase(user), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
       expect(again.body).toEqual(rerun.body);
       expect(await conversionsOf(user)).toBe(2);
     } finally {
@@ -384,7 +539,10 @@ describe('time (clock controlled)', () => {
       clock.set(start + 49 * 3_600_000);
       await runPurge();
       expect(await count(db.pool, 'idempotency_keys WHERE key = $1', [key])).toBe(0);
-      const rerun = await api.post('/events/conversion', purchase(user), { key: tenant.accountKey, idempotencyKey: key });
+      const rerun = await api.post('/events/conversion', purchase(user), {
+        key: tenant.accountKey,
+        idempotencyKey: key,
+      });
       expect(rerun.status).toBe(201);
       expect(rerun.headers.get('x-idempotent-replay')).toBeNull();
     } finally {

@@ -6,7 +6,17 @@ import { revokeApiKey } from '../../backend/domain/admin/api-keys.js';
 import { MAX_LOOKUPS_IN_FLIGHT } from '../../backend/domain/api-key-lookup.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
-import { apiClient, attributedJoin, count, newUser, queuedBehind, seedTenant, type ApiClient, type ApiResponse, type Tenant } from './support.js';
+import {
+  apiClient,
+  attributedJoin,
+  count,
+  newUser,
+  queuedBehind,
+  seedTenant,
+  type ApiClient,
+  type ApiResponse,
+  type Tenant,
+} from './support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -28,14 +38,27 @@ afterAll(async () => {
 
 async function warmUser(tenant: Tenant): Promise<number> {
   const user = newUser();
-  await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+  await attributedJoin(db.pool, {
+    siteId: tenant.site.siteId,
+    channelId: tenant.site.channels.main,
+    telegramUserId: user,
+  });
   return user;
 }
-const purchase = (user: number) => ({ telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'USD' });
+const purchase = (user: number) => ({
+  telegramUserId: user,
+  eventType: 'Purchase',
+  value: 10,
+  currency: 'USD',
+});
 const post = (key: string, body: unknown, idempotencyKey?: string) =>
   api.post('/events/conversion', body, { key, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
 
-const lockWaiters = () => count(db.pool, "pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'relation'");
+const lockWaiters = () =>
+  count(
+    db.pool,
+    "pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'relation'",
+  );
 
 /**
  * Every look-up slot of the server stuck on a lock the test holds on `api_keys`, while `send`
@@ -73,7 +96,8 @@ describe('look-ups that go together', () => {
     const [ownA, ownB, byRevoked, byForged, byUnknown, crossed, coldOnSite] = await sent;
     expect(ownA).toMatchObject({ status: 201, body: { coldLead: false } });
     expect(ownB).toMatchObject({ status: 201, body: { coldLead: false } });
-    for (const refused of [byRevoked, byForged, byUnknown]) expect(refused).toMatchObject({ status: 401, body: { code: 'UNAUTHORIZED' } });
+    for (const refused of [byRevoked, byForged, byUnknown])
+      expect(refused).toMatchObject({ status: 401, body: { code: 'UNAUTHORIZED' } });
     expect(crossed).toMatchObject({ status: 400, body: { code: 'SITE_REQUIRED' } });
     // A site key names its site: the unknown user is a cold lead there, which needs a channel.
     expect(coldOnSite).toMatchObject({ status: 400, body: { code: 'CHANNEL_REQUIRED' } });
@@ -95,7 +119,9 @@ describe('look-ups that go together', () => {
     const stored = await post(a.accountKey, purchase(userA), key);
     expect(stored.status).toBe(201);
     const userB = await warmUser(b);
-    const { sent } = await lookedUpTogether(() => Promise.all([post(a.accountKey, purchase(userA), key), post(b.accountKey, purchase(userB), key)]));
+    const { sent } = await lookedUpTogether(() =>
+      Promise.all([post(a.accountKey, purchase(userA), key), post(b.accountKey, purchase(userB), key)]),
+    );
     const [replayed, ownRun] = await sent;
     expect(replayed).toMatchObject({ status: 201, body: stored.body });
     expect(replayed!.headers.get('x-idempotent-replay')).toBe('true');

@@ -35,26 +35,47 @@ describe('openapi.json', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.servers).toEqual([{ url: `${t.url}/api/v1` }]);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
-    const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, item]) => Object.keys(item).map((m) => `${m} ${p}`));
+    const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, item]) =>
+      Object.keys(item).map((m) => `${m} ${p}`),
+    );
     expect(ops.sort()).toEqual(OPERATIONS.map(([m, p]) => `${m} ${p}`).sort());
   });
 
   it.each(OPERATIONS)('%s %s needs the bearer key and documents its problem+json errors', (method, path) => {
     const op = doc.paths[path][method];
     expect(op.security).toEqual([{ bearerAuth: [] }]);
-    expect(op.responses['401'].content['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
+    expect(op.responses['401'].content['application/problem+json'].schema).toEqual({
+      $ref: '#/components/schemas/Problem',
+    });
     expect(op.responses['400'].description).toContain('VALIDATION_FAILED');
     // An erasure is idempotent by itself (a repeat is 404): the DELETE takes no Idempotency-Key.
-    expect(op.parameters.some((p: { name: string; in: string }) => p.name === 'idempotency-key' && p.in === 'header')).toBe(method !== 'delete');
+    expect(
+      op.parameters.some(
+        (p: { name: string; in: string }) => p.name === 'idempotency-key' && p.in === 'header',
+      ),
+    ).toBe(method !== 'delete');
   });
 
   it('the conversion body schema is the validating one: required fields, the event types, bounds', () => {
     const s = doc.components.schemas.ConversionEvent;
     expect(s.required).toEqual(expect.arrayContaining(['telegramUserId', 'eventType']));
-    expect(s.properties.eventType.enum).toEqual(['Contact', 'Lead', 'Purchase', 'CompleteRegistration', 'Subscribe', 'Custom']);
-    expect(s.properties.contentName.anyOf ?? [s.properties.contentName]).toEqual(expect.arrayContaining([expect.objectContaining({ maxLength: 500 })]));
-    expect(doc.paths['/events/conversion'].post.responses['201'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ConversionResult' });
-    expect(doc.components.schemas.Problem.properties.code.enum).toEqual(expect.arrayContaining(['UNAUTHORIZED', 'IDEMPOTENCY_IN_PROGRESS', 'LEAD_NOT_FOUND']));
+    expect(s.properties.eventType.enum).toEqual([
+      'Contact',
+      'Lead',
+      'Purchase',
+      'CompleteRegistration',
+      'Subscribe',
+      'Custom',
+    ]);
+    expect(s.properties.contentName.anyOf ?? [s.properties.contentName]).toEqual(
+      expect.arrayContaining([expect.objectContaining({ maxLength: 500 })]),
+    );
+    expect(doc.paths['/events/conversion'].post.responses['201'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ConversionResult',
+    });
+    expect(doc.components.schemas.Problem.properties.code.enum).toEqual(
+      expect.arrayContaining(['UNAUTHORIZED', 'IDEMPOTENCY_IN_PROGRESS', 'LEAD_NOT_FOUND']),
+    );
   });
 
   it('needs no key', async () => {
@@ -69,7 +90,8 @@ describe('/docs', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     const html = await res.text();
-    for (const [method, path] of OPERATIONS) expect(html).toContain(`<span class="m">${method.toUpperCase()}</span> <code>${path}</code>`);
+    for (const [method, path] of OPERATIONS)
+      expect(html).toContain(`<span class="m">${method.toUpperCase()}</span> <code>${path}</code>`);
     expect(html).toContain('id="schema-ConversionEvent"');
     expect(html).not.toMatch(/<script|<link|\ssrc=/i);
   });

@@ -22,11 +22,26 @@ const D2 = new Date(Date.UTC(2026, 9, 11, 15)); // 2026-10-11
 const FROM = '2026-10-10';
 const TO = '2026-10-12';
 
-async function visit(v: { at: Date; utmSource?: string; utmCampaign?: string; fbc?: string; ttclid?: string; channelId?: string }): Promise<string> {
+async function visit(v: {
+  at: Date;
+  utmSource?: string;
+  utmCampaign?: string;
+  fbc?: string;
+  ttclid?: string;
+  channelId?: string;
+}): Promise<string> {
   const { rows } = await db.pool.query<{ id: string }>(
     `INSERT INTO visits (site_id, temp_id, session_id, utm_source, utm_campaign, fbc, fbp, ttclid, client_ip, user_agent, channel_id, created_at)
      VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, 'fb.1.1.fbp', $5, '203.0.113.9', 'Mozilla/5.0', $6, $7) RETURNING id`,
-    [site.siteId, v.utmSource ?? null, v.utmCampaign ?? null, v.fbc ?? null, v.ttclid ?? null, v.channelId ?? null, v.at],
+    [
+      site.siteId,
+      v.utmSource ?? null,
+      v.utmCampaign ?? null,
+      v.fbc ?? null,
+      v.ttclid ?? null,
+      v.channelId ?? null,
+      v.at,
+    ],
   );
   return rows[0]!.id;
 }
@@ -39,18 +54,40 @@ async function inviteClick(channelId: string, visitId: string, at: Date): Promis
   return rows[0]!.id;
 }
 
-async function membership(kind: 'join' | 'leave', channelId: string, user: number, at: Date, visitId: string | null = null): Promise<void> {
+async function membership(
+  kind: 'join' | 'leave',
+  channelId: string,
+  user: number,
+  at: Date,
+  visitId: string | null = null,
+): Promise<void> {
   await db.pool.query(
     `INSERT INTO memberships (channel_id, telegram_user_id, kind, visit_id, attributed, occurred_at) VALUES ($1, $2, $3, $4, $5, $6)`,
     [channelId, user, kind, visitId, kind === 'join' && visitId !== null, at],
   );
 }
 
-async function conversion(c: { user: number; visitId: string | null; channelId: string; value?: number; currency?: string; at: Date }): Promise<string> {
+async function conversion(c: {
+  user: number;
+  visitId: string | null;
+  channelId: string;
+  value?: number;
+  currency?: string;
+  at: Date;
+}): Promise<string> {
   const { rows } = await db.pool.query<{ id: string }>(
     `INSERT INTO conversions (site_id, channel_id, telegram_user_id, visit_id, event_type, value, currency, event_time, attributed_at, received_at, source)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8, 'api') RETURNING id`,
-    [site.siteId, c.channelId, c.user, c.visitId, c.value === undefined ? 'Lead' : 'Purchase', c.value ?? null, c.currency ?? null, c.at],
+    [
+      site.siteId,
+      c.channelId,
+      c.user,
+      c.visitId,
+      c.value === undefined ? 'Lead' : 'Purchase',
+      c.value ?? null,
+      c.currency ?? null,
+      c.at,
+    ],
   );
   return rows[0]!.id;
 }
@@ -74,15 +111,41 @@ beforeAll(async () => {
   const { main, second } = site.channels;
 
   annUser = newUser();
-  const ann = await visit({ at: D1, utmSource: 'fb', utmCampaign: 'spring', fbc: 'fb.1.1.ann', channelId: main });
+  const ann = await visit({
+    at: D1,
+    utmSource: 'fb',
+    utmCampaign: 'spring',
+    fbc: 'fb.1.1.ann',
+    channelId: main,
+  });
   await inviteClick(main, ann, new Date(D1.getTime() + 60_000));
   await membership('join', main, annUser, new Date(D1.getTime() + 120_000), ann);
-  purchaseEur = await conversion({ user: annUser, visitId: ann, channelId: main, value: 30, currency: 'EUR', at: new Date(D1.getTime() + 3_600_000) });
-  await conversion({ user: annUser, visitId: ann, channelId: main, value: 20, currency: 'USD', at: new Date(D1.getTime() + 7_200_000) });
+  purchaseEur = await conversion({
+    user: annUser,
+    visitId: ann,
+    channelId: main,
+    value: 30,
+    currency: 'EUR',
+    at: new Date(D1.getTime() + 3_600_000),
+  });
+  await conversion({
+    user: annUser,
+    visitId: ann,
+    channelId: main,
+    value: 20,
+    currency: 'USD',
+    at: new Date(D1.getTime() + 7_200_000),
+  });
   await membership('leave', main, annUser, D2);
 
   const bobUser = newUser();
-  const bob = await visit({ at: D1, utmSource: 'tt', utmCampaign: 'autumn', ttclid: 'E.C.P.bob', channelId: second });
+  const bob = await visit({
+    at: D1,
+    utmSource: 'tt',
+    utmCampaign: 'autumn',
+    ttclid: 'E.C.P.bob',
+    channelId: second,
+  });
   await inviteClick(second, bob, new Date(D1.getTime() + 60_000));
   await membership('join', second, bobUser, new Date(D1.getTime() + 120_000), bob);
   await conversion({ user: bobUser, visitId: bob, channelId: second, value: 10, currency: 'EUR', at: D2 });
@@ -99,10 +162,18 @@ afterAll(async () => {
   await db.drop();
 });
 
-const funnel = (query: string, key: string | null = site.siteKey) => api.get(`/reports/funnel?${query}`, { key });
+const funnel = (query: string, key: string | null = site.siteKey) =>
+  api.get(`/reports/funnel?${query}`, { key });
 
 const TOTALS = {
-  visits: 4, inviteClicks: 2, joins: 3, attributedJoins: 2, organicJoins: 1, leaves: 1, retained: 2, conversions: 4,
+  visits: 4,
+  inviteClicks: 2,
+  joins: 3,
+  attributedJoins: 2,
+  organicJoins: 1,
+  leaves: 1,
+  retained: 2,
+  conversions: 4,
   value: { EUR: 40, USD: 20 },
 };
 
@@ -113,18 +184,61 @@ describe('funnel', () => {
     expect(res.body.totals).toEqual(TOTALS);
     expect(res.body.rows.map((r: any) => r.key)).toEqual(['2026-10-10', '2026-10-11', '2026-10-12']);
     const [d1, d2, d3] = res.body.rows;
-    expect(d1).toMatchObject({ visits: 3, inviteClicks: 2, joins: 2, attributedJoins: 2, organicJoins: 0, leaves: 0, conversions: 2, value: { EUR: 30, USD: 20 } });
+    expect(d1).toMatchObject({
+      visits: 3,
+      inviteClicks: 2,
+      joins: 2,
+      attributedJoins: 2,
+      organicJoins: 0,
+      leaves: 0,
+      conversions: 2,
+      value: { EUR: 30, USD: 20 },
+    });
     // Ann's join of D1 ended on D2: D1's joins keep one member, the leave shows on D2.
     expect(d1.retained).toBe(1);
-    expect(d2).toMatchObject({ visits: 1, joins: 1, organicJoins: 1, leaves: 1, retained: 1, conversions: 2, value: { EUR: 10 } });
-    expect(d3).toEqual({ key: '2026-10-12', visits: 0, inviteClicks: 0, joins: 0, attributedJoins: 0, organicJoins: 0, leaves: 0, retained: 0, conversions: 0, value: {} });
+    expect(d2).toMatchObject({
+      visits: 1,
+      joins: 1,
+      organicJoins: 1,
+      leaves: 1,
+      retained: 1,
+      conversions: 2,
+      value: { EUR: 10 },
+    });
+    expect(d3).toEqual({
+      key: '2026-10-12',
+      visits: 0,
+      inviteClicks: 0,
+      joins: 0,
+      attributedJoins: 0,
+      organicJoins: 0,
+      leaves: 0,
+      retained: 0,
+      conversions: 0,
+      value: {},
+    });
   });
 
   it('groups by campaign, source, platform and channel, values per currency apart', async () => {
     const byCampaign = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=utm_campaign`);
     const rows = Object.fromEntries(byCampaign.body.rows.map((r: any) => [String(r.key), r]));
-    expect(rows.spring).toMatchObject({ visits: 2, inviteClicks: 1, joins: 1, attributedJoins: 1, leaves: 1, retained: 0, conversions: 2, value: { EUR: 30, USD: 20 } });
-    expect(rows.autumn).toMatchObject({ visits: 1, joins: 1, retained: 1, conversions: 1, value: { EUR: 10 } });
+    expect(rows.spring).toMatchObject({
+      visits: 2,
+      inviteClicks: 1,
+      joins: 1,
+      attributedJoins: 1,
+      leaves: 1,
+      retained: 0,
+      conversions: 2,
+      value: { EUR: 30, USD: 20 },
+    });
+    expect(rows.autumn).toMatchObject({
+      visits: 1,
+      joins: 1,
+      retained: 1,
+      conversions: 1,
+      value: { EUR: 10 },
+    });
     expect(rows.null).toMatchObject({ visits: 1, joins: 1, organicJoins: 1, conversions: 1, value: {} });
     expect(byCampaign.body.totals).toEqual(TOTALS);
 
@@ -140,14 +254,44 @@ describe('funnel', () => {
 
     const byChannel = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=channel`);
     const c = Object.fromEntries(byChannel.body.rows.map((r: any) => [String(r.key), r]));
-    expect(c[site.channels.main]).toMatchObject({ visits: 1, inviteClicks: 1, joins: 2, attributedJoins: 1, organicJoins: 1, leaves: 1, retained: 1, conversions: 3, value: { EUR: 30, USD: 20 } });
-    expect(c[site.channels.second]).toMatchObject({ visits: 1, inviteClicks: 1, joins: 1, attributedJoins: 1, retained: 1, conversions: 1, value: { EUR: 10 } });
+    expect(c[site.channels.main]).toMatchObject({
+      visits: 1,
+      inviteClicks: 1,
+      joins: 2,
+      attributedJoins: 1,
+      organicJoins: 1,
+      leaves: 1,
+      retained: 1,
+      conversions: 3,
+      value: { EUR: 30, USD: 20 },
+    });
+    expect(c[site.channels.second]).toMatchObject({
+      visits: 1,
+      inviteClicks: 1,
+      joins: 1,
+      attributedJoins: 1,
+      retained: 1,
+      conversions: 1,
+      value: { EUR: 10 },
+    });
     expect(c.null).toMatchObject({ visits: 2, joins: 0 });
 
     // One channel of the site: what concerns it alone.
-    const vip = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=utm_campaign&channelId=${site.channels.second}`);
+    const vip = await funnel(
+      `siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=utm_campaign&channelId=${site.channels.second}`,
+    );
     expect(vip.body.channelId).toBe(site.channels.second);
-    expect(vip.body.totals).toEqual({ visits: 1, inviteClicks: 1, joins: 1, attributedJoins: 1, organicJoins: 0, leaves: 0, retained: 1, conversions: 1, value: { EUR: 10 } });
+    expect(vip.body.totals).toEqual({
+      visits: 1,
+      inviteClicks: 1,
+      joins: 1,
+      attributedJoins: 1,
+      organicJoins: 0,
+      leaves: 0,
+      retained: 1,
+      conversions: 1,
+      value: { EUR: 10 },
+    });
     expect(vip.body.rows.map((r: any) => r.key)).toEqual(['autumn']);
     const foreign = await funnel(`siteId=${site.siteId}&channelId=${tenant.sites[1]!.channels.main}`);
     expect([foreign.status, foreign.body.code]).toEqual([400, 'VALIDATION_FAILED']);
@@ -157,7 +301,18 @@ describe('funnel', () => {
     const empty = await funnel(`siteId=${site.siteId}&from=2025-01-01&to=2025-01-02&groupBy=utm_campaign`);
     expect(empty.status).toBe(200);
     expect(empty.body.rows).toEqual([]);
-    expect(empty.body.totals).toEqual({ ...TOTALS, visits: 0, inviteClicks: 0, joins: 0, attributedJoins: 0, organicJoins: 0, leaves: 0, retained: 0, conversions: 0, value: {} });
+    expect(empty.body.totals).toEqual({
+      ...TOTALS,
+      visits: 0,
+      inviteClicks: 0,
+      joins: 0,
+      attributedJoins: 0,
+      organicJoins: 0,
+      leaves: 0,
+      retained: 0,
+      conversions: 0,
+      value: {},
+    });
 
     const live = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=utm_campaign`);
     const out = await runRollup(db.pool, new Date(today));
@@ -166,9 +321,15 @@ describe('funnel', () => {
     const rolled = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=utm_campaign`);
     expect(rolled.body).toEqual(live.body);
     // The sealed days are read from the roll-up, not from the raw rows: a mark in the roll-up shows.
-    await db.pool.query(`UPDATE report_rows SET visits = visits + 100 WHERE site_id = $1 AND visits > 0 AND day = '2026-10-11'`, [site.siteId]);
+    await db.pool.query(
+      `UPDATE report_rows SET visits = visits + 100 WHERE site_id = $1 AND visits > 0 AND day = '2026-10-11'`,
+      [site.siteId],
+    );
     expect((await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}`)).body.totals.visits).toBe(104);
-    await db.pool.query(`UPDATE report_rows SET visits = visits - 100 WHERE site_id = $1 AND visits > 0 AND day = '2026-10-11'`, [site.siteId]);
+    await db.pool.query(
+      `UPDATE report_rows SET visits = visits - 100 WHERE site_id = $1 AND visits > 0 AND day = '2026-10-11'`,
+      [site.siteId],
+    );
     const byDay = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}`);
     expect(byDay.body.totals).toEqual(TOTALS);
     expect(byDay.body.rows[0].retained).toBe(1);
@@ -206,7 +367,10 @@ describe('funnel', () => {
 
   it('keeps its totals when a lead is erased', async () => {
     const before = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=platform`);
-    const res = await fetch(`${t.url}/api/v1/leads/${annUser}`, { method: 'DELETE', headers: { authorization: `Bearer ${site.siteKey}` } });
+    const res = await fetch(`${t.url}/api/v1/leads/${annUser}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${site.siteKey}` },
+    });
     expect(res.status).toBe(204);
     const after = await funnel(`siteId=${site.siteId}&from=${FROM}&to=${TO}&groupBy=platform`);
     expect(after.body).toEqual(before.body);
@@ -218,7 +382,8 @@ describe('funnel', () => {
   });
 
   it("gives the retention of each campaign's joins after 1, 7 and 30 days, once that long has passed", async () => {
-    const at = (today: string) => campaignRetention(db.pool, { siteId: site.siteId, from: FROM, to: TO, today });
+    const at = (today: string) =>
+      campaignRetention(db.pool, { siteId: site.siteId, from: FROM, to: TO, today });
     // Ann (spring) stayed a day and some hours; Bob (autumn) and Cat (organic) stayed.
     expect(await at('2026-11-20')).toEqual([
       { campaign: 'autumn', joins: 1, retained: { d1: 1, d7: 1, d30: 1 } },
@@ -231,7 +396,14 @@ describe('funnel', () => {
   });
 
   it('refuses malformed ranges and groupings with 400', async () => {
-    for (const q of ['from=2026-13-01', 'to=2026-02-30', 'from=2026-10-12&to=2026-10-10', 'from=2020-01-01&to=2026-01-01', 'groupBy=week', 'from=yesterday']) {
+    for (const q of [
+      'from=2026-13-01',
+      'to=2026-02-30',
+      'from=2026-10-12&to=2026-10-10',
+      'from=2020-01-01&to=2026-01-01',
+      'groupBy=week',
+      'from=yesterday',
+    ]) {
       const res = await funnel(`siteId=${site.siteId}&${q}`);
       expect(res.status, q).toBe(400);
       expect(res.body.code, q).toBe('VALIDATION_FAILED');
@@ -247,8 +419,12 @@ async function count(sql: string, params: unknown[]): Promise<number> {
 describe.each(['/reports/funnel', '/reports/match-quality'])('tenant isolation of %s', (path) => {
   it('answers only for the sites a key may see', async () => {
     const q = `from=${FROM}&to=${TO}`;
-    expect((await api.get(`${path}?siteId=${site.siteId}&${q}`, { key: tenant.accountKey })).status).toBe(200);
-    expect((await api.get(`${path}?websiteId=${site.websiteId}&${q}`, { key: site.siteKey })).status).toBe(200);
+    expect((await api.get(`${path}?siteId=${site.siteId}&${q}`, { key: tenant.accountKey })).status).toBe(
+      200,
+    );
+    expect((await api.get(`${path}?websiteId=${site.websiteId}&${q}`, { key: site.siteKey })).status).toBe(
+      200,
+    );
     const noKey = await api.get(`${path}?siteId=${site.siteId}&${q}`, { key: null });
     expect(noKey.status).toBe(401);
     const otherSite = await api.get(`${path}?siteId=${site.siteId}&${q}`, { key: tenant.sites[1]!.siteKey });
@@ -277,30 +453,69 @@ describe('match quality', () => {
     const ids: string[] = [];
     for (const [i, pii] of [{ email: 'a@example.com' }, {}, {}, {}].entries()) {
       const user = newUser();
-      await db.pool.query(`INSERT INTO memberships (channel_id, telegram_user_id, kind, visit_id, attributed, occurred_at) VALUES ($1, $2, 'join', $3, true, now())`, [main, user, v[0]!.id]);
-      const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 10 + i, currency: 'EUR', channelId: main, pii, contentName: `order ${i}` }, { key: other.siteKey });
+      await db.pool.query(
+        `INSERT INTO memberships (channel_id, telegram_user_id, kind, visit_id, attributed, occurred_at) VALUES ($1, $2, 'join', $3, true, now())`,
+        [main, user, v[0]!.id],
+      );
+      const res = await api.post(
+        '/events/conversion',
+        {
+          telegramUserId: user,
+          eventType: 'Purchase',
+          value: 10 + i,
+          currency: 'EUR',
+          channelId: main,
+          pii,
+          contentName: `order ${i}`,
+        },
+        { key: other.siteKey },
+      );
       expect(res.status).toBe(201);
       ids.push(res.body.conversionId);
     }
-    await db.pool.query(`UPDATE sends SET status = 'sent', sent_at = now() WHERE conversion_id = ANY($1::uuid[])`, [ids.slice(0, 3)]);
-    await db.pool.query(`UPDATE sends SET status = 'failed', last_error = 'boom' WHERE conversion_id = $1`, [ids[3]]);
+    await db.pool.query(
+      `UPDATE sends SET status = 'sent', sent_at = now() WHERE conversion_id = ANY($1::uuid[])`,
+      [ids.slice(0, 3)],
+    );
+    await db.pool.query(`UPDATE sends SET status = 'failed', last_error = 'boom' WHERE conversion_id = $1`, [
+      ids[3],
+    ]);
     // An organic join of the public channel: most of its joins are organic.
     await db.pool.query(`UPDATE channels SET chat_is_public = true WHERE id = $1`, [other.channels.second]);
-    await db.pool.query(`INSERT INTO memberships (channel_id, telegram_user_id, kind, occurred_at) VALUES ($1, $2, 'join', now())`, [other.channels.second, newUser()]);
+    await db.pool.query(
+      `INSERT INTO memberships (channel_id, telegram_user_id, kind, occurred_at) VALUES ($1, $2, 'join', now())`,
+      [other.channels.second, newUser()],
+    );
 
     const res = await api.get(`/reports/match-quality?siteId=${other.siteId}`, { key: tenant.accountKey });
     expect(res.status).toBe(200);
     const purchase = res.body.rows.find((r: any) => r.platform === 'meta' && r.eventType === 'Purchase');
     expect(purchase.sent).toBe(3);
-    expect(purchase.shares).toEqual({ fbc: 1, fbp: 1, ip: 1, userAgent: 1, email: 0.3333, phone: 0, externalId: 1, clickId: 1 });
-    expect(purchase.advice).toContain('67 % of Purchases carry no e-mail: send `pii.email` from your backend.');
+    expect(purchase.shares).toEqual({
+      fbc: 1,
+      fbp: 1,
+      ip: 1,
+      userAgent: 1,
+      email: 0.3333,
+      phone: 0,
+      externalId: 1,
+      clickId: 1,
+    });
+    expect(purchase.advice).toContain(
+      '67 % of Purchases carry no e-mail: send `pii.email` from your backend.',
+    );
     expect(purchase.advice.some((a: string) => a.includes('no phone'))).toBe(true);
     expect(purchase.advice.some((a: string) => a.includes('fbc'))).toBe(false);
 
     const coverage = Object.fromEntries(res.body.coverage.map((c: any) => [c.channelId, c]));
     expect(coverage[main]).toMatchObject({ attributedJoins: 4, organicJoins: 0, share: 1 });
     expect(coverage[main].warning).toBeUndefined();
-    expect(coverage[other.channels.second]).toMatchObject({ attributedJoins: 0, organicJoins: 1, share: 0, isPublic: true });
+    expect(coverage[other.channels.second]).toMatchObject({
+      attributedJoins: 0,
+      organicJoins: 1,
+      share: 0,
+      isPublic: true,
+    });
     expect(coverage[other.channels.second].warning).toMatch(/public channel/);
   });
 });

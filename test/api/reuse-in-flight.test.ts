@@ -17,27 +17,43 @@ beforeAll(() => {
   ({ db, api, tenant, fakes } = world);
 });
 
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+async function until<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 async function sendState(conversionId: string): Promise<{ status: string; in_flight: boolean }> {
-  const { rows } = await db.pool.query<{ status: string; in_flight: boolean }>('SELECT status, in_flight FROM sends WHERE conversion_id = $1', [conversionId]);
+  const { rows } = await db.pool.query<{ status: string; in_flight: boolean }>(
+    'SELECT status, in_flight FROM sends WHERE conversion_id = $1',
+    [conversionId],
+  );
   return rows[0]!;
 }
 
 async function storedValue(conversionId: string): Promise<number> {
-  const { rows } = await db.pool.query<{ value: string }>('SELECT value FROM conversions WHERE id = $1', [conversionId]);
+  const { rows } = await db.pool.query<{ value: string }>('SELECT value FROM conversions WHERE id = $1', [
+    conversionId,
+  ]);
   return Number(rows[0]!.value);
 }
 
-const purchase = (telegramUserId: number, value: number) => ({ telegramUserId, eventType: 'Purchase', value, currency: 'USD' });
+const purchase = (telegramUserId: number, value: number) => ({
+  telegramUserId,
+  eventType: 'Purchase',
+  value,
+  currency: 'USD',
+});
 const valuesMetaGot = (conversionId: string) =>
   fakes.meta
     .events(META_PIXEL)
@@ -47,14 +63,22 @@ const valuesMetaGot = (conversionId: string) =>
 describe('a matching event while the conversion is being sent', () => {
   it('leaves the conversion as it is being sent, says so, and what Meta got is what Capigram keeps', async () => {
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    await attributedJoin(db.pool, {
+      siteId: tenant.site.siteId,
+      channelId: tenant.site.channels.main,
+      telegramUserId: user,
+    });
     // Under the worker's 1.5 s request timeout: the send is in flight, then delivered.
     fakes.meta.latencyMs = 800;
     try {
       const first = await api.post('/events/conversion', purchase(user, 10), { key: tenant.accountKey });
       expect(first.status).toBe(201);
       const conversionId = first.body.conversionId as string;
-      await until(() => sendState(conversionId), (s) => s.in_flight, 'the send to be claimed');
+      await until(
+        () => sendState(conversionId),
+        (s) => s.in_flight,
+        'the send to be claimed',
+      );
 
       const second = await api.post('/events/conversion', purchase(user, 20), { key: tenant.accountKey });
       expect(second.status).toBe(200);
@@ -69,14 +93,24 @@ describe('a matching event while the conversion is being sent', () => {
       expect(second.body.warning).toMatch(/being sent right now/);
       expect(await storedValue(conversionId)).toBe(10);
 
-      await until(() => sendState(conversionId), (s) => s.status === 'sent', 'the send to be delivered');
+      await until(
+        () => sendState(conversionId),
+        (s) => s.status === 'sent',
+        'the send to be delivered',
+      );
       expect(await sendState(conversionId)).toEqual({ status: 'sent', in_flight: false });
       expect(valuesMetaGot(conversionId)).toEqual([10]);
       expect(await storedValue(conversionId)).toBe(10);
 
       // Delivered: the next match is a sent one, reused as it is.
       const third = await api.post('/events/conversion', purchase(user, 30), { key: tenant.accountKey });
-      expect(third.body).toMatchObject({ conversionId, capiStatus: 'sent', deduplicated: true, updatedExisting: false, dispatched: false });
+      expect(third.body).toMatchObject({
+        conversionId,
+        capiStatus: 'sent',
+        deduplicated: true,
+        updatedExisting: false,
+        dispatched: false,
+      });
       expect(await storedValue(conversionId)).toBe(10);
     } finally {
       fakes.meta.latencyMs = 0;
@@ -85,13 +119,21 @@ describe('a matching event while the conversion is being sent', () => {
 
   it('a send waiting for its retry is not in flight: the update is taken and is what the retry sends', async () => {
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    await attributedJoin(db.pool, {
+      siteId: tenant.site.siteId,
+      channelId: tenant.site.channels.main,
+      telegramUserId: user,
+    });
     // A 5xx: retried after the first backoff step (about a second).
     fakes.meta.failNext(1, { type: 'status', status: 503 });
     const first = await api.post('/events/conversion', purchase(user, 10), { key: tenant.accountKey });
     const conversionId = first.body.conversionId as string;
     const { rows } = await until(
-      () => db.pool.query<{ attempts: number; in_flight: boolean }>('SELECT attempts, in_flight FROM sends WHERE conversion_id = $1', [conversionId]),
+      () =>
+        db.pool.query<{ attempts: number; in_flight: boolean }>(
+          'SELECT attempts, in_flight FROM sends WHERE conversion_id = $1',
+          [conversionId],
+        ),
       (r) => r.rows[0]!.attempts === 1 && !r.rows[0]!.in_flight,
       'the first attempt to fail',
     );
@@ -99,8 +141,18 @@ describe('a matching event while the conversion is being sent', () => {
 
     const second = await api.post('/events/conversion', purchase(user, 20), { key: tenant.accountKey });
     expect(second.status).toBe(200);
-    expect(second.body).toMatchObject({ conversionId, capiStatus: 'pending', dispatched: true, deduplicated: true, updatedExisting: true });
-    await until(() => sendState(conversionId), (s) => s.status === 'sent', 'the retry to be delivered');
+    expect(second.body).toMatchObject({
+      conversionId,
+      capiStatus: 'pending',
+      dispatched: true,
+      deduplicated: true,
+      updatedExisting: true,
+    });
+    await until(
+      () => sendState(conversionId),
+      (s) => s.status === 'sent',
+      'the retry to be delivered',
+    );
     expect(valuesMetaGot(conversionId)).toEqual([20]);
     expect(await storedValue(conversionId)).toBe(20);
   });

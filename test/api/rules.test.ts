@@ -32,8 +32,18 @@ describe('eventTimeProblem', () => {
 
 describe('normalizeCurrency', () => {
   it.each([
-    ['USD', 'USD'], ['usd', 'USD'], [' eur ', 'EUR'], ['JPY', 'JPY'], ['XOF', 'XOF'],
-    ['XAU', undefined], ['XTS', undefined], ['XXX', undefined], ['BTC', undefined], ['US', undefined], ['USDT', undefined], ['', undefined],
+    ['USD', 'USD'],
+    ['usd', 'USD'],
+    [' eur ', 'EUR'],
+    ['JPY', 'JPY'],
+    ['XOF', 'XOF'],
+    ['XAU', undefined],
+    ['XTS', undefined],
+    ['XXX', undefined],
+    ['BTC', undefined],
+    ['US', undefined],
+    ['USDT', undefined],
+    ['', undefined],
   ])('%s → %s', (code, expected) => {
     expect(normalizeCurrency(code)).toBe(expected);
   });
@@ -79,7 +89,14 @@ describe('clientContext: headers win over body fields', () => {
 });
 
 describe('hasAttributionSignals', () => {
-  const none: SignalSources = { visitId: null, apiVisitOverride: null, clientIp: null, userAgent: null, piiHashed: {}, externalUserId: null };
+  const none: SignalSources = {
+    visitId: null,
+    apiVisitOverride: null,
+    clientIp: null,
+    userAgent: null,
+    piiHashed: {},
+    externalUserId: null,
+  };
   it.each<[string, Partial<SignalSources>, boolean]>([
     ['nothing', {}, false],
     ['an empty override', { apiVisitOverride: { fbc: '', fbp: null } }, false],
@@ -90,7 +107,11 @@ describe('hasAttributionSignals', () => {
     ['a User-Agent', { userAgent: 'UA' }, true],
     ['a hashed email', { piiHashed: { em: 'a'.repeat(64) } }, true],
     ['an external id', { externalUserId: 'crm-1' }, true],
-    ['an override holding only a page URL', { apiVisitOverride: { eventSourceUrl: 'https://shop.example/' } }, false],
+    [
+      'an override holding only a page URL',
+      { apiVisitOverride: { eventSourceUrl: 'https://shop.example/' } },
+      false,
+    ],
   ])('%s → %s', (_label, s, expected) => {
     expect(hasAttributionSignals({ ...none, ...s })).toBe(expected);
   });
@@ -106,37 +127,115 @@ describe('compactOverride', () => {
 
 describe('decideTarget', () => {
   const acquisition = { siteId: 's', channelId: 'acqCh', visitId: 'acqVisit', at: new Date(NOW) };
-  const latest = { conversionId: 'c2', channelId: 'latestCh', visitId: null, apiVisitOverride: null, eventSourceUrl: null, receivedAt: new Date(NOW) };
-  const coldFirst = { conversionId: 'c1', channelId: 'coldCh', visitId: null, apiVisitOverride: { fbc: 'first', clientIp: '1.1.1.1' }, eventSourceUrl: null, receivedAt: new Date(NOW) };
+  const latest = {
+    conversionId: 'c2',
+    channelId: 'latestCh',
+    visitId: null,
+    apiVisitOverride: null,
+    eventSourceUrl: null,
+    receivedAt: new Date(NOW),
+  };
+  const coldFirst = {
+    conversionId: 'c1',
+    channelId: 'coldCh',
+    visitId: null,
+    apiVisitOverride: { fbc: 'first', clientIp: '1.1.1.1' },
+    eventSourceUrl: null,
+    receivedAt: new Date(NOW),
+  };
   const coldPage = { ...coldFirst, eventSourceUrl: 'https://shop.example/signup' };
   const request = { fbc: 'req', fbp: 'reqFbp', clientIp: null };
-  const base: TargetInput = { mode: 'conversion', history: { acquisition: null, latest: null, attributed: null, channelOnSite: null }, suppliedChannelId: null, requestOverride: request };
+  const base: TargetInput = {
+    mode: 'conversion',
+    history: { acquisition: null, latest: null, attributed: null, channelOnSite: null },
+    suppliedChannelId: null,
+    requestOverride: request,
+  };
   const h = (x: Partial<TargetInput['history']>) => ({ ...base.history, ...x });
 
   it.each<[string, Partial<TargetInput>, ReturnType<typeof decideTarget>]>([
-    ['warm: the acquisition channel and visit, no override', { history: h({ acquisition }) }, { coldLead: false, channelId: 'acqCh', visitId: 'acqVisit', apiVisitOverride: null }],
-    ['warm: a supplied channel of the site is kept', { history: h({ acquisition, channelOnSite: true }), suppliedChannelId: 'mine' }, { coldLead: false, channelId: 'mine', visitId: 'acqVisit', apiVisitOverride: null }],
-    ["warm: a supplied channel of another site is replaced", { history: h({ acquisition, channelOnSite: false }), suppliedChannelId: 'theirs' }, { coldLead: false, channelId: 'acqCh', visitId: 'acqVisit', apiVisitOverride: null }],
-    ["warm, lead event: the most recent conversion's channel", { mode: 'lead-event', history: h({ acquisition, latest }) }, { coldLead: false, channelId: 'latestCh', visitId: 'acqVisit', apiVisitOverride: null }],
-    ['warm, conversion: the acquisition channel even with a later conversion', { history: h({ acquisition, latest }) }, { coldLead: false, channelId: 'acqCh', visitId: 'acqVisit', apiVisitOverride: null }],
-    ['known: the first attribution stays, the request fills the gaps', { history: h({ latest, attributed: coldFirst }) }, { coldLead: false, channelId: 'latestCh', visitId: null, apiVisitOverride: { fbc: 'first', fbp: 'reqFbp', clientIp: '1.1.1.1' } }],
-    ['cold: the request becomes the override', { history: h({ channelOnSite: true }), suppliedChannelId: 'mine' }, { coldLead: true, channelId: 'mine', visitId: null, apiVisitOverride: { fbc: 'req', fbp: 'reqFbp' } }],
+    [
+      'warm: the acquisition channel and visit, no override',
+      { history: h({ acquisition }) },
+      { coldLead: false, channelId: 'acqCh', visitId: 'acqVisit', apiVisitOverride: null },
+    ],
+    [
+      'warm: a supplied channel of the site is kept',
+      { history: h({ acquisition, channelOnSite: true }), suppliedChannelId: 'mine' },
+      { coldLead: false, channelId: 'mine', visitId: 'acqVisit', apiVisitOverride: null },
+    ],
+    [
+      'warm: a supplied channel of another site is replaced',
+      { history: h({ acquisition, channelOnSite: false }), suppliedChannelId: 'theirs' },
+      { coldLead: false, channelId: 'acqCh', visitId: 'acqVisit', apiVisitOverride: null },
+    ],
+    [
+      "warm, lead event: the most recent conversion's channel",
+      { mode: 'lead-event', history: h({ acquisition, latest }) },
+      { coldLead: false, channelId: 'latestCh', visitId: 'acqVisit', apiVisitOverride: null },
+    ],
+    [
+      'warm, conversion: the acquisition channel even with a later conversion',
+      { history: h({ acquisition, latest }) },
+      { coldLead: false, channelId: 'acqCh', visitId: 'acqVisit', apiVisitOverride: null },
+    ],
+    [
+      'known: the first attribution stays, the request fills the gaps',
+      { history: h({ latest, attributed: coldFirst }) },
+      {
+        coldLead: false,
+        channelId: 'latestCh',
+        visitId: null,
+        apiVisitOverride: { fbc: 'first', fbp: 'reqFbp', clientIp: '1.1.1.1' },
+      },
+    ],
+    [
+      'cold: the request becomes the override',
+      { history: h({ channelOnSite: true }), suppliedChannelId: 'mine' },
+      { coldLead: true, channelId: 'mine', visitId: null, apiVisitOverride: { fbc: 'req', fbp: 'reqFbp' } },
+    ],
   ])('%s', (_label, input, expected) => {
     expect(decideTarget({ ...base, ...input })).toEqual(expected);
   });
 
   it("known: the first attribution's page comes with it, stays first, and is never carried alone", () => {
-    const known = (attributed: TargetInput['history']['attributed'], l: TargetInput['history']['latest'] = latest) => decideTarget({ ...base, history: h({ latest: l, attributed }) }).apiVisitOverride;
-    expect(known(coldPage)).toEqual({ fbc: 'first', fbp: 'reqFbp', clientIp: '1.1.1.1', eventSourceUrl: 'https://shop.example/signup' });
-    expect(known({ ...coldPage, apiVisitOverride: { fbc: 'first', eventSourceUrl: 'https://shop.example/landing' } })).toEqual({ fbc: 'first', fbp: 'reqFbp', eventSourceUrl: 'https://shop.example/landing' });
-    expect(known(null, { ...latest, eventSourceUrl: 'https://shop.example/x' })).toEqual({ fbc: 'req', fbp: 'reqFbp' });
+    const known = (
+      attributed: TargetInput['history']['attributed'],
+      l: TargetInput['history']['latest'] = latest,
+    ) => decideTarget({ ...base, history: h({ latest: l, attributed }) }).apiVisitOverride;
+    expect(known(coldPage)).toEqual({
+      fbc: 'first',
+      fbp: 'reqFbp',
+      clientIp: '1.1.1.1',
+      eventSourceUrl: 'https://shop.example/signup',
+    });
+    expect(
+      known({
+        ...coldPage,
+        apiVisitOverride: { fbc: 'first', eventSourceUrl: 'https://shop.example/landing' },
+      }),
+    ).toEqual({ fbc: 'first', fbp: 'reqFbp', eventSourceUrl: 'https://shop.example/landing' });
+    expect(known(null, { ...latest, eventSourceUrl: 'https://shop.example/x' })).toEqual({
+      fbc: 'req',
+      fbp: 'reqFbp',
+    });
   });
 
   it.each<[string, Partial<TargetInput>, string]>([
     ['cold without a channel', {}, 'CHANNEL_REQUIRED'],
-    ["cold with another site's channel", { history: h({ channelOnSite: false }), suppliedChannelId: 'theirs' }, 'FORBIDDEN'],
-    ['known, its channel deleted, none supplied', { history: h({ latest: { ...latest, channelId: null } }) }, 'CHANNEL_REQUIRED'],
+    [
+      "cold with another site's channel",
+      { history: h({ channelOnSite: false }), suppliedChannelId: 'theirs' },
+      'FORBIDDEN',
+    ],
+    [
+      'known, its channel deleted, none supplied',
+      { history: h({ latest: { ...latest, channelId: null } }) },
+      'CHANNEL_REQUIRED',
+    ],
   ])('%s → %s', (_label, input, code) => {
-    expect(() => decideTarget({ ...base, ...input })).toThrow(expect.objectContaining({ code }) as unknown as ApiError);
+    expect(() => decideTarget({ ...base, ...input })).toThrow(
+      expect.objectContaining({ code }) as unknown as ApiError,
+    );
   });
 });

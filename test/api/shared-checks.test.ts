@@ -3,7 +3,17 @@
 // the Idempotency-Key (malformed) and the JSON Content-Type. Each endpoint's own file tests what is
 // particular to it.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiWorld, count, newUser, seedTenant, waitingJoin, type ApiClient, type ApiResponse, type CallOptions, type Tenant } from './support.js';
+import {
+  apiWorld,
+  count,
+  newUser,
+  seedTenant,
+  waitingJoin,
+  type ApiClient,
+  type ApiResponse,
+  type CallOptions,
+  type Tenant,
+} from './support.js';
 
 const world = apiWorld();
 let api: ApiClient;
@@ -37,22 +47,38 @@ const text = { 'content-type': 'text/plain' };
 const ENDPOINTS: Endpoint[] = [
   {
     name: 'POST /events/conversion',
-    call: (o, site) => api.post('/events/conversion', { telegramUserId: lead.user, eventType: 'Lead', siteId: site }, o),
-    rawBody: (o) => api.post('/events/conversion', JSON.stringify({ telegramUserId: lead.user, eventType: 'Lead' }), { ...o, headers: text }),
+    call: (o, site) =>
+      api.post('/events/conversion', { telegramUserId: lead.user, eventType: 'Lead', siteId: site }, o),
+    rawBody: (o) =>
+      api.post('/events/conversion', JSON.stringify({ telegramUserId: lead.user, eventType: 'Lead' }), {
+        ...o,
+        headers: text,
+      }),
     idempotent: true,
     foreign: UNKNOWN_SITE,
   },
   {
     name: 'POST /leads/{telegramUserId}/events',
     call: (o, site) => api.post(`/leads/${lead.user}/events`, { eventType: 'Lead', siteId: site }, o),
-    rawBody: (o) => api.post(`/leads/${lead.user}/events`, JSON.stringify({ eventType: 'Lead' }), { ...o, headers: text }),
+    rawBody: (o) =>
+      api.post(`/leads/${lead.user}/events`, JSON.stringify({ eventType: 'Lead' }), { ...o, headers: text }),
     idempotent: true,
     foreign: UNKNOWN_SITE,
   },
   {
     name: 'POST /leads/{telegramUserId}/conversions/{conversionId}/value',
-    call: (o) => api.post(`/leads/${lead.user}/conversions/${lead.conversionId}/value`, { value: 1, currency: 'USD' }, o),
-    rawBody: (o) => api.post(`/leads/${lead.user}/conversions/${lead.conversionId}/value`, JSON.stringify({ value: 1, currency: 'USD' }), { ...o, headers: text }),
+    call: (o) =>
+      api.post(
+        `/leads/${lead.user}/conversions/${lead.conversionId}/value`,
+        { value: 1, currency: 'USD' },
+        o,
+      ),
+    rawBody: (o) =>
+      api.post(
+        `/leads/${lead.user}/conversions/${lead.conversionId}/value`,
+        JSON.stringify({ value: 1, currency: 'USD' }),
+        { ...o, headers: text },
+      ),
     idempotent: true,
     foreign: { status: 404, code: 'CONVERSION_NOT_FOUND' },
   },
@@ -100,7 +126,10 @@ describe.each(ENDPOINTS)('$name', (e) => {
 
   it('refuses an unknown key and a malformed one alike: 401 UNAUTHORIZED', async () => {
     for (const key of ['cgk_000000000000_unknown-key-of-nobody', 'not-a-key']) {
-      expect(await e.call({ key }, tenant.site.siteId), key).toMatchObject({ status: 401, body: { code: 'UNAUTHORIZED' } });
+      expect(await e.call({ key }, tenant.site.siteId), key).toMatchObject({
+        status: 401,
+        body: { code: 'UNAUTHORIZED' },
+      });
     }
   });
 
@@ -110,7 +139,9 @@ describe.each(ENDPOINTS)('$name', (e) => {
     expect(res).toMatchObject({ status: e.foreign.status, body: { code: e.foreign.code } });
     expect(await writes()).toBe(before);
     // The lead is still there for its own account (the erasure above did nothing).
-    expect((await api.get(`/leads/${lead.user}?siteId=${tenant.site.siteId}`, { key: tenant.accountKey })).status).toBe(200);
+    expect(
+      (await api.get(`/leads/${lead.user}?siteId=${tenant.site.siteId}`, { key: tenant.accountKey })).status,
+    ).toBe(200);
   });
 
   // Only the checks an endpoint has are registered (none is skipped).
@@ -129,7 +160,10 @@ describe.each(ENDPOINTS)('$name', (e) => {
   if (rawBody !== undefined) {
     it('refuses a body that is not declared JSON: 400 VALIDATION_FAILED on Content-Type', async () => {
       const res = await rawBody({ key: tenant.accountKey });
-      expect(res).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED', errors: [{ path: 'Content-Type' }] } });
+      expect(res).toMatchObject({
+        status: 400,
+        body: { code: 'VALIDATION_FAILED', errors: [{ path: 'Content-Type' }] },
+      });
     });
   }
 });

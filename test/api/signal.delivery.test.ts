@@ -11,7 +11,15 @@ import { updateSite } from '../../backend/domain/admin/sites.js';
 import { leadJourney } from '../../backend/domain/dashboard/lead-journey.js';
 import { recordConversion } from '../../backend/domain/outbox/conversion-record.js';
 import { withTx } from '../../backend/db/pool.js';
-import { type ApiClient, apiWorld, insertVisit, META_PIXEL, newUser, type Tenant, TIKTOK_PIXEL } from './support.js';
+import {
+  type ApiClient,
+  apiWorld,
+  insertVisit,
+  META_PIXEL,
+  newUser,
+  type Tenant,
+  TIKTOK_PIXEL,
+} from './support.js';
 
 const SNAP_PIXEL = 'snap-pixel-signal';
 const world = apiWorld({ tenant: { platforms: ['meta', 'tiktok'], sites: 2 }, fakes: true });
@@ -25,7 +33,11 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 beforeAll(async () => {
   ({ db, t, api, tenant, fakes } = world);
-  for (const s of tenant.sites) await addPixel({ pool: db.pool, box: t.deps.box }, { platform: 'snapchat', siteId: s.siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' });
+  for (const s of tenant.sites)
+    await addPixel(
+      { pool: db.pool, box: t.deps.box },
+      { platform: 'snapchat', siteId: s.siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' },
+    );
   await updateSite(db.pool, { siteId: tenant.site.siteId, defaultCountry: 'de' });
 });
 
@@ -39,29 +51,55 @@ async function eventually<T>(what: string, find: () => T | undefined): Promise<T
   }
 }
 
-const meta = (eventId: string) => eventually(`Meta ${eventId}`, () => fakes.meta.events(META_PIXEL).find((e) => e.event.event_id === eventId)?.event);
-const tiktok = (eventId: string) => eventually(`TikTok ${eventId}`, () => fakes.tiktok.events(TIKTOK_PIXEL).find((e) => e.event.event_id === eventId)?.event);
-const snap = (eventId: string) => eventually(`Snapchat ${eventId}`, () => fakes.snapchat.events(SNAP_PIXEL).find((e) => e.event.event_id === eventId)?.event);
+const meta = (eventId: string) =>
+  eventually(
+    `Meta ${eventId}`,
+    () => fakes.meta.events(META_PIXEL).find((e) => e.event.event_id === eventId)?.event,
+  );
+const tiktok = (eventId: string) =>
+  eventually(
+    `TikTok ${eventId}`,
+    () => fakes.tiktok.events(TIKTOK_PIXEL).find((e) => e.event.event_id === eventId)?.event,
+  );
+const snap = (eventId: string) =>
+  eventually(
+    `Snapchat ${eventId}`,
+    () => fakes.snapchat.events(SNAP_PIXEL).find((e) => e.event.event_id === eventId)?.event,
+  );
 
 describe('business events without a browser', () => {
   it('a CRM Lead with only an e-mail reaches Meta, TikTok and Snapchat as a non-website event', async () => {
     const res = await api.post(
       '/events/conversion',
-      { telegramUserId: newUser(), websiteId: tenant.site.websiteId, channelId: tenant.site.channels.main, eventType: 'Lead', pii: { email: '\tAnn@Example.com\n' } },
+      {
+        telegramUserId: newUser(),
+        websiteId: tenant.site.websiteId,
+        channelId: tenant.site.channels.main,
+        eventType: 'Lead',
+        pii: { email: '\tAnn@Example.com\n' },
+      },
       { key: tenant.accountKey },
     );
     expect(res.status).toBe(201);
     expect(res.body.dispatched).toBe(true);
     const id = `cnv_${res.body.conversionId}`;
     const m = await meta(id);
-    expect(m).toMatchObject({ event_name: 'Lead', action_source: 'system_generated', user_data: { em: [sha('ann@example.com')] } });
+    expect(m).toMatchObject({
+      event_name: 'Lead',
+      action_source: 'system_generated',
+      user_data: { em: [sha('ann@example.com')] },
+    });
     expect(m.event_source_url).toBeUndefined();
     expect(m.user_data.client_user_agent).toBeUndefined();
     const tt = await tiktok(id);
     expect(tt).toMatchObject({ event: 'SubmitForm', user: { email: sha('ann@example.com') } });
     expect(tt.page).toBeUndefined();
     const s = await snap(id);
-    expect(s).toMatchObject({ event_name: 'SIGN_UP', action_source: 'OFFLINE', user_data: { em: [sha('ann@example.com')] } });
+    expect(s).toMatchObject({
+      event_name: 'SIGN_UP',
+      action_source: 'OFFLINE',
+      user_data: { em: [sha('ann@example.com')] },
+    });
   });
 });
 
@@ -69,7 +107,13 @@ describe('phones are read in a known country, never a guessed one', () => {
   it("a national number takes the site's default country", async () => {
     const res = await api.post(
       '/events/conversion',
-      { telegramUserId: newUser(), websiteId: tenant.site.websiteId, channelId: tenant.site.channels.main, eventType: 'Lead', pii: { phone: '01512 3456789' } },
+      {
+        telegramUserId: newUser(),
+        websiteId: tenant.site.websiteId,
+        channelId: tenant.site.channels.main,
+        eventType: 'Lead',
+        pii: { phone: '01512 3456789' },
+      },
       { key: tenant.accountKey },
     );
     expect(res.status).toBe(201);
@@ -84,7 +128,13 @@ describe('phones are read in a known country, never a guessed one', () => {
     const user = newUser();
     const res = await api.post(
       '/events/conversion',
-      { telegramUserId: user, websiteId: other.websiteId, channelId: other.channels.main, eventType: 'Lead', pii: { phone: '(201) 555-0123', email: 'bob@example.com' } },
+      {
+        telegramUserId: user,
+        websiteId: other.websiteId,
+        channelId: other.channels.main,
+        eventType: 'Lead',
+        pii: { phone: '(201) 555-0123', email: 'bob@example.com' },
+      },
       { key: tenant.accountKey },
     );
     expect(res.status).toBe(201);
@@ -107,9 +157,27 @@ describe('one identity per lead', () => {
     const visitId = await insertVisit(db.pool, tenant.site.siteId);
     const now = new Date();
     const join = await withTx(db.pool, (tx) =>
-      recordConversion(tx, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user, visitId, eventType: 'Subscribe', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook' }, true),
+      recordConversion(
+        tx,
+        {
+          siteId: tenant.site.siteId,
+          channelId: tenant.site.channels.main,
+          telegramUserId: user,
+          visitId,
+          eventType: 'Subscribe',
+          eventTime: now,
+          attributedAt: now,
+          receivedAt: now,
+          source: 'webhook',
+        },
+        true,
+      ),
     );
-    const purchase = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'EUR', externalUserId: ' CRM-9 ' }, { key: tenant.accountKey });
+    const purchase = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'Purchase', value: 10, currency: 'EUR', externalUserId: ' CRM-9 ' },
+      { key: tenant.accountKey },
+    );
     expect(purchase.status).toBe(201);
     const joinEvent = await meta(`cnv_${join.conversionId}`);
     const purchaseEvent = await meta(`cnv_${purchase.body.conversionId}`);
@@ -117,22 +185,57 @@ describe('one identity per lead', () => {
     // The join carries the Telegram id, and the CRM id too when it is known by the time it is sent.
     expect(joinEvent.user_data.external_id).toContain(sha(String(user)));
     expect(purchaseEvent.user_data.external_id).toEqual([sha('crm-9'), sha(String(user))]);
-    for (const id of joinEvent.user_data.external_id as string[]) expect(purchaseEvent.user_data.external_id).toContain(id);
+    for (const id of joinEvent.user_data.external_id as string[])
+      expect(purchaseEvent.user_data.external_id).toContain(id);
     // A later event that names no CRM id still carries it: it is the lead's.
-    const lead = await api.post('/events/conversion', { telegramUserId: user, eventType: 'CompleteRegistration' }, { key: tenant.accountKey });
-    expect((await meta(`cnv_${lead.body.conversionId}`)).user_data.external_id).toEqual([sha('crm-9'), sha(String(user))]);
-    expect((await tiktok(`cnv_${lead.body.conversionId}`)).user?.external_id).toEqual([sha('crm-9'), sha(String(user))]);
+    const lead = await api.post(
+      '/events/conversion',
+      { telegramUserId: user, eventType: 'CompleteRegistration' },
+      { key: tenant.accountKey },
+    );
+    expect((await meta(`cnv_${lead.body.conversionId}`)).user_data.external_id).toEqual([
+      sha('crm-9'),
+      sha(String(user)),
+    ]);
+    expect((await tiktok(`cnv_${lead.body.conversionId}`)).user?.external_id).toEqual([
+      sha('crm-9'),
+      sha(String(user)),
+    ]);
   });
 
-  it("a site that reports Telegram joins as chat sends them as chat", async () => {
+  it('a site that reports Telegram joins as chat sends them as chat', async () => {
     const other = tenant.sites[1]!;
     await updateSite(db.pool, { siteId: other.siteId, telegramActionSource: 'chat' });
     const visitId = await insertVisit(db.pool, other.siteId);
     const now = new Date();
     const join = await withTx(db.pool, (tx) =>
-      recordConversion(tx, { siteId: other.siteId, channelId: other.channels.main, telegramUserId: newUser(), visitId, eventType: 'Subscribe', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook' }, true),
+      recordConversion(
+        tx,
+        {
+          siteId: other.siteId,
+          channelId: other.channels.main,
+          telegramUserId: newUser(),
+          visitId,
+          eventType: 'Subscribe',
+          eventTime: now,
+          attributedAt: now,
+          receivedAt: now,
+          source: 'webhook',
+        },
+        true,
+      ),
     );
-    await api.post('/events/conversion', { telegramUserId: newUser(), websiteId: other.websiteId, channelId: other.channels.main, eventType: 'Lead', pii: { email: 'wake@example.com' } }, { key: tenant.accountKey });
+    await api.post(
+      '/events/conversion',
+      {
+        telegramUserId: newUser(),
+        websiteId: other.websiteId,
+        channelId: other.channels.main,
+        eventType: 'Lead',
+        pii: { email: 'wake@example.com' },
+      },
+      { key: tenant.accountKey },
+    );
     expect((await meta(`cnv_${join.conversionId}`)).action_source).toBe('chat');
     expect((await snap(`cnv_${join.conversionId}`)).action_source).toBe('OFFLINE');
   });
@@ -140,21 +243,39 @@ describe('one identity per lead', () => {
 
 describe('the landing page', () => {
   it("track/init stores _ttp and _scid, sends them, and answers the Meta PageView's event_id", async () => {
-    const domain = (await db.pool.query<{ domains: string[] }>('SELECT domains FROM sites WHERE id = $1', [tenant.site.siteId])).rows[0]!.domains[0]!;
+    const domain = (
+      await db.pool.query<{ domains: string[] }>('SELECT domains FROM sites WHERE id = $1', [
+        tenant.site.siteId,
+      ])
+    ).rows[0]!.domains[0]!;
     const res = await fetch(`${t.url}/backend/track/init`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', origin: `https://${domain}`, 'x-capigram-client-ip': '203.0.113.50' },
+      headers: {
+        'content-type': 'application/json',
+        origin: `https://${domain}`,
+        'x-capigram-client-ip': '203.0.113.50',
+      },
       body: JSON.stringify({
-        websiteId: tenant.site.websiteId, tempId: crypto.randomUUID(), sessionId: crypto.randomUUID(), visitRequestId: crypto.randomUUID(),
-        href: `https://${domain}/landing?fbclid=IwAR-page`, referrer: 'https://l.facebook.com/', userAgent: 'Mozilla/5.0 (X11) Signal',
-        ttp: '2Qx_ttp-Cookie.1', scid: 'abcd-scid-0001',
+        websiteId: tenant.site.websiteId,
+        tempId: crypto.randomUUID(),
+        sessionId: crypto.randomUUID(),
+        visitRequestId: crypto.randomUUID(),
+        href: `https://${domain}/landing?fbclid=IwAR-page`,
+        referrer: 'https://l.facebook.com/',
+        userAgent: 'Mozilla/5.0 (X11) Signal',
+        ttp: '2Qx_ttp-Cookie.1',
+        scid: 'abcd-scid-0001',
       }),
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { visitId: string; pageViewEventId: string | null };
     expect(body.pageViewEventId).toBe(`pv_${body.visitId}`);
     const m = await meta(body.pageViewEventId!);
-    expect(m).toMatchObject({ event_name: 'PageView', action_source: 'website', referrer_url: 'https://l.facebook.com/' });
+    expect(m).toMatchObject({
+      event_name: 'PageView',
+      action_source: 'website',
+      referrer_url: 'https://l.facebook.com/',
+    });
     // No fbc was sent: it is built from the fbclid in the page's URL.
     expect(m.user_data.fbc).toMatch(/^fb\.1\.\d{13}\.IwAR-page$/);
     expect((await tiktok(body.pageViewEventId!)).user?.ttp).toBe('2Qx_ttp-Cookie.1');
@@ -165,18 +286,31 @@ describe('the landing page', () => {
 describe('an ad click on /r/ (no page of the site was seen)', () => {
   it("reports the site's own URL as the page, never Capigram's /r/ URL, for the PageView and the join", async () => {
     const site = tenant.sites[1]!;
-    const [domain] = (await db.pool.query<{ domains: string[] }>('SELECT domains FROM sites WHERE id = $1', [site.siteId])).rows[0]!.domains;
+    const [domain] = (
+      await db.pool.query<{ domains: string[] }>('SELECT domains FROM sites WHERE id = $1', [site.siteId])
+    ).rows[0]!.domains;
     const click = async () => {
       // A link in the channel's pool, as the refill job leaves them.
-      await db.pool.query('INSERT INTO invitations (channel_id, invite_link, expires_at) VALUES ($1, $2, now() + interval \'1 day\')',
-        [site.channels.main, `https://t.me/+signal${crypto.randomUUID().slice(0, 12)}`]);
-      const res = await fetch(`${t.url}/r/${site.websiteId}/${site.channels.main}?fbclid=IwAR-r${crypto.randomUUID().slice(0, 8)}`, {
-        redirect: 'manual',
-        headers: { 'user-agent': 'Mozilla/5.0 (iPhone) Signal', referer: 'https://l.facebook.com/', 'x-capigram-client-ip': '203.0.113.60' },
-      });
+      await db.pool.query(
+        "INSERT INTO invitations (channel_id, invite_link, expires_at) VALUES ($1, $2, now() + interval '1 day')",
+        [site.channels.main, `https://t.me/+signal${crypto.randomUUID().slice(0, 12)}`],
+      );
+      const res = await fetch(
+        `${t.url}/r/${site.websiteId}/${site.channels.main}?fbclid=IwAR-r${crypto.randomUUID().slice(0, 8)}`,
+        {
+          redirect: 'manual',
+          headers: {
+            'user-agent': 'Mozilla/5.0 (iPhone) Signal',
+            referer: 'https://l.facebook.com/',
+            'x-capigram-client-ip': '203.0.113.60',
+          },
+        },
+      );
       expect(res.status, await res.clone().text()).toBe(302);
       const { rows } = await db.pool.query<{ visit_id: string; href: string }>(
-        'SELECT i.visit_id, v.href FROM invitations i JOIN visits v ON v.id = i.visit_id WHERE i.invite_link = $1', [res.headers.get('location')]);
+        'SELECT i.visit_id, v.href FROM invitations i JOIN visits v ON v.id = i.visit_id WHERE i.invite_link = $1',
+        [res.headers.get('location')],
+      );
       expect(rows[0]!.href).toContain('/r/');
       return rows[0]!.visit_id;
     };
@@ -184,20 +318,51 @@ describe('an ad click on /r/ (no page of the site was seen)', () => {
     // A site without a URL: its first domain's root.
     const first = await click();
     const pv = await meta(`pv_${first}`);
-    expect(pv).toMatchObject({ action_source: 'website', event_source_url: `https://${domain}/`, referrer_url: 'https://l.facebook.com/' });
+    expect(pv).toMatchObject({
+      action_source: 'website',
+      event_source_url: `https://${domain}/`,
+      referrer_url: 'https://l.facebook.com/',
+    });
     expect(pv.user_data.client_user_agent).toBe('Mozilla/5.0 (iPhone) Signal');
     expect((await tiktok(`pv_${first}`)).page?.url).toBe(`https://${domain}/`);
     expect((await snap(`pv_${first}`)).event_source_url).toBe(`https://${domain}/`);
 
     // With a URL: that URL, for the PageView and for the Telegram join the click led to.
-    await db.pool.query('UPDATE sites SET url = $2 WHERE id = $1', [site.siteId, 'https://www.shop.example/start']);
+    await db.pool.query('UPDATE sites SET url = $2 WHERE id = $1', [
+      site.siteId,
+      'https://www.shop.example/start',
+    ]);
     const second = await click();
     expect((await meta(`pv_${second}`)).event_source_url).toBe('https://www.shop.example/start');
     const now = new Date();
     const join = await withTx(db.pool, (tx) =>
-      recordConversion(tx, { siteId: site.siteId, channelId: site.channels.main, telegramUserId: newUser(), visitId: second, eventType: 'Subscribe', eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook' }, true),
+      recordConversion(
+        tx,
+        {
+          siteId: site.siteId,
+          channelId: site.channels.main,
+          telegramUserId: newUser(),
+          visitId: second,
+          eventType: 'Subscribe',
+          eventTime: now,
+          attributedAt: now,
+          receivedAt: now,
+          source: 'webhook',
+        },
+        true,
+      ),
     );
-    await api.post('/events/conversion', { telegramUserId: newUser(), websiteId: site.websiteId, channelId: site.channels.main, eventType: 'Lead', pii: { email: 'wake@example.com' } }, { key: tenant.accountKey });
+    await api.post(
+      '/events/conversion',
+      {
+        telegramUserId: newUser(),
+        websiteId: site.websiteId,
+        channelId: site.channels.main,
+        eventType: 'Lead',
+        pii: { email: 'wake@example.com' },
+      },
+      { key: tenant.accountKey },
+    );
     const j = await meta(`cnv_${join.conversionId}`);
     expect(j.event_source_url).toBe('https://www.shop.example/start');
     expect(j.event_source_url).not.toContain(t.url);

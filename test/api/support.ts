@@ -6,7 +6,11 @@ import { loadConfig } from '../../backend/config.js';
 import { hashApiKey } from '../../backend/crypto/api-keys.js';
 import type { SecretBox } from '../../backend/crypto/secret-box.js';
 import { withTx, type Pool, type PoolClient } from '../../backend/db/pool.js';
-import { recordConversion, type EventTypeName, type RecordedConversion } from '../../backend/domain/outbox/conversion-record.js';
+import {
+  recordConversion,
+  type EventTypeName,
+  type RecordedConversion,
+} from '../../backend/domain/outbox/conversion-record.js';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { createApiKey } from '../../backend/domain/admin/api-keys.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
@@ -45,30 +49,85 @@ export interface Tenant {
 
 let chatSeq = 1_000_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
 
-export async function seedSite(pool: Pool, box: SecretBox, accountId: string, botId: string, platforms: Platform[], domain: string): Promise<SiteSeed> {
+export async function seedSite(
+  pool: Pool,
+  box: SecretBox,
+  accountId: string,
+  botId: string,
+  platforms: Platform[],
+  domain: string,
+): Promise<SiteSeed> {
   const site = await createSite(pool, { accountId, name: domain, domains: [domain] });
-  const deps = { pool, box, config: loadConfig({ DATABASE_URL: 'postgres://unused-in-tests/', TELEGRAM_API_URL: NO_TELEGRAM }) };
-  const main = await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: `-100${chatSeq++}`, title: 'Main', funnelOrder: 0 });
-  const second = await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: `-100${chatSeq++}`, title: 'VIP', funnelOrder: 1, eventType: 'Purchase', manualValue: true });
+  const deps = {
+    pool,
+    box,
+    config: loadConfig({ DATABASE_URL: 'postgres://unused-in-tests/', TELEGRAM_API_URL: NO_TELEGRAM }),
+  };
+  const main = await addChannel(deps, {
+    siteId: site.siteId,
+    botId,
+    telegramChannelId: `-100${chatSeq++}`,
+    title: 'Main',
+    funnelOrder: 0,
+  });
+  const second = await addChannel(deps, {
+    siteId: site.siteId,
+    botId,
+    telegramChannelId: `-100${chatSeq++}`,
+    title: 'VIP',
+    funnelOrder: 1,
+    eventType: 'Purchase',
+    manualValue: true,
+  });
   for (const p of platforms) {
-    if (p === 'meta') await addPixel({ pool, box }, { platform: 'meta', siteId: site.siteId, pixelId: META_PIXEL, accessToken: 'meta-test-token' });
-    else await addPixel({ pool, box }, { platform: 'tiktok', siteId: site.siteId, pixelCode: TIKTOK_PIXEL, accessToken: 'tiktok-test-token' });
+    if (p === 'meta')
+      await addPixel(
+        { pool, box },
+        { platform: 'meta', siteId: site.siteId, pixelId: META_PIXEL, accessToken: 'meta-test-token' },
+      );
+    else
+      await addPixel(
+        { pool, box },
+        {
+          platform: 'tiktok',
+          siteId: site.siteId,
+          pixelCode: TIKTOK_PIXEL,
+          accessToken: 'tiktok-test-token',
+        },
+      );
   }
   const key = await createApiKey(pool, { accountId, siteId: site.siteId, name: `${domain} backend` });
-  return { ...site, channels: { main: main.channelId, second: second.channelId }, siteKey: key.apiKey, siteKeyId: key.keyId };
+  return {
+    ...site,
+    channels: { main: main.channelId, second: second.channelId },
+    siteKey: key.apiKey,
+    siteKeyId: key.keyId,
+  };
 }
 
 /** An account with `sites` sites (two channels each, the given pixels), an account key and a key per site. */
-export async function seedTenant(pool: Pool, box: SecretBox, opts: { platforms?: Platform[]; sites?: number } = {}): Promise<Tenant> {
+export async function seedTenant(
+  pool: Pool,
+  box: SecretBox,
+  opts: { platforms?: Platform[]; sites?: number } = {},
+): Promise<Tenant> {
   const tag = randomBytes(4).toString('hex');
   const { accountId } = await createAccount(pool, { name: `Tenant ${tag}` });
   const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO bots (account_id, telegram_bot_id, username, token_enc, webhook_secret_hash) VALUES ($1, $2, 'shop_bot', $3, $4) RETURNING id`,
-    [accountId, 7_000_000 + Math.floor(Math.random() * 1_000_000), box.seal('123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ'), hashApiKey(tag)],
+    [
+      accountId,
+      7_000_000 + Math.floor(Math.random() * 1_000_000),
+      box.seal('123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ'),
+      hashApiKey(tag),
+    ],
   );
   const botId = rows[0]!.id;
   const sites: SiteSeed[] = [];
-  for (let i = 0; i < (opts.sites ?? 1); i++) sites.push(await seedSite(pool, box, accountId, botId, opts.platforms ?? ['meta'], `shop${i}-${tag}.example.com`));
+  for (let i = 0; i < (opts.sites ?? 1); i++)
+    sites.push(
+      await seedSite(pool, box, accountId, botId, opts.platforms ?? ['meta'], `shop${i}-${tag}.example.com`),
+    );
   const key = await createApiKey(pool, { accountId, name: 'account key' });
   return { accountId, accountKey: key.apiKey, accountKeyId: key.keyId, sites, site: sites[0]! };
 }
@@ -101,7 +160,16 @@ export async function insertVisit(pool: Pool, siteId: string, v: VisitSeed = VIS
   const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO visits (site_id, temp_id, session_id, href, client_ip, user_agent, fbc, fbp, gclid, created_at)
      VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6, $7, COALESCE($8, now())) RETURNING id`,
-    [siteId, v.href ?? null, v.clientIp ?? null, v.userAgent ?? null, v.fbc ?? null, v.fbp ?? null, v.gclid ?? null, v.createdAt ?? null],
+    [
+      siteId,
+      v.href ?? null,
+      v.clientIp ?? null,
+      v.userAgent ?? null,
+      v.fbc ?? null,
+      v.fbp ?? null,
+      v.gclid ?? null,
+      v.createdAt ?? null,
+    ],
   );
   return rows[0]!.id;
 }
@@ -110,13 +178,29 @@ export async function insertVisit(pool: Pool, siteId: string, v: VisitSeed = VIS
  * A join on the site's manual-value channel (`second`), from a visit, as the webhook records it:
  * a conversion awaiting its value, with no send yet.
  */
-export async function waitingJoin(pool: Pool, site: SiteSeed, telegramUserId: number, eventType: EventTypeName = 'Purchase'): Promise<RecordedConversion> {
+export async function waitingJoin(
+  pool: Pool,
+  site: SiteSeed,
+  telegramUserId: number,
+  eventType: EventTypeName = 'Purchase',
+): Promise<RecordedConversion> {
   const visitId = await insertVisit(pool, site.siteId);
   const now = new Date();
   return withTx(pool, (tx) =>
     recordConversion(
       tx,
-      { siteId: site.siteId, channelId: site.channels.second, telegramUserId, visitId, eventType, eventTime: now, attributedAt: now, receivedAt: now, source: 'webhook', awaitingManualInput: true },
+      {
+        siteId: site.siteId,
+        channelId: site.channels.second,
+        telegramUserId,
+        visitId,
+        eventType,
+        eventTime: now,
+        attributedAt: now,
+        receivedAt: now,
+        source: 'webhook',
+        awaitingManualInput: true,
+      },
       true,
     ),
   );
@@ -143,7 +227,11 @@ export async function attributedJoin(
 /** A new Telegram user who joined the tenant's main channel through a tracked visit: a warm lead. */
 export async function warmLead(pool: Pool, tenant: Pick<Tenant, 'site'>): Promise<number> {
   const user = newUser();
-  await attributedJoin(pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+  await attributedJoin(pool, {
+    siteId: tenant.site.siteId,
+    channelId: tenant.site.channels.main,
+    telegramUserId: user,
+  });
   return user;
 }
 
@@ -161,7 +249,12 @@ export interface CallOptions {
 
 /** A client of `/api/v1` on one base URL. */
 export function apiClient(baseUrl: string) {
-  async function call<T>(method: string, path: string, body: unknown, o: CallOptions): Promise<ApiResponse<T>> {
+  async function call<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    o: CallOptions,
+  ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...o.headers };
     if (o.key) headers.authorization = `Bearer ${o.key}`;
     if (o.idempotencyKey !== undefined) headers['idempotency-key'] = o.idempotencyKey;
@@ -181,9 +274,11 @@ export function apiClient(baseUrl: string) {
     return { status: res.status, headers: res.headers, body: parsed as T };
   }
   return {
-    post: <T = Record<string, any>>(path: string, body: unknown, o: CallOptions = {}) => call<T>('POST', path, body, o),
+    post: <T = Record<string, any>>(path: string, body: unknown, o: CallOptions = {}) =>
+      call<T>('POST', path, body, o),
     get: <T = Record<string, any>>(path: string, o: CallOptions = {}) => call<T>('GET', path, undefined, o),
-    delete: <T = Record<string, any>>(path: string, o: CallOptions = {}) => call<T>('DELETE', path, undefined, o),
+    delete: <T = Record<string, any>>(path: string, o: CallOptions = {}) =>
+      call<T>('DELETE', path, undefined, o),
   };
 }
 
@@ -205,7 +300,13 @@ export { randomUUID };
  */
 export async function queuedBehind<T>(
   pool: Pool,
-  q: { hold: (holder: PoolClient) => Promise<unknown>; waiters: () => Promise<number>; blockers: (() => Promise<ApiResponse>)[]; send: () => T; holdMs?: number },
+  q: {
+    hold: (holder: PoolClient) => Promise<unknown>;
+    waiters: () => Promise<number>;
+    blockers: (() => Promise<ApiResponse>)[];
+    send: () => T;
+    holdMs?: number;
+  },
 ): Promise<{ sent: T; blockers: ApiResponse[] }> {
   const holder = await pool.connect();
   try {
@@ -215,7 +316,11 @@ export async function queuedBehind<T>(
     const blockers: Promise<ApiResponse>[] = [];
     for (const blocker of q.blockers) {
       blockers.push(blocker());
-      await waitUntil(async () => (await q.waiters()) >= before + blockers.length, 10_000, 'a request stuck on the held lock');
+      await waitUntil(
+        async () => (await q.waiters()) >= before + blockers.length,
+        10_000,
+        'a request stuck on the held lock',
+      );
     }
     const sent = q.send();
     await new Promise((r) => setTimeout(r, q.holdMs ?? 300));
@@ -228,8 +333,15 @@ export async function queuedBehind<T>(
 }
 
 /** Takes a lead's business-event lock on the test's own connection (inside its transaction). */
-export function lockLead(holder: Pick<PoolClient, 'query'>, accountId: string, telegramUserId: number): Promise<unknown> {
-  return holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LEAD_LOCK_CLASS, leadLockKey(accountId, telegramUserId)]);
+export function lockLead(
+  holder: Pick<PoolClient, 'query'>,
+  accountId: string,
+  telegramUserId: number,
+): Promise<unknown> {
+  return holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+    LEAD_LOCK_CLASS,
+    leadLockKey(accountId, telegramUserId),
+  ]);
 }
 
 /** What an API test file runs against (see `apiWorld`). */
@@ -252,7 +364,12 @@ export interface ApiWorld {
  * filled in by the time the file's own `beforeAll` hooks run.
  */
 export function apiWorld(
-  opts: { connections?: number; tenant?: { platforms?: Platform[]; sites?: number }; clock?: boolean; fakes?: boolean } = {},
+  opts: {
+    connections?: number;
+    tenant?: { platforms?: Platform[]; sites?: number };
+    clock?: boolean;
+    fakes?: boolean;
+  } = {},
 ): ApiWorld {
   const world = {} as ApiWorld;
   beforeAll(async () => {

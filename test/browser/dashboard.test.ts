@@ -40,7 +40,9 @@ it('signs in, shows the site styled under its CSP, and submits a waiting value',
   await page.click('button');
   await page.waitForURL(`${t.url}/dashboard`);
   // The inline stylesheet is allowed by its hash: the header is dark, not the browser's default.
-  expect(await page.evaluate(() => getComputedStyle(document.querySelector('header')!).backgroundColor)).toBe('rgb(29, 36, 48)');
+  expect(await page.evaluate(() => getComputedStyle(document.querySelector('header')!).backgroundColor)).toBe(
+    'rgb(29, 36, 48)',
+  );
 
   await page.click(`a[href="/dashboard/sites/${tenant.site.siteId}"]`);
   await page.fill('input[name=value]', '19.99');
@@ -48,8 +50,16 @@ it('signs in, shows the site styled under its CSP, and submits a waiting value',
   await page.click('text=Submit value');
   await page.waitForURL(/notice=value-saved/);
   expect(await page.textContent('.notice')).toContain('The value was saved');
-  expect(await count(db.pool, `conversions WHERE id = $1 AND NOT awaiting_manual_input AND value = 19.99 AND currency = 'USD'`, [conversionId])).toBe(1);
-  expect(await count(db.pool, `sends WHERE conversion_id = $1 AND status = 'pending'`, [conversionId])).toBe(2);
+  expect(
+    await count(
+      db.pool,
+      `conversions WHERE id = $1 AND NOT awaiting_manual_input AND value = 19.99 AND currency = 'USD'`,
+      [conversionId],
+    ),
+  ).toBe(1);
+  expect(await count(db.pool, `sends WHERE conversion_id = $1 AND status = 'pending'`, [conversionId])).toBe(
+    2,
+  );
   expect(complaints).toEqual([]);
   await page.close();
 });

@@ -17,14 +17,22 @@ let browser: Browser;
 let urls: { landing: string; dashboard: string; log: string; token: string };
 
 beforeAll(async () => {
-  demo = spawnService('backend/sandbox/demo-main.ts', { DATA_DIR: scratchDir('demo-browser'), PORT: '0', SANDBOX_PORT: '0', DATABASE_URL: '' });
+  demo = spawnService('backend/sandbox/demo-main.ts', {
+    DATA_DIR: scratchDir('demo-browser'),
+    PORT: '0',
+    SANDBOX_PORT: '0',
+    DATABASE_URL: '',
+  });
   await demo.waitFor(/ready in \d+ ms/, 30_000);
   const out = demo.output();
   const [, landing] = /landing page: +(\S+)/.exec(out)!;
   const [, dashboard, token] = /dashboard: +(\S+) +\(admin token: (\S+)\)/.exec(out)!;
   const [, log] = /sandbox log: +(\S+)/.exec(out)!;
   urls = { landing: landing!, dashboard: dashboard!, log: log!, token: token! };
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
+  });
   mkdirSync(IMAGES, { recursive: true });
 });
 afterAll(async () => {
@@ -49,7 +57,15 @@ it('landing page → join in the sandbox Telegram → the dashboard shows the at
   expect(await page.textContent('#sandbox-banner')).toContain('SANDBOX');
   // tracker.js has recorded the visit: Meta's PageView reached the sandbox.
   const log = await context.newPage();
-  await expect.poll(async () => (await log.goto(`${urls.log}.json?source=meta`))!.json().then((b: { entries: { kind: string }[] }) => b.entries.map((e) => e.kind)), { timeout: 10_000 }).toContain('PageView');
+  await expect
+    .poll(
+      async () =>
+        (await log.goto(`${urls.log}.json?source=meta`))!
+          .json()
+          .then((b: { entries: { kind: string }[] }) => b.entries.map((e) => e.kind)),
+      { timeout: 10_000 },
+    )
+    .toContain('PageView');
   await shot(page, 'demo-landing');
 
   const [telegram] = await Promise.all([context.waitForEvent('page'), page.click('#join')]);
@@ -68,15 +84,19 @@ it('landing page → join in the sandbox Telegram → the dashboard shows the at
   await telegram.waitForURL(urls.dashboard);
   expect(await telegram.textContent('#sandbox-banner')).toContain('SANDBOX');
   await expect
-    .poll(async () => {
-      await telegram.goto(leadUrl);
-      return telegram.textContent('body');
-    }, { timeout: 15_000 })
+    .poll(
+      async () => {
+        await telegram.goto(leadUrl);
+        return telegram.textContent('body');
+      },
+      { timeout: 15_000 },
+    )
     // Each send names its pixel ("meta 100000000000001: sent").
     .toMatch(/meta \S+: sent[\s\S]*tiktok \S+: sent|tiktok \S+: sent[\s\S]*meta \S+: sent/);
   const body = (await telegram.textContent('body'))!;
   expect(body).toContain('Subscribe');
-  for (const platform of ['meta', 'tiktok', 'snapchat', 'google']) expect(body).toMatch(new RegExp(`${platform} \\S+: sent`));
+  for (const platform of ['meta', 'tiktok', 'snapchat', 'google'])
+    expect(body).toMatch(new RegExp(`${platform} \\S+: sent`));
   // The join is attributed to the visit, whose click ids the table lists.
   expect(await telegram.textContent('h2:has-text("Joins and leaves") + table td:nth-child(5)')).toBe('yes');
   await shot(telegram, 'demo-dashboard-lead');

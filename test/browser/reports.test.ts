@@ -87,7 +87,10 @@ beforeAll(async () => {
   t = await startTestApp(db.pool);
   tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
   await seedMonth();
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
+  });
   mkdirSync(IMAGES, { recursive: true });
 });
 afterAll(async () => {
@@ -126,8 +129,15 @@ describe.each(SIZES)('the dashboard at $width×$height', ({ name, width, height 
       expect(res?.status(), path).toBe(200);
       const overflow = await page.evaluate(() => {
         const vw = document.documentElement.clientWidth;
-        const wide = Array.from(document.querySelectorAll('table')).filter((tb) => tb.getBoundingClientRect().right > vw + 0.5).length;
-        return { vw, page: document.documentElement.scrollWidth, wide, tables: document.querySelectorAll('table').length };
+        const wide = Array.from(document.querySelectorAll('table')).filter(
+          (tb) => tb.getBoundingClientRect().right > vw + 0.5,
+        ).length;
+        return {
+          vw,
+          page: document.documentElement.scrollWidth,
+          wide,
+          tables: document.querySelectorAll('table').length,
+        };
       });
       expect(overflow.tables, path).toBeGreaterThan(0);
       expect(overflow.wide, `${path}: tables wider than the viewport`).toBe(0);
@@ -137,7 +147,13 @@ describe.each(SIZES)('the dashboard at $width×$height', ({ name, width, height 
         const charts = await page.evaluate(() =>
           ['chart-days', 'chart-funnel'].map((id) => {
             const canvas = document.getElementById(id) as HTMLCanvasElement;
-            return { drawn: (window as unknown as { Chart: { getChart(c: HTMLCanvasElement): unknown } }).Chart.getChart(canvas) !== undefined, width: canvas.width };
+            return {
+              drawn:
+                (window as unknown as { Chart: { getChart(c: HTMLCanvasElement): unknown } }).Chart.getChart(
+                  canvas,
+                ) !== undefined,
+              width: canvas.width,
+            };
           }),
         );
         for (const c of charts) expect(c).toEqual({ drawn: true, width: expect.any(Number) });
@@ -147,7 +163,11 @@ describe.each(SIZES)('the dashboard at $width×$height', ({ name, width, height 
       expect(complaints, path).toEqual([]);
       if (shot === 'reports' || shot === 'site' || (shot === 'reports-campaigns' && name === 'laptop')) {
         // A phone's shot is its first screens: the whole page is a long scroll there.
-        await page.screenshot({ path: `${IMAGES}/dashboard-${shot}-${name}.png`, fullPage: name === 'laptop', clip: name === 'phone' ? { x: 0, y: 0, width, height: height * 2 } : undefined });
+        await page.screenshot({
+          path: `${IMAGES}/dashboard-${shot}-${name}.png`,
+          fullPage: name === 'laptop',
+          clip: name === 'phone' ? { x: 0, y: 0, width, height: height * 2 } : undefined,
+        });
       }
       await page.close();
     }

@@ -27,7 +27,11 @@ function pageHtml(): string {
 
 beforeAll(async () => {
   w = await startWorld();
-  ({ siteId, websiteId } = await createSite(w.db.pool, { accountId: w.accountId, name: 'Local', domains: ['localhost'] }));
+  ({ siteId, websiteId } = await createSite(w.db.pool, {
+    accountId: w.accountId,
+    name: 'Local',
+    domains: ['localhost'],
+  }));
   await addEntry(w.db.pool, { siteId, botId: w.botId });
   appEntry = (await addEntry(w.db.pool, { siteId, botId: w.botId, kind: 'app', app: 'shopapp' })).entryId;
   pages = createServer((_req, res) => {
@@ -36,7 +40,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => pages.listen(0, '127.0.0.1', ok));
   pageOrigin = `http://localhost:${(pages.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -48,11 +55,21 @@ afterAll(async () => {
 async function landedPage(): Promise<{ page: Page; visitId: string }> {
   const context = await browser.newContext();
   const page = await context.newPage();
-  await page.route('https://t.me/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Telegram</p>' }));
+  await page.route('https://t.me/**', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Telegram</p>' }),
+  );
   const known = (await w.db.pool.query('SELECT id FROM visits WHERE site_id = $1', [siteId])).rowCount ?? 0;
   await page.goto(`${pageOrigin}/landing?fbclid=IwAR_entry`);
-  await expect.poll(async () => (await w.db.pool.query('SELECT id FROM visits WHERE site_id = $1', [siteId])).rowCount, { timeout: 10_000 }).toBe(known + 1);
-  const { rows } = await w.db.pool.query<{ id: string }>('SELECT id FROM visits WHERE site_id = $1 ORDER BY created_at DESC LIMIT 1', [siteId]);
+  await expect
+    .poll(
+      async () => (await w.db.pool.query('SELECT id FROM visits WHERE site_id = $1', [siteId])).rowCount,
+      { timeout: 10_000 },
+    )
+    .toBe(known + 1);
+  const { rows } = await w.db.pool.query<{ id: string }>(
+    'SELECT id FROM visits WHERE site_id = $1 ORDER BY created_at DESC LIMIT 1',
+    [siteId],
+  );
   return { page, visitId: rows[0]!.id };
 }
 

@@ -44,14 +44,26 @@ function pixelPageHtml(): string {
 
 beforeAll(async () => {
   w = await startWorld();
-  ({ siteId, websiteId } = await createSite(w.db.pool, { accountId: w.accountId, name: 'Local', domains: ['localhost'] }));
-  ({ channelId } = await addChannel(
-    w.app.deps,
-    { siteId, botId: w.botId, telegramChannelId: String(CHATS.spare.id), title: 'Spare', isDefault: true },
-  ));
+  ({ siteId, websiteId } = await createSite(w.db.pool, {
+    accountId: w.accountId,
+    name: 'Local',
+    domains: ['localhost'],
+  }));
+  ({ channelId } = await addChannel(w.app.deps, {
+    siteId,
+    botId: w.botId,
+    telegramChannelId: String(CHATS.spare.id),
+    title: 'Spare',
+    isDefault: true,
+  }));
   await w.db.pool.query('UPDATE channels SET pool_target = 3 WHERE id = $1', [channelId]);
   await refillChannelPool(w.app.deps, channelId);
-  await addPixel(w.app.deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
+  await addPixel(w.app.deps, {
+    platform: 'meta',
+    siteId,
+    pixelId: '1234567890',
+    accessToken: 'meta-test-token',
+  });
   pages = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(req.url?.startsWith('/pixel') ? pixelPageHtml() : pageHtml());
@@ -85,7 +97,10 @@ interface VisitRow {
 }
 
 async function visitsOfSite(): Promise<VisitRow[]> {
-  const { rows } = await w.db.pool.query<VisitRow>('SELECT * FROM visits WHERE site_id = $1 ORDER BY created_at', [siteId]);
+  const { rows } = await w.db.pool.query<VisitRow>(
+    'SELECT * FROM visits WHERE site_id = $1 ORDER BY created_at',
+    [siteId],
+  );
   return rows;
 }
 
@@ -93,12 +108,13 @@ async function newPage(): Promise<Page> {
   const context = await browser.newContext();
   const page = await context.newPage();
   // Nothing leaves the machine: Telegram's link opens a stand-in page.
-  await page.route('https://t.me/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Telegram</p>' }));
+  await page.route('https://t.me/**', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Telegram</p>' }),
+  );
   return page;
 }
 
 describe('tracker.js in Chromium', () => {
-
   it('sets the cookies, records the visit, patches a late _fbp and routes the join click', async () => {
     const page = await newPage();
     const before = Date.now();
@@ -141,7 +157,9 @@ describe('tracker.js in Chromium', () => {
     expect(response.status()).toBe(200);
     expect(response.headers()['content-type']).toContain('application/json');
     await page.waitForURL(/^https:\/\/t\.me\/\+/);
-    const { rows } = await w.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [page.url()]);
+    const { rows } = await w.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [
+      page.url(),
+    ]);
     expect(rows).toEqual([{ visit_id: visit!.id }]);
     await page.context().close();
   });
@@ -166,7 +184,7 @@ describe('tracker.js in Chromium', () => {
   });
 
   describe('a join click when Capigram cannot hand out a link', () => {
-    it('goes to the link\'s own href when Capigram is unreachable', async () => {
+    it("goes to the link's own href when Capigram is unreachable", async () => {
       const page = await newPage();
       await page.goto(`${pageOrigin}/down`);
       await page.route('**/backend/track/invite**', (route) => route.abort('connectionrefused'));
@@ -175,18 +193,26 @@ describe('tracker.js in Chromium', () => {
       await page.context().close();
     });
 
-    it.each([400, 403, 404, 429, 500, 503])('goes to the link\'s own href when Capigram answers %i', async (status) => {
-      const page = await newPage();
-      await page.goto(`${pageOrigin}/refused-${status}`);
-      await page.route('**/backend/track/invite**', (route) =>
-        route.fulfill({ status, contentType: 'application/problem+json', headers: { 'access-control-allow-origin': pageOrigin }, body: '{"code":"X"}' }),
-      );
-      await page.click('#join span');
-      await page.waitForURL('https://t.me/not_tracked');
-      await page.context().close();
-    });
+    it.each([400, 403, 404, 429, 500, 503])(
+      "goes to the link's own href when Capigram answers %i",
+      async (status) => {
+        const page = await newPage();
+        await page.goto(`${pageOrigin}/refused-${status}`);
+        await page.route('**/backend/track/invite**', (route) =>
+          route.fulfill({
+            status,
+            contentType: 'application/problem+json',
+            headers: { 'access-control-allow-origin': pageOrigin },
+            body: '{"code":"X"}',
+          }),
+        );
+        await page.click('#join span');
+        await page.waitForURL('https://t.me/not_tracked');
+        await page.context().close();
+      },
+    );
 
-    it('goes to the link\'s own href when Capigram does not answer in time', async () => {
+    it("goes to the link's own href when Capigram does not answer in time", async () => {
       const page = await newPage();
       await page.goto(`${pageOrigin}/slow`);
       await page.route('**/backend/track/invite**', () => undefined); // never answered
@@ -197,11 +223,14 @@ describe('tracker.js in Chromium', () => {
       await page.context().close();
     });
 
-    it('a real refusal (a channel that is not the site\'s: the docs\' own placeholder) sends the visitor to the own href too', async () => {
+    it("a real refusal (a channel that is not the site's: the docs' own placeholder) sends the visitor to the own href too", async () => {
       const page = await newPage();
       await page.goto(`${pageOrigin}/landing`);
       await page.evaluate(() => document.getElementById('join')!.setAttribute('data-channel', 'CHANNEL_ID'));
-      const [response] = await Promise.all([page.waitForResponse((r) => r.url().includes('/backend/track/invite')), page.click('#join span')]);
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.url().includes('/backend/track/invite')),
+        page.click('#join span'),
+      ]);
       expect(response.status()).toBe(404);
       await page.waitForURL('https://t.me/not_tracked');
       await page.context().close();
@@ -214,14 +243,25 @@ describe('tracker.js with a Meta pixel on the page', () => {
   it("reads _ttp and _scid, and fires the page's fbq PageView with the server PageView's event id", async () => {
     const page = await newPage();
     await page.goto(`${pageOrigin}/pixel`);
-    await page.waitForFunction(() => (window as unknown as { fbqCalls: unknown[] }).fbqCalls.length > 0, undefined, { timeout: 10_000 });
+    await page.waitForFunction(
+      () => (window as unknown as { fbqCalls: unknown[] }).fbqCalls.length > 0,
+      undefined,
+      { timeout: 10_000 },
+    );
     const calls = await page.evaluate(() => (window as unknown as { fbqCalls: unknown[] }).fbqCalls);
-    const exposed = await page.evaluate(() => (window as unknown as { capigram: { visitId: string; pageViewEventId: string } }).capigram);
+    const exposed = await page.evaluate(
+      () => (window as unknown as { capigram: { visitId: string; pageViewEventId: string } }).capigram,
+    );
     const { rows } = await w.db.pool.query<{ id: string; ttp: string | null; scid: string | null }>(
-      "SELECT id, ttp, scid FROM visits WHERE site_id = $1 AND landing_page = '/pixel'", [siteId]);
+      "SELECT id, ttp, scid FROM visits WHERE site_id = $1 AND landing_page = '/pixel'",
+      [siteId],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ ttp: '2Qx_browser-ttp', scid: 'browser-scid-01' });
-    const { rows: sends } = await w.db.pool.query<{ event_id: string }>("SELECT event_id FROM sends WHERE visit_id = $1 AND platform = 'meta'", [rows[0]!.id]);
+    const { rows: sends } = await w.db.pool.query<{ event_id: string }>(
+      "SELECT event_id FROM sends WHERE visit_id = $1 AND platform = 'meta'",
+      [rows[0]!.id],
+    );
     expect(exposed).toEqual({ visitId: rows[0]!.id, pageViewEventId: sends[0]!.event_id });
     expect(calls).toEqual([['track', 'PageView', {}, { eventID: sends[0]!.event_id }]]);
     await page.context().close();

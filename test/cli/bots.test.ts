@@ -4,7 +4,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FakeBot } from '../fakes/telegram.js';
 import { DEFAULT_BOT, cliWorld, runWith, type CliWorld } from './harness.js';
 
-const OTHER_BOT = { token: '777111:Other-bot-token-abcdefghijk', id: 777111, first_name: 'Other', username: 'other_test_bot' };
+const OTHER_BOT = {
+  token: '777111:Other-bot-token-abcdefghijk',
+  id: 777111,
+  first_name: 'Other',
+  username: 'other_test_bot',
+};
 const TAKEN = (bot: FakeBot) =>
   `error: bot @${bot.username} is already registered by another account; Telegram delivers a bot's updates to one webhook only, so each account needs its own bot\n`;
 
@@ -26,13 +31,23 @@ beforeEach(() => {
 let nextBotId = 777200;
 function freshBot(): FakeBot {
   const id = nextBotId++;
-  const bot = { token: `${id}:Fresh-bot-token-abcdefghijk`, id, first_name: `Bot${id}`, username: `bot${id}_test_bot` };
+  const bot = {
+    token: `${id}:Fresh-bot-token-abcdefghijk`,
+    id,
+    first_name: `Bot${id}`,
+    username: `bot${id}_test_bot`,
+  };
   w.telegram.bots.set(bot.token, bot);
   return bot;
 }
 
 const botRow = async (botId: string) =>
-  (await w.db.pool.query('SELECT telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at FROM bots WHERE id = $1', [botId])).rows[0];
+  (
+    await w.db.pool.query(
+      'SELECT telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at FROM bots WHERE id = $1',
+      [botId],
+    )
+  ).rows[0];
 
 describe('bot add', () => {
   it('checks the token, sets the webhook with a secret and chat_member, chat_join_request, my_chat_member; prints {"botId","webhookUrl"}', async () => {
@@ -40,11 +55,16 @@ describe('bot add', () => {
     expect(Object.keys(out)).toEqual(['botId', 'webhookUrl']);
     expect(out.webhookUrl).toBe(`https://capigram.example.com/backend/telegram/${out.botId}`);
 
-    expect(w.telegram.received.map((r) => r.path)).toEqual([`/bot${DEFAULT_BOT.token}/getMe`, `/bot${DEFAULT_BOT.token}/setWebhook`]);
+    expect(w.telegram.received.map((r) => r.path)).toEqual([
+      `/bot${DEFAULT_BOT.token}/getMe`,
+      `/bot${DEFAULT_BOT.token}/setWebhook`,
+    ]);
     const hook = w.telegram.webhook(DEFAULT_BOT.token)!;
     expect(hook.url).toBe(out.webhookUrl);
     expect(hook.secret_token).toMatch(/^[A-Za-z0-9_-]{32,256}$/);
-    expect(hook.allowed_updates).toEqual(expect.arrayContaining(['chat_member', 'chat_join_request', 'my_chat_member']));
+    expect(hook.allowed_updates).toEqual(
+      expect.arrayContaining(['chat_member', 'chat_join_request', 'my_chat_member']),
+    );
 
     const row = await botRow(out.botId);
     expect(row.telegram_bot_id).toBe(DEFAULT_BOT.id);
@@ -52,7 +72,9 @@ describe('bot add', () => {
     expect(row.webhook_url).toBe(out.webhookUrl);
     expect(row.webhook_set_at).toBeInstanceOf(Date);
     // Only the secret's hash is kept: enough to check Telegram's header, useless to forge it.
-    expect(row.webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(true);
+    expect(row.webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(
+      true,
+    );
     expect(row.token_enc).not.toContain(DEFAULT_BOT.token);
     expect(row.token_enc).not.toContain(DEFAULT_BOT.token.split(':')[1]);
   });
@@ -70,7 +92,9 @@ describe('bot add', () => {
     const { accountId: other } = await w.ok('account', 'create', '--name', 'Human');
     const r = await w.run('bot', 'add', '--account', other, '--token', freshBot().token, '--no-webhook');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^Bot added: [0-9a-f-]{36}\n  webhook: https:\/\/capigram\.example\.com\/backend\/telegram\/\S+ \(not set: --no-webhook\)\n$/);
+    expect(r.stdout).toMatch(
+      /^Bot added: [0-9a-f-]{36}\n  webhook: https:\/\/capigram\.example\.com\/backend\/telegram\/\S+ \(not set: --no-webhook\)\n$/,
+    );
   });
 
   it('warns on stderr when PUBLIC_URL is not https, keeping stdout to the one JSON object', async () => {
@@ -83,7 +107,16 @@ describe('bot add', () => {
     expect(r.stderr).toContain('--no-webhook');
 
     const { accountId: third } = await w.ok('account', 'create', '--name', 'Local2');
-    const quiet = await runWith(env, ['bot', 'add', '--account', third, '--token', freshBot().token, '--no-webhook', '--json']);
+    const quiet = await runWith(env, [
+      'bot',
+      'add',
+      '--account',
+      third,
+      '--token',
+      freshBot().token,
+      '--no-webhook',
+      '--json',
+    ]);
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).toBe('');
   });
@@ -97,7 +130,14 @@ describe('bot add', () => {
 
   it('refuses a token Telegram does not know, and stores nothing', async () => {
     const before = (await w.db.pool.query('SELECT count(*)::int AS n FROM bots')).rows[0].n;
-    const reason = await w.refused('bot', 'add', '--account', accountId, '--token', '123456:Unknown-token-abcdefghijklmn');
+    const reason = await w.refused(
+      'bot',
+      'add',
+      '--account',
+      accountId,
+      '--token',
+      '123456:Unknown-token-abcdefghijklmn',
+    );
     expect(reason).toBe('error: the token could not be checked with Telegram (getMe): invalid token\n');
     expect(reason).not.toContain('Unknown-token');
     expect((await w.db.pool.query('SELECT count(*)::int AS n FROM bots')).rows[0].n).toBe(before);
@@ -106,25 +146,52 @@ describe('bot add', () => {
   it('refuses when Telegram refuses the webhook, and stores nothing', async () => {
     const { accountId: other } = await w.ok('account', 'create', '--name', 'Ftp');
     const bot = freshBot();
-    const r = await runWith({ ...w.env, PUBLIC_URL: 'ftp://capigram.example.com' }, ['bot', 'add', '--account', other, '--token', bot.token]);
+    const r = await runWith({ ...w.env, PUBLIC_URL: 'ftp://capigram.example.com' }, [
+      'bot',
+      'add',
+      '--account',
+      other,
+      '--token',
+      bot.token,
+    ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('error: Telegram refused the webhook ftp://capigram.example.com/backend/telegram/');
+    expect(r.stderr).toContain(
+      'error: Telegram refused the webhook ftp://capigram.example.com/backend/telegram/',
+    );
     expect(r.stderr).toContain('An HTTPS URL must be provided for webhook');
-    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM bots WHERE account_id = $1', [other])).rows[0].n).toBe(0);
+    expect(
+      (await w.db.pool.query('SELECT count(*)::int AS n FROM bots WHERE account_id = $1', [other])).rows[0].n,
+    ).toBe(0);
     expect(w.telegram.webhook(bot.token)).toBeUndefined();
   });
 
   it('refuses when Telegram is unreachable', async () => {
-    const r = await runWith({ ...w.env, TELEGRAM_API_URL: 'http://127.0.0.1:1' }, ['bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token]);
+    const r = await runWith({ ...w.env, TELEGRAM_API_URL: 'http://127.0.0.1:1' }, [
+      'bot',
+      'add',
+      '--account',
+      accountId,
+      '--token',
+      DEFAULT_BOT.token,
+    ]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe('error: the token could not be checked with Telegram (getMe): Telegram unreachable\n');
+    expect(r.stderr).toBe(
+      'error: the token could not be checked with Telegram (getMe): Telegram unreachable\n',
+    );
   });
 
   it('refuses an unknown account before calling Telegram, and a bot registered twice', async () => {
-    expect(await w.refused('bot', 'add', '--account', '00000000-0000-4000-8000-000000000001', '--token', DEFAULT_BOT.token)).toBe(
-      'error: account 00000000-0000-4000-8000-000000000001 does not exist\n',
-    );
+    expect(
+      await w.refused(
+        'bot',
+        'add',
+        '--account',
+        '00000000-0000-4000-8000-000000000001',
+        '--token',
+        DEFAULT_BOT.token,
+      ),
+    ).toBe('error: account 00000000-0000-4000-8000-000000000001 does not exist\n');
     expect(w.telegram.received).toHaveLength(0);
     const { accountId: other } = await w.ok('account', 'create', '--name', 'Twice');
     const bot = freshBot();
@@ -148,10 +215,15 @@ describe('bot add', () => {
     );
     expect(w.telegram.calls('setWebhook')).toHaveLength(1);
     expect(w.telegram.webhook(bot.token)).toEqual(live);
-    const { rows } = await w.db.pool.query('SELECT webhook_url, webhook_secret_hash FROM bots WHERE account_id = $1', [other]);
+    const { rows } = await w.db.pool.query(
+      'SELECT webhook_url, webhook_secret_hash FROM bots WHERE account_id = $1',
+      [other],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0].webhook_url).toBe(live.url);
-    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(live.secret_token!).digest())).toBe(true);
+    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(live.secret_token!).digest())).toBe(
+      true,
+    );
   });
 
   it('of two concurrent adds of one bot, one is stored and sets the webhook; the other is refused before setWebhook', async () => {
@@ -160,7 +232,9 @@ describe('bot add', () => {
     // Slow answers make both pass getMe before either inserts, and keep the winner's transaction
     // open during its setWebhook while the other reaches the insert.
     w.telegram.latencyMs = 150;
-    const runs = await Promise.all([1, 2].map(() => w.run('bot', 'add', '--account', other, '--token', bot.token, '--json')));
+    const runs = await Promise.all(
+      [1, 2].map(() => w.run('bot', 'add', '--account', other, '--token', bot.token, '--json')),
+    );
     expect(runs.map((r) => r.code).sort()).toEqual([0, 1]);
     const loser = runs.find((r) => r.code === 1)!;
     expect(loser.stderr).toBe(`error: bot @${bot.username} is already registered for this account\n`);
@@ -171,7 +245,9 @@ describe('bot add', () => {
     const hook = w.telegram.webhook(bot.token)!;
     expect(hook.url).toBe(winner.webhookUrl);
     const row = await botRow(winner.botId);
-    expect(row.webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(true);
+    expect(row.webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(
+      true,
+    );
   });
 
   // Telegram delivers a bot's updates to one webhook only: a second account's setWebhook would
@@ -189,14 +265,21 @@ describe('bot add', () => {
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(TAKEN(bot));
     // --no-webhook does not make it acceptable: the bot would still be another account's.
-    expect(await w.refused('bot', 'add', '--account', second, '--token', bot.token, '--no-webhook')).toBe(TAKEN(bot));
+    expect(await w.refused('bot', 'add', '--account', second, '--token', bot.token, '--no-webhook')).toBe(
+      TAKEN(bot),
+    );
 
     expect(w.telegram.calls('setWebhook')).toHaveLength(1);
     expect(w.telegram.webhook(bot.token)).toEqual(live);
-    const { rows } = await w.db.pool.query('SELECT id, account_id, webhook_url, webhook_secret_hash FROM bots WHERE telegram_bot_id = $1', [bot.id]);
+    const { rows } = await w.db.pool.query(
+      'SELECT id, account_id, webhook_url, webhook_secret_hash FROM bots WHERE telegram_bot_id = $1',
+      [bot.id],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ id: botId, account_id: owner, webhook_url: live.url });
-    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(live.secret_token!).digest())).toBe(true);
+    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(live.secret_token!).digest())).toBe(
+      true,
+    );
   });
 
   it('of two concurrent adds of one bot for two accounts, one is stored and sets the webhook; the other is refused', async () => {
@@ -207,7 +290,9 @@ describe('bot add', () => {
     // during its setWebhook while the other reaches the check.
     w.telegram.latencyMs = 150;
     const accounts = [first, second];
-    const runs = await Promise.all(accounts.map((account) => w.run('bot', 'add', '--account', account, '--token', bot.token, '--json')));
+    const runs = await Promise.all(
+      accounts.map((account) => w.run('bot', 'add', '--account', account, '--token', bot.token, '--json')),
+    );
     expect(runs.map((r) => r.code).sort()).toEqual([0, 1]);
     const loser = runs.find((r) => r.code === 1)!;
     expect(loser.stdout).toBe('');
@@ -219,9 +304,14 @@ describe('bot add', () => {
     expect(w.telegram.calls('setWebhook')).toHaveLength(1);
     const hook = w.telegram.webhook(bot.token)!;
     expect(hook.url).toBe(winner.webhookUrl);
-    const { rows } = await w.db.pool.query('SELECT id, account_id, webhook_secret_hash FROM bots WHERE telegram_bot_id = $1', [bot.id]);
+    const { rows } = await w.db.pool.query(
+      'SELECT id, account_id, webhook_secret_hash FROM bots WHERE telegram_bot_id = $1',
+      [bot.id],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ id: winner.botId, account_id: winnerAccount });
-    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(true);
+    expect(rows[0].webhook_secret_hash.equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(
+      true,
+    );
   });
 });

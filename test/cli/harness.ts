@@ -3,7 +3,14 @@
 import { rmSync } from 'node:fs';
 import { expect } from 'vitest';
 import { runCli } from '../../backend/cli/run.js';
-import { DEFAULT_BOT, DEFAULT_CHAT, startTelegram, type FakeChat, type FakeBot, type TelegramFake } from '../fakes/telegram.js';
+import {
+  DEFAULT_BOT,
+  DEFAULT_CHAT,
+  startTelegram,
+  type FakeChat,
+  type FakeBot,
+  type TelegramFake,
+} from '../fakes/telegram.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { scratchDir } from '../harness/scratch.js';
 
@@ -20,7 +27,11 @@ export interface CliRun {
 export async function runWith(env: NodeJS.ProcessEnv, argv: string[]): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(argv, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } }, env);
+  const code = await runCli(
+    argv,
+    { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } },
+    env,
+  );
   return {
     code,
     stdout,
@@ -45,8 +56,13 @@ export interface CliWorld {
   close(): Promise<void>;
 }
 
-export async function cliWorld(opts: { bots?: FakeBot[]; chats?: FakeChat[]; env?: NodeJS.ProcessEnv } = {}): Promise<CliWorld> {
-  const [db, telegram] = await Promise.all([createTestDatabase(4), startTelegram({ bots: opts.bots, chats: opts.chats })]);
+export async function cliWorld(
+  opts: { bots?: FakeBot[]; chats?: FakeChat[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<CliWorld> {
+  const [db, telegram] = await Promise.all([
+    createTestDatabase(4),
+    startTelegram({ bots: opts.bots, chats: opts.chats }),
+  ]);
   const dataDir = scratchDir('cli');
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -90,10 +106,28 @@ export async function cliWorld(opts: { bots?: FakeBot[]; chats?: FakeChat[]; env
 }
 
 /** An account, a site and a bot (the fake's default one, admin of DEFAULT_CHAT), made through the CLI. */
-export async function seed(w: CliWorld): Promise<{ accountId: string; siteId: string; websiteId: string; botId: string }> {
+export async function seed(
+  w: CliWorld,
+): Promise<{ accountId: string; siteId: string; websiteId: string; botId: string }> {
   const { accountId } = await w.ok<{ accountId: string }>('account', 'create', '--name', 'Acme');
-  const { siteId, websiteId } = await w.ok<{ siteId: string; websiteId: string }>('site', 'create', '--account', accountId, '--name', 'Shop', '--domain', 'shop.example.com');
-  const { botId } = await w.ok<{ botId: string }>('bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token);
+  const { siteId, websiteId } = await w.ok<{ siteId: string; websiteId: string }>(
+    'site',
+    'create',
+    '--account',
+    accountId,
+    '--name',
+    'Shop',
+    '--domain',
+    'shop.example.com',
+  );
+  const { botId } = await w.ok<{ botId: string }>(
+    'bot',
+    'add',
+    '--account',
+    accountId,
+    '--token',
+    DEFAULT_BOT.token,
+  );
   return { accountId, siteId, websiteId, botId };
 }
 

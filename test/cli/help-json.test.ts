@@ -18,14 +18,16 @@ async function usage(...argv: string[]): Promise<string> {
 }
 
 describe('--help --json', () => {
-  it("a command's help is {\"usage\"} holding the same text as without --json", async () => {
+  it('a command\'s help is {"usage"} holding the same text as without --json', async () => {
     const plain = await run('pixel', 'add', '--help');
     expect(plain.code).toBe(0);
     const text = await usage('pixel', 'add', '--json', '--help');
     expect(text).toBe(plain.stdout.trimEnd());
     expect(text).toContain('npm run admin -- pixel add --site SITE');
     expect(await usage('pixel', 'add', '--help', '--json')).toBe(text);
-    expect(await usage('sends', 'retry', '-h', '--json')).toContain('npm run admin -- sends retry --send SEND_ID [--json]');
+    expect(await usage('sends', 'retry', '-h', '--json')).toContain(
+      'npm run admin -- sends retry --send SEND_ID [--json]',
+    );
   });
 
   it('the overview and a group listing likewise, --json before or after', async () => {
@@ -42,7 +44,13 @@ describe('--help --json', () => {
   });
 
   it('refusals stay refusals: exit 1, nothing on stdout', async () => {
-    for (const argv of [['--json'], ['key', '--json'], ['acount', '--help', '--json'], ['key', 'delete', '--help', '--json'], ['key', 'create', '--help', '--colour', '--json']]) {
+    for (const argv of [
+      ['--json'],
+      ['key', '--json'],
+      ['acount', '--help', '--json'],
+      ['key', 'delete', '--help', '--json'],
+      ['key', 'create', '--help', '--colour', '--json'],
+    ]) {
       const r = await run(...argv);
       expect(r.code, argv.join(' ')).toBe(1);
       expect(r.stdout, argv.join(' ')).toBe('');
@@ -51,19 +59,36 @@ describe('--help --json', () => {
   });
 
   it("through npm itself, npm's own errors stay visible on stderr (.npmrc does not silence npm)", async () => {
-    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json'));
+    const childEnv = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json',
+      ),
+    );
     const r = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
-      execFile('npm', ['run', 'no-such-script'], { cwd: process.cwd(), env: childEnv, timeout: 60_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr }));
+      execFile(
+        'npm',
+        ['run', 'no-such-script'],
+        { cwd: process.cwd(), env: childEnv, timeout: 60_000 },
+        (_err, stdout, stderr) => resolve({ stdout, stderr }),
+      );
     });
     expect(r.stderr).toContain('npm error Missing script: "no-such-script"');
   });
 
   it("through npm itself: .npmrc's json mode moves the banner to stderr, and stdout holds only the JSON", async () => {
     // Whatever npm loglevel this test runs under, the project's .npmrc is what is being checked.
-    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json'));
+    const childEnv = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json',
+      ),
+    );
     const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile('npm', ['run', 'admin', '--', 'key', 'create', '--help', '--json'], { cwd: process.cwd(), env: { ...childEnv, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+      execFile(
+        'npm',
+        ['run', 'admin', '--', 'key', 'create', '--help', '--json'],
+        { cwd: process.cwd(), env: { ...childEnv, ...env }, timeout: 60_000 },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
       );
     });
     expect(r.code, r.stderr).toBe(0);

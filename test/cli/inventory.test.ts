@@ -6,8 +6,18 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp } from '../harness/app.js';
 import { DEFAULT_BOT, DEFAULT_CHAT, cliWorld, runWith, type CliWorld } from './harness.js';
 
-const SECOND_BOT = { token: '778100:Second-bot-token-abcdefghijk', id: 778100, first_name: 'Second', username: 'second_test_bot' };
-const READD_BOT = { token: '778300:Readd-bot-token-abcdefghijk', id: 778300, first_name: 'Readd', username: 'readd_test_bot' };
+const SECOND_BOT = {
+  token: '778100:Second-bot-token-abcdefghijk',
+  id: 778100,
+  first_name: 'Second',
+  username: 'second_test_bot',
+};
+const READD_BOT = {
+  token: '778300:Readd-bot-token-abcdefghijk',
+  id: 778300,
+  first_name: 'Readd',
+  username: 'readd_test_bot',
+};
 const SECOND_CHAT = {
   id: -1002000000777,
   title: 'R chat',
@@ -22,11 +32,39 @@ let other: { accountId: string; siteId: string };
 beforeAll(async () => {
   w = await cliWorld({ bots: [DEFAULT_BOT, SECOND_BOT], chats: [DEFAULT_CHAT, SECOND_CHAT] });
   const { accountId } = await w.ok('account', 'create', '--name', 'Acme');
-  const site = await w.ok('site', 'create', '--account', accountId, '--name', 'Shop', '--domain', 'shop.example.com', '--domain', 'www.shop.example.com');
-  const { botId } = await w.ok('bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token, '--no-webhook');
+  const site = await w.ok(
+    'site',
+    'create',
+    '--account',
+    accountId,
+    '--name',
+    'Shop',
+    '--domain',
+    'shop.example.com',
+    '--domain',
+    'www.shop.example.com',
+  );
+  const { botId } = await w.ok(
+    'bot',
+    'add',
+    '--account',
+    accountId,
+    '--token',
+    DEFAULT_BOT.token,
+    '--no-webhook',
+  );
   acme = { accountId, siteId: site.siteId, websiteId: site.websiteId, botId };
   const o = await w.ok('account', 'create', '--name', 'Other');
-  const os = await w.ok('site', 'create', '--account', o.accountId, '--name', 'Other shop', '--domain', 'other.example.com');
+  const os = await w.ok(
+    'site',
+    'create',
+    '--account',
+    o.accountId,
+    '--name',
+    'Other shop',
+    '--domain',
+    'other.example.com',
+  );
   other = { accountId: o.accountId, siteId: os.siteId };
 });
 afterAll(async () => {
@@ -37,7 +75,12 @@ beforeEach(() => {
 });
 
 const secretHash = async (botId: string): Promise<Buffer> =>
-  (await w.db.pool.query<{ webhook_secret_hash: Buffer }>('SELECT webhook_secret_hash FROM bots WHERE id = $1', [botId])).rows[0]!.webhook_secret_hash;
+  (
+    await w.db.pool.query<{ webhook_secret_hash: Buffer }>(
+      'SELECT webhook_secret_hash FROM bots WHERE id = $1',
+      [botId],
+    )
+  ).rows[0]!.webhook_secret_hash;
 
 describe('account list', () => {
   it('lists every account with its sites and bots, oldest first', async () => {
@@ -81,7 +124,9 @@ describe('site list', () => {
   });
 
   it('refuses an unknown or malformed account', async () => {
-    expect(await w.refused('site', 'list', '--account', '00000000-0000-4000-8000-000000000000')).toContain('does not exist');
+    expect(await w.refused('site', 'list', '--account', '00000000-0000-4000-8000-000000000000')).toContain(
+      'does not exist',
+    );
     expect(await w.refused('site', 'list', '--account', 'nope')).toContain('not a valid id');
   });
 });
@@ -90,23 +135,44 @@ describe('bot webhook', () => {
   it('sets the webhook of a bot added with --no-webhook, with a fresh secret whose hash is stored', async () => {
     expect((await w.ok('bot', 'list', '--account', acme.accountId)).bots[0].webhookSetAt).toBeNull();
     const out = await w.ok('bot', 'webhook', '--bot', acme.botId);
-    expect(out).toEqual({ botId: acme.botId, webhookUrl: `https://capigram.example.com/backend/telegram/${acme.botId}` });
+    expect(out).toEqual({
+      botId: acme.botId,
+      webhookUrl: `https://capigram.example.com/backend/telegram/${acme.botId}`,
+    });
     const hook = w.telegram.webhook(DEFAULT_BOT.token)!;
     expect(hook.url).toBe(out.webhookUrl);
-    expect(hook.allowed_updates).toEqual(expect.arrayContaining(['chat_member', 'chat_join_request', 'my_chat_member']));
-    expect((await secretHash(acme.botId)).equals(createHash('sha256').update(hook.secret_token!).digest())).toBe(true);
+    expect(hook.allowed_updates).toEqual(
+      expect.arrayContaining(['chat_member', 'chat_join_request', 'my_chat_member']),
+    );
+    expect(
+      (await secretHash(acme.botId)).equals(createHash('sha256').update(hook.secret_token!).digest()),
+    ).toBe(true);
     const listed = (await w.ok('bot', 'list', '--account', acme.accountId)).bots[0];
-    expect(listed).toMatchObject({ botId: acme.botId, username: DEFAULT_BOT.username, telegramBotId: DEFAULT_BOT.id, webhookUrl: out.webhookUrl, channels: 0 });
+    expect(listed).toMatchObject({
+      botId: acme.botId,
+      username: DEFAULT_BOT.username,
+      telegramBotId: DEFAULT_BOT.id,
+      webhookUrl: out.webhookUrl,
+      channels: 0,
+    });
     expect(listed.webhookSetAt).toEqual(expect.any(String));
     expect(JSON.stringify(listed)).not.toContain(DEFAULT_BOT.token.split(':')[1]);
   });
 
   it('sets it again at a new PUBLIC_URL with a new secret; the old one stops working', async () => {
     const before = await secretHash(acme.botId);
-    const r = await runWith({ ...w.env, PUBLIC_URL: 'https://track.acme.example' }, ['bot', 'webhook', '--bot', acme.botId, '--json']);
+    const r = await runWith({ ...w.env, PUBLIC_URL: 'https://track.acme.example' }, [
+      'bot',
+      'webhook',
+      '--bot',
+      acme.botId,
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.json().webhookUrl).toBe(`https://track.acme.example/backend/telegram/${acme.botId}`);
-    expect(w.telegram.webhook(DEFAULT_BOT.token)!.url).toBe(`https://track.acme.example/backend/telegram/${acme.botId}`);
+    expect(w.telegram.webhook(DEFAULT_BOT.token)!.url).toBe(
+      `https://track.acme.example/backend/telegram/${acme.botId}`,
+    );
     expect((await secretHash(acme.botId)).equals(before)).toBe(false);
   });
 
@@ -118,16 +184,39 @@ describe('bot webhook', () => {
   });
 
   it('refuses an unknown bot', async () => {
-    expect(await w.refused('bot', 'webhook', '--bot', '00000000-0000-4000-8000-000000000000')).toContain('does not exist');
+    expect(await w.refused('bot', 'webhook', '--bot', '00000000-0000-4000-8000-000000000000')).toContain(
+      'does not exist',
+    );
   });
 });
 
 describe('bot remove', () => {
   it("deletes the webhook, deactivates the bot's channels, keeps their history, and lets the bot be added again", async () => {
     const { accountId } = await w.ok('account', 'create', '--name', 'Removal');
-    const { siteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'R', '--domain', 'r.example.com');
+    const { siteId } = await w.ok(
+      'site',
+      'create',
+      '--account',
+      accountId,
+      '--name',
+      'R',
+      '--domain',
+      'r.example.com',
+    );
     const { botId } = await w.ok('bot', 'add', '--account', accountId, '--token', SECOND_BOT.token);
-    const { channelId } = await w.ok('channel', 'add', '--site', siteId, '--bot', botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'R', '--default');
+    const { channelId } = await w.ok(
+      'channel',
+      'add',
+      '--site',
+      siteId,
+      '--bot',
+      botId,
+      '--telegram-channel-id',
+      String(SECOND_CHAT.id),
+      '--title',
+      'R',
+      '--default',
+    );
     const secret = w.telegram.webhook(SECOND_BOT.token)!.secret_token!;
     const app = await startTestApp(w.db.pool);
     const post = () =>
@@ -148,51 +237,125 @@ describe('bot remove', () => {
     }
     expect(w.telegram.webhook(SECOND_BOT.token)).toBeUndefined();
     expect((await w.ok('channel', 'list', '--site', siteId)).channels).toEqual([]);
-    expect((await w.db.pool.query('SELECT active FROM channels WHERE id = $1', [channelId])).rows).toEqual([{ active: false }]);
+    expect((await w.db.pool.query('SELECT active FROM channels WHERE id = $1', [channelId])).rows).toEqual([
+      { active: false },
+    ]);
     expect((await w.ok('bot', 'list', '--account', accountId)).bots).toEqual([]);
     expect(await w.refused('bot', 'remove', '--bot', botId)).toContain('does not exist (or was removed)');
     expect(await w.refused('bot', 'webhook', '--bot', botId)).toContain('does not exist (or was removed)');
 
     // The same bot can be added again, to this account or (now that nobody uses it) another.
-    const again = await w.ok('bot', 'add', '--account', accountId, '--token', SECOND_BOT.token, '--no-webhook');
+    const again = await w.ok(
+      'bot',
+      'add',
+      '--account',
+      accountId,
+      '--token',
+      SECOND_BOT.token,
+      '--no-webhook',
+    );
     expect(again.botId).not.toBe(botId);
-    expect((await w.ok('bot', 'list', '--account', accountId)).bots.map((b: { botId: string }) => b.botId)).toEqual([again.botId]);
+    expect(
+      (await w.ok('bot', 'list', '--account', accountId)).bots.map((b: { botId: string }) => b.botId),
+    ).toEqual([again.botId]);
   });
 
   it("the bot added again (or a new one) takes back the removed bot's chats on the same site, and a default channel", async () => {
     const { accountId } = await w.ok('account', 'create', '--name', 'Readd');
-    const { siteId, websiteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'RA', '--domain', 'ra.example.com');
+    const { siteId, websiteId } = await w.ok(
+      'site',
+      'create',
+      '--account',
+      accountId,
+      '--name',
+      'RA',
+      '--domain',
+      'ra.example.com',
+    );
     const bot = READD_BOT;
     w.telegram.bots.set(bot.token, bot);
     const { botId } = await w.ok('bot', 'add', '--account', accountId, '--token', bot.token, '--no-webhook');
-    const old = await w.ok('channel', 'add', '--site', siteId, '--bot', botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'R');
-    expect((await w.ok('site', 'list', '--account', accountId)).sites[0].defaultChannelId).toBe(old.channelId);
+    const old = await w.ok(
+      'channel',
+      'add',
+      '--site',
+      siteId,
+      '--bot',
+      botId,
+      '--telegram-channel-id',
+      String(SECOND_CHAT.id),
+      '--title',
+      'R',
+    );
+    expect((await w.ok('site', 'list', '--account', accountId)).sites[0].defaultChannelId).toBe(
+      old.channelId,
+    );
     await w.ok('bot', 'remove', '--bot', botId);
     // The site no longer names a channel that hands out no links.
     expect((await w.ok('site', 'list', '--account', accountId)).sites[0].defaultChannelId).toBeNull();
 
     const again = await w.ok('bot', 'add', '--account', accountId, '--token', bot.token, '--no-webhook');
-    const readded = await w.ok('channel', 'add', '--site', siteId, '--bot', again.botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'R again');
+    const readded = await w.ok(
+      'channel',
+      'add',
+      '--site',
+      siteId,
+      '--bot',
+      again.botId,
+      '--telegram-channel-id',
+      String(SECOND_CHAT.id),
+      '--title',
+      'R again',
+    );
     expect(readded.channelId).not.toBe(old.channelId);
-    expect((await w.ok('channel', 'list', '--site', siteId)).channels.map((c: { channelId: string }) => c.channelId)).toEqual([readded.channelId]);
-    expect((await w.ok('site', 'list', '--account', accountId)).sites[0]).toMatchObject({ websiteId, defaultChannelId: readded.channelId });
+    expect(
+      (await w.ok('channel', 'list', '--site', siteId)).channels.map(
+        (c: { channelId: string }) => c.channelId,
+      ),
+    ).toEqual([readded.channelId]);
+    expect((await w.ok('site', 'list', '--account', accountId)).sites[0]).toMatchObject({
+      websiteId,
+      defaultChannelId: readded.channelId,
+    });
     // The old channel's row (and its history) stays, inactive.
-    expect((await w.db.pool.query('SELECT active FROM channels WHERE id = $1', [old.channelId])).rows).toEqual([{ active: false }]);
+    expect(
+      (await w.db.pool.query('SELECT active FROM channels WHERE id = $1', [old.channelId])).rows,
+    ).toEqual([{ active: false }]);
     // Still one active channel per chat on a site.
-    expect(await w.refused('channel', 'add', '--site', siteId, '--bot', again.botId, '--telegram-channel-id', String(SECOND_CHAT.id), '--title', 'Twice')).toContain('already');
+    expect(
+      await w.refused(
+        'channel',
+        'add',
+        '--site',
+        siteId,
+        '--bot',
+        again.botId,
+        '--telegram-channel-id',
+        String(SECOND_CHAT.id),
+        '--title',
+        'Twice',
+      ),
+    ).toContain('already');
     await w.ok('bot', 'remove', '--bot', again.botId);
   });
 
   it('removes the bot even when Telegram cannot be told, and warns', async () => {
     const { accountId } = await w.ok('account', 'create', '--name', 'Revoked');
-    const bot = { token: '778200:Revoked-bot-token-abcdefghijk', id: 778200, first_name: 'Revoked', username: 'revoked_test_bot' };
+    const bot = {
+      token: '778200:Revoked-bot-token-abcdefghijk',
+      id: 778200,
+      first_name: 'Revoked',
+      username: 'revoked_test_bot',
+    };
     w.telegram.bots.set(bot.token, bot);
     const { botId } = await w.ok('bot', 'add', '--account', accountId, '--token', bot.token, '--no-webhook');
     w.telegram.failNext(1, { type: 'invalidToken' });
     const r = await w.run('bot', 'remove', '--bot', botId, '--json');
     expect(r.code, r.stderr).toBe(0);
     expect(r.json()).toMatchObject({ botId, removed: true, webhookDeleted: false });
-    expect(r.stderr).toMatch(/^warning: Telegram could not be told to stop sending updates \(deleteWebhook\): invalid token; updates it still sends are refused\n$/);
+    expect(r.stderr).toMatch(
+      /^warning: Telegram could not be told to stop sending updates \(deleteWebhook\): invalid token; updates it still sends are refused\n$/,
+    );
   });
 });
 
@@ -206,6 +369,9 @@ describe('human tables', () => {
     const row = human.stdout.split('\n').find((l) => l.includes(accountId));
     expect(row).toContain('Evil\\x1b[2J\\x1b]0;owned\\x07\\nsecond line\\ttab\\x85');
     // --json keeps the name as stored.
-    expect((await w.ok('account', 'list')).accounts.find((a: { accountId: string }) => a.accountId === accountId).name).toBe(name);
+    expect(
+      (await w.ok('account', 'list')).accounts.find((a: { accountId: string }) => a.accountId === accountId)
+        .name,
+    ).toBe(name);
   });
 });

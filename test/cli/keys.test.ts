@@ -10,14 +10,28 @@ let websiteId: string;
 beforeAll(async () => {
   w = await cliWorld();
   ({ accountId } = await w.ok('account', 'create', '--name', 'Keys'));
-  ({ siteId, websiteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'Shop', '--domain', 'shop.example.com'));
+  ({ siteId, websiteId } = await w.ok(
+    'site',
+    'create',
+    '--account',
+    accountId,
+    '--name',
+    'Shop',
+    '--domain',
+    'shop.example.com',
+  ));
 });
 afterAll(async () => {
   await w.close();
 });
 
 const keyRow = async (id: string) =>
-  (await w.db.pool.query('SELECT account_id, site_id, name, prefix, secret_hash, revoked_at FROM api_keys WHERE id = $1', [id])).rows[0];
+  (
+    await w.db.pool.query(
+      'SELECT account_id, site_id, name, prefix, secret_hash, revoked_at FROM api_keys WHERE id = $1',
+      [id],
+    )
+  ).rows[0];
 
 describe('key create', () => {
   it('prints {"keyId","apiKey"}; only the prefix and the SHA-256 are stored', async () => {
@@ -25,7 +39,13 @@ describe('key create', () => {
     expect(Object.keys(out)).toEqual(['keyId', 'apiKey']);
     expect(out.apiKey).toMatch(/^cgk_[A-Za-z0-9]{12}_[A-Za-z0-9_-]{43}$/);
     const row = await keyRow(out.keyId);
-    expect(row).toMatchObject({ account_id: accountId, site_id: null, name: 'backend', prefix: out.apiKey.slice(4, 16), revoked_at: null });
+    expect(row).toMatchObject({
+      account_id: accountId,
+      site_id: null,
+      name: 'backend',
+      prefix: out.apiKey.slice(4, 16),
+      revoked_at: null,
+    });
     expect(row.secret_hash.equals(createHash('sha256').update(out.apiKey).digest())).toBe(true);
   });
 
@@ -38,7 +58,14 @@ describe('key create', () => {
   });
 
   it('the human output shows the key once, says so, and nothing of it reaches stderr even at trace level', async () => {
-    const r = await runWith({ ...w.env, LOG_LEVEL: 'trace' }, ['key', 'create', '--account', accountId, '--name', 'ops']);
+    const r = await runWith({ ...w.env, LOG_LEVEL: 'trace' }, [
+      'key',
+      'create',
+      '--account',
+      accountId,
+      '--name',
+      'ops',
+    ]);
     expect(r.code).toBe(0);
     const key = /\n {2}(cgk_\S+)\n/.exec(r.stdout)?.[1];
     expect(key).toMatch(/^cgk_/);
@@ -49,19 +76,39 @@ describe('key create', () => {
   });
 
   it('refuses an unknown account, a site of another account, an unknown site, an overlong name', async () => {
-    expect(await w.refused('key', 'create', '--account', '00000000-0000-4000-8000-000000000009')).toBe('error: account 00000000-0000-4000-8000-000000000009 does not exist\n');
+    expect(await w.refused('key', 'create', '--account', '00000000-0000-4000-8000-000000000009')).toBe(
+      'error: account 00000000-0000-4000-8000-000000000009 does not exist\n',
+    );
     const { accountId: other } = await w.ok('account', 'create', '--name', 'Other');
-    expect(await w.refused('key', 'create', '--account', other, '--site', siteId)).toBe(`error: site ${siteId} belongs to another account\n`);
-    expect(await w.refused('key', 'create', '--account', accountId, '--site', 'ws_missing')).toBe('error: site ws_missing does not exist\n');
-    expect(await w.refused('key', 'create', '--account', accountId, '--name', 'n'.repeat(201))).toMatch(/^error: --name: /);
-    expect((await w.db.pool.query('SELECT count(*)::int AS n FROM api_keys WHERE account_id = $1', [other])).rows[0].n).toBe(0);
+    expect(await w.refused('key', 'create', '--account', other, '--site', siteId)).toBe(
+      `error: site ${siteId} belongs to another account\n`,
+    );
+    expect(await w.refused('key', 'create', '--account', accountId, '--site', 'ws_missing')).toBe(
+      'error: site ws_missing does not exist\n',
+    );
+    expect(await w.refused('key', 'create', '--account', accountId, '--name', 'n'.repeat(201))).toMatch(
+      /^error: --name: /,
+    );
+    expect(
+      (await w.db.pool.query('SELECT count(*)::int AS n FROM api_keys WHERE account_id = $1', [other]))
+        .rows[0].n,
+    ).toBe(0);
   });
 });
 
 describe('key list and key revoke', () => {
   it('key revoke prints {"keyId","revoked":true}, sets revoked_at once; key list shows it', async () => {
     const { accountId: acc } = await w.ok('account', 'create', '--name', 'Listing');
-    const { siteId: site } = await w.ok('site', 'create', '--account', acc, '--name', 'S', '--domain', 's.example.com');
+    const { siteId: site } = await w.ok(
+      'site',
+      'create',
+      '--account',
+      acc,
+      '--name',
+      'S',
+      '--domain',
+      's.example.com',
+    );
     const k1 = await w.ok('key', 'create', '--account', acc, '--name', 'first');
     const k2 = await w.ok('key', 'create', '--account', acc, '--site', site);
 
@@ -72,14 +119,27 @@ describe('key list and key revoke', () => {
       ['keyId', 'name', 'siteId', 'createdAt', 'revokedAt'],
       ['keyId', 'name', 'siteId', 'createdAt', 'revokedAt'],
     ]);
-    expect(listed.keys.find((k) => k.keyId === k1.keyId)).toMatchObject({ name: 'first', siteId: null, revokedAt: null });
-    expect(listed.keys.find((k) => k.keyId === k2.keyId)).toMatchObject({ name: null, siteId: site, revokedAt: null });
+    expect(listed.keys.find((k) => k.keyId === k1.keyId)).toMatchObject({
+      name: 'first',
+      siteId: null,
+      revokedAt: null,
+    });
+    expect(listed.keys.find((k) => k.keyId === k2.keyId)).toMatchObject({
+      name: null,
+      siteId: site,
+      revokedAt: null,
+    });
     expect(JSON.stringify(listed)).not.toContain(k1.apiKey);
 
     expect(await w.ok('key', 'revoke', '--key', k1.keyId)).toEqual({ keyId: k1.keyId, revoked: true });
     const revokedAt = (await keyRow(k1.keyId)).revoked_at as Date;
     expect(revokedAt).toBeInstanceOf(Date);
-    const after = await w.ok<{ keys: { keyId: string; revokedAt: string | null; createdAt: string }[] }>('key', 'list', '--account', acc);
+    const after = await w.ok<{ keys: { keyId: string; revokedAt: string | null; createdAt: string }[] }>(
+      'key',
+      'list',
+      '--account',
+      acc,
+    );
     expect(after.keys.find((k) => k.keyId === k1.keyId)?.revokedAt).toBe(revokedAt.toISOString());
     expect(after.keys.find((k) => k.keyId === k2.keyId)?.revokedAt).toBeNull();
     expect(Date.parse(after.keys[0]!.createdAt)).not.toBeNaN();
@@ -102,8 +162,14 @@ describe('key list and key revoke', () => {
   });
 
   it('refuses an unknown or malformed key id and an unknown account', async () => {
-    expect(await w.refused('key', 'revoke', '--key', '00000000-0000-4000-8000-00000000000a')).toBe('error: key 00000000-0000-4000-8000-00000000000a does not exist\n');
-    expect(await w.refused('key', 'revoke', '--key', 'cgk_abc')).toBe('error: key "cgk_abc" is not a valid key id\n');
-    expect(await w.refused('key', 'list', '--account', '00000000-0000-4000-8000-00000000000b')).toBe('error: account 00000000-0000-4000-8000-00000000000b does not exist\n');
+    expect(await w.refused('key', 'revoke', '--key', '00000000-0000-4000-8000-00000000000a')).toBe(
+      'error: key 00000000-0000-4000-8000-00000000000a does not exist\n',
+    );
+    expect(await w.refused('key', 'revoke', '--key', 'cgk_abc')).toBe(
+      'error: key "cgk_abc" is not a valid key id\n',
+    );
+    expect(await w.refused('key', 'list', '--account', '00000000-0000-4000-8000-00000000000b')).toBe(
+      'error: account 00000000-0000-4000-8000-00000000000b does not exist\n',
+    );
   });
 });

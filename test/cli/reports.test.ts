@@ -8,7 +8,16 @@ let siteId: string;
 beforeAll(async () => {
   w = await cliWorld();
   const { accountId } = await w.ok('account', 'create', '--name', 'Report Co');
-  ({ siteId } = await w.ok('site', 'create', '--account', accountId, '--name', 'shop', '--domain', 'shop.example.com'));
+  ({ siteId } = await w.ok(
+    'site',
+    'create',
+    '--account',
+    accountId,
+    '--name',
+    'shop',
+    '--domain',
+    'shop.example.com',
+  ));
   // Two visits on 2026-10-10, one from a Meta ad with a purchase in EUR and one in USD.
   const { rows } = await w.db.pool.query<{ id: string }>(
     `INSERT INTO visits (site_id, temp_id, session_id, utm_campaign, fbc, created_at)
@@ -16,7 +25,10 @@ beforeAll(async () => {
             ($1, gen_random_uuid(), gen_random_uuid(), NULL, NULL, '2026-10-10T11:00:00Z') RETURNING id`,
     [siteId],
   );
-  for (const [value, currency] of [[12.5, 'EUR'], [7, 'USD']] as const) {
+  for (const [value, currency] of [
+    [12.5, 'EUR'],
+    [7, 'USD'],
+  ] as const) {
     await w.db.pool.query(
       `INSERT INTO conversions (site_id, telegram_user_id, visit_id, event_type, value, currency, event_time, attributed_at, received_at, source)
        VALUES ($1, 42, $2, 'Purchase', $3, $4, '2026-10-10T12:00:00Z', '2026-10-10T12:00:00Z', '2026-10-10T12:00:00Z', 'api')`,
@@ -30,10 +42,30 @@ afterAll(async () => {
 
 describe('report', () => {
   it('funnel prints the totals and the groups, as JSON and as a table', async () => {
-    const out = await w.ok('report', 'funnel', '--site', siteId, '--from', '2026-10-10', '--to', '2026-10-11', '--group-by', 'platform');
+    const out = await w.ok(
+      'report',
+      'funnel',
+      '--site',
+      siteId,
+      '--from',
+      '2026-10-10',
+      '--to',
+      '2026-10-11',
+      '--group-by',
+      'platform',
+    );
     expect(out.totals).toMatchObject({ visits: 2, conversions: 2, value: { EUR: 12.5, USD: 7 } });
     expect(out.rows.map((r: any) => r.key).sort()).toEqual(['meta', 'none']);
-    const human = await w.run('report', 'funnel', '--site', siteId, '--from', '2026-10-10', '--to', '2026-10-11');
+    const human = await w.run(
+      'report',
+      'funnel',
+      '--site',
+      siteId,
+      '--from',
+      '2026-10-10',
+      '--to',
+      '2026-10-11',
+    );
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^2026-10-10 +2 /m);
     expect(human.stdout).toMatch(/^total +2 .*12\.5 EUR, 7 USD$/m);
@@ -41,11 +73,22 @@ describe('report', () => {
 
   it('refuses an unknown grouping and a malformed date', async () => {
     expect(await w.refused('report', 'funnel', '--site', siteId, '--group-by', 'week')).toMatch(/--group-by/);
-    expect(await w.refused('report', 'funnel', '--site', siteId, '--from', '10/10/2026')).toMatch(/YYYY-MM-DD/);
+    expect(await w.refused('report', 'funnel', '--site', siteId, '--from', '10/10/2026')).toMatch(
+      /YYYY-MM-DD/,
+    );
   });
 
   it('match-quality prints the shares and the channels', async () => {
-    const out = await w.ok('report', 'match-quality', '--site', siteId, '--from', '2026-10-10', '--to', '2026-10-11');
+    const out = await w.ok(
+      'report',
+      'match-quality',
+      '--site',
+      siteId,
+      '--from',
+      '2026-10-10',
+      '--to',
+      '2026-10-11',
+    );
     expect(out).toEqual({ from: '2026-10-10', to: '2026-10-11', rows: [], coverage: [] });
   });
 });

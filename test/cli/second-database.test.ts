@@ -25,7 +25,14 @@ afterAll(async () => {
 function freshEnv(port: string): NodeJS.ProcessEnv {
   const dataDir = scratchDir('cli-fresh');
   dirs.push(dataDir);
-  return { PATH: process.env.PATH, DATA_DIR: dataDir, DATABASE_URL: '', SECRET_KEY: SECRET_KEY_HEX, HOST: '127.0.0.1', PORT: port };
+  return {
+    PATH: process.env.PATH,
+    DATA_DIR: dataDir,
+    DATABASE_URL: '',
+    SECRET_KEY: SECRET_KEY_HEX,
+    HOST: '127.0.0.1',
+    PORT: port,
+  };
 }
 
 it('refuses to create a database when a Capigram server answers on the configured address, and says what to do', async () => {
@@ -33,7 +40,9 @@ it('refuses to create a database when a Capigram server answers on the configure
   const r = await runWith(env, ['account', 'list', '--json']);
   expect(r.code).toBe(1);
   expect(r.stdout).toBe('');
-  expect(r.stderr).toContain(`there is no database in DATA_DIR ${env.DATA_DIR}, but a Capigram server answers at ${server.url}`);
+  expect(r.stderr).toContain(
+    `there is no database in DATA_DIR ${env.DATA_DIR}, but a Capigram server answers at ${server.url}`,
+  );
   expect(r.stderr).toContain("with that server's DATA_DIR (or DATABASE_URL)");
   expect(existsSync(join(env.DATA_DIR!, 'pg'))).toBe(false);
 });
@@ -50,7 +59,9 @@ it('creates one when nothing answers there, and says where', async () => {
   const r = await runWith(env, ['account', 'create', '--name', 'Fresh', '--json']);
   expect(r.code, r.stderr).toBe(0);
   expect(r.json()).toHaveProperty('accountId');
-  expect(r.stderr).toContain(`created a new database in ${join(env.DATA_DIR!, 'pg')} (DATA_DIR ${env.DATA_DIR}`);
+  expect(r.stderr).toContain(
+    `created a new database in ${join(env.DATA_DIR!, 'pg')} (DATA_DIR ${env.DATA_DIR}`,
+  );
   const again = await runWith(env, ['account', 'list', '--json']);
   expect(again.code, again.stderr).toBe(0);
   expect(again.json<{ accounts: { name: string }[] }>().accounts.map((a) => a.name)).toEqual(['Fresh']);

@@ -12,14 +12,18 @@ afterAll(async () => {
   await w.close();
 });
 
-function admin(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function admin(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--import', 'tsx', 'backend/cli/main.ts', ...args],
       // LOG_LEVEL=info: were the logger on stdout, its lines would break the JSON below.
       { cwd: process.cwd(), env: { ...w.env, LOG_LEVEL: 'info', ...env }, timeout: 30_000 },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -39,9 +43,23 @@ it('success: exit 0 and exactly one JSON object on stdout; refusal: exit 1, empt
 
   const [key, bot, refused, badFlag] = await Promise.all([
     admin(['key', 'create', '--account', accountId, '--json']),
-    admin(['bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token, '--json'], { PUBLIC_URL: 'http://localhost:3000' }),
+    admin(['bot', 'add', '--account', accountId, '--token', DEFAULT_BOT.token, '--json'], {
+      PUBLIC_URL: 'http://localhost:3000',
+    }),
     admin(['key', 'list', '--account', '00000000-0000-4000-8000-0000000000ff', '--json']),
-    admin(['site', 'create', '--account', accountId, '--name', 'S', '--domain', 'a.example.com', '--port', '1', '--json']),
+    admin([
+      'site',
+      'create',
+      '--account',
+      accountId,
+      '--name',
+      'S',
+      '--domain',
+      'a.example.com',
+      '--port',
+      '1',
+      '--json',
+    ]),
   ]);
 
   expect(key.code, key.stderr).toBe(0);

@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueSession, SESSION_TTL_MS } from '../../backend/http/dashboard/session.js';
 import { TEST_ADMIN_TOKEN, startTestApp, type TestApp } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { attributedJoin, count, newUser, seedTenant, VISIT, waitingJoin, type Tenant } from '../api/support.js';
+import {
+  attributedJoin,
+  count,
+  newUser,
+  seedTenant,
+  VISIT,
+  waitingJoin,
+  type Tenant,
+} from '../api/support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -30,7 +38,15 @@ interface Answer {
   text: string;
 }
 
-async function call(path: string, init: { method?: string; cookie?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
+async function call(
+  path: string,
+  init: {
+    method?: string;
+    cookie?: string;
+    form?: Record<string, string>;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.cookie !== undefined) headers.cookie = init.cookie;
   let body: string | undefined;
@@ -38,8 +54,19 @@ async function call(path: string, init: { method?: string; cookie?: string; form
     headers['content-type'] = 'application/x-www-form-urlencoded';
     body = new URLSearchParams(init.form).toString();
   }
-  const res = await fetch(`${t.url}${path}`, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, redirect: 'manual' });
-  return { status: res.status, location: res.headers.get('location'), setCookie: res.headers.getSetCookie(), headers: res.headers, text: await res.text() };
+  const res = await fetch(`${t.url}${path}`, {
+    method: init.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    body,
+    redirect: 'manual',
+  });
+  return {
+    status: res.status,
+    location: res.headers.get('location'),
+    setCookie: res.headers.getSetCookie(),
+    headers: res.headers,
+    text: await res.text(),
+  };
 }
 
 /** Signs in through the form and returns the session cookie. */
@@ -59,7 +86,10 @@ function formTokenOf(page: string): string {
 }
 
 async function conversionRow(id: string) {
-  const { rows } = await db.pool.query('SELECT value::float8 AS value, currency, awaiting_manual_input, capi_status FROM conversions WHERE id = $1', [id]);
+  const { rows } = await db.pool.query(
+    'SELECT value::float8 AS value, currency, awaiting_manual_input, capi_status FROM conversions WHERE id = $1',
+    [id],
+  );
   return rows[0];
 }
 
@@ -104,13 +134,18 @@ describe('signing in', () => {
       issueSession('another-admin-token', now),
     ];
     for (const value of forged) {
-      expect(await call('/dashboard', { cookie: `capigram_admin=${value}` }), value).toMatchObject({ status: 303, location: '/dashboard/login' });
+      expect(await call('/dashboard', { cookie: `capigram_admin=${value}` }), value).toMatchObject({
+        status: 303,
+        location: '/dashboard/login',
+      });
     }
     expect((await call('/dashboard', { cookie: `capigram_admin=${good}` })).status).toBe(200);
   });
 
   it('takes the admin token as a bearer token for scripts, and nothing else', async () => {
-    expect((await call('/dashboard', { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).status).toBe(200);
+    expect(
+      (await call('/dashboard', { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).status,
+    ).toBe(200);
     const wrong = await call('/dashboard', { headers: { authorization: 'Bearer not-the-token' } });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get('content-type')).toContain('application/problem+json');
@@ -129,7 +164,9 @@ describe('signing in', () => {
     const cookie = await signIn();
     const other = await signIn();
     const page = (await call('/dashboard', { cookie })).text;
-    expect((await call('/dashboard/logout', { cookie, form: { _token: formTokenOf(page) } })).status).toBe(303);
+    expect((await call('/dashboard/logout', { cookie, form: { _token: formTokenOf(page) } })).status).toBe(
+      303,
+    );
     expect(await call('/dashboard', { cookie })).toMatchObject({ status: 303, location: '/dashboard/login' });
     expect((await call('/dashboard/login', { cookie })).status).toBe(200);
     expect((await call('/dashboard', { cookie: other })).status).toBe(200);
@@ -139,7 +176,9 @@ describe('signing in', () => {
 describe('a site', () => {
   it('shows its channels, pixels and waiting conversions, and escapes what operators typed', async () => {
     const cookie = await signIn();
-    await db.pool.query(`UPDATE sites SET name = '<script>alert(1)</script> & Co' WHERE id = $1`, [tenant.site.siteId]);
+    await db.pool.query(`UPDATE sites SET name = '<script>alert(1)</script> & Co' WHERE id = $1`, [
+      tenant.site.siteId,
+    ]);
     const user = newUser();
     const { conversionId } = await waitingJoin(db.pool, tenant.site, user);
     const page = await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie });
@@ -175,10 +214,24 @@ describe('submitting a value', () => {
       cookie,
       form: { _token: formTokenOf(page.text), value: '49.90', currency: 'eur' },
     });
-    expect(res).toMatchObject({ status: 303, location: `/dashboard/sites/${tenant.site.siteId}?notice=value-saved` });
-    expect(await conversionRow(conversionId)).toEqual({ value: 49.9, currency: 'EUR', awaiting_manual_input: false, capi_status: 'pending' });
-    const sends = await db.pool.query('SELECT platform, status FROM sends WHERE conversion_id = $1 ORDER BY platform', [conversionId]);
-    expect(sends.rows).toEqual([{ platform: 'meta', status: 'pending' }, { platform: 'tiktok', status: 'pending' }]);
+    expect(res).toMatchObject({
+      status: 303,
+      location: `/dashboard/sites/${tenant.site.siteId}?notice=value-saved`,
+    });
+    expect(await conversionRow(conversionId)).toEqual({
+      value: 49.9,
+      currency: 'EUR',
+      awaiting_manual_input: false,
+      capi_status: 'pending',
+    });
+    const sends = await db.pool.query(
+      'SELECT platform, status FROM sends WHERE conversion_id = $1 ORDER BY platform',
+      [conversionId],
+    );
+    expect(sends.rows).toEqual([
+      { platform: 'meta', status: 'pending' },
+      { platform: 'tiktok', status: 'pending' },
+    ]);
     expect((await call(res.location!, { cookie })).text).toContain('The value was saved');
 
     const again = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`, {
@@ -205,7 +258,10 @@ describe('submitting a value', () => {
       ['10', '', /ISO 4217/],
     ];
     for (const [value, currency, why] of cases) {
-      const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`, { cookie, form: { _token: token, value, currency } });
+      const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`, {
+        cookie,
+        form: { _token: token, value, currency },
+      });
       expect(res.status, `${value} ${currency}`).toBe(400);
       expect(res.text).toMatch(why);
     }
@@ -213,13 +269,17 @@ describe('submitting a value', () => {
     expect(await count(db.pool, 'sends WHERE conversion_id = $1', [conversionId])).toBe(0);
   });
 
-  it('refuses a form without this session\'s token (another site cannot post it)', async () => {
+  it("refuses a form without this session's token (another site cannot post it)", async () => {
     const cookie = await signIn();
     const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
     const path = `/dashboard/sites/${tenant.site.siteId}/conversions/${conversionId}/value`;
     const otherSession = await signIn();
     const otherToken = formTokenOf((await call('/dashboard', { cookie: otherSession })).text);
-    const forms: Record<string, string>[] = [{ value: '10', currency: 'USD' }, { _token: otherToken, value: '10', currency: 'USD' }, { _token: 'x', value: '10', currency: 'USD' }];
+    const forms: Record<string, string>[] = [
+      { value: '10', currency: 'USD' },
+      { _token: otherToken, value: '10', currency: 'USD' },
+      { _token: 'x', value: '10', currency: 'USD' },
+    ];
     for (const form of forms) {
       const res = await call(path, { cookie, form });
       expect(res.status).toBe(403);
@@ -232,18 +292,27 @@ describe('submitting a value', () => {
     const theirs = await waitingJoin(db.pool, rival.site, newUser());
     const token = formTokenOf((await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie })).text);
     for (const id of [theirs.conversionId, 'not-a-uuid']) {
-      const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${id}/value`, { cookie, form: { _token: token, value: '10', currency: 'USD' } });
+      const res = await call(`/dashboard/sites/${tenant.site.siteId}/conversions/${id}/value`, {
+        cookie,
+        form: { _token: token, value: '10', currency: 'USD' },
+      });
       expect(res.status).toBe(404);
     }
-    expect(await conversionRow(theirs.conversionId)).toMatchObject({ awaiting_manual_input: true, value: null });
+    expect(await conversionRow(theirs.conversionId)).toMatchObject({
+      awaiting_manual_input: true,
+      value: null,
+    });
   });
 });
 
 describe('retrying a failed send', () => {
-  it('puts it back in the queue with a fresh budget, and refuses a sent one or another site\'s', async () => {
+  it("puts it back in the queue with a fresh budget, and refuses a sent one or another site's", async () => {
     const cookie = await signIn();
     const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
-    await db.pool.query('UPDATE conversions SET awaiting_manual_input = false, value = 5, currency = $2 WHERE id = $1', [conversionId, 'USD']);
+    await db.pool.query(
+      'UPDATE conversions SET awaiting_manual_input = false, value = 5, currency = $2 WHERE id = $1',
+      [conversionId, 'USD'],
+    );
     const { rows } = await db.pool.query<{ id: string }>(
       `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error)
        SELECT $1::uuid, p.id, p.platform, 'cnv_' || $1::text, 'failed', 8, 'HTTP 400: invalid parameter' FROM pixels p WHERE p.site_id = $2 AND p.platform = 'meta'
@@ -255,15 +324,35 @@ describe('retrying a failed send', () => {
     expect(page).toContain('HTTP 400: invalid parameter');
     const token = formTokenOf(page);
 
-    expect((await call(`/dashboard/sites/${rival.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } })).status).toBe(404);
-    const res = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } });
-    expect(res).toMatchObject({ status: 303, location: `/dashboard/sites/${tenant.site.siteId}?notice=send-retried` });
-    expect((await db.pool.query('SELECT status, attempts FROM sends WHERE id = $1', [sendId])).rows[0]).toEqual({ status: 'pending', attempts: 0 });
+    expect(
+      (
+        await call(`/dashboard/sites/${rival.site.siteId}/sends/${sendId}/retry`, {
+          cookie,
+          form: { _token: token },
+        })
+      ).status,
+    ).toBe(404);
+    const res = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, {
+      cookie,
+      form: { _token: token },
+    });
+    expect(res).toMatchObject({
+      status: 303,
+      location: `/dashboard/sites/${tenant.site.siteId}?notice=send-retried`,
+    });
+    expect(
+      (await db.pool.query('SELECT status, attempts FROM sends WHERE id = $1', [sendId])).rows[0],
+    ).toEqual({ status: 'pending', attempts: 0 });
 
     await db.pool.query(`UPDATE sends SET status = 'sent' WHERE id = $1`, [sendId]);
-    const sent = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, { cookie, form: { _token: token } });
+    const sent = await call(`/dashboard/sites/${tenant.site.siteId}/sends/${sendId}/retry`, {
+      cookie,
+      form: { _token: token },
+    });
     expect(sent.status).toBe(409);
-    expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [sendId])).rows[0].status).toBe('sent');
+    expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [sendId])).rows[0].status).toBe(
+      'sent',
+    );
   });
 });
 
@@ -271,7 +360,11 @@ describe('finding a Telegram user', () => {
   it('shows their leads, joins with the signals of the visit behind them, and conversions with their sends, without IP or User-Agent', async () => {
     const cookie = await signIn();
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    await attributedJoin(db.pool, {
+      siteId: tenant.site.siteId,
+      channelId: tenant.site.channels.main,
+      telegramUserId: user,
+    });
     await db.pool.query(
       `INSERT INTO leads (site_id, telegram_user_id, external_user_id) VALUES ($1, $2, 'crm-42')`,
       [tenant.site.siteId, user],
@@ -284,7 +377,10 @@ describe('finding a Telegram user', () => {
       [conversionId, tenant.site.siteId],
     );
     expect(rows).toHaveLength(1);
-    await db.pool.query(`UPDATE conversions SET pii_warnings = ARRAY['pii.phone was dropped: <no country>'] WHERE id = $1`, [conversionId]);
+    await db.pool.query(
+      `UPDATE conversions SET pii_warnings = ARRAY['pii.phone was dropped: <no country>'] WHERE id = $1`,
+      [conversionId],
+    );
 
     const res = await call(`/dashboard/leads?user=${user}`, { cookie });
     expect(res.status).toBe(200);
@@ -313,14 +409,24 @@ describe('finding a Telegram user', () => {
       expect(res.status, bad).toBe(400);
       expect(res.text).not.toContain('<b>1</b>');
     }
-    expect(await call(`/dashboard/leads?user=1`)).toMatchObject({ status: 303, location: '/dashboard/login' });
+    expect(await call(`/dashboard/leads?user=1`)).toMatchObject({
+      status: 303,
+      location: '/dashboard/login',
+    });
   });
 
   it("erases the person's data on a site from their page, only once the box is ticked, and with the form token", async () => {
     const cookie = await signIn();
     const user = newUser();
-    const { visitId } = await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
-    await db.pool.query(`INSERT INTO leads (site_id, telegram_user_id, external_user_id) VALUES ($1, $2, 'crm-77')`, [tenant.site.siteId, user]);
+    const { visitId } = await attributedJoin(db.pool, {
+      siteId: tenant.site.siteId,
+      channelId: tenant.site.channels.main,
+      telegramUserId: user,
+    });
+    await db.pool.query(
+      `INSERT INTO leads (site_id, telegram_user_id, external_user_id) VALUES ($1, $2, 'crm-77')`,
+      [tenant.site.siteId, user],
+    );
     const { conversionId } = await waitingJoin(db.pool, tenant.site, user);
     const page = await call(`/dashboard/leads?user=${user}`, { cookie });
     const action = `/dashboard/sites/${tenant.site.siteId}/leads/${user}/erase`;
@@ -342,23 +448,46 @@ describe('finding a Telegram user', () => {
     expect(after.text).toContain('was erased');
     expect(after.text).toContain('Nothing is known about this user');
     expect(after.text).not.toContain('crm-77');
-    expect((await db.pool.query('SELECT client_ip, fbc FROM visits WHERE id = $1', [visitId])).rows[0]).toEqual({ client_ip: null, fbc: null });
-    expect(Number((await db.pool.query('SELECT telegram_user_id FROM conversions WHERE id = $1', [conversionId])).rows[0].telegram_user_id)).toBeLessThan(0);
-    expect((await db.pool.query(`SELECT actor FROM erasures WHERE site_id = $1`, [tenant.site.siteId])).rows).toEqual([{ actor: 'dashboard' }]);
+    expect(
+      (await db.pool.query('SELECT client_ip, fbc FROM visits WHERE id = $1', [visitId])).rows[0],
+    ).toEqual({ client_ip: null, fbc: null });
+    expect(
+      Number(
+        (await db.pool.query('SELECT telegram_user_id FROM conversions WHERE id = $1', [conversionId]))
+          .rows[0].telegram_user_id,
+      ),
+    ).toBeLessThan(0);
+    expect(
+      (await db.pool.query(`SELECT actor FROM erasures WHERE site_id = $1`, [tenant.site.siteId])).rows,
+    ).toEqual([{ actor: 'dashboard' }]);
 
     // Again: nothing left on that site; another site's address cannot reach it either.
     const again = await call(action, { cookie, form: { _token: token, confirm: 'yes' } });
     expect(again.status).toBe(404);
     expect(again.text).toContain('erased already');
-    expect((await call(`/dashboard/sites/${tenant.site.siteId}/leads/0/erase`, { cookie, form: { _token: token, confirm: 'yes' } })).status).toBe(400);
+    expect(
+      (
+        await call(`/dashboard/sites/${tenant.site.siteId}/leads/0/erase`, {
+          cookie,
+          form: { _token: token, confirm: 'yes' },
+        })
+      ).status,
+    ).toBe(400);
   });
 });
 
 describe('retrying every failed send of a site', () => {
   /** A failed send of the site's pixel on `platform` for a conversion no longer waiting. */
-  async function failedSend(site: Tenant['site'], platform: 'meta' | 'tiktok', conversionId?: string): Promise<{ sendId: string; conversionId: string }> {
+  async function failedSend(
+    site: Tenant['site'],
+    platform: 'meta' | 'tiktok',
+    conversionId?: string,
+  ): Promise<{ sendId: string; conversionId: string }> {
     const id = conversionId ?? (await waitingJoin(db.pool, site, newUser())).conversionId;
-    await db.pool.query(`UPDATE conversions SET awaiting_manual_input = false, value = 5, currency = 'USD', capi_status = 'failed' WHERE id = $1`, [id]);
+    await db.pool.query(
+      `UPDATE conversions SET awaiting_manual_input = false, value = 5, currency = 'USD', capi_status = 'failed' WHERE id = $1`,
+      [id],
+    );
     const { rows } = await db.pool.query<{ id: string }>(
       `INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, last_error)
        SELECT $1::uuid, p.id, p.platform, 'cnv_' || $1::text, 'failed', 8, 'HTTP 401: token expired' FROM pixels p WHERE p.site_id = $2 AND p.platform = $3
@@ -383,25 +512,44 @@ describe('retrying every failed send of a site', () => {
 
     const page = await call(`/dashboard/sites/${owner.site.siteId}`, { cookie });
     expect(page.text).toContain('Retry every failed send');
-    const res = await call(`/dashboard/sites/${owner.site.siteId}/sends/retry-failed`, { cookie, form: { _token: formTokenOf(page.text) } });
-    expect(res).toMatchObject({ status: 303, location: `/dashboard/sites/${owner.site.siteId}?notice=failed-retried` });
+    const res = await call(`/dashboard/sites/${owner.site.siteId}/sends/retry-failed`, {
+      cookie,
+      form: { _token: formTokenOf(page.text) },
+    });
+    expect(res).toMatchObject({
+      status: 303,
+      location: `/dashboard/sites/${owner.site.siteId}?notice=failed-retried`,
+    });
 
-    const status = async (sendId: string) => (await db.pool.query('SELECT status, attempts FROM sends WHERE id = $1', [sendId])).rows[0];
+    const status = async (sendId: string) =>
+      (await db.pool.query('SELECT status, attempts FROM sends WHERE id = $1', [sendId])).rows[0];
     expect(await status(a.sendId)).toEqual({ status: 'pending', attempts: 0 });
     expect(await status(b.sendId)).toEqual({ status: 'pending', attempts: 0 });
     expect(await status(sent.sendId)).toEqual({ status: 'sent', attempts: 8 });
     expect(await status(theirs.sendId)).toEqual({ status: 'failed', attempts: 8 });
-    expect((await call(`/dashboard/sites/${off.site.siteId}/sends/retry-failed`, { cookie, form: { _token: formTokenOf(page.text) } })).status).toBe(303);
+    expect(
+      (
+        await call(`/dashboard/sites/${off.site.siteId}/sends/retry-failed`, {
+          cookie,
+          form: { _token: formTokenOf(page.text) },
+        })
+      ).status,
+    ).toBe(303);
     expect(await status(inactive.sendId)).toEqual({ status: 'failed', attempts: 8 });
-    for (const id of [a.conversionId, b.conversionId]) expect((await conversionRow(id)).capi_status).toBe('pending');
+    for (const id of [a.conversionId, b.conversionId])
+      expect((await conversionRow(id)).capi_status).toBe('pending');
     expect((await conversionRow(theirs.conversionId)).capi_status).toBe('failed');
   });
 
   it('needs the form token', async () => {
     const cookie = await signIn();
     const f = await failedSend(tenant.site, 'tiktok');
-    expect((await call(`/dashboard/sites/${tenant.site.siteId}/sends/retry-failed`, { cookie, form: {} })).status).toBe(403);
-    expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [f.sendId])).rows[0].status).toBe('failed');
+    expect(
+      (await call(`/dashboard/sites/${tenant.site.siteId}/sends/retry-failed`, { cookie, form: {} })).status,
+    ).toBe(403);
+    expect((await db.pool.query('SELECT status FROM sends WHERE id = $1', [f.sendId])).rows[0].status).toBe(
+      'failed',
+    );
   });
 });
 
@@ -409,8 +557,14 @@ describe('a conversion whose pixels disagree', () => {
   it('is partially sent on the site page and the user page, each send naming its pixel', async () => {
     const cookie = await signIn();
     const user = newUser();
-    await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
-    const { rows: [c] } = await db.pool.query<{ id: string }>(
+    await attributedJoin(db.pool, {
+      siteId: tenant.site.siteId,
+      channelId: tenant.site.channels.main,
+      telegramUserId: user,
+    });
+    const {
+      rows: [c],
+    } = await db.pool.query<{ id: string }>(
       `INSERT INTO conversions (site_id, channel_id, telegram_user_id, event_type, value, currency, event_time, attributed_at, source, capi_status)
        VALUES ($1, $2, $3, 'Purchase', 9, 'EUR', now(), now(), 'api', 'failed') RETURNING id`,
       [tenant.site.siteId, tenant.site.channels.main, user],

@@ -25,15 +25,31 @@ async function call(path: string, init: { cookie?: string; form?: Record<string,
     headers['content-type'] = 'application/x-www-form-urlencoded';
     body = new URLSearchParams(init.form).toString();
   }
-  const res = await fetch(`${w.app.url}${path}`, { method: body === undefined ? 'GET' : 'POST', headers, body, redirect: 'manual' });
-  return { status: res.status, location: res.headers.get('location'), headers: res.headers, text: await res.text() };
+  const res = await fetch(`${w.app.url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers,
+    body,
+    redirect: 'manual',
+  });
+  return {
+    status: res.status,
+    location: res.headers.get('location'),
+    headers: res.headers,
+    text: await res.text(),
+  };
 }
 
 async function signIn(): Promise<string> {
   const res = await fetch(`${w.app.url}/dashboard/login`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: TEST_ADMIN_TOKEN }).toString(), redirect: 'manual',
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: TEST_ADMIN_TOKEN }).toString(),
+    redirect: 'manual',
   });
-  return res.headers.getSetCookie().find((c) => c.startsWith('capigram_admin='))!.split(';')[0]!;
+  return res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('capigram_admin='))!
+    .split(';')[0]!;
 }
 
 const tokenOf = (page: string) => /name="_token" value="([^"]+)"/.exec(page)![1]!;
@@ -42,7 +58,9 @@ it('lists held requests with approve and decline; the decision goes to Telegram 
   const inv = await w.invitation('requests', { joinRequest: true });
   const ours = newUser();
   const other = newUser();
-  await w.deliver(w.fakes.telegram.chatJoinRequest({ chatId: CHATS.requests.id, user: ours, inviteLink: inv.inviteLink }));
+  await w.deliver(
+    w.fakes.telegram.chatJoinRequest({ chatId: CHATS.requests.id, user: ours, inviteLink: inv.inviteLink }),
+  );
   await w.deliver(w.fakes.telegram.chatJoinRequest({ chatId: CHATS.requests.id, user: other }));
   const cookie = await signIn();
   const page = await call(`/dashboard/sites/${w.siteId}`, { cookie });
@@ -59,9 +77,14 @@ it('lists held requests with approve and decline; the decision goes to Telegram 
   expect(w.fakes.telegram.approvals.filter((a) => a.userId === ours.id)).toEqual([]);
 
   const approved = await call(`${base}/${ours.id}/approve`, { cookie, form: { _token: token } });
-  expect(approved).toMatchObject({ status: 303, location: `/dashboard/sites/${w.siteId}?notice=request-approved` });
+  expect(approved).toMatchObject({
+    status: 303,
+    location: `/dashboard/sites/${w.siteId}?notice=request-approved`,
+  });
   expect(w.fakes.telegram.approvals.filter((a) => a.userId === ours.id)).toHaveLength(1);
-  expect(await w.count('conversions WHERE telegram_user_id = $1 AND visit_id = $2', [ours.id, inv.visitId])).toBe(1);
+  expect(
+    await w.count('conversions WHERE telegram_user_id = $1 AND visit_id = $2', [ours.id, inv.visitId]),
+  ).toBe(1);
 
   const declined = await call(`${base}/${other.id}/decline`, { cookie, form: { _token: token } });
   expect(declined.location).toContain('notice=request-declined');
@@ -80,8 +103,13 @@ it("a channel of another site cannot be decided through this site's page", async
   await w.deliver(w.fakes.telegram.chatJoinRequest({ chatId: CHATS.secondSite.id, user }));
   const cookie = await signIn();
   const token = tokenOf((await call(`/dashboard/sites/${w.siteId}`, { cookie })).text);
-  const res = await call(`/dashboard/sites/${w.siteId}/channels/${w.channels.secondSite}/requests/${user.id}/approve`, { cookie, form: { _token: token } });
+  const res = await call(
+    `/dashboard/sites/${w.siteId}/channels/${w.channels.secondSite}/requests/${user.id}/approve`,
+    { cookie, form: { _token: token } },
+  );
   expect(res.status).toBe(404);
   expect(w.fakes.telegram.approvals.filter((a) => a.userId === user.id)).toEqual([]);
-  expect((await call(`/dashboard/sites/${w.secondSiteId}`, { cookie })).text).toContain(`/requests/${user.id}/approve`);
+  expect((await call(`/dashboard/sites/${w.secondSiteId}`, { cookie })).text).toContain(
+    `/requests/${user.id}/approve`,
+  );
 });

@@ -14,7 +14,13 @@ beforeAll(async () => {
   t = await startTestApp(db.pool);
   tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
   const at = new Date(Date.UTC(2026, 9, 10, 12));
-  const { visitId } = await attributedJoin(db.pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: newUser(), occurredAt: at, visit: { createdAt: at, fbc: 'fb.1.1.x' } });
+  const { visitId } = await attributedJoin(db.pool, {
+    siteId: tenant.site.siteId,
+    channelId: tenant.site.channels.main,
+    telegramUserId: newUser(),
+    occurredAt: at,
+    visit: { createdAt: at, fbc: 'fb.1.1.x' },
+  });
   await db.pool.query(`UPDATE visits SET utm_campaign = '=HYPERLINK("x")' WHERE id = $1`, [visitId]);
   await db.pool.query(
     `INSERT INTO conversions (site_id, channel_id, telegram_user_id, visit_id, event_type, value, currency, event_time, attributed_at, received_at, source)
@@ -27,7 +33,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-const get = (path: string) => fetch(`${t.url}${path}`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+const get = (path: string) =>
+  fetch(`${t.url}${path}`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
 
 describe('the Reports page', () => {
   it('shows the funnel of the range, with its own policy allowing only its script files', async () => {
@@ -38,20 +45,28 @@ describe('the Reports page', () => {
     expect(csp).toContain("default-src 'none'");
     expect(csp).not.toContain('unsafe');
     const page = await res.text();
-    expect(page).toMatch(/<tfoot><tr><td data-label="">Total<\/td><td class="num" data-label="visits">1<\/td>/);
+    expect(page).toMatch(
+      /<tfoot><tr><td data-label="">Total<\/td><td class="num" data-label="visits">1<\/td>/,
+    );
     expect(page).toContain('12.5 EUR · 3 USD');
     expect(page).toContain('<script src="/dashboard/assets/chart.umd.min.js"></script>');
     expect(page).not.toMatch(/<script>/);
     // The data block is JSON a script reads, not one that runs.
-    const data = JSON.parse(/<script type="application\/json" id="report-data">(.*?)<\/script>/s.exec(page)![1]!);
+    const data = JSON.parse(
+      /<script type="application\/json" id="report-data">(.*?)<\/script>/s.exec(page)![1]!,
+    );
     expect(data.days).toEqual(['2026-10-10', '2026-10-11']);
     expect(data.funnel).toEqual({ visits: 1, inviteClicks: 1, joins: 1, retained: 1, conversions: 2 });
     // Other pages keep the policy with no script at all.
-    expect((await get(`/dashboard/sites/${tenant.site.siteId}`)).headers.get('content-security-policy')).not.toContain('script-src');
+    expect(
+      (await get(`/dashboard/sites/${tenant.site.siteId}`)).headers.get('content-security-policy'),
+    ).not.toContain('script-src');
   });
 
   it("shows each pixel's health: last success, last error with its reason, the last 24 hours by status", async () => {
-    const { rows: [c] } = await db.pool.query<{ id: string }>(
+    const {
+      rows: [c],
+    } = await db.pool.query<{ id: string }>(
       `INSERT INTO conversions (site_id, telegram_user_id, event_type, event_time, attributed_at, source) VALUES ($1, 7, 'Lead', now(), now(), 'api') RETURNING id`,
       [tenant.site.siteId],
     );
@@ -64,8 +79,12 @@ describe('the Reports page', () => {
     );
     const page = await (await get(`/dashboard/sites/${tenant.site.siteId}/reports`)).text();
     const health = page.slice(page.indexOf('<h2>Pixel health</h2>'));
-    expect(health).toMatch(/<td data-label="pixel">meta 1234567890<\/td>\s*<td data-label="last success">2 h ago<\/td>\s*<td data-label="last error"><span class="muted">none in 30 days<\/span><\/td>\s*<td class="num" data-label="last 24 h">1 sent · 0 failed · 0 skipped<\/td>/);
-    expect(health).toMatch(/tiktok CTIKTOKPIXEL01<\/td>\s*<td data-label="last success"><span class="warn">none in 30 days<\/span><\/td>\s*<td data-label="last error">2 h ago: <span class="warn">HTTP 401: access token expired<\/span><\/td>\s*<td class="num" data-label="last 24 h">0 sent · 1 failed · 0 skipped<\/td>/);
+    expect(health).toMatch(
+      /<td data-label="pixel">meta 1234567890<\/td>\s*<td data-label="last success">2 h ago<\/td>\s*<td data-label="last error"><span class="muted">none in 30 days<\/span><\/td>\s*<td class="num" data-label="last 24 h">1 sent · 0 failed · 0 skipped<\/td>/,
+    );
+    expect(health).toMatch(
+      /tiktok CTIKTOKPIXEL01<\/td>\s*<td data-label="last success"><span class="warn">none in 30 days<\/span><\/td>\s*<td data-label="last error">2 h ago: <span class="warn">HTTP 401: access token expired<\/span><\/td>\s*<td class="num" data-label="last 24 h">0 sent · 1 failed · 0 skipped<\/td>/,
+    );
   });
 
   it('serves Chart.js and its own script as JavaScript, nothing else', async () => {
@@ -78,10 +97,14 @@ describe('the Reports page', () => {
   });
 
   it('downloads the table as CSV, a column per currency, formulas neutralised', async () => {
-    const res = await get(`/dashboard/sites/${tenant.site.siteId}/reports.csv?from=2026-10-10&to=2026-10-11&groupBy=utm_campaign`);
+    const res = await get(
+      `/dashboard/sites/${tenant.site.siteId}/reports.csv?from=2026-10-10&to=2026-10-11&groupBy=utm_campaign`,
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
-    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="funnel-.*-2026-10-10-2026-10-11-utm_campaign\.csv"$/);
+    expect(res.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="funnel-.*-2026-10-10-2026-10-11-utm_campaign\.csv"$/,
+    );
     expect((await res.text()).split('\r\n')).toEqual([
       'utm_campaign,visits,invite_clicks,joins,attributed_joins,organic_joins,leaves,retained,conversions,value_EUR,value_USD',
       `"'=HYPERLINK(""x"")",1,1,1,1,0,0,1,2,12.5,3`,
@@ -91,9 +114,18 @@ describe('the Reports page', () => {
   });
 
   it('filters by channel, and answers 400 for a range or channel it cannot show', async () => {
-    const vip = await (await get(`/dashboard/sites/${tenant.site.siteId}/reports.csv?from=2026-10-10&to=2026-10-10&channelId=${tenant.site.channels.second}`)).text();
+    const vip = await (
+      await get(
+        `/dashboard/sites/${tenant.site.siteId}/reports.csv?from=2026-10-10&to=2026-10-10&channelId=${tenant.site.channels.second}`,
+      )
+    ).text();
     expect(vip.split('\r\n')[2]).toBe('total,0,0,0,0,0,0,0,0');
-    for (const q of ['from=2026-10-12&to=2026-10-10', 'groupBy=week', 'from=2026-02-30', `channelId=${tenant.site.channels.main}x`]) {
+    for (const q of [
+      'from=2026-10-12&to=2026-10-10',
+      'groupBy=week',
+      'from=2026-02-30',
+      `channelId=${tenant.site.channels.main}x`,
+    ]) {
       const res = await get(`/dashboard/sites/${tenant.site.siteId}/reports?${q}`);
       expect(res.status, q).toBe(400);
     }

@@ -51,9 +51,14 @@ it('a successful sign-in does not count against the address', async () => {
 });
 
 it('counts wrong bearer tokens against the same budget as the form', async () => {
-  const bearer = (token: string, ip: string) => fetch(`${a.url}/dashboard`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': ip }, redirect: 'manual' });
+  const bearer = (token: string, ip: string) =>
+    fetch(`${a.url}/dashboard`, {
+      headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': ip },
+      redirect: 'manual',
+    });
   expect((await bearer(TEST_ADMIN_TOKEN, '198.51.100.10')).status).toBe(200);
-  for (let i = 0; i < SIGN_IN_FAILURES_ALLOWED; i++) expect((await bearer(`guess-${i}`, '198.51.100.10')).status).toBe(401);
+  for (let i = 0; i < SIGN_IN_FAILURES_ALLOWED; i++)
+    expect((await bearer(`guess-${i}`, '198.51.100.10')).status).toBe(401);
   const blocked = await bearer(TEST_ADMIN_TOKEN, '198.51.100.10');
   expect(blocked.status).toBe(429);
   expect((await blocked.json()).code).toBe('RATE_LIMITED');
@@ -61,7 +66,9 @@ it('counts wrong bearer tokens against the same budget as the form', async () =>
 });
 
 it('evaluates at most ten of many parallel guesses, across processes: each try is counted before the token is looked at', async () => {
-  const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => signIn(i % 2 === 0 ? a : b, `parallel-${i}`, '198.51.100.11')));
+  const answers = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => signIn(i % 2 === 0 ? a : b, `parallel-${i}`, '198.51.100.11')),
+  );
   const statuses = answers.map((r) => r.status);
   expect(statuses.filter((s) => s === 401)).toHaveLength(SIGN_IN_FAILURES_ALLOWED);
   expect(statuses.filter((s) => s === 429)).toHaveLength(200 - SIGN_IN_FAILURES_ALLOWED);
@@ -70,9 +77,14 @@ it('evaluates at most ten of many parallel guesses, across processes: each try i
 
 it('right tokens in parallel (up to the budget at once) all pass and never use it up', async () => {
   // A right token takes a try too (it cannot be known right before it is counted) and gives it back.
-  const answers = await Promise.all(Array.from({ length: SIGN_IN_FAILURES_ALLOWED }, (_, i) => signIn(i % 2 === 0 ? a : b, TEST_ADMIN_TOKEN, '198.51.100.12')));
+  const answers = await Promise.all(
+    Array.from({ length: SIGN_IN_FAILURES_ALLOWED }, (_, i) =>
+      signIn(i % 2 === 0 ? a : b, TEST_ADMIN_TOKEN, '198.51.100.12'),
+    ),
+  );
   expect(answers.map((r) => r.status)).toEqual(Array(SIGN_IN_FAILURES_ALLOWED).fill(303));
-  for (let i = 0; i < SIGN_IN_FAILURES_ALLOWED; i++) expect((await signIn(a, `guess-${i}`, '198.51.100.12')).status).toBe(401);
+  for (let i = 0; i < SIGN_IN_FAILURES_ALLOWED; i++)
+    expect((await signIn(a, `guess-${i}`, '198.51.100.12')).status).toBe(401);
 });
 
 it('counts an IPv6 client by its /64 (what one host or one customer of a provider holds), not by each of its addresses', async () => {

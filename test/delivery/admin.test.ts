@@ -5,7 +5,18 @@ import { listSends, retrySend } from '../../backend/delivery/admin.js';
 import { sweepDue } from '../../backend/delivery/sweep.js';
 import { ApiError } from '../../backend/errors.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, recordConversionUnannounced, sendsOf, UA, waitUntil, type DeliveryHarness } from './support.js';
+import {
+  allSettled,
+  createConversion,
+  createSiteWith,
+  createVisit,
+  deliveryHarness,
+  recordConversionUnannounced,
+  sendsOf,
+  UA,
+  waitUntil,
+  type DeliveryHarness,
+} from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -25,13 +36,17 @@ afterAll(async () => {
 });
 
 async function refusal(p: Promise<unknown>): Promise<ApiError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ApiError);
   return err as ApiError;
 }
 
 async function capiStatus(conversionId: string): Promise<string> {
-  return (await db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [conversionId])).rows[0].capi_status;
+  return (await db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [conversionId])).rows[0]
+    .capi_status;
 }
 
 describe('listSends', () => {
@@ -39,11 +54,17 @@ describe('listSends', () => {
 
   beforeAll(async () => {
     h.fakes.meta.failNext(1, { type: 'invalidToken' });
-    const visitId = await createVisit(db.pool, site.siteId, { href: 'https://shop.example.com/', userAgent: UA });
+    const visitId = await createVisit(db.pool, site.siteId, {
+      href: 'https://shop.example.com/',
+      userAgent: UA,
+    });
     failedConversion = (await createConversion(db.pool, site.siteId, { visitId })).conversionId;
     await allSettled(db.pool);
     await createConversion(db.pool, site.siteId, { visitId });
-    await createConversion(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
+    await createConversion(db.pool, other.siteId, {
+      eventSourceUrl: 'https://other.example.com/',
+      userAgent: UA,
+    });
     await allSettled(db.pool);
   });
 
@@ -56,30 +77,52 @@ describe('listSends', () => {
     expect(byId.sends.slice(2).every((s) => s.conversionId === failedConversion)).toBe(true);
     const meta = byId.sends.find((s) => s.conversionId === failedConversion && s.platform === 'meta')!;
     expect(meta).toEqual({
-      sendId: meta.sendId, platform: 'meta', status: 'failed', attempts: 1,
-      lastError: 'Error validating access token: Session has expired. (code 190/463)', conversionId: failedConversion, visitId: null,
+      sendId: meta.sendId,
+      platform: 'meta',
+      status: 'failed',
+      attempts: 1,
+      lastError: 'Error validating access token: Session has expired. (code 190/463)',
+      conversionId: failedConversion,
+      visitId: null,
     });
     const google = byId.sends.find((s) => s.conversionId === failedConversion && s.platform === 'google')!;
-    expect(google).toMatchObject({ status: 'skipped', attempts: 0, lastError: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' });
+    expect(google).toMatchObject({
+      status: 'skipped',
+      attempts: 0,
+      lastError:
+        'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
+    });
     const otherSends = await listSends(db.pool, { siteId: other.siteId });
     expect(otherSends.sends).toHaveLength(1);
     expect(byId.sends.map((s) => s.sendId)).not.toContain(otherSends.sends[0]!.sendId);
   });
 
   it('filters by status and limits the count (default 50, at most 1000)', async () => {
-    expect((await listSends(db.pool, { siteId: site.siteId, status: 'failed' })).sends.map((s) => s.platform)).toEqual(['meta']);
+    expect(
+      (await listSends(db.pool, { siteId: site.siteId, status: 'failed' })).sends.map((s) => s.platform),
+    ).toEqual(['meta']);
     expect((await listSends(db.pool, { siteId: site.siteId, status: 'skipped' })).sends).toHaveLength(2);
     expect((await listSends(db.pool, { siteId: site.siteId, limit: 1 })).sends).toHaveLength(1);
     expect((await listSends(db.pool, { siteId: site.siteId, limit: '3' })).sends).toHaveLength(3);
   });
 
   it('refuses bad input with VALIDATION_FAILED and an unknown site with NOT_FOUND', async () => {
-    expect((await refusal(listSends(db.pool, { siteId: site.siteId, limit: 1001 }))).code).toBe('VALIDATION_FAILED');
-    expect((await refusal(listSends(db.pool, { siteId: site.siteId, limit: 0 }))).code).toBe('VALIDATION_FAILED');
-    expect((await refusal(listSends(db.pool, { siteId: site.siteId, limit: 'ten' }))).code).toBe('VALIDATION_FAILED');
-    expect((await refusal(listSends(db.pool, { siteId: site.siteId, status: 'lost' as 'sent' }))).code).toBe('VALIDATION_FAILED');
+    expect((await refusal(listSends(db.pool, { siteId: site.siteId, limit: 1001 }))).code).toBe(
+      'VALIDATION_FAILED',
+    );
+    expect((await refusal(listSends(db.pool, { siteId: site.siteId, limit: 0 }))).code).toBe(
+      'VALIDATION_FAILED',
+    );
+    expect((await refusal(listSends(db.pool, { siteId: site.siteId, limit: 'ten' }))).code).toBe(
+      'VALIDATION_FAILED',
+    );
+    expect((await refusal(listSends(db.pool, { siteId: site.siteId, status: 'lost' as 'sent' }))).code).toBe(
+      'VALIDATION_FAILED',
+    );
     expect((await refusal(listSends(db.pool, { siteId: 'ws_nope' }))).code).toBe('NOT_FOUND');
-    expect((await refusal(listSends(db.pool, { siteId: '00000000-0000-4000-8000-000000000000' }))).code).toBe('NOT_FOUND');
+    expect((await refusal(listSends(db.pool, { siteId: '00000000-0000-4000-8000-000000000000' }))).code).toBe(
+      'NOT_FOUND',
+    );
   });
 
   describe('retrySend', () => {
@@ -96,16 +139,24 @@ describe('listSends', () => {
     });
 
     it('a skipped send is tried again (and skipped again while it still cannot be valid)', async () => {
-      const [skipped] = await sendsOf(db.pool, `conversion_id = $1 AND platform = 'google'`, [failedConversion]);
+      const [skipped] = await sendsOf(db.pool, `conversion_id = $1 AND platform = 'google'`, [
+        failedConversion,
+      ]);
       await retrySend(db.pool, skipped!.id);
       const [after] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'id = $1', [skipped!.id]));
-      expect(after).toMatchObject({ status: 'skipped', skip_reason: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' });
+      expect(after).toMatchObject({
+        status: 'skipped',
+        skip_reason:
+          'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
+      });
     });
 
     it('refuses a delivered send, and unknown or malformed ids with NOT_FOUND', async () => {
       const [sent] = await sendsOf(db.pool, `conversion_id = $1 AND platform = 'meta'`, [failedConversion]);
       expect((await refusal(retrySend(db.pool, sent!.id))).code).toBe('VALIDATION_FAILED');
-      expect((await refusal(retrySend(db.pool, '00000000-0000-4000-8000-000000000000'))).code).toBe('NOT_FOUND');
+      expect((await refusal(retrySend(db.pool, '00000000-0000-4000-8000-000000000000'))).code).toBe(
+        'NOT_FOUND',
+      );
       expect((await refusal(retrySend(db.pool, 'not-a-send'))).code).toBe('NOT_FOUND');
     });
   });
@@ -116,12 +167,23 @@ describe('the sweep: sends no wake-up announced', () => {
     await h.stopWorker();
     h.fakes.resetAll();
     // A deliver_due job taken by a worker that was then killed: graphile-worker keeps it locked for 4 hours.
-    await db.pool.query(`SELECT graphile_worker.add_job('deliver_due', '{}'::json, job_key := 'deliver_due')`);
-    await db.pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'dead-worker' WHERE locked_at IS NULL`);
-    const { conversionId } = await recordConversionUnannounced(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
+    await db.pool.query(
+      `SELECT graphile_worker.add_job('deliver_due', '{}'::json, job_key := 'deliver_due')`,
+    );
+    await db.pool.query(
+      `UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'dead-worker' WHERE locked_at IS NULL`,
+    );
+    const { conversionId } = await recordConversionUnannounced(db.pool, other.siteId, {
+      eventSourceUrl: 'https://other.example.com/',
+      userAgent: UA,
+    });
     const started = Date.now();
     await h.startWorker();
-    await waitUntil(async () => (await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.status === 'sent', 5000, 'the swept send');
+    await waitUntil(
+      async () => (await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.status === 'sent',
+      5000,
+      'the swept send',
+    );
     // The harness's poll interval is 100 ms: found by the first sweeps, not by a minute-long cron.
     expect(Date.now() - started).toBeLessThan(2000);
     expect(h.fakes.meta.events().map((e) => e.event.event_id)).toEqual([`cnv_${conversionId}`]);
@@ -131,13 +193,27 @@ describe('the sweep: sends no wake-up announced', () => {
     await h.stopWorker();
     try {
       await db.pool.query(`DELETE FROM graphile_worker._private_jobs`);
-      const wakeUps = async () => (await db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = 'deliver_due'`)).rows[0].n as number;
-      const { conversionId } = await recordConversionUnannounced(db.pool, other.siteId, { eventSourceUrl: 'https://other.example.com/', userAgent: UA });
+      const wakeUps = async () =>
+        (
+          await db.pool.query(
+            `SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = 'deliver_due'`,
+          )
+        ).rows[0].n as number;
+      const { conversionId } = await recordConversionUnannounced(db.pool, other.siteId, {
+        eventSourceUrl: 'https://other.example.com/',
+        userAgent: UA,
+      });
       // Leased by a worker, or waiting for a retry: not due, nothing to wake.
-      await db.pool.query(`UPDATE sends SET next_attempt_at = now() + interval '1 minute' WHERE conversion_id = $1`, [conversionId]);
+      await db.pool.query(
+        `UPDATE sends SET next_attempt_at = now() + interval '1 minute' WHERE conversion_id = $1`,
+        [conversionId],
+      );
       expect(await sweepDue(db.pool)).toBe(false);
       expect(await wakeUps()).toBe(0);
-      await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '1 second' WHERE conversion_id = $1`, [conversionId]);
+      await db.pool.query(
+        `UPDATE sends SET next_attempt_at = now() - interval '1 second' WHERE conversion_id = $1`,
+        [conversionId],
+      );
       expect(await sweepDue(db.pool)).toBe(true);
       expect(await sweepDue(db.pool)).toBe(true);
       // Keyed: sweeping again does not pile up jobs.

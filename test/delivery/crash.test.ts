@@ -45,19 +45,25 @@ async function startWorkerProcess(): Promise<ServiceProcess> {
 it('SIGKILL mid-request, restart: every conversion delivered, each event id at least once, none lost', async () => {
   const deps = testDeps(db.pool, { ...fakes.env });
   const { siteId } = await createSiteWith(deps, ['meta']);
-  const visitId = await createVisit(db.pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: UA });
+  const visitId = await createVisit(db.pool, siteId, {
+    href: 'https://shop.example.com/',
+    clientIp: '203.0.113.7',
+    userAgent: UA,
+  });
 
   const first = await startWorkerProcess();
   const ids: string[] = [];
   // The conversions trickle in over a couple of seconds, so that the worker sends them in many
   // requests: written all at once (a worker slow to start on a busy machine), they would all go
   // in its first request, and there would be no request left to kill it in.
-  const writing = Promise.all([0, 1].map(async () => {
-    for (let i = 0; i < 150; i++) {
-      ids.push((await createConversion(db.pool, siteId, { visitId })).conversionId);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }));
+  const writing = Promise.all(
+    [0, 1].map(async () => {
+      for (let i = 0; i < 150; i++) {
+        ids.push((await createConversion(db.pool, siteId, { visitId })).conversionId);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }),
+  );
 
   // Kill while a request is in flight: it has reached the platform, its answer has not come back.
   await fakes.meta.waitFor((log) => log.length >= 3, 15_000);
@@ -75,11 +81,18 @@ it('SIGKILL mid-request, restart: every conversion delivered, each event id at l
   expect(sends.filter((s) => s.status !== 'sent')).toEqual([]);
   const stats = fakes.meta.dedupStats();
   expect(stats.distinct).toBe(300);
-  expect(new Set(fakes.meta.events().map((e) => e.event.event_id))).toEqual(new Set(ids.map((id) => `cnv_${id}`)));
+  expect(new Set(fakes.meta.events().map((e) => e.event.event_id))).toEqual(
+    new Set(ids.map((id) => `cnv_${id}`)),
+  );
   // The sends orphaned by the kill were sent again after the restart, under the same event ids
   // (the platform may have received them already, in the request the kill interrupted).
   const orphanIds = new Set(orphaned.map((s) => s.event_id));
-  const resent = new Set(fakes.meta.events().filter((e) => e.receivedAt > restartedAt && orphanIds.has(e.event.event_id!)).map((e) => e.event.event_id));
+  const resent = new Set(
+    fakes.meta
+      .events()
+      .filter((e) => e.receivedAt > restartedAt && orphanIds.has(e.event.event_id!))
+      .map((e) => e.event.event_id),
+  );
   expect(resent).toEqual(orphanIds);
 
   second.child.kill('SIGTERM');

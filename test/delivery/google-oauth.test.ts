@@ -12,7 +12,15 @@ import { deliveryTasks } from '../../backend/worker/tasks/deliver.js';
 import { startFakes, type Fakes } from '../fakes/index.js';
 import { testDeps } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { allSettled, createConversion, createVisit, GOOGLE_ACTION, GOOGLE_CUSTOMER, sendsOf, TEST_DELIVERY } from './support.js';
+import {
+  allSettled,
+  createConversion,
+  createVisit,
+  GOOGLE_ACTION,
+  GOOGLE_CUSTOMER,
+  sendsOf,
+  TEST_DELIVERY,
+} from './support.js';
 
 const CLIENT = { clientId: 'google-client-id', clientSecret: 'google-client-secret' };
 // One refresh token per test: the access-token cache is per process and keyed by the credentials.
@@ -27,7 +35,12 @@ beforeAll(async () => {
   db = await createTestDatabase();
   fakes = await startFakes({ google: { refreshTokens: REFRESH } });
   deps = testDeps(db.pool, { ...fakes.env, GOOGLE_OAUTH_URL: fakes.google.url });
-  worker = await startWorker(deps, { extraTasks: deliveryTasks(deps, TEST_DELIVERY), crontab: '', pollIntervalMs: 100, concurrency: 2 });
+  worker = await startWorker(deps, {
+    extraTasks: deliveryTasks(deps, TEST_DELIVERY),
+    crontab: '',
+    pollIntervalMs: 100,
+    concurrency: 2,
+  });
 });
 afterAll(async () => {
   await worker.stop();
@@ -42,9 +55,18 @@ beforeEach(() => {
 async function googleSite(refreshToken: string): Promise<string> {
   const { accountId } = await createAccount(db.pool, { name: 'OAuth Co' });
   const { siteId } = await createSite(db.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });
-  await addPixel({ pool: db.pool, box: deps.box }, {
-    platform: 'google', siteId, customerId: GOOGLE_CUSTOMER, conversionActions: [GOOGLE_ACTION], developerToken: 'google-dev-token', refreshToken, ...CLIENT,
-  });
+  await addPixel(
+    { pool: db.pool, box: deps.box },
+    {
+      platform: 'google',
+      siteId,
+      customerId: GOOGLE_CUSTOMER,
+      conversionActions: [GOOGLE_ACTION],
+      developerToken: 'google-dev-token',
+      refreshToken,
+      ...CLIENT,
+    },
+  );
   return siteId;
 }
 
@@ -70,11 +92,17 @@ describe('a Google pixel with a refresh token', () => {
     const second = await convert(siteId, 'Cj0-second');
     const sends = await allSettled(db.pool);
 
-    expect(sends.filter((s) => s.conversion_id === first || s.conversion_id === second).map((s) => s.status)).toEqual(['sent', 'sent']);
+    expect(
+      sends.filter((s) => s.conversion_id === first || s.conversion_id === second).map((s) => s.status),
+    ).toEqual(['sent', 'sent']);
     expect(uploadedOrders()).toEqual([first, second]);
     const tokens = fakes.google.tokenRequests();
     expect(tokens).toHaveLength(1);
-    expect(tokens[0]!.body).toEqual({ grant_type: 'refresh_token', refresh_token: REFRESH[0], ...{ client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret } });
+    expect(tokens[0]!.body).toEqual({
+      grant_type: 'refresh_token',
+      refresh_token: REFRESH[0],
+      ...{ client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret },
+    });
     const uploads = fakes.google.uploadRequests();
     expect(uploads).toHaveLength(2);
     expect(bearer(uploads[0]!)).toMatch(/^Bearer ya29\.fake-/);
@@ -89,7 +117,10 @@ describe('a Google pixel with a refresh token', () => {
     const conversionId = await convert(siteId, 'Cj0-after');
     const sends = await allSettled(db.pool);
 
-    expect(sends.find((s) => s.conversion_id === conversionId)).toMatchObject({ status: 'sent', last_error: null });
+    expect(sends.find((s) => s.conversion_id === conversionId)).toMatchObject({
+      status: 'sent',
+      last_error: null,
+    });
     expect(uploadedOrders()).toContain(conversionId);
     expect(fakes.google.tokenRequests()).toHaveLength(2);
     const uploads = fakes.google.uploadRequests();
@@ -138,13 +169,17 @@ describe('a Google pixel with a refresh token', () => {
     const sends = await allSettled(db.pool);
 
     expect(sends.find((s) => s.conversion_id === conversionId)).toMatchObject({ status: 'sent' });
-    expect((await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.attempts).toBeGreaterThanOrEqual(1);
+    expect(
+      (await sendsOf(db.pool, 'conversion_id = $1', [conversionId]))[0]!.attempts,
+    ).toBeGreaterThanOrEqual(1);
     expect(fakes.google.tokenRequests().map((r) => r.status)).toEqual([503, 200]);
     expect(uploadedOrders()).toEqual([conversionId]);
   });
 
   it('credentials never reach the sends table', async () => {
-    const { rows } = await db.pool.query(`SELECT coalesce(last_error, '') || coalesce(response_summary::text, '') AS t FROM sends`);
+    const { rows } = await db.pool.query(
+      `SELECT coalesce(last_error, '') || coalesce(response_summary::text, '') AS t FROM sends`,
+    );
     const all = rows.map((r) => r.t as string).join('\n');
     expect(all).not.toMatch(/rt-[a-z]+-0+1|google-client-secret|ya29\./);
     expect(all).toContain('invalid_grant');
@@ -153,27 +188,56 @@ describe('a Google pixel with a refresh token', () => {
 
 describe('classifyTokenResponse', () => {
   const now = 1_000_000;
-  const res = (status: number, body: unknown, headers: Record<string, string> = {}) => ({ status, headers, bodyText: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = (status: number, body: unknown, headers: Record<string, string> = {}) => ({
+    status,
+    headers,
+    bodyText: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
   it.each([
-    ['a token with its lifetime', res(200, { access_token: 'ya29.a', expires_in: 3599 }), { ok: true, accessToken: 'ya29.a', expiresAtMs: now + 3_599_000 - 60_000 }],
-    ['a short-lived token: kept for half its life', res(200, { access_token: 'ya29.b', expires_in: 60 }), { ok: true, accessToken: 'ya29.b', expiresAtMs: now + 30_000 }],
-    ['no expires_in: Google\'s hour', res(200, { access_token: 'ya29.c' }), { ok: true, accessToken: 'ya29.c', expiresAtMs: now + 3_540_000 }],
+    [
+      'a token with its lifetime',
+      res(200, { access_token: 'ya29.a', expires_in: 3599 }),
+      { ok: true, accessToken: 'ya29.a', expiresAtMs: now + 3_599_000 - 60_000 },
+    ],
+    [
+      'a short-lived token: kept for half its life',
+      res(200, { access_token: 'ya29.b', expires_in: 60 }),
+      { ok: true, accessToken: 'ya29.b', expiresAtMs: now + 30_000 },
+    ],
+    [
+      "no expires_in: Google's hour",
+      res(200, { access_token: 'ya29.c' }),
+      { ok: true, accessToken: 'ya29.c', expiresAtMs: now + 3_540_000 },
+    ],
     ['a success without a token', res(200, {}), { ok: false, retry: true }],
-    ['invalid_grant', res(400, { error: 'invalid_grant', error_description: 'Bad Request' }), { ok: false, retry: false }],
+    [
+      'invalid_grant',
+      res(400, { error: 'invalid_grant', error_description: 'Bad Request' }),
+      { ok: false, retry: false },
+    ],
     ['invalid_client', res(401, { error: 'invalid_client' }), { ok: false, retry: false }],
     ['another 4xx', res(403, 'forbidden'), { ok: false, retry: false }],
     ['a 5xx', res(503, { error: 'internal_failure' }), { ok: false, retry: true }],
     ['a gateway page', res(502, '<html>Bad Gateway</html>'), { ok: false, retry: true }],
-    ['429 with Retry-After', res(429, { error: 'rate_limit_exceeded' }, { 'retry-after': '7' }), { ok: false, retry: true, delayMs: 7000 }],
+    [
+      '429 with Retry-After',
+      res(429, { error: 'rate_limit_exceeded' }, { 'retry-after': '7' }),
+      { ok: false, retry: true, delayMs: 7000 },
+    ],
     ['no answer', { networkError: 'ECONNREFUSED' }, { ok: false, retry: true }],
   ] as const)('%s', (_, response, expected) => {
     expect(classifyTokenResponse(response, now)).toMatchObject(expected);
   });
 
   it('names the OAuth error and what to do', () => {
-    const a = classifyTokenResponse(res(401, { error: 'invalid_client', error_description: 'The OAuth client was not found.' }), now);
+    const a = classifyTokenResponse(
+      res(401, { error: 'invalid_client', error_description: 'The OAuth client was not found.' }),
+      now,
+    );
     expect(a).toMatchObject({ ok: false, retry: false });
-    expect(!a.ok && a.error).toBe('Google OAuth token refresh failed: invalid_client (The OAuth client was not found.): the OAuth client id or secret is wrong; correct them (pixel update --client-id --client-secret)');
+    expect(!a.ok && a.error).toBe(
+      'Google OAuth token refresh failed: invalid_client (The OAuth client was not found.): the OAuth client id or secret is wrong; correct them (pixel update --client-id --client-secret)',
+    );
   });
 });

@@ -6,7 +6,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deliveryOptions } from '../../backend/delivery/options.js';
 import { deliverDue } from '../../backend/delivery/pipeline.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { createConversion, createSiteWith, createVisit, deliveryHarness, sendsOf, TEST_DELIVERY, UA, type DeliveryHarness } from './support.js';
+import {
+  createConversion,
+  createSiteWith,
+  createVisit,
+  deliveryHarness,
+  sendsOf,
+  TEST_DELIVERY,
+  UA,
+  type DeliveryHarness,
+} from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -28,7 +37,13 @@ const OPTIONS = deliveryOptions({ ...TEST_DELIVERY, leaseMs: 1000 });
 /** Two Meta conversions on a fresh site, one with an fbc Meta refuses: their batch is rejected whole, then split. */
 async function goodAndBad(): Promise<{ good: string; bad: string }> {
   const { siteId } = await createSiteWith(h.deps, ['meta']);
-  const visit = (fbc?: string) => createVisit(db.pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: UA, fbc });
+  const visit = (fbc?: string) =>
+    createVisit(db.pool, siteId, {
+      href: 'https://shop.example.com/',
+      clientIp: '203.0.113.7',
+      userAgent: UA,
+      fbc,
+    });
   const good = (await createConversion(db.pool, siteId, { visitId: await visit() })).conversionId;
   const bad = (await createConversion(db.pool, siteId, { visitId: await visit('not-an-fbc') })).conversionId;
   return { good, bad };
@@ -58,7 +73,12 @@ describe('the delivery lease', () => {
     expect(first).toHaveLength(2);
     expect(second).toHaveLength(2);
     for (const [i, lease] of second.entries()) expect(lease).toBeGreaterThan(first[i]!);
-    const status = Object.fromEntries((await sendsOf(db.pool, 'conversion_id = ANY($1::uuid[])', [[good, bad]])).map((s) => [s.conversion_id, s.status]));
+    const status = Object.fromEntries(
+      (await sendsOf(db.pool, 'conversion_id = ANY($1::uuid[])', [[good, bad]])).map((s) => [
+        s.conversion_id,
+        s.status,
+      ]),
+    );
     expect(status).toEqual({ [good]: 'sent', [bad]: 'failed' });
     expect(h.fakes.meta.received).toHaveLength(3);
     expect(h.fakes.meta.events().map((e) => e.event.event_id)).toEqual([`cnv_${good}`]);

@@ -26,7 +26,9 @@ let tenant: Tenant;
 
 async function deadlocks(): Promise<number> {
   // Statistics are flushed by each backend on its own schedule (and at its exit): read a fresh snapshot.
-  const { rows } = await db.pool.query<{ n: string }>('SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = current_database()');
+  const { rows } = await db.pool.query<{ n: string }>(
+    'SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
   return Number(rows[0]!.n);
 }
 
@@ -58,7 +60,12 @@ describe('lock order between business events and delivery', () => {
   it('shared event transactions and outcome writes on the same conversions: no deadlock, no 5xx, each event id accepted once', async () => {
     const api = apiClient(t.url);
     const users = Array.from({ length: LEADS }, () => newUser());
-    for (const u of users) await attributedJoin(apiPool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: u });
+    for (const u of users)
+      await attributedJoin(apiPool, {
+        siteId: tenant.site.siteId,
+        channelId: tenant.site.channels.main,
+        telegramUserId: u,
+      });
     const before = await deadlocks();
 
     for (const fake of [h.fakes.meta, h.fakes.tiktok]) {
@@ -80,7 +87,13 @@ describe('lock order between business events and delivery', () => {
       // the shared transaction locks those conversions while delivery writes them.
       const eventType = EVENT_TYPES[Math.floor(round / 4) % EVENT_TYPES.length]!;
       const answers = await Promise.all(
-        users.map((u) => api.post('/events/conversion', { telegramUserId: u, eventType, value: round + 1, currency: 'USD' }, { key: tenant.accountKey })),
+        users.map((u) =>
+          api.post(
+            '/events/conversion',
+            { telegramUserId: u, eventType, value: round + 1, currency: 'USD' },
+            { key: tenant.accountKey },
+          ),
+        ),
       );
       for (const a of answers) {
         statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
@@ -92,7 +105,11 @@ describe('lock order between business events and delivery', () => {
 
     // The platforms recover: everything left goes out.
     for (const fake of [h.fakes.meta, h.fakes.tiktok]) fake.failRate(0, []);
-    await waitUntil(async () => (await count(apiPool, `sends WHERE status = 'pending'`)) === 0, 20_000, 'every send delivered');
+    await waitUntil(
+      async () => (await count(apiPool, `sends WHERE status = 'pending'`)) === 0,
+      20_000,
+      'every send delivered',
+    );
     await h.stopWorker();
     // Exiting backends flush their statistics: close every connection that ran the load.
     await t.stop();
@@ -121,7 +138,8 @@ describe('lock order between business events and delivery', () => {
     // The load did what it is for: events updated pending conversions, in shared transactions.
     expect(locking).toBeGreaterThan(LEADS);
     expect(after - before).toBe(0);
-    for (const fake of [h.fakes.meta, h.fakes.tiktok]) expect(fake.dedupStats()).toMatchObject({ duplicates: 0 });
+    for (const fake of [h.fakes.meta, h.fakes.tiktok])
+      expect(fake.dedupStats()).toMatchObject({ duplicates: 0 });
     expect(h.fakes.meta.dedupStats().distinct).toBe(conversions.size);
     expect(h.fakes.tiktok.dedupStats().distinct).toBe(conversions.size);
     expect(conversions.size).toBeGreaterThan(LEADS);

@@ -5,7 +5,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { failureTrigger, type FailureTrigger } from '../harness/fail-trigger.js';
-import { createConversion, createSiteWith, deliveryHarness, sendsOf, TEST_DELIVERY, UA, waitUntil, type DeliveryHarness } from './support.js';
+import {
+  createConversion,
+  createSiteWith,
+  deliveryHarness,
+  sendsOf,
+  TEST_DELIVERY,
+  UA,
+  waitUntil,
+  type DeliveryHarness,
+} from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -15,7 +24,11 @@ beforeAll(async () => {
   db = await createTestDatabase();
   h = await deliveryHarness(db.pool);
   // Only outcome writes that mark a send sent fail.
-  injected = await failureTrigger(db.pool, { name: 'test_fail_outcome', on: 'BEFORE UPDATE ON sends', when: "OLD.status = 'pending' AND NEW.status = 'sent'" });
+  injected = await failureTrigger(db.pool, {
+    name: 'test_fail_outcome',
+    on: 'BEFORE UPDATE ON sends',
+    when: "OLD.status = 'pending' AND NEW.status = 'sent'",
+  });
 });
 beforeEach(() => h.fakes.meta.reset());
 afterAll(async () => {
@@ -28,9 +41,16 @@ const failFirst = (n: number, code: string) => injected.failFirst(n, code);
 async function deliveredOnce(code: string, failures: number): Promise<void> {
   const { siteId } = await createSiteWith(h.deps, ['meta']);
   await failFirst(failures, code);
-  const { conversionId } = await createConversion(db.pool, siteId, { eventSourceUrl: 'https://shop.example.com/', userAgent: UA });
+  const { conversionId } = await createConversion(db.pool, siteId, {
+    eventSourceUrl: 'https://shop.example.com/',
+    userAgent: UA,
+  });
   const [send] = await sendsOf(db.pool, 'conversion_id = $1', [conversionId]);
-  await waitUntil(async () => (await sendsOf(db.pool, 'id = $1', [send!.id]))[0]!.status === 'sent', 10_000, 'the send recorded as sent');
+  await waitUntil(
+    async () => (await sendsOf(db.pool, 'id = $1', [send!.id]))[0]!.status === 'sent',
+    10_000,
+    'the send recorded as sent',
+  );
   // Past the lease (and a sweep): a send whose outcome was lost would have gone out again by now.
   await new Promise((r) => setTimeout(r, TEST_DELIVERY.leaseMs! + 500));
   const accepted = h.fakes.meta.events().filter((e) => e.event.event_id === send!.event_id);

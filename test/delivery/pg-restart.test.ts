@@ -38,7 +38,15 @@ afterAll(async () => {
 
 /** The "unhandled error" log lines of the running processes, to say why a request got a 500. */
 function unhandledErrors(): string {
-  return supervised.flatMap((s) => s.current().output().split('\n').filter((l) => l.includes('unhandled error'))).join('\n');
+  return supervised
+    .flatMap((s) =>
+      s
+        .current()
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('unhandled error')),
+    )
+    .join('\n');
 }
 
 /** A process kept running the way `Restart=always` does: started again 250 ms after any exit. */
@@ -120,11 +128,17 @@ interface Figures {
  * started again, then waits for the platforms to have every accepted conversion's event.
  */
 async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<Figures> {
-  const tenant: Tenant = await seedTenant(pool, createSecretBox(TEST_SECRET_KEY), { platforms: ['meta', 'tiktok'] });
+  const tenant: Tenant = await seedTenant(pool, createSecretBox(TEST_SECRET_KEY), {
+    platforms: ['meta', 'tiktok'],
+  });
   const users: number[] = [];
   for (let i = 0; i < 200; i++) {
     const user = newUser();
-    await attributedJoin(pool, { siteId: tenant.site.siteId, channelId: tenant.site.channels.main, telegramUserId: user });
+    await attributedJoin(pool, {
+      siteId: tenant.site.siteId,
+      channelId: tenant.site.channels.main,
+      telegramUserId: user,
+    });
     users.push(user);
   }
   const api = apiClient(webUrl);
@@ -138,7 +152,13 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
     while (next < users.length) {
       const user = users[next++]!;
       for (;;) {
-        const res = await api.post('/events/conversion', { telegramUserId: user, eventType: 'Lead' }, { key: tenant.site.siteKey, idempotencyKey: `restart-${user}` }).catch(() => null);
+        const res = await api
+          .post(
+            '/events/conversion',
+            { telegramUserId: user, eventType: 'Lead' },
+            { key: tenant.site.siteKey, idempotencyKey: `restart-${user}` },
+          )
+          .catch(() => null);
         if (res && res.status >= 200 && res.status < 300) {
           accepted.add(res.body.conversionId as string);
           break;
@@ -153,7 +173,9 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
 
   // Stop PostgreSQL once deliveries are under way: requests to the platforms are in flight.
   await fakes.meta.waitFor((log) => log.length >= 3, 20_000);
-  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sends WHERE status = 'pending' AND in_flight AND next_attempt_at > now()`);
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM sends WHERE status = 'pending' AND in_flight AND next_attempt_at > now()`,
+  );
   const sendsInFlight = rows[0]!.n;
   await pg.stop();
   // During the outage: /readyz says so, and the web tier answers 503, never 500.
@@ -173,7 +195,9 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
   expect(refused).toEqual([]);
   expect(accepted.size).toBe(users.length);
   // No conversion was recorded beside the accepted ones (a retry never made a second one).
-  const { rows: all } = await pool.query<{ id: string }>(`SELECT id FROM conversions WHERE site_id = $1`, [tenant.site.siteId]);
+  const { rows: all } = await pool.query<{ id: string }>(`SELECT id FROM conversions WHERE site_id = $1`, [
+    tenant.site.siteId,
+  ]);
   expect(new Set(all.map((c) => c.id))).toEqual(accepted);
   expect(sends).toHaveLength(accepted.size * 2);
   const expected = { meta: new Set<string>(), tiktok: new Set<string>() };
@@ -184,15 +208,24 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
   });
   const missing = () => {
     const r = received();
-    return [...expected.meta].filter((id) => !r.meta.has(id)).length + [...expected.tiktok].filter((id) => !r.tiktok.has(id)).length;
+    return (
+      [...expected.meta].filter((id) => !r.meta.has(id)).length +
+      [...expected.tiktok].filter((id) => !r.tiktok.has(id)).length
+    );
   };
   await until(async () => missing() === 0, 60_000, 'every accepted conversion to reach both platforms');
   const drainMs = performance.now() - back;
-  await until(async () => (await readyz(webUrl)) === 200, 60_000 - drainMs, '/readyz to answer 200 after the outage');
+  await until(
+    async () => (await readyz(webUrl)) === 200,
+    60_000 - drainMs,
+    '/readyz to answer 200 after the outage',
+  );
   // The jobs the stopped runners held were released (graphile-worker alone would keep them
   // locked for four hours): nothing stays locked once delivery is done.
   await until(
-    async () => (await pool.query(`SELECT 1 FROM graphile_worker.jobs WHERE locked_at IS NOT NULL LIMIT 1`)).rowCount === 0,
+    async () =>
+      (await pool.query(`SELECT 1 FROM graphile_worker.jobs WHERE locked_at IS NOT NULL LIMIT 1`))
+        .rowCount === 0,
     15_000,
     'no job to stay locked',
   );
@@ -207,7 +240,9 @@ async function restartUnderLoad(webUrl: string, workers: Supervised[]): Promise<
     // Events the platforms received again under the same event id (they deduplicate them).
     resent: stats.reduce((n, s) => n + s.duplicates, 0),
     // Events under an id no accepted conversion has: a conversion counted twice.
-    doubled: [...r.meta].filter((id) => !expected.meta.has(id)).length + [...r.tiktok].filter((id) => !expected.tiktok.has(id)).length,
+    doubled:
+      [...r.meta].filter((id) => !expected.meta.has(id)).length +
+      [...r.tiktok].filter((id) => !expected.tiktok.has(id)).length,
     workerExits: workers.flatMap((w) => w.exits),
   };
   console.log(`PostgreSQL restart figures: ${JSON.stringify(figures)}`);
@@ -222,7 +257,10 @@ describe('a PostgreSQL restart while sends are in flight', () => {
     fakes.resetAll();
     const web = supervise('backend/main.ts', env({ WORKER: 'off' }));
     const [, webUrl] = await web.current().waitFor(/Capigram listening on (http:\/\/\S+)/, 45_000);
-    const workers = [supervise('backend/worker-main.ts', env({})), supervise('backend/worker-main.ts', env({}))];
+    const workers = [
+      supervise('backend/worker-main.ts', env({})),
+      supervise('backend/worker-main.ts', env({})),
+    ];
     await Promise.all(workers.map((w) => w.current().waitFor(/Capigram worker running/, 45_000)));
     const figures = await restartUnderLoad(webUrl!, workers);
     expect(figures.drainMs).toBeLessThan(60_000);
@@ -244,7 +282,8 @@ describe('a PostgreSQL restart while sends are in flight', () => {
     expect(figures.drainMs).toBeLessThan(60_000);
     // No process restart; if the runner stopped under its jobs, it was restarted in place.
     expect(app.exits).toEqual([]);
-    if (/the job worker stopped on its own/.test(app.current().output())) expect(app.current().output()).toMatch(/the job worker was restarted/);
+    if (/the job worker stopped on its own/.test(app.current().output()))
+      expect(app.current().output()).toMatch(/the job worker was restarted/);
     for (const w of supervised.splice(0)) await w.stop();
   }, 120_000);
 });

@@ -5,7 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryOptions } from '../../backend/delivery/options.js';
 import { deliverDue } from '../../backend/delivery/pipeline.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { createConversion, createSiteWith, createVisit, deliveryHarness, sendsOf, TEST_DELIVERY, UA, type DeliveryHarness } from './support.js';
+import {
+  createConversion,
+  createSiteWith,
+  createVisit,
+  deliveryHarness,
+  sendsOf,
+  TEST_DELIVERY,
+  UA,
+  type DeliveryHarness,
+} from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -23,8 +32,16 @@ afterAll(async () => {
 describe('pixels side by side', () => {
   it('a pixel whose claims fail leaves the others delivered, and the job fails to be retried', async () => {
     const site = await createSiteWith(h.deps, ['meta', 'tiktok']);
-    const visitId = await createVisit(db.pool, site.siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: UA });
-    const { conversionId } = await createConversion(db.pool, site.siteId, { visitId, eventSourceUrl: 'https://shop.example.com/', userAgent: UA });
+    const visitId = await createVisit(db.pool, site.siteId, {
+      href: 'https://shop.example.com/',
+      clientIp: '203.0.113.7',
+      userAgent: UA,
+    });
+    const { conversionId } = await createConversion(db.pool, site.siteId, {
+      visitId,
+      eventSourceUrl: 'https://shop.example.com/',
+      userAgent: UA,
+    });
     await db.pool.query(`
       CREATE OR REPLACE FUNCTION refuse_claims() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'claims of this pixel are refused'; END $$`);
@@ -34,7 +51,10 @@ describe('pixels side by side', () => {
 
     const o = deliveryOptions(TEST_DELIVERY);
     await expect(deliverDue(h.deps, o)).rejects.toThrow('claims of this pixel are refused');
-    const byPlatform = async () => Object.fromEntries((await sendsOf(db.pool, 'conversion_id = $1', [conversionId])).map((s) => [s.platform, s.status]));
+    const byPlatform = async () =>
+      Object.fromEntries(
+        (await sendsOf(db.pool, 'conversion_id = $1', [conversionId])).map((s) => [s.platform, s.status]),
+      );
     expect(await byPlatform()).toEqual({ meta: 'sent', tiktok: 'pending' });
     expect(h.fakes.meta.events().map((e) => e.event.event_id)).toEqual([`cnv_${conversionId}`]);
 

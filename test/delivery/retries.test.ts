@@ -4,7 +4,17 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import type { FailureKind } from '../fakes/index.js';
-import { allSettled, createConversion, createSiteWith, createVisit, deliveryHarness, sendsOf, UA, type DeliveryHarness, type PixelPlatform } from './support.js';
+import {
+  allSettled,
+  createConversion,
+  createSiteWith,
+  createVisit,
+  deliveryHarness,
+  sendsOf,
+  UA,
+  type DeliveryHarness,
+  type PixelPlatform,
+} from './support.js';
 
 let db: TestDatabase;
 let h: DeliveryHarness;
@@ -21,15 +31,26 @@ afterAll(async () => {
 beforeEach(() => h.fakes.resetAll());
 
 /** A fresh site with the given pixels and a warm, fully attributed conversion on it. */
-async function conversionOn(platforms: PixelPlatform[], extra: Parameters<typeof createConversion>[2] = {}, visit: Parameters<typeof createVisit>[2] = {}) {
+async function conversionOn(
+  platforms: PixelPlatform[],
+  extra: Parameters<typeof createConversion>[2] = {},
+  visit: Parameters<typeof createVisit>[2] = {},
+) {
   const { siteId } = await createSiteWith(h.deps, platforms);
-  const visitId = await createVisit(db.pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: UA, gclid: 'gclid-1', ...visit });
+  const visitId = await createVisit(db.pool, siteId, {
+    href: 'https://shop.example.com/',
+    clientIp: '203.0.113.7',
+    userAgent: UA,
+    gclid: 'gclid-1',
+    ...visit,
+  });
   const { conversionId } = await createConversion(db.pool, siteId, { visitId, ...extra });
   return { siteId, conversionId };
 }
 
 async function capiStatus(conversionId: string): Promise<string> {
-  return (await db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [conversionId])).rows[0].capi_status;
+  return (await db.pool.query('SELECT capi_status FROM conversions WHERE id = $1', [conversionId])).rows[0]
+    .capi_status;
 }
 
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
@@ -48,7 +69,9 @@ describe('transient failures are retried with the same event id', () => {
   it.each(cases)('%s: retried until delivered', async (_name, platform, failure) => {
     h.fakes[platform].failNext(2, failure);
     const { conversionId } = await conversionOn([platform]);
-    const [send] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+    const [send] = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
     expect(send).toMatchObject({ status: 'sent', attempts: 3, last_error: null });
     const received = h.fakes[platform].received;
     expect(received).toHaveLength(3);
@@ -103,7 +126,9 @@ describe('transient failures are retried with the same event id', () => {
     expect(send).toMatchObject({ status: 'pending', attempts: 1 });
     expect(send!.last_error).toMatch(/User request limit reached \(code 17\/2446079\)/);
     expect(await capiStatus(conversionId)).toBe('pending');
-    expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(/platform="meta",outcome="retry"\} [1-9]/);
+    expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(
+      /platform="meta",outcome="retry"\} [1-9]/,
+    );
     await allSettled(db.pool);
     expect(await capiStatus(conversionId)).toBe('sent');
   });
@@ -113,7 +138,9 @@ describe('permanent failures are not retried', () => {
   it('Meta invalid token: failed with the platform message after one request', async () => {
     h.fakes.meta.failNext(1, { type: 'invalidToken' });
     const { conversionId } = await conversionOn(['meta']);
-    const [send] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+    const [send] = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
     expect(send).toMatchObject({ status: 'failed', attempts: 1 });
     expect(send!.last_error).toBe('Error validating access token: Session has expired. (code 190/463)');
     await new Promise((r) => setTimeout(r, 200));
@@ -124,8 +151,13 @@ describe('permanent failures are not retried', () => {
   it('TikTok invalid token (40105 in a 200): failed', async () => {
     h.fakes.tiktok.failNext(1, { type: 'invalidToken' });
     const { conversionId } = await conversionOn(['tiktok']);
-    const [send] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
-    expect(send).toMatchObject({ status: 'failed', last_error: 'Access token is incorrect or has been revoked. (code 40105)' });
+    const [send] = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
+    expect(send).toMatchObject({
+      status: 'failed',
+      last_error: 'Access token is incorrect or has been revoked. (code 40105)',
+    });
     expect(h.fakes.tiktok.received).toHaveLength(1);
   });
 
@@ -135,9 +167,13 @@ describe('permanent failures are not retried', () => {
     try {
       h.fakes.snapchat.failRate(1, [{ type: 'status', status: 503 }]);
       const { conversionId } = await conversionOn(['snapchat']);
-      const [send] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+      const [send] = await allSettled(db.pool).then(() =>
+        sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+      );
       expect(send).toMatchObject({ status: 'failed', attempts: 3 });
-      expect(send!.last_error).toBe('gave up after 3 attempts; last error: HTTP 503: INVALID: Internal server error');
+      expect(send!.last_error).toBe(
+        'gave up after 3 attempts; last error: HTTP 503: INVALID: Internal server error',
+      );
       expect(h.fakes.snapchat.received).toHaveLength(3);
     } finally {
       await h.stopWorker();
@@ -147,10 +183,20 @@ describe('permanent failures are not retried', () => {
 
   it('an unreadable pixel configuration fails the send without a request', async () => {
     const { siteId, pixels } = await createSiteWith(h.deps, ['meta']);
-    await db.pool.query(`UPDATE pixels SET secrets_enc = 'v1.garbage.garbage.garbage' WHERE id = $1`, [pixels.meta]);
-    const { conversionId } = await createConversion(db.pool, siteId, { eventSourceUrl: 'https://shop.example.com/', userAgent: UA });
-    const [send] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
-    expect(send).toMatchObject({ status: 'failed', last_error: 'pixel credentials cannot be decrypted (was SECRET_KEY changed?)' });
+    await db.pool.query(`UPDATE pixels SET secrets_enc = 'v1.garbage.garbage.garbage' WHERE id = $1`, [
+      pixels.meta,
+    ]);
+    const { conversionId } = await createConversion(db.pool, siteId, {
+      eventSourceUrl: 'https://shop.example.com/',
+      userAgent: UA,
+    });
+    const [send] = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
+    expect(send).toMatchObject({
+      status: 'failed',
+      last_error: 'pixel credentials cannot be decrypted (was SECRET_KEY changed?)',
+    });
     expect(h.fakes.meta.received).toHaveLength(0);
   });
 });
@@ -158,28 +204,52 @@ describe('permanent failures are not retried', () => {
 describe('sends that cannot be valid are skipped with the reason', () => {
   it('a PageView without a User-Agent (a website event needs one: Meta, TikTok, Snapchat); Google never takes page views', async () => {
     const { siteId } = await createSiteWith(h.deps, ['meta', 'tiktok', 'snapchat', 'google']);
-    const visitId = await createVisit(db.pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: null }, true);
+    const visitId = await createVisit(
+      db.pool,
+      siteId,
+      { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: null },
+      true,
+    );
     const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'visit_id = $1', [visitId]));
-    expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual({
-      meta: ['skipped', 'missing user agent (required for website events)', 0],
-      tiktok: ['skipped', 'missing user agent (required for website events)', 0],
-      snapchat: ['skipped', 'missing user agent (required for website events)', 0],
-      google: ['skipped', 'page views are not uploaded to Google Ads', 0],
-    });
-    expect(h.fakes.meta.received.length + h.fakes.tiktok.received.length + h.fakes.snapchat.received.length + h.fakes.google.received.length).toBe(0);
+    expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual(
+      {
+        meta: ['skipped', 'missing user agent (required for website events)', 0],
+        tiktok: ['skipped', 'missing user agent (required for website events)', 0],
+        snapchat: ['skipped', 'missing user agent (required for website events)', 0],
+        google: ['skipped', 'page views are not uploaded to Google Ads', 0],
+      },
+    );
+    expect(
+      h.fakes.meta.received.length +
+        h.fakes.tiktok.received.length +
+        h.fakes.snapchat.received.length +
+        h.fakes.google.received.length,
+    ).toBe(0);
   });
 
   // A conversion without a browser is no longer skipped (issue: business events without a browser
   // were dropped everywhere): it goes out as a non-website event. Google still needs a click id or PII.
   it('a conversion without a User-Agent goes out as a non-website event (Meta, TikTok, Snapchat); no click id or e-mail or phone (Google): skipped', async () => {
-    const { conversionId } = await conversionOn(['meta', 'tiktok', 'snapchat', 'google'], {}, { userAgent: null, gclid: null });
-    const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
-    expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual({
-      meta: ['sent', null, 1],
-      tiktok: ['sent', null, 1],
-      snapchat: ['sent', null, 1],
-      google: ['skipped', 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with', 0],
-    });
+    const { conversionId } = await conversionOn(
+      ['meta', 'tiktok', 'snapchat', 'google'],
+      {},
+      { userAgent: null, gclid: null },
+    );
+    const sends = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
+    expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason, s.attempts]]))).toEqual(
+      {
+        meta: ['sent', null, 1],
+        tiktok: ['sent', null, 1],
+        snapchat: ['sent', null, 1],
+        google: [
+          'skipped',
+          'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
+          0,
+        ],
+      },
+    );
     const meta = (h.fakes.meta.received[0]!.body as { data: Record<string, any>[] }).data[0]!;
     expect(meta.action_source).toBe('system_generated');
     expect(meta.user_data.client_user_agent).toBeUndefined();
@@ -187,13 +257,17 @@ describe('sends that cannot be valid are skipped with the reason', () => {
     expect(snap.action_source).toBe('OFFLINE');
     expect(h.fakes.google.received).toHaveLength(0);
     expect(await capiStatus(conversionId)).toBe('sent');
-    expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(/platform="google",outcome="skipped"\} [1-9]/);
+    expect(await h.deps.metrics.registry.getSingleMetricAsString('capigram_sends_total')).toMatch(
+      /platform="google",outcome="skipped"\} [1-9]/,
+    );
   });
 
-  it('too old for Meta (8 days) but inside Snapchat\'s 37 days: skipped on one, delivered on the other; capiStatus sent', async () => {
+  it("too old for Meta (8 days) but inside Snapchat's 37 days: skipped on one, delivered on the other; capiStatus sent", async () => {
     const eventTime = new Date(Date.now() - 8 * 24 * 3600_000);
     const { conversionId } = await conversionOn(['meta', 'snapchat'], { eventTime });
-    const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+    const sends = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
     expect(Object.fromEntries(sends.map((s) => [s.platform, [s.status, s.skip_reason]]))).toEqual({
       meta: ['skipped', "event is older than Meta's 7-day window"],
       snapchat: ['sent', null],
@@ -205,10 +279,15 @@ describe('sends that cannot be valid are skipped with the reason', () => {
     const { siteId, pixels } = await createSiteWith(h.deps, ['meta']);
     await h.stopWorker();
     try {
-      const { conversionId } = await createConversion(db.pool, siteId, { eventSourceUrl: 'https://shop.example.com/', userAgent: UA });
+      const { conversionId } = await createConversion(db.pool, siteId, {
+        eventSourceUrl: 'https://shop.example.com/',
+        userAgent: UA,
+      });
       await db.pool.query('UPDATE pixels SET active = false WHERE id = $1', [pixels.meta]);
       await h.startWorker();
-      const [send] = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
+      const [send] = await allSettled(db.pool).then(() =>
+        sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+      );
       expect(send).toMatchObject({ status: 'skipped', skip_reason: 'the pixel was deactivated' });
     } finally {
       if (!h.worker) await h.startWorker();
@@ -220,8 +299,13 @@ describe('capiStatus follows the sends', () => {
   it('one platform failed permanently, another delivered: failed', async () => {
     h.fakes.meta.failNext(1, { type: 'invalidToken' });
     const { conversionId } = await conversionOn(['meta', 'snapchat']);
-    const sends = await allSettled(db.pool).then(() => sendsOf(db.pool, 'conversion_id = $1', [conversionId]));
-    expect(Object.fromEntries(sends.map((s) => [s.platform, s.status]))).toEqual({ meta: 'failed', snapchat: 'sent' });
+    const sends = await allSettled(db.pool).then(() =>
+      sendsOf(db.pool, 'conversion_id = $1', [conversionId]),
+    );
+    expect(Object.fromEntries(sends.map((s) => [s.platform, s.status]))).toEqual({
+      meta: 'failed',
+      snapchat: 'sent',
+    });
     expect(await capiStatus(conversionId)).toBe('failed');
   });
 });
@@ -235,7 +319,9 @@ describe("Google's partial failure: each row has its own outcome", () => {
     const ids: Record<string, string> = {};
     try {
       for (const gclid of ['good-gclid', 'dup-gclid', 'bad.gclid', 'recent-gclid']) {
-        ids[gclid] = (await createConversion(db.pool, siteId, { apiVisitOverride: { gclid }, coldLead: true })).conversionId;
+        ids[gclid] = (
+          await createConversion(db.pool, siteId, { apiVisitOverride: { gclid }, coldLead: true })
+        ).conversionId;
       }
     } finally {
       // One job at a time, so that the four rows go out in one upload (concurrent jobs split a batch).
@@ -247,11 +333,22 @@ describe("Google's partial failure: each row has its own outcome", () => {
     const of = (gclid: string) => sends.find((s) => s.conversion_id === ids[gclid])!;
     expect(of('good-gclid')).toMatchObject({ status: 'sent', attempts: 1 });
     expect(of('dup-gclid')).toMatchObject({ status: 'sent', attempts: 1 });
-    expect(of('bad.gclid')).toMatchObject({ status: 'failed', attempts: 1, last_error: 'UNPARSEABLE_GCLID: The click identifier could not be decoded.' });
+    expect(of('bad.gclid')).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      last_error: 'UNPARSEABLE_GCLID: The click identifier could not be decoded.',
+    });
     expect(of('recent-gclid')).toMatchObject({ status: 'sent', attempts: 2 });
-    const uploads = h.fakes.google.received.map((r) => (r.body as { conversions: { gclid: string }[] }).conversions.map((c) => c.gclid));
+    const uploads = h.fakes.google.received.map((r) =>
+      (r.body as { conversions: { gclid: string }[] }).conversions.map((c) => c.gclid),
+    );
     expect(uploads[0]).toHaveLength(4);
     expect(uploads.slice(1)).toEqual([['recent-gclid']]);
-    expect(h.fakes.google.conversions().map((c) => c.conversion.orderId).sort()).toEqual([ids['good-gclid'], ids['recent-gclid']].sort());
+    expect(
+      h.fakes.google
+        .conversions()
+        .map((c) => c.conversion.orderId)
+        .sort(),
+    ).toEqual([ids['good-gclid'], ids['recent-gclid']].sort());
   });
 });

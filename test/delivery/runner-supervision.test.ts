@@ -15,7 +15,15 @@ import { deliveryTasks } from '../../backend/worker/tasks/deliver.js';
 import { testDeps } from '../harness/app.js';
 import { startFakes } from '../fakes/index.js';
 import { startOwnPostgres, type OwnPostgres } from '../harness/own-postgres.js';
-import { allSettled, createConversion, createSiteWith, createVisit, TEST_DELIVERY, UA, waitUntil } from './support.js';
+import {
+  allSettled,
+  createConversion,
+  createSiteWith,
+  createVisit,
+  TEST_DELIVERY,
+  UA,
+  waitUntil,
+} from './support.js';
 
 let pg: OwnPostgres;
 let pool: Pool;
@@ -37,7 +45,8 @@ afterAll(async () => {
 const SLOW = { slow_test_task: async () => void (await new Promise((r) => setTimeout(r, 400)), ran++) };
 
 async function addJobs(n: number): Promise<void> {
-  for (let i = 0; i < n; i++) await pool.query(`SELECT graphile_worker.add_job('slow_test_task', '{}'::json)`);
+  for (let i = 0; i < n; i++)
+    await pool.query(`SELECT graphile_worker.add_job('slow_test_task', '{}'::json)`);
 }
 
 async function jobs(): Promise<{ total: number; locked: number }> {
@@ -107,19 +116,27 @@ describe('a runner stopped by a PostgreSQL restart', () => {
 });
 
 describe('the delivery job across a PostgreSQL restart', () => {
-  it("writes what the platform answered once the database is back: nothing is sent twice", async () => {
+  it('writes what the platform answered once the database is back: nothing is sent twice', async () => {
     const fakes = await startFakes({ meta: { latencyMs: 300 } });
     const deps = testDeps(pool, { ...fakes.env });
     // As `npm start` runs it: supervised (another job may still end while the database is away).
     const runner = await superviseWorker(deps, {
       onUnexpectedStop: 'restart',
       // A lease longer than the outage: the sends stay this job's until it can write their outcome.
-      worker: { crontab: '', pollIntervalMs: 100, extraTasks: deliveryTasks(deps, { ...TEST_DELIVERY, requestTimeoutMs: 2000, leaseMs: 10_000 }) },
+      worker: {
+        crontab: '',
+        pollIntervalMs: 100,
+        extraTasks: deliveryTasks(deps, { ...TEST_DELIVERY, requestTimeoutMs: 2000, leaseMs: 10_000 }),
+      },
       restartDelayMs: { min: 200, max: 1000 },
     });
     try {
       const { siteId } = await createSiteWith(deps, ['meta']);
-      const visitId = await createVisit(pool, siteId, { href: 'https://shop.example.com/', clientIp: '203.0.113.7', userAgent: UA });
+      const visitId = await createVisit(pool, siteId, {
+        href: 'https://shop.example.com/',
+        clientIp: '203.0.113.7',
+        userAgent: UA,
+      });
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) ids.push((await createConversion(pool, siteId, { visitId })).conversionId);
       // The request is at the platform (its answer takes 300 ms) when PostgreSQL stops.
@@ -129,7 +146,9 @@ describe('the delivery job across a PostgreSQL restart', () => {
       await pg.start();
       const sends = (await allSettled(pool, 20_000)).filter((s) => ids.includes(s.conversion_id!));
       expect(sends.map((s) => s.status)).toEqual(ids.map(() => 'sent'));
-      expect(new Set(fakes.meta.events().map((e) => e.event.event_id))).toEqual(new Set(ids.map((id) => `cnv_${id}`)));
+      expect(new Set(fakes.meta.events().map((e) => e.event.event_id))).toEqual(
+        new Set(ids.map((id) => `cnv_${id}`)),
+      );
       // Each event reached the platform once: the answer was not lost to the restart.
       expect(fakes.meta.dedupStats().duplicates).toBe(0);
     } finally {

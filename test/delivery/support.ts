@@ -22,7 +22,11 @@ export const GOOGLE_CUSTOMER = '1234567890';
 export const GOOGLE_ACTION = '987654321';
 
 /** Short delays so retries happen within a test; the real worker and real timeouts otherwise. */
-export const TEST_DELIVERY: Partial<DeliveryOptions> = { requestTimeoutMs: 400, backoffScale: 0.01, leaseMs: 3000 };
+export const TEST_DELIVERY: Partial<DeliveryOptions> = {
+  requestTimeoutMs: 400,
+  backoffScale: 0.01,
+  leaseMs: 3000,
+};
 
 export type PixelPlatform = 'meta' | 'tiktok' | 'snapchat' | 'google';
 
@@ -35,15 +39,27 @@ export function pixelInput(siteId: string, platform: PixelPlatform, testEventCod
     case 'snapchat':
       return { platform, siteId, pixelId: SNAP_PIXEL, accessToken: 'snap-test-token' };
     case 'google':
-      return { platform, siteId, customerId: GOOGLE_CUSTOMER, conversionActions: [GOOGLE_ACTION], developerToken: 'google-dev-token', oauthToken: 'google-oauth-token' };
+      return {
+        platform,
+        siteId,
+        customerId: GOOGLE_CUSTOMER,
+        conversionActions: [GOOGLE_ACTION],
+        developerToken: 'google-dev-token',
+        oauthToken: 'google-oauth-token',
+      };
   }
 }
 
-export async function createSiteWith(deps: Pick<Deps, 'pool' | 'box'>, platforms: PixelPlatform[], testEventCode?: string): Promise<{ siteId: string; websiteId: string; pixels: Record<string, string> }> {
+export async function createSiteWith(
+  deps: Pick<Deps, 'pool' | 'box'>,
+  platforms: PixelPlatform[],
+  testEventCode?: string,
+): Promise<{ siteId: string; websiteId: string; pixels: Record<string, string> }> {
   const { accountId } = await createAccount(deps.pool, { name: 'Delivery Co' });
   const site = await createSite(deps.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });
   const pixels: Record<string, string> = {};
-  for (const p of platforms) pixels[p] = (await addPixel(deps, pixelInput(site.siteId, p, testEventCode))).pixelId;
+  for (const p of platforms)
+    pixels[p] = (await addPixel(deps, pixelInput(site.siteId, p, testEventCode))).pixelId;
   return { ...site, pixels };
 }
 
@@ -65,12 +81,31 @@ export interface VisitInput {
 export const UA = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15';
 
 /** A visit row; with `pageView` its PageView sends are created in the same transaction, and the worker woken after it. */
-export async function createVisit(pool: Pool, siteId: string, v: VisitInput = {}, pageView = false): Promise<string> {
+export async function createVisit(
+  pool: Pool,
+  siteId: string,
+  v: VisitInput = {},
+  pageView = false,
+): Promise<string> {
   const visitId = await withTx(pool, async (tx) => {
     const { rows } = await tx.query<{ id: string }>(
       `INSERT INTO visits (site_id, temp_id, session_id, href, referrer, client_ip, user_agent, fbc, fbp, gclid, ttclid, sccid, created_at, gbraid, wbraid)
        VALUES ($1, gen_random_uuid(), gen_random_uuid(), $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), $12, $13) RETURNING id`,
-      [siteId, v.href ?? null, v.referrer ?? null, v.clientIp ?? null, v.userAgent ?? null, v.fbc ?? null, v.fbp ?? null, v.gclid ?? null, v.ttclid ?? null, v.sccid ?? null, v.createdAt ?? null, v.gbraid ?? null, v.wbraid ?? null],
+      [
+        siteId,
+        v.href ?? null,
+        v.referrer ?? null,
+        v.clientIp ?? null,
+        v.userAgent ?? null,
+        v.fbc ?? null,
+        v.fbp ?? null,
+        v.gclid ?? null,
+        v.ttclid ?? null,
+        v.sccid ?? null,
+        v.createdAt ?? null,
+        v.gbraid ?? null,
+        v.wbraid ?? null,
+      ],
     );
     const id = rows[0]!.id;
     if (pageView) await createSends(tx, { kind: 'visit', id, siteId });
@@ -91,19 +126,38 @@ function wakeDelivery(pool: Pool): void {
 let nextUser = 700_000_000;
 
 /** A conversion recorded and dispatched the way the webhook and the business API do it. */
-export async function createConversion(pool: Pool, siteId: string, c: Partial<NewConversion> = {}): Promise<{ conversionId: string; sends: { sendId: string; platform: string }[] }> {
+export async function createConversion(
+  pool: Pool,
+  siteId: string,
+  c: Partial<NewConversion> = {},
+): Promise<{ conversionId: string; sends: { sendId: string; platform: string }[] }> {
   const recorded = await recordConversionUnannounced(pool, siteId, c);
   wakeDelivery(pool);
   return recorded;
 }
 
 /** `createConversion` without the wake-up: what a producer that died right after its commit leaves. */
-export async function recordConversionUnannounced(pool: Pool, siteId: string, c: Partial<NewConversion> = {}): Promise<{ conversionId: string; sends: { sendId: string; platform: string }[] }> {
+export async function recordConversionUnannounced(
+  pool: Pool,
+  siteId: string,
+  c: Partial<NewConversion> = {},
+): Promise<{ conversionId: string; sends: { sendId: string; platform: string }[] }> {
   const now = new Date();
   return withTx(pool, (tx) =>
     recordConversion(
       tx,
-      { siteId, channelId: null, telegramUserId: nextUser++, visitId: null, eventType: 'Subscribe', eventTime: now, attributedAt: now, receivedAt: now, source: 'api', ...c },
+      {
+        siteId,
+        channelId: null,
+        telegramUserId: nextUser++,
+        visitId: null,
+        eventType: 'Subscribe',
+        eventTime: now,
+        attributedAt: now,
+        receivedAt: now,
+        source: 'api',
+        ...c,
+      },
       true,
     ),
   );
@@ -126,7 +180,12 @@ export async function deliveryHarness(pool: Pool): Promise<DeliveryHarness> {
     fakes,
     worker: null,
     async startWorker(opts = {}, concurrency = 4) {
-      h.worker = await startWorker(deps, { extraTasks: deliveryTasks(deps, { ...TEST_DELIVERY, ...opts }), crontab: '', pollIntervalMs: 100, concurrency });
+      h.worker = await startWorker(deps, {
+        extraTasks: deliveryTasks(deps, { ...TEST_DELIVERY, ...opts }),
+        crontab: '',
+        pollIntervalMs: 100,
+        concurrency,
+      });
       return h.worker;
     },
     async stopWorker() {
@@ -141,7 +200,11 @@ export async function deliveryHarness(pool: Pool): Promise<DeliveryHarness> {
   return h;
 }
 
-export async function waitUntil<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function waitUntil<T>(
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -174,6 +237,10 @@ export async function sendsOf(pool: Pool, where = 'true', params: unknown[] = []
 
 /** Resolves once no send is pending. */
 export async function allSettled(pool: Pool, timeoutMs = 10_000): Promise<SendRow[]> {
-  await waitUntil(async () => (await pool.query(`SELECT 1 FROM sends WHERE status = 'pending' LIMIT 1`)).rowCount === 0, timeoutMs, 'every send to settle');
+  await waitUntil(
+    async () => (await pool.query(`SELECT 1 FROM sends WHERE status = 'pending' LIMIT 1`)).rowCount === 0,
+    timeoutMs,
+    'every send to settle',
+  );
   return sendsOf(pool);
 }

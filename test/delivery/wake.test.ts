@@ -65,7 +65,9 @@ describe('wakeDelivery', () => {
 
   it('a wake-up job that used up its attempts (the database failing for hours) does not silence later wake-ups', async () => {
     await wakeDeliveryNow(db.pool);
-    await db.pool.query(`UPDATE graphile_worker._private_jobs SET attempts = max_attempts, last_error = 'database down'`);
+    await db.pool.query(
+      `UPDATE graphile_worker._private_jobs SET attempts = max_attempts, last_error = 'database down'`,
+    );
     await wakeDeliveryNow(db.pool);
     const { rows } = await db.pool.query<{ attempts: number; due: boolean }>(
       `SELECT attempts, run_at <= now() AS due FROM graphile_worker.jobs WHERE key = $1`,

@@ -10,7 +10,13 @@ import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { refillAllPools } from '../../backend/domain/invites/refill.js';
-import { DEFAULT_BOT, startFakes, type FakeChat, type Fakes, type MetaAcceptedEvent } from '../fakes/index.js';
+import {
+  DEFAULT_BOT,
+  startFakes,
+  type FakeChat,
+  type Fakes,
+  type MetaAcceptedEvent,
+} from '../fakes/index.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 
@@ -38,10 +44,31 @@ beforeAll(async () => {
   websiteId = site.websiteId;
   const { botId } = await addBot(deps, { accountId, token: DEFAULT_BOT.token });
   channels = {
-    main: (await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: String(CHATS.main.id), title: CHATS.main.title, isDefault: true })).channelId,
-    requests: (await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: String(CHATS.requests.id), title: CHATS.requests.title, inviteMode: 'join_request' })).channelId,
+    main: (
+      await addChannel(deps, {
+        siteId: site.siteId,
+        botId,
+        telegramChannelId: String(CHATS.main.id),
+        title: CHATS.main.title,
+        isDefault: true,
+      })
+    ).channelId,
+    requests: (
+      await addChannel(deps, {
+        siteId: site.siteId,
+        botId,
+        telegramChannelId: String(CHATS.requests.id),
+        title: CHATS.requests.title,
+        inviteMode: 'join_request',
+      })
+    ).channelId,
   };
-  await addPixel(deps, { platform: 'meta', siteId: site.siteId, pixelId: PIXEL, accessToken: 'meta-test-token' });
+  await addPixel(deps, {
+    platform: 'meta',
+    siteId: site.siteId,
+    pixelId: PIXEL,
+    accessToken: 'meta-test-token',
+  });
   // Small pools, filled before any click, so clicks are answered from the database.
   await db.pool.query('UPDATE channels SET pool_target = 2');
   await refillAllPools(app.deps);
@@ -83,20 +110,36 @@ async function landAndClick(v: Visitor, channelId?: string): Promise<string> {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: ORIGIN, ...forwarded },
     body: JSON.stringify({
-      websiteId, tempId: v.tempId, sessionId: v.sessionId, visitRequestId: randomUUID(), href: v.href,
-      landingPage: new URL(v.href).pathname + new URL(v.href).search, referrer: 'https://l.facebook.com/', fbc: v.fbc, fbp: v.fbp,
+      websiteId,
+      tempId: v.tempId,
+      sessionId: v.sessionId,
+      visitRequestId: randomUUID(),
+      href: v.href,
+      landingPage: new URL(v.href).pathname + new URL(v.href).search,
+      referrer: 'https://l.facebook.com/',
+      fbc: v.fbc,
+      fbp: v.fbp,
     }),
   });
   expect(init.status).toBe(200);
-  const query = new URLSearchParams({ website: websiteId, tid: v.tempId, sid: v.sessionId, ...(channelId ? { channel: channelId } : {}) });
-  const invite = await fetch(`${app.url}/backend/track/invite?${query}`, { redirect: 'manual', headers: { referer: v.href, ...forwarded } });
+  const query = new URLSearchParams({
+    website: websiteId,
+    tid: v.tempId,
+    sid: v.sessionId,
+    ...(channelId ? { channel: channelId } : {}),
+  });
+  const invite = await fetch(`${app.url}/backend/track/invite?${query}`, {
+    redirect: 'manual',
+    headers: { referer: v.href, ...forwarded },
+  });
   expect(invite.status).toBe(302);
   const location = invite.headers.get('location');
   expect(location).toMatch(/^https:\/\/t\.me\/\+/);
   return location!;
 }
 
-const events = (name?: string): MetaAcceptedEvent[] => fakes.meta.events(PIXEL).filter((e) => name === undefined || e.event.event_name === name);
+const events = (name?: string): MetaAcceptedEvent[] =>
+  fakes.meta.events(PIXEL).filter((e) => name === undefined || e.event.event_name === name);
 
 /** The worker has nothing left to do: every send delivered, every Telegram action run. */
 async function settled(): Promise<void> {
@@ -113,7 +156,10 @@ async function settled(): Promise<void> {
 }
 
 async function conversionsOf(userId: number) {
-  const { rows } = await db.pool.query<{ id: string; capi_status: string }>('SELECT id, capi_status FROM conversions WHERE telegram_user_id = $1', [userId]);
+  const { rows } = await db.pool.query<{ id: string; capi_status: string }>(
+    'SELECT id, capi_status FROM conversions WHERE telegram_user_id = $1',
+    [userId],
+  );
   return rows;
 }
 
@@ -125,7 +171,10 @@ describe('ad click → channel join → Meta', () => {
     expect(pooled.has(link)).toBe(true); // handed out from the pool, not created on the click
 
     const user = { id: 777_100_001 };
-    const res = await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: link }));
+    const res = await fakes.telegram.deliverUpdate(
+      DEFAULT_BOT.token,
+      fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: link }),
+    );
     expect(res.status).toBe(200);
 
     await fakes.meta.waitFor(() => events('Subscribe').length > 0, 10_000);
@@ -151,7 +200,10 @@ describe('ad click → channel join → Meta', () => {
     const user = { id: 777_100_002 };
     const update = fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: link });
     await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, update);
-    await fakes.meta.waitFor(() => events('Subscribe').some((e) => e.event.event_source_url === v.href), 10_000);
+    await fakes.meta.waitFor(
+      () => events('Subscribe').some((e) => e.event.event_source_url === v.href),
+      10_000,
+    );
     await settled();
     const before = { meta: events().length, conversions: await conversionsOf(user.id) };
 
@@ -166,7 +218,14 @@ describe('ad click → channel join → Meta', () => {
     await settled();
     const before = events().length;
     const user = { id: 777_100_003 };
-    expect((await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user }))).status).toBe(200);
+    expect(
+      (
+        await fakes.telegram.deliverUpdate(
+          DEFAULT_BOT.token,
+          fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user }),
+        )
+      ).status,
+    ).toBe(200);
     await settled();
     expect(events().length).toBe(before);
     expect(await conversionsOf(user.id)).toEqual([]);
@@ -175,20 +234,39 @@ describe('ad click → channel join → Meta', () => {
   it('a join request through our link is approved, and the approval is the attributed join, sent once', async () => {
     const v = newVisitor();
     const link = await landAndClick(v, channels.requests);
-    expect(fakes.telegram.links(CHATS.requests.id).find((l) => l.invite_link === link)?.creates_join_request).toBe(true);
+    expect(
+      fakes.telegram.links(CHATS.requests.id).find((l) => l.invite_link === link)?.creates_join_request,
+    ).toBe(true);
     const user = { id: 777_100_004 };
 
-    await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, fakes.telegram.chatJoinRequest({ chatId: CHATS.requests.id, user, inviteLink: link }));
-    await fakes.telegram.waitFor(() => fakes.telegram.approvals.some((a) => a.userId === user.id && a.chatId === CHATS.requests.id), 5000);
+    await fakes.telegram.deliverUpdate(
+      DEFAULT_BOT.token,
+      fakes.telegram.chatJoinRequest({ chatId: CHATS.requests.id, user, inviteLink: link }),
+    );
+    await fakes.telegram.waitFor(
+      () => fakes.telegram.approvals.some((a) => a.userId === user.id && a.chatId === CHATS.requests.id),
+      5000,
+    );
     // The approval is the join: converted without waiting for chat_member; the update that follows
     // (carrying the link the request came through, as Telegram sends it) adds nothing.
-    await fakes.meta.waitFor(() => events('Subscribe').some((e) => e.event.event_source_url === v.href), 10_000);
-    await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, fakes.telegram.joinAfterApproval({ chatId: CHATS.requests.id, user }));
+    await fakes.meta.waitFor(
+      () => events('Subscribe').some((e) => e.event.event_source_url === v.href),
+      10_000,
+    );
+    await fakes.telegram.deliverUpdate(
+      DEFAULT_BOT.token,
+      fakes.telegram.joinAfterApproval({ chatId: CHATS.requests.id, user }),
+    );
     await settled();
     const [conversion, ...more] = await conversionsOf(user.id);
     expect(more).toEqual([]);
     const sent = events('Subscribe').filter((e) => e.event.event_id === `cnv_${conversion!.id}`);
     expect(sent).toHaveLength(1);
-    expect(sent[0]!.event.user_data).toMatchObject({ fbc: v.fbc, fbp: v.fbp, client_ip_address: v.ip, client_user_agent: v.userAgent });
+    expect(sent[0]!.event.user_data).toMatchObject({
+      fbc: v.fbc,
+      fbp: v.fbp,
+      client_ip_address: v.ip,
+      client_user_agent: v.userAgent,
+    });
   });
 });

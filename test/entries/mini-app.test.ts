@@ -5,7 +5,16 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addEntry } from '../../backend/domain/admin/entries.js';
 import { DEFAULT_BOT } from '../fakes/index.js';
-import { conversionsOf, landAndEnter, metaEvents, newVisitor, payloadOf, settled, startEntryWorld, type EntryWorld } from './world.js';
+import {
+  conversionsOf,
+  landAndEnter,
+  metaEvents,
+  newVisitor,
+  payloadOf,
+  settled,
+  startEntryWorld,
+  type EntryWorld,
+} from './world.js';
 
 const OTHER_TOKEN = '888000:TEST-other-capigram-bot-token';
 
@@ -13,15 +22,30 @@ let w: EntryWorld;
 let appEntry: string;
 beforeAll(async () => {
   w = await startEntryWorld();
-  appEntry = (await addEntry(w.db.pool, { siteId: w.siteId, botId: w.botId, kind: 'app', app: 'shopapp', eventType: 'CompleteRegistration' })).entryId;
+  appEntry = (
+    await addEntry(w.db.pool, {
+      siteId: w.siteId,
+      botId: w.botId,
+      kind: 'app',
+      app: 'shopapp',
+      eventType: 'CompleteRegistration',
+    })
+  ).entryId;
 });
 afterAll(async () => {
   await w.close();
 });
 
 /** initData as Telegram builds it, written out from Telegram's documentation rather than through Capigram's code. */
-function initData(fields: Record<string, string>, token = DEFAULT_BOT.token, tamper?: (p: URLSearchParams) => void): string {
-  const dataCheckString = Object.entries(fields).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join('\n');
+function initData(
+  fields: Record<string, string>,
+  token = DEFAULT_BOT.token,
+  tamper?: (p: URLSearchParams) => void,
+): string {
+  const dataCheckString = Object.entries(fields)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
   const secretKey = createHmac('sha256', 'WebAppData').update(token).digest();
   const hash = createHmac('sha256', secretKey).update(dataCheckString).digest('hex');
   const params = new URLSearchParams({ ...fields, hash });
@@ -29,7 +53,11 @@ function initData(fields: Record<string, string>, token = DEFAULT_BOT.token, tam
   return params.toString();
 }
 
-const opened = (userId: number, startParam: string | undefined, authDate = Math.floor(Date.now() / 1000)) => ({
+const opened = (
+  userId: number,
+  startParam: string | undefined,
+  authDate = Math.floor(Date.now() / 1000),
+) => ({
   query_id: 'AAHdF6IQAAAAAN0XohDhrOrc',
   user: JSON.stringify({ id: userId, first_name: 'Ann', language_code: 'en', allows_write_to_pm: true }),
   auth_date: String(authDate),
@@ -37,7 +65,11 @@ const opened = (userId: number, startParam: string | undefined, authDate = Math.
 });
 
 const post = (body: unknown) =>
-  fetch(`${w.app.url}/backend/track/app`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'https://app.example.net' }, body: JSON.stringify(body) });
+  fetch(`${w.app.url}/backend/track/app`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: 'https://app.example.net' },
+    body: JSON.stringify(body),
+  });
 
 describe('Mini App open → track/app', () => {
   it('the entry link opens the Mini App with a payload, and a valid initData is attributed with the visit’s click ids, IP and User-Agent', async () => {
@@ -58,8 +90,12 @@ describe('Mini App open → track/app', () => {
       user_data: { fbc: v.fbc, fbp: v.fbp, client_ip_address: v.ip, client_user_agent: v.userAgent },
     });
     // Opened again by the same user: already tied, nothing more sent; by someone else: organic.
-    expect(await (await post({ initData: initData(opened(user, payloadOf(location))) })).json()).toEqual({ attributed: true });
-    expect(await (await post({ initData: initData(opened(user + 1, payloadOf(location))) })).json()).toEqual({ attributed: false });
+    expect(await (await post({ initData: initData(opened(user, payloadOf(location))) })).json()).toEqual({
+      attributed: true,
+    });
+    expect(await (await post({ initData: initData(opened(user + 1, payloadOf(location))) })).json()).toEqual({
+      attributed: false,
+    });
     await settled(w);
     expect(metaEvents(w, 'CompleteRegistration')).toHaveLength(1);
   });
@@ -69,8 +105,12 @@ describe('Mini App open → track/app', () => {
     const payload = payloadOf(location);
     const user = 777_320_010;
     const cases = {
-      'another user put in': initData(opened(user, payload), DEFAULT_BOT.token, (p) => p.set('user', JSON.stringify({ id: user + 5 }))),
-      'hash made up': initData(opened(user, payload), DEFAULT_BOT.token, (p) => p.set('hash', 'a'.repeat(64))),
+      'another user put in': initData(opened(user, payload), DEFAULT_BOT.token, (p) =>
+        p.set('user', JSON.stringify({ id: user + 5 })),
+      ),
+      'hash made up': initData(opened(user, payload), DEFAULT_BOT.token, (p) =>
+        p.set('hash', 'a'.repeat(64)),
+      ),
       'hash missing': initData(opened(user, payload), DEFAULT_BOT.token, (p) => p.delete('hash')),
       'older than 24 hours': initData(opened(user, payload, Math.floor(Date.now() / 1000) - 24 * 3600 - 60)),
       "another bot's": initData(opened(user, payload), OTHER_TOKEN),
@@ -96,7 +136,10 @@ describe('Mini App open → track/app', () => {
   });
 
   it('any origin may preflight track/app', async () => {
-    const res = await fetch(`${w.app.url}/backend/track/app`, { method: 'OPTIONS', headers: { origin: 'https://app.example.net', 'access-control-request-method': 'POST' } });
+    const res = await fetch(`${w.app.url}/backend/track/app`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.net', 'access-control-request-method': 'POST' },
+    });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.net');
   });

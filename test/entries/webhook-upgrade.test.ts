@@ -29,10 +29,7 @@ describe('webhook upgrade', () => {
   it('a worker start sets message into the allowed_updates of bots registered before, and their updates still get in', async () => {
     const deps = testDeps(db.pool, { ...fakes.env, PUBLIC_URL: 'http://127.0.0.1:9' });
     const { accountId } = await createAccount(db.pool, { name: 'Upgrade' });
-    const { botId, webhookUrl } = await addBot(
-      deps,
-      { accountId, token: DEFAULT_BOT.token },
-    );
+    const { botId, webhookUrl } = await addBot(deps, { accountId, token: DEFAULT_BOT.token });
     // As a bot added before this version stands: the old list at Telegram, nothing recorded here.
     const tg = createTelegramClient({ baseUrl: fakes.env.TELEGRAM_API_URL, token: DEFAULT_BOT.token });
     const oldSecret = fakes.telegram.webhook(DEFAULT_BOT.token)!.secret_token!;
@@ -40,19 +37,36 @@ describe('webhook upgrade', () => {
     await db.pool.query('UPDATE bots SET webhook_allowed_updates = NULL WHERE id = $1', [botId]);
 
     app = await startTestApp(db.pool, { worker: true, env: { ...fakes.env } });
-    await fakes.telegram.waitFor(() => fakes.telegram.webhook(DEFAULT_BOT.token)?.allowed_updates?.includes('message') === true, 10_000);
+    await fakes.telegram.waitFor(
+      () => fakes.telegram.webhook(DEFAULT_BOT.token)?.allowed_updates?.includes('message') === true,
+      10_000,
+    );
     const hook = fakes.telegram.webhook(DEFAULT_BOT.token)!;
     expect(hook.url).toBe(webhookUrl); // the same URL, not re-derived from this process's PUBLIC_URL
     expect(hook.secret_token).not.toBe(oldSecret);
     // Telegram took it before the transaction that stores the new secret commits: wait for that.
-    const stored = async () => (await db.pool.query<{ u: string[] | null }>('SELECT webhook_allowed_updates AS u FROM bots WHERE id = $1', [botId])).rows[0]!.u;
+    const stored = async () =>
+      (
+        await db.pool.query<{ u: string[] | null }>(
+          'SELECT webhook_allowed_updates AS u FROM bots WHERE id = $1',
+          [botId],
+        )
+      ).rows[0]!.u;
     for (let i = 0; i < 100 && (await stored()) === null; i++) await new Promise((r) => setTimeout(r, 50));
     expect(new Set(await stored())).toEqual(new Set(['message', ...OLD_UPDATES]));
 
     // The stored secret is the one Telegram now sends: a /start reaches the app and is accepted.
-    const res = await fakes.telegram.sendUpdate(`${app.url}/backend/telegram/${botId}`, hook.secret_token, fakes.telegram.startCommand({ user: { id: 777_330_001 } }));
+    const res = await fakes.telegram.sendUpdate(
+      `${app.url}/backend/telegram/${botId}`,
+      hook.secret_token,
+      fakes.telegram.startCommand({ user: { id: 777_330_001 } }),
+    );
     expect(res.status).toBe(200);
-    const old = await fakes.telegram.sendUpdate(`${app.url}/backend/telegram/${botId}`, oldSecret, fakes.telegram.startCommand({ user: { id: 777_330_001 } }));
+    const old = await fakes.telegram.sendUpdate(
+      `${app.url}/backend/telegram/${botId}`,
+      oldSecret,
+      fakes.telegram.startCommand({ user: { id: 777_330_001 } }),
+    );
     expect(old.status).toBe(401);
     const calls = fakes.telegram.calls('setWebhook').length;
 

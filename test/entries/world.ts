@@ -9,7 +9,13 @@ import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addEntry } from '../../backend/domain/admin/entries.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
-import { DEFAULT_BOT, startFakes, type FakeChat, type Fakes, type MetaAcceptedEvent } from '../fakes/index.js';
+import {
+  DEFAULT_BOT,
+  startFakes,
+  type FakeChat,
+  type Fakes,
+  type MetaAcceptedEvent,
+} from '../fakes/index.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 
@@ -44,13 +50,47 @@ export async function startEntryWorld(env: Record<string, string> = {}): Promise
   const site = await createSite(db.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });
   const { botId } = await addBot(deps, { accountId, token: DEFAULT_BOT.token });
   const channels = {
-    club: (await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: String(CHATS.club.id), title: CHATS.club.title, isDefault: true })).channelId,
-    news: (await addChannel(deps, { siteId: site.siteId, botId, telegramChannelId: String(CHATS.news.id), title: CHATS.news.title, username: CHATS.news.username })).channelId,
+    club: (
+      await addChannel(deps, {
+        siteId: site.siteId,
+        botId,
+        telegramChannelId: String(CHATS.club.id),
+        title: CHATS.club.title,
+        isDefault: true,
+      })
+    ).channelId,
+    news: (
+      await addChannel(deps, {
+        siteId: site.siteId,
+        botId,
+        telegramChannelId: String(CHATS.news.id),
+        title: CHATS.news.title,
+        username: CHATS.news.username,
+      })
+    ).channelId,
   };
-  await addPixel(deps, { platform: 'meta', siteId: site.siteId, pixelId: PIXEL, accessToken: 'meta-test-token' });
-  const { entryId } = await addEntry(db.pool, { siteId: site.siteId, botId, channelId: channels.news, welcomeText: 'Welcome to the shop bot!' });
+  await addPixel(deps, {
+    platform: 'meta',
+    siteId: site.siteId,
+    pixelId: PIXEL,
+    accessToken: 'meta-test-token',
+  });
+  const { entryId } = await addEntry(db.pool, {
+    siteId: site.siteId,
+    botId,
+    channelId: channels.news,
+    welcomeText: 'Welcome to the shop bot!',
+  });
   return {
-    fakes, db, app, accountId, siteId: site.siteId, websiteId: site.websiteId, botId, channels, entryId,
+    fakes,
+    db,
+    app,
+    accountId,
+    siteId: site.siteId,
+    websiteId: site.websiteId,
+    botId,
+    channels,
+    entryId,
     async close() {
       await app.stop();
       await fakes.closeAll();
@@ -85,20 +125,38 @@ export function newVisitor(): Visitor {
 }
 
 /** A pageview with the ad's click ids, then a click on the entry link. Returns the visit and the deep link. */
-export async function landAndEnter(w: EntryWorld, v: Visitor, entryId?: string): Promise<{ visitId: string; location: string }> {
+export async function landAndEnter(
+  w: EntryWorld,
+  v: Visitor,
+  entryId?: string,
+): Promise<{ visitId: string; location: string }> {
   const forwarded = { 'x-capigram-client-ip': v.ip, 'x-capigram-client-user-agent': v.userAgent };
   const init = await fetch(`${w.app.url}/backend/track/init`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: ORIGIN, ...forwarded },
     body: JSON.stringify({
-      websiteId: w.websiteId, tempId: v.tempId, sessionId: v.sessionId, visitRequestId: randomUUID(), href: v.href,
-      landingPage: new URL(v.href).pathname + new URL(v.href).search, fbc: v.fbc, fbp: v.fbp,
+      websiteId: w.websiteId,
+      tempId: v.tempId,
+      sessionId: v.sessionId,
+      visitRequestId: randomUUID(),
+      href: v.href,
+      landingPage: new URL(v.href).pathname + new URL(v.href).search,
+      fbc: v.fbc,
+      fbp: v.fbp,
     }),
   });
   expect(init.status).toBe(200);
   const { visitId } = (await init.json()) as { visitId: string };
-  const query = new URLSearchParams({ website: w.websiteId, tid: v.tempId, sid: v.sessionId, ...(entryId ? { entry: entryId } : {}) });
-  const res = await fetch(`${w.app.url}/backend/track/entry?${query}`, { redirect: 'manual', headers: { referer: v.href, ...forwarded } });
+  const query = new URLSearchParams({
+    website: w.websiteId,
+    tid: v.tempId,
+    sid: v.sessionId,
+    ...(entryId ? { entry: entryId } : {}),
+  });
+  const res = await fetch(`${w.app.url}/backend/track/entry?${query}`, {
+    redirect: 'manual',
+    headers: { referer: v.href, ...forwarded },
+  });
   expect(res.status).toBe(302);
   return { visitId, location: res.headers.get('location')! };
 }
@@ -125,7 +183,12 @@ export async function settled(w: EntryWorld): Promise<void> {
 }
 
 export async function conversionsOf(w: EntryWorld, userId: number) {
-  const { rows } = await w.db.pool.query<{ id: string; event_type: string; visit_id: string | null; channel_id: string | null }>(
+  const { rows } = await w.db.pool.query<{
+    id: string;
+    event_type: string;
+    visit_id: string | null;
+    channel_id: string | null;
+  }>(
     'SELECT id, event_type, visit_id, channel_id FROM conversions WHERE telegram_user_id = $1 ORDER BY created_at',
     [userId],
   );

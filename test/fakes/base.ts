@@ -1,7 +1,13 @@
 // Shared machinery of the loopback fakes: an HTTP server on 127.0.0.1:0, a log of what it
 // received, waiting on that log, and failure injection. Each platform module supplies only its
 // routes and the platform-specific shape of each injected failure.
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 
@@ -50,7 +56,12 @@ export interface FakeOptions {
   latencyMs?: number;
 }
 
-type Waiter = { predicate: (log: ReceivedRequest[]) => boolean; resolve: (log: ReceivedRequest[]) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
+type Waiter = {
+  predicate: (log: ReceivedRequest[]) => boolean;
+  resolve: (log: ReceivedRequest[]) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+};
 
 export abstract class FakeServer {
   /** Base URL, no trailing slash. Empty until `listen()` resolved. */
@@ -67,7 +78,10 @@ export abstract class FakeServer {
   private waiters = new Set<Waiter>();
   private closed = false;
 
-  protected constructor(readonly name: string, options: FakeOptions = {}) {
+  protected constructor(
+    readonly name: string,
+    options: FakeOptions = {},
+  ) {
     this.latencyMs = this.initialLatencyMs = options.latencyMs ?? 0;
     this.server = createServer((req, res) => void this.onRequest(req, res));
   }
@@ -138,8 +152,14 @@ export abstract class FakeServer {
         reject,
         timer: setTimeout(() => {
           this.waiters.delete(waiter);
-          const seen = this.received.map((r) => `${r.method} ${r.path} → ${r.injected ?? r.status ?? 'pending'}`);
-          reject(new Error(`${this.name} fake: waitFor timed out after ${timeoutMs} ms; received ${seen.length} request(s): ${JSON.stringify(seen)}`));
+          const seen = this.received.map(
+            (r) => `${r.method} ${r.path} → ${r.injected ?? r.status ?? 'pending'}`,
+          );
+          reject(
+            new Error(
+              `${this.name} fake: waitFor timed out after ${timeoutMs} ms; received ${seen.length} request(s): ${JSON.stringify(seen)}`,
+            ),
+          );
         }, timeoutMs),
       };
       this.waiters.add(waiter);
@@ -180,7 +200,8 @@ export abstract class FakeServer {
     let reply: Reply | undefined;
     if (!failure) reply = this.safeRoute(entry);
     else if (failure.type === 'status' && failure.gateway) reply = gatewayReply(failure.status);
-    else if (failure.type !== 'timeout' && failure.type !== 'reset') reply = this.failureReply(failure, entry);
+    else if (failure.type !== 'timeout' && failure.type !== 'reset')
+      reply = this.failureReply(failure, entry);
     entry.status = reply?.status;
     this.notify();
 
@@ -198,7 +219,10 @@ export abstract class FakeServer {
     try {
       return this.route(entry);
     } catch (e) {
-      return { status: 500, body: { fakeError: `${this.name} fake crashed: ${(e as Error).stack ?? String(e)}` } };
+      return {
+        status: 500,
+        body: { fakeError: `${this.name} fake crashed: ${(e as Error).stack ?? String(e)}` },
+      };
     }
   }
 }
@@ -246,8 +270,12 @@ function send(res: ServerResponse, reply: Reply): void {
 }
 
 function gatewayReply(status: number): Reply {
-  const title = status === 502 ? 'Bad Gateway' : status === 503 ? 'Service Unavailable' : 'Internal Server Error';
-  return { status, body: `<html>\r\n<head><title>${status} ${title}</title></head>\r\n<body>\r\n<center><h1>${status} ${title}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n` };
+  const title =
+    status === 502 ? 'Bad Gateway' : status === 503 ? 'Service Unavailable' : 'Internal Server Error';
+  return {
+    status,
+    body: `<html>\r\n<head><title>${status} ${title}</title></head>\r\n<body>\r\n<center><h1>${status} ${title}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`,
+  };
 }
 
 // Unref'd so a pending latency delay never keeps the process alive after close().
@@ -286,7 +314,10 @@ export function looksLikeMilliseconds(t: number): boolean {
   return t > 1e11;
 }
 
-export function randomId(length: number, alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'): string {
+export function randomId(
+  length: number,
+  alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789',
+): string {
   let s = '';
   for (let i = 0; i < length; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
   return s;

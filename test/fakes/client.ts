@@ -8,7 +8,16 @@ export interface HttpResult {
   body: any;
 }
 
-export async function call(url: string, init: { method?: string; json?: unknown; form?: Record<string, string>; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpResult> {
+export async function call(
+  url: string,
+  init: {
+    method?: string;
+    json?: unknown;
+    form?: Record<string, string>;
+    headers?: Record<string, string>;
+    timeoutMs?: number;
+  } = {},
+): Promise<HttpResult> {
   const headers: Record<string, string> = { ...init.headers };
   let body: string | undefined;
   if (init.json !== undefined) {
@@ -18,7 +27,12 @@ export async function call(url: string, init: { method?: string; json?: unknown;
     headers['content-type'] = 'application/x-www-form-urlencoded';
     body = new URLSearchParams(init.form).toString();
   }
-  const res = await fetch(url, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal: AbortSignal.timeout(init.timeoutMs ?? 5000) });
+  const res = await fetch(url, {
+    method: init.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    body,
+    signal: AbortSignal.timeout(init.timeoutMs ?? 5000),
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {

@@ -62,7 +62,10 @@ describe('failure injection', () => {
   });
 
   it('failRate: reproducible for a seed, different for another, off with p = 0', async () => {
-    const kinds: FailureKind[] = [{ type: 'status', status: 500 }, { type: 'rateLimit', retryAfterSec: 1 }];
+    const kinds: FailureKind[] = [
+      { type: 'status', status: 500 },
+      { type: 'rateLimit', retryAfterSec: 1 },
+    ];
     const run = async (seed: number) => {
       tg.reset();
       tg.failRate(0.5, kinds, seed);
@@ -92,9 +95,18 @@ describe('failure injection', () => {
 describe('log, waitFor and reset', () => {
   it('records method, path, query, headers, body and arrival times', async () => {
     const before = Date.now();
-    await call(`${tg.url}/bot${DEFAULT_BOT.token}/getChat?chat_id=-1001000000001`, { json: { x: 1 }, headers: { 'x-probe': 'yes' } });
+    await call(`${tg.url}/bot${DEFAULT_BOT.token}/getChat?chat_id=-1001000000001`, {
+      json: { x: 1 },
+      headers: { 'x-probe': 'yes' },
+    });
     const [r] = tg.received;
-    expect(r).toMatchObject({ method: 'POST', path: `/bot${DEFAULT_BOT.token}/getChat`, query: { chat_id: '-1001000000001' }, body: { x: 1 }, status: 200 });
+    expect(r).toMatchObject({
+      method: 'POST',
+      path: `/bot${DEFAULT_BOT.token}/getChat`,
+      query: { chat_id: '-1001000000001' },
+      body: { x: 1 },
+      status: 200,
+    });
     expect(r?.headers['x-probe']).toBe('yes');
     expect(r?.receivedAtEpochMs).toBeGreaterThanOrEqual(before);
     expect(r?.receivedAt).toBeLessThanOrEqual(performance.now());
@@ -108,7 +120,9 @@ describe('log, waitFor and reset', () => {
 
   it('waitFor rejects with a message naming the fake and what it saw', async () => {
     await getMe();
-    await expect(tg.waitFor((l) => l.length >= 2, 100)).rejects.toThrow(/telegram fake: waitFor timed out after 100 ms; received 1 request/);
+    await expect(tg.waitFor((l) => l.length >= 2, 100)).rejects.toThrow(
+      /telegram fake: waitFor timed out after 100 ms; received 1 request/,
+    );
   });
 
   it('reset clears the log and pending failures', async () => {
@@ -124,7 +138,9 @@ describe('close', () => {
   it('returns promptly with a request hung by a timeout failure, and the client sees the socket close', async () => {
     const fake = await startTelegram();
     fake.failNext(1, { type: 'timeout' });
-    const pending = call(`${fake.url}/bot${DEFAULT_BOT.token}/getMe`, { timeoutMs: 5000 }).catch((e: unknown) => e);
+    const pending = call(`${fake.url}/bot${DEFAULT_BOT.token}/getMe`, { timeoutMs: 5000 }).catch(
+      (e: unknown) => e,
+    );
     await fake.waitFor((l) => l.length === 1);
     const started = performance.now();
     await fake.close();

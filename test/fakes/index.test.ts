@@ -6,7 +6,14 @@ describe('startFakes', () => {
   it('starts all five on distinct loopback ports, exposes the env, and closes them all', async () => {
     const fakes = await startFakes({ meta: { accessTokens: ['t1'] } });
     const urls = Object.values(fakes.env);
-    expect(Object.keys(fakes.env).sort()).toEqual(['GOOGLE_ADS_API_URL', 'GOOGLE_OAUTH_URL', 'META_GRAPH_URL', 'SNAPCHAT_API_URL', 'TELEGRAM_API_URL', 'TIKTOK_API_URL']);
+    expect(Object.keys(fakes.env).sort()).toEqual([
+      'GOOGLE_ADS_API_URL',
+      'GOOGLE_OAUTH_URL',
+      'META_GRAPH_URL',
+      'SNAPCHAT_API_URL',
+      'TELEGRAM_API_URL',
+      'TIKTOK_API_URL',
+    ]);
     expect(urls.every((u) => /^http:\/\/127\.0\.0\.1:\d+$/.test(u))).toBe(true);
     expect(new Set(urls).size).toBe(5);
     expect(fakes.env.META_GRAPH_URL).toBe(fakes.meta.url);
@@ -20,6 +27,8 @@ describe('startFakes', () => {
     expect(fakes.telegram.received).toHaveLength(0);
 
     await fakes.closeAll();
-    await expect(call(`${fakes.env.TIKTOK_API_URL}/open_api/v1.3/event/track/`)).rejects.toThrow(/fetch failed/);
+    await expect(call(`${fakes.env.TIKTOK_API_URL}/open_api/v1.3/event/track/`)).rejects.toThrow(
+      /fetch failed/,
+    );
   });
 });

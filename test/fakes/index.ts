@@ -51,7 +51,11 @@ export async function startFakes(options: FakesOptions = {}): Promise<Fakes> {
   ]);
   const all = [meta, tiktok, snapchat, google, telegram];
   return {
-    meta, tiktok, snapchat, google, telegram,
+    meta,
+    tiktok,
+    snapchat,
+    google,
+    telegram,
     env: {
       META_GRAPH_URL: meta.url,
       TIKTOK_API_URL: tiktok.url,

@@ -42,11 +42,19 @@ describe('Meta CAPI fake: accepted requests', () => {
     const [accepted] = meta.events();
     expect(accepted).toMatchObject({ pixelId: '1234567890', version: 'v26.0', testEventCode: 'TEST123' });
     expect(accepted?.event.user_data.fbc).toBe('fb.1.1763776512345.IwAR2F4');
-    expect(meta.received[0]).toMatchObject({ method: 'POST', path: '/v26.0/1234567890/events', query: { access_token: TOKEN }, status: 200 });
+    expect(meta.received[0]).toMatchObject({
+      method: 'POST',
+      path: '/v26.0/1234567890/events',
+      query: { access_token: TOKEN },
+      status: 200,
+    });
   });
 
   it('accepts hashes carrying the SDK suffix and a Purchase with value and currency', async () => {
-    const purchase = event({ event_name: 'Purchase', custom_data: { value: 19.9, currency: 'EUR' } }, { em: `${sha256('ann@example.com')}.AQYBAQIA` });
+    const purchase = event(
+      { event_name: 'Purchase', custom_data: { value: 19.9, currency: 'EUR' } },
+      { em: `${sha256('ann@example.com')}.AQYBAQIA` },
+    );
     const res = await call(endpoint(), { json: { data: [purchase] } });
     expect(res.status).toBe(200);
     expect(meta.events()).toHaveLength(1);
@@ -76,7 +84,11 @@ describe('Meta CAPI fake: rejected requests', () => {
   it('rejects an event older than 7 days with subcode 2804003', async () => {
     const res = await rejects({ data: [event({ event_time: nowSec() - 8 * 86400 })] });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 100, error_subcode: 2804003, error_user_title: 'Event Timestamp Too Old' });
+    expect(res.body.error).toMatchObject({
+      code: 100,
+      error_subcode: 2804003,
+      error_user_title: 'Event Timestamp Too Old',
+    });
   });
 
   it('rejects an event in the future', async () => {
@@ -92,7 +104,9 @@ describe('Meta CAPI fake: rejected requests', () => {
   });
 
   it('rejects an uppercase hash in an array of phone hashes', async () => {
-    const res = await rejects({ data: [event({}, { ph: [sha256('4915112345678'), sha256('x').toUpperCase()] })] });
+    const res = await rejects({
+      data: [event({}, { ph: [sha256('4915112345678'), sha256('x').toUpperCase()] })],
+    });
     expect(res.body.error.message).toContain('user_data.ph');
   });
 
@@ -104,14 +118,20 @@ describe('Meta CAPI fake: rejected requests', () => {
   });
 
   it('rejects a malformed fbc, a fbc in seconds, and a malformed fbp', async () => {
-    for (const userData of [{ fbc: 'IwAR2F4' }, { fbc: 'fb.1.1763776512.IwAR2F4' }, { fbp: 'fb.1.1763776500000.abc' }]) {
+    for (const userData of [
+      { fbc: 'IwAR2F4' },
+      { fbc: 'fb.1.1763776512.IwAR2F4' },
+      { fbp: 'fb.1.1763776500000.abc' },
+    ]) {
       const res = await rejects({ data: [event({}, userData)] });
       expect(res.body.error.message).toMatch(/user_data\.fb[cp]/);
     }
   });
 
   it('rejects a Purchase without currency, and a currency that is not ISO 4217', async () => {
-    const noCurrency = await rejects({ data: [event({ event_name: 'Purchase', custom_data: { value: 10 } })] });
+    const noCurrency = await rejects({
+      data: [event({ event_name: 'Purchase', custom_data: { value: 10 } })],
+    });
     expect(noCurrency.body.error.message).toContain('Purchase');
     const badCurrency = await rejects({ data: [event({ custom_data: { value: 10, currency: 'EURO' } })] });
     expect(badCurrency.body.error.message).toContain('currency');
@@ -133,20 +153,41 @@ describe('Meta CAPI fake: rejected requests', () => {
   });
 
   it('rejects an unknown pixel and a missing action_source', async () => {
-    expect((await rejects({ data: [event()] }, endpoint('42'))).body.error).toMatchObject({ code: 100, error_subcode: 33 });
-    expect((await rejects({ data: [event({ action_source: undefined })] })).body.error.message).toContain('action_source');
-    expect((await rejects({ data: [event({ action_source: 'telegram' })] })).body.error.message).toContain('action_source must be one of');
+    expect((await rejects({ data: [event()] }, endpoint('42'))).body.error).toMatchObject({
+      code: 100,
+      error_subcode: 33,
+    });
+    expect((await rejects({ data: [event({ action_source: undefined })] })).body.error.message).toContain(
+      'action_source',
+    );
+    expect((await rejects({ data: [event({ action_source: 'telegram' })] })).body.error.message).toContain(
+      'action_source must be one of',
+    );
   });
 
   it('accepts a non-website event without a page or a browser, and refuses one website event without them', async () => {
-    const crm = event({ action_source: 'system_generated', event_source_url: undefined }, { client_user_agent: undefined, fbc: undefined, fbp: undefined, client_ip_address: undefined, em: [sha256('a@example.com')] });
-    expect((await rejects({ data: [event({ action_source: 'website', event_source_url: undefined })] })).body.error.message).toContain('event_source_url');
+    const crm = event(
+      { action_source: 'system_generated', event_source_url: undefined },
+      {
+        client_user_agent: undefined,
+        fbc: undefined,
+        fbp: undefined,
+        client_ip_address: undefined,
+        em: [sha256('a@example.com')],
+      },
+    );
+    expect(
+      (await rejects({ data: [event({ action_source: 'website', event_source_url: undefined })] })).body.error
+        .message,
+    ).toContain('event_source_url');
     expect((await call(endpoint(), { json: { data: [crm] } })).status).toBe(200);
   });
 
   it('refuses a Marketing API version that has ended (v24.0 after 2026-11-10, anything older) with code 2635', async () => {
     for (const version of ['v24.0', 'v21.0']) {
-      const res = await call(`${meta.url}/${version}/1234567890/events?access_token=${TOKEN}`, { json: { data: [event()] } });
+      const res = await call(`${meta.url}/${version}/1234567890/events?access_token=${TOKEN}`, {
+        json: { data: [event()] },
+      });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe(2635);
     }
@@ -154,13 +195,16 @@ describe('Meta CAPI fake: rejected requests', () => {
   });
 });
 
-describe('Meta CAPI fake: injected failures in Meta\'s shape', () => {
+describe("Meta CAPI fake: injected failures in Meta's shape", () => {
   it('throttling is a transient code 17 with the wait in the usage header', async () => {
     meta.failNext(1, { type: 'rateLimit', retryAfterSec: 120 });
     const res = await call(endpoint(), { json: { data: [event()] } });
     expect(res.status).toBe(429);
     expect(res.body.error).toMatchObject({ code: 17, is_transient: true });
-    expect(JSON.parse(res.headers.get('x-business-use-case-usage') ?? '{}')['1234567890'][0].estimated_time_to_regain_access).toBe(2);
+    expect(
+      JSON.parse(res.headers.get('x-business-use-case-usage') ?? '{}')['1234567890'][0]
+        .estimated_time_to_regain_access,
+    ).toBe(2);
     expect(meta.received[0]?.injected).toBe('rateLimit');
     expect(meta.events()).toEqual([]);
   });

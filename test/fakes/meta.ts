@@ -1,8 +1,18 @@
 // Fake of Meta's Conversions API (Graph API `/{version}/{pixel_id}/events`). Like Meta, one bad
 // event rejects the whole request, and errors come as Graph error objects with code/subcode.
 import {
-  FakeServer, Invalid, dedupStats, isRecord, looksLikeMilliseconds, matchesEach, randomId,
-  type DedupStats, type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure,
+  FakeServer,
+  Invalid,
+  dedupStats,
+  isRecord,
+  looksLikeMilliseconds,
+  matchesEach,
+  randomId,
+  type DedupStats,
+  type FakeOptions,
+  type ReceivedRequest,
+  type Reply,
+  type ReplyFailure,
 } from './base.js';
 
 export interface MetaFakeOptions extends FakeOptions {
@@ -39,7 +49,17 @@ const HASHED_FIELDS = ['em', 'ph', 'fn', 'ln', 'external_id', 'ct', 'st', 'zp', 
 const META_HASH = /^[0-9a-f]{64}(\.[A-Za-z0-9_-]+)?$/;
 const FBC = /^fb\.[0-9]\.[0-9]{13}\..+$/;
 const FBP = /^fb\.[0-9]\.[0-9]{13}\.[0-9]+$/;
-const ACTION_SOURCES = ['email', 'website', 'app', 'phone_call', 'chat', 'physical_store', 'system_generated', 'business_messaging', 'other'];
+const ACTION_SOURCES = [
+  'email',
+  'website',
+  'app',
+  'phone_call',
+  'chat',
+  'physical_store',
+  'system_generated',
+  'business_messaging',
+  'other',
+];
 const MAX_AGE_SEC = 7 * 24 * 3600;
 const MAX_FUTURE_SEC = 5 * 60; // tolerance for clock skew
 const PATH = /^\/(v\d+\.\d+)\/([^/]+)\/events$/;
@@ -49,7 +69,10 @@ const NODE_PATH = /^\/(v\d+\.\d+)\/(\d+)$/;
  * schedule (its version table: v24.0 until 2026-11-10, v25.0 until 2027-02-23), and a call with an ended version is
  * refused with code 2635. Versions older than v24.0 ended before it.
  */
-const MARKETING_API_SUNSETS: Readonly<Record<string, string>> = { 'v24.0': '2026-11-10', 'v25.0': '2027-02-23' };
+const MARKETING_API_SUNSETS: Readonly<Record<string, string>> = {
+  'v24.0': '2026-11-10',
+  'v25.0': '2027-02-23',
+};
 const OLDEST_KNOWN_MAJOR = 24;
 
 export class MetaFake extends FakeServer {
@@ -72,7 +95,9 @@ export class MetaFake extends FakeServer {
 
   /** How many accepted events Meta would keep after deduplicating on event_name + event_id. */
   dedupStats(pixelId?: string): DedupStats {
-    return dedupStats(this.events(pixelId), (e) => (e.event.event_id === undefined ? undefined : `${e.pixelId}|${e.event.event_name}|${e.event.event_id}`));
+    return dedupStats(this.events(pixelId), (e) =>
+      e.event.event_id === undefined ? undefined : `${e.pixelId}|${e.event.event_name}|${e.event.event_id}`,
+    );
   }
 
   protected resetState(): void {
@@ -86,20 +111,36 @@ export class MetaFake extends FakeServer {
     const match = PATH.exec(req.path);
     if (!match) return graphError(400, 2500, `Unknown path components: ${req.path}`);
     const [, version = '', pixelId = ''] = match;
-    if (req.method !== 'POST') return graphError(400, 100, `Unsupported ${req.method.toLowerCase()} request.`);
+    if (req.method !== 'POST')
+      return graphError(400, 100, `Unsupported ${req.method.toLowerCase()} request.`);
     const sunset = MARKETING_API_SUNSETS[version];
-    if (Number(version.slice(1).split('.')[0]) < OLDEST_KNOWN_MAJOR || (sunset !== undefined && this.now() >= Date.parse(`${sunset}T00:00:00Z`))) {
-      return graphError(400, 2635, `(#2635) You are calling a deprecated version of the Ads API. Please update to the latest version: v26.0.`);
+    if (
+      Number(version.slice(1).split('.')[0]) < OLDEST_KNOWN_MAJOR ||
+      (sunset !== undefined && this.now() >= Date.parse(`${sunset}T00:00:00Z`))
+    ) {
+      return graphError(
+        400,
+        2635,
+        `(#2635) You are calling a deprecated version of the Ads API. Please update to the latest version: v26.0.`,
+      );
     }
 
     const body = isRecord(req.body) ? req.body : {};
-    const token = req.query.access_token ?? (typeof body.access_token === 'string' ? body.access_token : undefined);
+    const token =
+      req.query.access_token ?? (typeof body.access_token === 'string' ? body.access_token : undefined);
     if (!token) return graphError(401, 190, 'An access token is required to request this resource.');
-    if (!this.accessTokens.has(token)) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
+    if (!this.accessTokens.has(token))
+      return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
     if (this.pixelIds && !this.pixelIds.has(pixelId)) {
-      return graphError(400, 100, `Unsupported post request. Object with ID '${pixelId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, { subcode: 33 });
+      return graphError(
+        400,
+        100,
+        `Unsupported post request. Object with ID '${pixelId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
+        { subcode: 33 },
+      );
     }
-    if (req.bodyError) return graphError(400, 100, `Invalid parameter: request body is not valid JSON (${req.bodyError})`);
+    if (req.bodyError)
+      return graphError(400, 100, `Invalid parameter: request body is not valid JSON (${req.bodyError})`);
 
     let events: MetaServerEvent[];
     try {
@@ -107,10 +148,15 @@ export class MetaFake extends FakeServer {
     } catch (e) {
       if (!(e instanceof Invalid)) throw e;
       const d = e.detail as { subcode?: number; title?: string; userMsg?: string };
-      return graphError(400, 100, e.message, { subcode: d.subcode, userTitle: d.title ?? 'Invalid parameter', userMsg: d.userMsg ?? e.message });
+      return graphError(400, 100, e.message, {
+        subcode: d.subcode,
+        userTitle: d.title ?? 'Invalid parameter',
+        userMsg: d.userMsg ?? e.message,
+      });
     }
     const testEventCode = typeof body.test_event_code === 'string' ? body.test_event_code : undefined;
-    for (const event of events) this.accepted.push({ pixelId, version, testEventCode, receivedAt: req.receivedAt, event });
+    for (const event of events)
+      this.accepted.push({ pixelId, version, testEventCode, receivedAt: req.receivedAt, event });
     return { status: 200, body: { events_received: events.length, messages: [], fbtrace_id: fbtraceId() } };
   }
 
@@ -118,12 +164,21 @@ export class MetaFake extends FakeServer {
   private readPixel(pixelId: string, req: ReceivedRequest): Reply {
     const token = req.query.access_token;
     if (!token) return graphError(400, 104, 'An access token is required to request this resource.');
-    if (!this.accessTokens.has(token)) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
+    if (!this.accessTokens.has(token))
+      return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
     if (this.pixelIds && !this.pixelIds.has(pixelId)) {
-      return graphError(400, 100, `Unsupported get request. Object with ID '${pixelId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, { subcode: 33 });
+      return graphError(
+        400,
+        100,
+        `Unsupported get request. Object with ID '${pixelId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
+        { subcode: 33 },
+      );
     }
     const fields = (req.query.fields ?? 'id').split(',');
-    return { status: 200, body: { id: pixelId, ...(fields.includes('name') ? { name: `Pixel ${pixelId}` } : {}) } };
+    return {
+      status: 200,
+      body: { id: pixelId, ...(fields.includes('name') ? { name: `Pixel ${pixelId}` } : {}) },
+    };
   }
 
   private validate(body: Record<string, unknown>): MetaServerEvent[] {
@@ -136,21 +191,30 @@ export class MetaFake extends FakeServer {
         throw new Invalid('Invalid parameter: data must be a JSON array of events');
       }
     }
-    if (!Array.isArray(data) || data.length === 0) throw new Invalid('Invalid parameter: data must be a non-empty array of events');
-    if (data.length > 1000) throw new Invalid(`Invalid parameter: data has ${data.length} events; at most 1000 are allowed per request`);
+    if (!Array.isArray(data) || data.length === 0)
+      throw new Invalid('Invalid parameter: data must be a non-empty array of events');
+    if (data.length > 1000)
+      throw new Invalid(
+        `Invalid parameter: data has ${data.length} events; at most 1000 are allowed per request`,
+      );
     data.forEach((event, i) => this.validateEvent(event, `data[${i}]`));
     return data as MetaServerEvent[];
   }
 
   private validateEvent(e: unknown, at: string): void {
     if (!isRecord(e)) throw new Invalid(`Invalid parameter: ${at} must be an object`);
-    if (typeof e.event_name !== 'string' || e.event_name === '') throw new Invalid(`Invalid parameter: ${at}.event_name is required`);
+    if (typeof e.event_name !== 'string' || e.event_name === '')
+      throw new Invalid(`Invalid parameter: ${at}.event_name is required`);
     this.validateTime(e.event_time, at);
     if (typeof e.action_source !== 'string' || !ACTION_SOURCES.includes(e.action_source)) {
       throw new Invalid(`Invalid parameter: ${at}.action_source must be one of ${ACTION_SOURCES.join(', ')}`);
     }
-    if (e.event_id !== undefined && typeof e.event_id !== 'string') throw new Invalid(`Invalid parameter: ${at}.event_id must be a string`);
-    if (e.referrer_url !== undefined && !(typeof e.referrer_url === 'string' && /^https?:\/\//.test(e.referrer_url))) {
+    if (e.event_id !== undefined && typeof e.event_id !== 'string')
+      throw new Invalid(`Invalid parameter: ${at}.event_id must be a string`);
+    if (
+      e.referrer_url !== undefined &&
+      !(typeof e.referrer_url === 'string' && /^https?:\/\//.test(e.referrer_url))
+    ) {
       throw new Invalid(`Invalid parameter: ${at}.referrer_url must be a URL`);
     }
     const ud = e.user_data;
@@ -160,50 +224,67 @@ export class MetaFake extends FakeServer {
         throw new Invalid(`Invalid parameter: ${at}.event_source_url is required for action_source website`);
       }
       if (typeof ud.client_user_agent !== 'string' || ud.client_user_agent === '') {
-        throw new Invalid(`Invalid parameter: ${at}.user_data.client_user_agent is required for action_source website`);
+        throw new Invalid(
+          `Invalid parameter: ${at}.user_data.client_user_agent is required for action_source website`,
+        );
       }
     }
     for (const field of HASHED_FIELDS) {
       if (ud[field] !== undefined && !matchesEach(ud[field], META_HASH)) {
-        throw new Invalid(`Invalid parameter: ${at}.user_data.${field} must be a SHA-256 hash (64 lowercase hex characters), or an array of them`);
+        throw new Invalid(
+          `Invalid parameter: ${at}.user_data.${field} must be a SHA-256 hash (64 lowercase hex characters), or an array of them`,
+        );
       }
     }
     if (ud.fbc !== undefined && !(typeof ud.fbc === 'string' && FBC.test(ud.fbc))) {
-      throw new Invalid(`Invalid parameter: ${at}.user_data.fbc must look like fb.1.<creation time in ms>.<fbclid>`);
+      throw new Invalid(
+        `Invalid parameter: ${at}.user_data.fbc must look like fb.1.<creation time in ms>.<fbclid>`,
+      );
     }
     if (ud.fbp !== undefined && !(typeof ud.fbp === 'string' && FBP.test(ud.fbp))) {
-      throw new Invalid(`Invalid parameter: ${at}.user_data.fbp must look like fb.1.<creation time in ms>.<random digits>`);
+      throw new Invalid(
+        `Invalid parameter: ${at}.user_data.fbp must look like fb.1.<creation time in ms>.<random digits>`,
+      );
     }
     this.validateCustomData(e.custom_data, e.event_name, at);
   }
 
   private validateTime(t: unknown, at: string): void {
-    if (typeof t !== 'number' || !Number.isInteger(t)) throw new Invalid(`Invalid parameter: ${at}.event_time must be an integer Unix timestamp in seconds`);
+    if (typeof t !== 'number' || !Number.isInteger(t))
+      throw new Invalid(`Invalid parameter: ${at}.event_time must be an integer Unix timestamp in seconds`);
     const nowSec = Math.floor(this.now() / 1000);
     if (looksLikeMilliseconds(t) || t > nowSec + MAX_FUTURE_SEC) {
-      throw new Invalid(`Invalid parameter: ${at}.event_time ${t} is in the future (is it in milliseconds? it must be in seconds)`, {
-        title: 'Event Timestamp In Future',
-      });
+      throw new Invalid(
+        `Invalid parameter: ${at}.event_time ${t} is in the future (is it in milliseconds? it must be in seconds)`,
+        {
+          title: 'Event Timestamp In Future',
+        },
+      );
     }
     if (t < nowSec - MAX_AGE_SEC) {
       throw new Invalid(`Invalid parameter: ${at}.event_time ${t} is too old`, {
         subcode: 2804003,
         title: 'Event Timestamp Too Old',
-        userMsg: 'The timestamp for this event is too far in the past. Events need to be sent from your server within 7 days of when they occurred.',
+        userMsg:
+          'The timestamp for this event is too far in the past. Events need to be sent from your server within 7 days of when they occurred.',
       });
     }
   }
 
   private validateCustomData(cd: unknown, eventName: string, at: string): void {
-    if (cd !== undefined && !isRecord(cd)) throw new Invalid(`Invalid parameter: ${at}.custom_data must be an object`);
+    if (cd !== undefined && !isRecord(cd))
+      throw new Invalid(`Invalid parameter: ${at}.custom_data must be an object`);
     const value = cd?.value;
     const currency = cd?.currency;
-    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value))) throw new Invalid(`Invalid parameter: ${at}.custom_data.value must be a number`);
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value)))
+      throw new Invalid(`Invalid parameter: ${at}.custom_data.value must be a number`);
     if (currency !== undefined && !(typeof currency === 'string' && /^[A-Za-z]{3}$/.test(currency))) {
       throw new Invalid(`Invalid parameter: ${at}.custom_data.currency must be a 3-letter ISO 4217 code`);
     }
     if (eventName === 'Purchase' && (value === undefined || currency === undefined)) {
-      throw new Invalid(`Invalid parameter: ${at}.custom_data.value and custom_data.currency are required for Purchase events`);
+      throw new Invalid(
+        `Invalid parameter: ${at}.custom_data.value and custom_data.currency are required for Purchase events`,
+      );
     }
   }
 
@@ -212,14 +293,34 @@ export class MetaFake extends FakeServer {
       case 'invalidToken':
         return graphError(401, 190, 'Error validating access token: Session has expired.', { subcode: 463 });
       case 'rateLimit': {
-        const reply = graphError(429, 17, 'User request limit reached', { subcode: 2446079, transient: true });
+        const reply = graphError(429, 17, 'User request limit reached', {
+          subcode: 2446079,
+          transient: true,
+        });
         // Meta has no Retry-After; it reports the wait, in minutes, in its usage header.
         const minutes = Math.ceil(kind.retryAfterSec / 60);
-        reply.headers = { 'x-business-use-case-usage': JSON.stringify({ [PATH.exec(req.path)?.[2] ?? 'unknown']: [{ type: 'ads_management', call_count: 100, total_cputime: 100, total_time: 100, estimated_time_to_regain_access: minutes }] }) };
+        reply.headers = {
+          'x-business-use-case-usage': JSON.stringify({
+            [PATH.exec(req.path)?.[2] ?? 'unknown']: [
+              {
+                type: 'ads_management',
+                call_count: 100,
+                total_cputime: 100,
+                total_time: 100,
+                estimated_time_to_regain_access: minutes,
+              },
+            ],
+          }),
+        };
         return reply;
       }
       case 'status':
-        return graphError(kind.status, 2, 'An unexpected error has occurred. Please retry your request later.', { transient: true });
+        return graphError(
+          kind.status,
+          2,
+          'An unexpected error has occurred. Please retry your request later.',
+          { transient: true },
+        );
     }
   }
 }

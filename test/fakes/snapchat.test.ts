@@ -12,7 +12,13 @@ function event(overrides: Record<string, unknown> = {}, userData: Record<string,
     event_id: 'cnv_01',
     action_source: 'WEB',
     event_source_url: 'https://shop.example.com/?sccid=abc',
-    user_data: { ph: sha256('4915112345678'), client_ip_address: '203.0.113.7', client_user_agent: 'Mozilla/5.0', sc_click_id: 'abc', ...userData },
+    user_data: {
+      ph: sha256('4915112345678'),
+      client_ip_address: '203.0.113.7',
+      client_user_agent: 'Mozilla/5.0',
+      sc_click_id: 'abc',
+      ...userData,
+    },
     ...overrides,
   };
 }
@@ -25,7 +31,9 @@ beforeEach(() => snap.reset());
 
 describe('Snapchat CAPI fake', () => {
   it('accepts valid events as VALID and records them', async () => {
-    const res = await call(endpoint(), { json: { data: [event(), event({ event_name: 'CUSTOM_EVENT_1', event_id: 'cnv_02' })] } });
+    const res = await call(endpoint(), {
+      json: { data: [event(), event({ event_name: 'CUSTOM_EVENT_1', event_id: 'cnv_02' })] },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'VALID' });
     expect(snap.events().map((e) => e.event.event_name)).toEqual(['SUBSCRIBE', 'CUSTOM_EVENT_1']);
@@ -33,7 +41,9 @@ describe('Snapchat CAPI fake', () => {
   });
 
   it('accepts a 30-day-old event but refuses a 38-day-old one', async () => {
-    expect((await call(endpoint(), { json: { data: [event({ event_time: nowSec() - 30 * 86400 })] } })).status).toBe(200);
+    expect(
+      (await call(endpoint(), { json: { data: [event({ event_time: nowSec() - 30 * 86400 })] } })).status,
+    ).toBe(200);
     const res = await call(endpoint(), { json: { data: [event({ event_time: nowSec() - 38 * 86400 })] } });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ status: 'INVALID' });
@@ -79,13 +89,22 @@ describe('Snapchat CAPI fake', () => {
       expect(res.status, field).toBe(400);
       expect(res.body.reason).toContain(`user_data.${field}`);
     }
-    const mixed = await call(endpoint(), { json: { data: [event({}, { external_id: [sha256('crm-1'), 'crm-1'] })] } });
+    const mixed = await call(endpoint(), {
+      json: { data: [event({}, { external_id: [sha256('crm-1'), 'crm-1'] })] },
+    });
     expect(mixed.status).toBe(400);
     expect(mixed.body.reason).toContain('user_data.external_id');
     expect(snap.events()).toEqual([]);
     const offline = {
-      event_name: 'SIGN_UP', event_time: nowSec() - 30, event_id: 'cnv_crm', action_source: 'OFFLINE',
-      user_data: { em: [sha256('ann@example.com')], external_id: [sha256('crm-1'), sha256('777')], country: [sha256('de')] },
+      event_name: 'SIGN_UP',
+      event_time: nowSec() - 30,
+      event_id: 'cnv_crm',
+      action_source: 'OFFLINE',
+      user_data: {
+        em: [sha256('ann@example.com')],
+        external_id: [sha256('crm-1'), sha256('777')],
+        country: [sha256('de')],
+      },
     };
     expect((await call(endpoint(), { json: { data: [offline] } })).status).toBe(200);
     expect(snap.events().map((e) => e.event.event_id)).toEqual(['cnv_crm']);

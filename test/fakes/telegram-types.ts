@@ -82,9 +82,19 @@ export function nowSec(): number {
 /** Telegram's administrator entry for a bot with the given invite right. */
 export function adminMember(user: TgUser, canInviteUsers: boolean): TgChatMember {
   return {
-    status: 'administrator', user, can_be_edited: false, is_anonymous: false, can_manage_chat: true,
-    can_delete_messages: false, can_manage_video_chats: false, can_restrict_members: false, can_promote_members: false,
-    can_change_info: false, can_invite_users: canInviteUsers, can_post_messages: false, can_edit_messages: false,
+    status: 'administrator',
+    user,
+    can_be_edited: false,
+    is_anonymous: false,
+    can_manage_chat: true,
+    can_delete_messages: false,
+    can_manage_video_chats: false,
+    can_restrict_members: false,
+    can_promote_members: false,
+    can_change_info: false,
+    can_invite_users: canInviteUsers,
+    can_post_messages: false,
+    can_edit_messages: false,
   };
 }
 
@@ -92,8 +102,18 @@ export function plainMember(user: TgUser, status: MemberStatus): TgChatMember {
   return status === 'kicked' ? { status, user, until_date: 0 } : { status, user };
 }
 
-export function chatMemberUpdate(update_id: number, field: 'chat_member' | 'my_chat_member', u: ChatMemberUpdated): TgUpdate {
-  const body: ChatMemberUpdated = { chat: u.chat, from: u.from, date: u.date, old_chat_member: u.old_chat_member, new_chat_member: u.new_chat_member };
+export function chatMemberUpdate(
+  update_id: number,
+  field: 'chat_member' | 'my_chat_member',
+  u: ChatMemberUpdated,
+): TgUpdate {
+  const body: ChatMemberUpdated = {
+    chat: u.chat,
+    from: u.from,
+    date: u.date,
+    old_chat_member: u.old_chat_member,
+    new_chat_member: u.new_chat_member,
+  };
   if (u.invite_link) body.invite_link = u.invite_link;
   if (u.via_join_request) body.via_join_request = true;
   return field === 'chat_member' ? { update_id, chat_member: body } : { update_id, my_chat_member: body };
@@ -107,9 +127,19 @@ export interface WebhookResponse {
 /** POSTs `update` to a webhook as Telegram does: JSON, with the secret in
  *  `X-Telegram-Bot-Api-Secret-Token` when one was set. Telegram treats any non-2xx as a failure
  *  and resends the same update_id later; to emulate that, call again with the same update. */
-export async function sendUpdate(webhookUrl: string, secretToken: string | undefined, update: unknown, timeoutMs = 10_000): Promise<WebhookResponse> {
+export async function sendUpdate(
+  webhookUrl: string,
+  secretToken: string | undefined,
+  update: unknown,
+  timeoutMs = 10_000,
+): Promise<WebhookResponse> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (secretToken !== undefined) headers['x-telegram-bot-api-secret-token'] = secretToken;
-  const res = await fetch(webhookUrl, { method: 'POST', headers, body: JSON.stringify(update), signal: AbortSignal.timeout(timeoutMs) });
+  const res = await fetch(webhookUrl, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(update),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   return { status: res.status, body: await res.text() };
 }

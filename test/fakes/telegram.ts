@@ -7,10 +7,29 @@
 // `via_join_request`, never both; join requests to public chats come without their link
 // (tdlib/telegram-bot-api#580); webhooks are https on ports 80, 88, 443 or 8443 (loopback URLs
 // are let through so tests can run a plain-http server on any port).
-import { FakeServer, isRecord, randomId, type FakeOptions, type ReceivedRequest, type Reply, type ReplyFailure } from './base.js';
 import {
-  NOT_SENT_BY_DEFAULT, adminMember, chatMemberUpdate, nowSec, plainMember, sendUpdate, updateType,
-  type ChatInviteLink, type MemberStatus, type TgChat, type TgUpdate, type TgUser, type WebhookResponse,
+  FakeServer,
+  isRecord,
+  randomId,
+  type FakeOptions,
+  type ReceivedRequest,
+  type Reply,
+  type ReplyFailure,
+} from './base.js';
+import {
+  NOT_SENT_BY_DEFAULT,
+  adminMember,
+  chatMemberUpdate,
+  nowSec,
+  plainMember,
+  sendUpdate,
+  updateType,
+  type ChatInviteLink,
+  type MemberStatus,
+  type TgChat,
+  type TgUpdate,
+  type TgUser,
+  type WebhookResponse,
 } from './telegram-types.js';
 
 export * from './telegram-types.js';
@@ -70,8 +89,18 @@ export interface JoinDecision {
 /** A user as the builders take it; `first_name` defaults to `User<id>`. */
 export type UserInput = { id: number; first_name?: string; username?: string };
 
-export const DEFAULT_BOT: FakeBot = { token: '999000:TEST-capigram-bot-token', id: 999000, first_name: 'Capigram', username: 'capigram_test_bot' };
-export const DEFAULT_CHAT: FakeChat = { id: -1001000000001, title: 'Main', type: 'channel', admins: { [DEFAULT_BOT.id]: { can_invite_users: true } } };
+export const DEFAULT_BOT: FakeBot = {
+  token: '999000:TEST-capigram-bot-token',
+  id: 999000,
+  first_name: 'Capigram',
+  username: 'capigram_test_bot',
+};
+export const DEFAULT_CHAT: FakeChat = {
+  id: -1001000000001,
+  title: 'Main',
+  type: 'channel',
+  admins: { [DEFAULT_BOT.id]: { can_invite_users: true } },
+};
 
 type Params = Record<string, unknown>;
 type Handler = (bot: FakeBot, p: Params, req: ReceivedRequest) => Reply;
@@ -147,7 +176,11 @@ export class TelegramFake extends FakeServer {
     return {
       update_id: this.nextUpdateId++,
       message: {
-        message_id: this.nextUpdateId, date: o.date ?? nowSec(), chat: { id: user.id, type: 'private', first_name: user.first_name }, from: user, text,
+        message_id: this.nextUpdateId,
+        date: o.date ?? nowSec(),
+        chat: { id: user.id, type: 'private', first_name: user.first_name },
+        from: user,
+        text,
         entities: [{ type: 'bot_command', offset: 0, length: 6 }],
       },
     };
@@ -193,7 +226,10 @@ export class TelegramFake extends FakeServer {
     old.migratedTo = newChatId;
     const date = nowSec();
     const message = (chat: TgChat, field: Record<string, number>) =>
-      ({ update_id: this.nextUpdateId++, message: { message_id: 1, date, chat, from: CHAT_OWNER, ...field } }) as unknown as TgUpdate;
+      ({
+        update_id: this.nextUpdateId++,
+        message: { message_id: 1, date, chat, from: CHAT_OWNER, ...field },
+      }) as unknown as TgUpdate;
     return {
       inOld: message({ id: chatId, title: old.title, type: 'group' }, { migrate_to_chat_id: newChatId }),
       inNew: message(this.tgChat(newChatId), { migrate_from_chat_id: chatId }),
@@ -206,8 +242,11 @@ export class TelegramFake extends FakeServer {
     const old = this.memberStatus(o.chatId, user.id);
     this.setMember(o.chatId, user.id, 'administrator');
     return chatMemberUpdate(this.nextUpdateId++, 'chat_member', {
-      chat: this.tgChat(o.chatId), from: o.from ? this.user(o.from) : CHAT_OWNER, date: o.date ?? nowSec(),
-      old_chat_member: plainMember(user, old), new_chat_member: adminMember(user, true),
+      chat: this.tgChat(o.chatId),
+      from: o.from ? this.user(o.from) : CHAT_OWNER,
+      date: o.date ?? nowSec(),
+      old_chat_member: plainMember(user, old),
+      new_chat_member: adminMember(user, true),
     });
   }
 
@@ -224,16 +263,28 @@ export class TelegramFake extends FakeServer {
    * any link: asking for both is a test bug. In a public chat (one with a username) users join
    * from the preview, so the update carries no link (tdlib/telegram-bot-api#428).
    */
-  chatMemberJoined(o: { chatId: number; user: UserInput; inviteLink?: string | ChatInviteLink; viaJoinRequest?: boolean; from?: UserInput; date?: number }): TgUpdate {
-    if (o.inviteLink !== undefined && o.viaJoinRequest) throw new Error('Telegram fake: a join carries invite_link or via_join_request, never both');
+  chatMemberJoined(o: {
+    chatId: number;
+    user: UserInput;
+    inviteLink?: string | ChatInviteLink;
+    viaJoinRequest?: boolean;
+    from?: UserInput;
+    date?: number;
+  }): TgUpdate {
+    if (o.inviteLink !== undefined && o.viaJoinRequest)
+      throw new Error('Telegram fake: a join carries invite_link or via_join_request, never both');
     const user = this.user(o.user);
     const inviteLink = this.chats.get(o.chatId)?.username ? undefined : o.inviteLink;
     const old = this.memberStatus(o.chatId, user.id);
     this.setMember(o.chatId, user.id, 'member');
     return chatMemberUpdate(this.nextUpdateId++, 'chat_member', {
-      chat: this.tgChat(o.chatId), from: o.from ? this.user(o.from) : user, date: o.date ?? nowSec(),
-      old_chat_member: plainMember(user, old === 'member' ? 'left' : old), new_chat_member: plainMember(user, 'member'),
-      invite_link: inviteLink === undefined ? undefined : this.linkObject(inviteLink), via_join_request: o.viaJoinRequest,
+      chat: this.tgChat(o.chatId),
+      from: o.from ? this.user(o.from) : user,
+      date: o.date ?? nowSec(),
+      old_chat_member: plainMember(user, old === 'member' ? 'left' : old),
+      new_chat_member: plainMember(user, 'member'),
+      invite_link: inviteLink === undefined ? undefined : this.linkObject(inviteLink),
+      via_join_request: o.viaJoinRequest,
     });
   }
 
@@ -244,18 +295,33 @@ export class TelegramFake extends FakeServer {
    */
   joinAfterApproval(o: { chatId: number; user: UserInput; date?: number }): TgUpdate {
     const key = `${o.chatId}:${o.user.id}`;
-    if (!this.decidedRequests.has(key)) throw new Error('Telegram fake: no approved join request of this user in this chat');
+    if (!this.decidedRequests.has(key))
+      throw new Error('Telegram fake: no approved join request of this user in this chat');
     const link = this.decidedRequests.get(key);
-    return this.chatMemberJoined({ chatId: o.chatId, user: o.user, date: o.date, ...(link ? { inviteLink: link } : { viaJoinRequest: true }) });
+    return this.chatMemberJoined({
+      chatId: o.chatId,
+      user: o.user,
+      date: o.date,
+      ...(link ? { inviteLink: link } : { viaJoinRequest: true }),
+    });
   }
 
-  chatMemberLeft(o: { chatId: number; user: UserInput; kicked?: boolean; from?: UserInput; date?: number }): TgUpdate {
+  chatMemberLeft(o: {
+    chatId: number;
+    user: UserInput;
+    kicked?: boolean;
+    from?: UserInput;
+    date?: number;
+  }): TgUpdate {
     const user = this.user(o.user);
     const status: MemberStatus = o.kicked ? 'kicked' : 'left';
     this.setMember(o.chatId, user.id, status);
     return chatMemberUpdate(this.nextUpdateId++, 'chat_member', {
-      chat: this.tgChat(o.chatId), from: o.from ? this.user(o.from) : user, date: o.date ?? nowSec(),
-      old_chat_member: plainMember(user, 'member'), new_chat_member: plainMember(user, status),
+      chat: this.tgChat(o.chatId),
+      from: o.from ? this.user(o.from) : user,
+      date: o.date ?? nowSec(),
+      old_chat_member: plainMember(user, 'member'),
+      new_chat_member: plainMember(user, status),
     });
   }
 
@@ -264,31 +330,66 @@ export class TelegramFake extends FakeServer {
    * succeed. A request to a public chat comes without its link, whatever link was opened
    * (tdlib/telegram-bot-api#580: "intended behavior").
    */
-  chatJoinRequest(o: { chatId: number; user: UserInput; inviteLink?: string | ChatInviteLink; date?: number }): TgUpdate {
+  chatJoinRequest(o: {
+    chatId: number;
+    user: UserInput;
+    inviteLink?: string | ChatInviteLink;
+    date?: number;
+  }): TgUpdate {
     const user = this.user(o.user);
-    const link = o.inviteLink === undefined || this.chats.get(o.chatId)?.username ? undefined : this.linkObject(o.inviteLink);
+    const link =
+      o.inviteLink === undefined || this.chats.get(o.chatId)?.username
+        ? undefined
+        : this.linkObject(o.inviteLink);
     this.pending.set(`${o.chatId}:${user.id}`, link);
     this.requestChats.set(user.id, { key: `${o.chatId}:${user.id}`, at: (o.date ?? nowSec()) * 1000 });
-    const request = { chat: this.tgChat(o.chatId), from: user, user_chat_id: user.id, date: o.date ?? nowSec(), ...(link === undefined ? {} : { invite_link: link }) };
+    const request = {
+      chat: this.tgChat(o.chatId),
+      from: user,
+      user_chat_id: user.id,
+      date: o.date ?? nowSec(),
+      ...(link === undefined ? {} : { invite_link: link }),
+    };
     return { update_id: this.nextUpdateId++, chat_join_request: request };
   }
 
   /** The bot's own status changed (e.g. demoted by `from`); the fake's admin rights follow it. */
-  myChatMember(o: { chatId: number; from: UserInput; botId?: number; oldStatus: MemberStatus; newStatus: MemberStatus; canInviteUsers?: boolean; date?: number }): TgUpdate {
+  myChatMember(o: {
+    chatId: number;
+    from: UserInput;
+    botId?: number;
+    oldStatus: MemberStatus;
+    newStatus: MemberStatus;
+    canInviteUsers?: boolean;
+    date?: number;
+  }): TgUpdate {
     const bot = [...this.bots.values()].find((b) => b.id === (o.botId ?? DEFAULT_BOT.id)) ?? DEFAULT_BOT;
     const botUser = toUser(bot);
     const wasAdmin = this.chats.get(o.chatId)?.admins?.[bot.id]?.can_invite_users ?? false;
     const canInvite = o.canInviteUsers ?? true;
-    this.setBotRights(o.chatId, bot.id, o.newStatus === 'administrator' ? { can_invite_users: canInvite } : null);
-    const entry = (status: MemberStatus, invite: boolean) => (status === 'administrator' ? adminMember(botUser, invite) : plainMember(botUser, status));
+    this.setBotRights(
+      o.chatId,
+      bot.id,
+      o.newStatus === 'administrator' ? { can_invite_users: canInvite } : null,
+    );
+    const entry = (status: MemberStatus, invite: boolean) =>
+      status === 'administrator' ? adminMember(botUser, invite) : plainMember(botUser, status);
     return chatMemberUpdate(this.nextUpdateId++, 'my_chat_member', {
-      chat: this.tgChat(o.chatId), from: this.user(o.from), date: o.date ?? nowSec(),
-      old_chat_member: entry(o.oldStatus, wasAdmin), new_chat_member: entry(o.newStatus, canInvite),
+      chat: this.tgChat(o.chatId),
+      from: this.user(o.from),
+      date: o.date ?? nowSec(),
+      old_chat_member: entry(o.oldStatus, wasAdmin),
+      new_chat_member: entry(o.newStatus, canInvite),
     });
   }
 
   /** POSTs an update to any webhook URL (see `sendUpdate` in telegram-types.ts). */
-  sendUpdate(webhookUrl: string, secretToken: string | undefined, update: unknown, timeoutMs?: number): Promise<WebhookResponse> {
+  sendUpdate(
+    webhookUrl: string,
+    secretToken: string | undefined,
+    update: unknown,
+    timeoutMs?: number,
+  ): Promise<WebhookResponse> {
     return sendUpdate(webhookUrl, secretToken, update, timeoutMs);
   }
 
@@ -299,8 +400,14 @@ export class TelegramFake extends FakeServer {
     const hook = this.webhooks.get(botToken);
     if (!hook) throw new Error('Telegram fake: no webhook set for this bot; it would receive nothing');
     const type = updateType(update);
-    const allowed = hook.allowed_updates && hook.allowed_updates.length > 0 ? hook.allowed_updates.includes(type) : !NOT_SENT_BY_DEFAULT.includes(type);
-    if (!allowed) throw new Error(`Telegram fake: ${type} is not in the webhook's allowed_updates (${JSON.stringify(hook.allowed_updates ?? 'default')}); Telegram would not send it`);
+    const allowed =
+      hook.allowed_updates && hook.allowed_updates.length > 0
+        ? hook.allowed_updates.includes(type)
+        : !NOT_SENT_BY_DEFAULT.includes(type);
+    if (!allowed)
+      throw new Error(
+        `Telegram fake: ${type} is not in the webhook's allowed_updates (${JSON.stringify(hook.allowed_updates ?? 'default')}); Telegram would not send it`,
+      );
     const bot = this.bots.get(botToken);
     if ('chat_member' in update && bot && !this.chats.get(update.chat_member.chat.id)?.admins?.[bot.id]) {
       throw new Error('Telegram fake: chat_member updates are only sent to bots that are admins of the chat');
@@ -310,14 +417,18 @@ export class TelegramFake extends FakeServer {
 
   /** An update as a bot receives it: links another admin created have their second part replaced by "...". */
   asSeenBy(bot: FakeBot, update: TgUpdate): TgUpdate {
-    const body = Object.values(update).find((v): v is { invite_link?: ChatInviteLink } => typeof v === 'object' && v !== null);
+    const body = Object.values(update).find(
+      (v): v is { invite_link?: ChatInviteLink } => typeof v === 'object' && v !== null,
+    );
     if (!body?.invite_link) return update;
     const type = updateType(update);
     return { ...update, [type]: { ...body, invite_link: this.linkFor(bot, body.invite_link) } } as TgUpdate;
   }
 
   private linkFor(bot: FakeBot, link: ChatInviteLink): ChatInviteLink {
-    return link.creator.id === bot.id ? { ...link } : { ...link, invite_link: truncateLink(link.invite_link) };
+    return link.creator.id === bot.id
+      ? { ...link }
+      : { ...link, invite_link: truncateLink(link.invite_link) };
   }
 
   // ---- server ----
@@ -350,7 +461,10 @@ export class TelegramFake extends FakeServer {
     if (req.bodyError) return tgError(400, "Bad Request: can't parse JSON object");
     const p = params(req);
     const migrated = this.findChat(p.chat_id)?.migratedTo;
-    if (migrated !== undefined) return tgError(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: migrated });
+    if (migrated !== undefined)
+      return tgError(400, 'Bad Request: group chat was upgraded to a supergroup chat', {
+        migrate_to_chat_id: migrated,
+      });
     return handler(bot, p, req);
   }
 
@@ -359,7 +473,9 @@ export class TelegramFake extends FakeServer {
       case 'invalidToken':
         return tgError(401, 'Unauthorized');
       case 'rateLimit':
-        return tgError(429, `Too Many Requests: retry after ${kind.retryAfterSec}`, { retry_after: kind.retryAfterSec });
+        return tgError(429, `Too Many Requests: retry after ${kind.retryAfterSec}`, {
+          retry_after: kind.retryAfterSec,
+        });
       case 'status':
         return tgError(kind.status, 'Internal Server Error');
     }
@@ -367,7 +483,13 @@ export class TelegramFake extends FakeServer {
 
   // Telegram matches method names case-insensitively.
   private readonly handlers: Record<string, Handler> = {
-    getme: (bot) => ok({ ...toUser(bot), can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false }),
+    getme: (bot) =>
+      ok({
+        ...toUser(bot),
+        can_join_groups: true,
+        can_read_all_group_messages: false,
+        supports_inline_queries: false,
+      }),
 
     setwebhook: (bot, p) => {
       const url = str(p.url) ?? '';
@@ -387,16 +509,26 @@ export class TelegramFake extends FakeServer {
         return tgError(400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
       }
       if (!loopback && !['', '80', '88', '443', '8443'].includes(parsed.port)) {
-        return tgError(400, 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443');
+        return tgError(
+          400,
+          'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443',
+        );
       }
       const secret = str(p.secret_token);
-      if (secret !== undefined && secret.length > 256) return tgError(400, 'Bad Request: secret token is too long');
-      if (secret !== undefined && !/^[A-Za-z0-9_-]*$/.test(secret)) return tgError(400, 'Bad Request: secret token contains unallowed characters');
+      if (secret !== undefined && secret.length > 256)
+        return tgError(400, 'Bad Request: secret token is too long');
+      if (secret !== undefined && !/^[A-Za-z0-9_-]*$/.test(secret))
+        return tgError(400, 'Bad Request: secret token contains unallowed characters');
       // Clamped to 1..100 (Client.cpp get_webhook_max_connections), never refused.
       const max = clamp(p.max_connections === undefined ? 40 : (int(p.max_connections) ?? 40), 1, 100);
       const allowed = p.allowed_updates === undefined ? undefined : stringArray(p.allowed_updates);
       if (allowed === null) return tgError(400, "Bad Request: can't parse allowed_updates JSON object");
-      this.webhooks.set(bot.token, { url, secret_token: secret, allowed_updates: allowed, max_connections: max });
+      this.webhooks.set(bot.token, {
+        url,
+        secret_token: secret,
+        allowed_updates: allowed,
+        max_connections: max,
+      });
       return ok(true, 'Webhook was set');
     },
 
@@ -408,7 +540,8 @@ export class TelegramFake extends FakeServer {
       return ok(info);
     },
 
-    deletewebhook: (bot) => ok(true, this.webhooks.delete(bot.token) ? 'Webhook was deleted' : 'Webhook is already deleted'),
+    deletewebhook: (bot) =>
+      ok(true, this.webhooks.delete(bot.token) ? 'Webhook was deleted' : 'Webhook is already deleted'),
 
     createchatinvitelink: (bot, p) => {
       const chat = this.adminChat(bot, p.chat_id);
@@ -418,10 +551,20 @@ export class TelegramFake extends FakeServer {
       const name = p.name === undefined ? undefined : [...(str(p.name) ?? '')].slice(0, 32).join('').trim();
       const joinRequest = p.creates_join_request === true || p.creates_join_request === 'true';
       const limit = clamp(int(p.member_limit) ?? 0, 0, 100_000);
-      if (limit > 0 && joinRequest) return tgError(400, "Bad Request: member limit can't be specified for links requiring administrator approval");
+      if (limit > 0 && joinRequest)
+        return tgError(
+          400,
+          "Bad Request: member limit can't be specified for links requiring administrator approval",
+        );
       const expire = Math.max(0, int(p.expire_date) ?? 0);
       if (expire !== 0 && expire <= nowSec()) return tgError(400, 'Bad Request: EXPIRE_DATE_INVALID');
-      const link: ChatInviteLink = { invite_link: this.uniqueLink(), creator: toUser(bot), creates_join_request: joinRequest, is_primary: false, is_revoked: false };
+      const link: ChatInviteLink = {
+        invite_link: this.uniqueLink(),
+        creator: toUser(bot),
+        creates_join_request: joinRequest,
+        is_primary: false,
+        is_revoked: false,
+      };
       if (name) link.name = name;
       if (expire !== 0) link.expire_date = expire;
       if (limit !== 0) link.member_limit = limit;
@@ -432,7 +575,9 @@ export class TelegramFake extends FakeServer {
     revokechatinvitelink: (bot, p) => {
       const chat = this.adminChat(bot, p.chat_id);
       if ('status' in chat) return chat;
-      const entry = this.inviteLinks.find((l) => l.chatId === chat.id && l.link.invite_link === p.invite_link);
+      const entry = this.inviteLinks.find(
+        (l) => l.chatId === chat.id && l.link.invite_link === p.invite_link,
+      );
       // An unknown link, or one past its expiry date, is "expired" to Telegram.
       if (!entry || (entry.link.expire_date !== undefined && entry.link.expire_date * 1000 < Date.now())) {
         return tgError(400, 'Bad Request: INVITE_HASH_EXPIRED');
@@ -456,13 +601,21 @@ export class TelegramFake extends FakeServer {
       if ([...text].length > MAX_MESSAGE_TEXT) return tgError(400, 'Bad Request: message is too long');
       const request = this.requestChats.get(chatId);
       const started = this.privateChats.has(`${bot.token}:${chatId}`);
-      if (!started && (!request || !this.pending.has(request.key) || req.receivedAtEpochMs - request.at > 5 * 60_000)) {
+      if (
+        !started &&
+        (!request || !this.pending.has(request.key) || req.receivedAtEpochMs - request.at > 5 * 60_000)
+      ) {
         return tgError(403, "Forbidden: bot can't initiate conversation with a user");
       }
       const buttons = inlineKeyboard(p.reply_markup);
       if ('error' in buttons) return tgError(400, buttons.error);
       this.messages.push({ botToken: bot.token, chatId, text, buttons: buttons.rows, at: req.receivedAt });
-      return ok({ message_id: this.messages.length, date: nowSec(), chat: { id: chatId, type: 'private' }, text });
+      return ok({
+        message_id: this.messages.length,
+        date: nowSec(),
+        chat: { id: chatId, type: 'private' },
+        text,
+      });
     },
 
     approvechatjoinrequest: (bot, p, req) => this.decide(bot, p, req, this.approved),
@@ -476,7 +629,9 @@ export class TelegramFake extends FakeServer {
       const bot = [...this.bots.values()].find((b) => b.id === userId);
       const rights = chat.admins?.[userId];
       if (bot && rights) return ok(adminMember(toUser(bot), rights.can_invite_users));
-      const user = bot ? toUser(bot) : this.users.get(userId) ?? { id: userId, is_bot: false, first_name: `User${userId}` };
+      const user = bot
+        ? toUser(bot)
+        : (this.users.get(userId) ?? { id: userId, is_bot: false, first_name: `User${userId}` });
       return ok(plainMember(user, this.memberStatus(chat.id, userId)));
     },
 
@@ -495,7 +650,9 @@ export class TelegramFake extends FakeServer {
     const key = `${chat.id}:${userId}`;
     const requestLink = this.pending.get(key);
     if (!this.pending.delete(key)) {
-      return this.memberStatus(chat.id, userId) === 'member' ? tgError(400, 'Bad Request: USER_ALREADY_PARTICIPANT') : tgError(400, 'Bad Request: HIDE_REQUESTER_MISSING');
+      return this.memberStatus(chat.id, userId) === 'member'
+        ? tgError(400, 'Bad Request: USER_ALREADY_PARTICIPANT')
+        : tgError(400, 'Bad Request: HIDE_REQUESTER_MISSING');
     }
     if (into === this.approved) this.setMember(chat.id, userId, 'member');
     this.decidedRequests.set(key, requestLink);
@@ -507,12 +664,14 @@ export class TelegramFake extends FakeServer {
   private adminChat(bot: FakeBot, chatId: unknown): FakeChat | Reply {
     const chat = this.findChat(chatId);
     if (!chat) return tgError(400, 'Bad Request: chat not found');
-    if (!chat.admins?.[bot.id]?.can_invite_users) return tgError(400, 'Bad Request: not enough rights to manage chat invite link');
+    if (!chat.admins?.[bot.id]?.can_invite_users)
+      return tgError(400, 'Bad Request: not enough rights to manage chat invite link');
     return chat;
   }
 
   private findChat(chatId: unknown): FakeChat | undefined {
-    if (typeof chatId === 'string' && chatId.startsWith('@')) return [...this.chats.values()].find((c) => c.username && `@${c.username}` === chatId);
+    if (typeof chatId === 'string' && chatId.startsWith('@'))
+      return [...this.chats.values()].find((c) => c.username && `@${c.username}` === chatId);
     const id = int(chatId);
     return id === undefined ? undefined : this.chats.get(id);
   }
@@ -524,7 +683,12 @@ export class TelegramFake extends FakeServer {
   }
 
   private user(u: UserInput): TgUser {
-    const user: TgUser = { id: u.id, is_bot: false, first_name: u.first_name ?? `User${u.id}`, ...(u.username ? { username: u.username } : {}) };
+    const user: TgUser = {
+      id: u.id,
+      is_bot: false,
+      first_name: u.first_name ?? `User${u.id}`,
+      ...(u.username ? { username: u.username } : {}),
+    };
     this.users.set(u.id, user);
     return user;
   }
@@ -537,7 +701,15 @@ export class TelegramFake extends FakeServer {
     if (typeof link !== 'string') return link;
     const known = this.inviteLinks.find((l) => l.link.invite_link === link);
     // A link the fake did not make was made by the chat's owner, a person.
-    return known ? { ...known.link } : { invite_link: link, creator: CHAT_OWNER, creates_join_request: false, is_primary: false, is_revoked: false };
+    return known
+      ? { ...known.link }
+      : {
+          invite_link: link,
+          creator: CHAT_OWNER,
+          creates_join_request: false,
+          is_primary: false,
+          is_revoked: false,
+        };
   }
 
   private uniqueLink(): string {
@@ -580,11 +752,17 @@ function toUser(bot: FakeBot): TgUser {
 }
 
 function ok(result: unknown, description?: string): Reply {
-  return { status: 200, body: description === undefined ? { ok: true, result } : { ok: true, result, description } };
+  return {
+    status: 200,
+    body: description === undefined ? { ok: true, result } : { ok: true, result, description },
+  };
 }
 
 function tgError(code: number, description: string, parameters?: Params): Reply {
-  return { status: code, body: { ok: false, error_code: code, description, ...(parameters ? { parameters } : {}) } };
+  return {
+    status: code,
+    body: { ok: false, error_code: code, description, ...(parameters ? { parameters } : {}) },
+  };
 }
 
 function str(v: unknown): string | undefined {
@@ -612,21 +790,31 @@ function inlineKeyboard(raw: unknown): { rows: { text: string; url: string }[][]
     }
   }
   const keyboard = isRecord(markup) ? markup.inline_keyboard : undefined;
-  if (!Array.isArray(keyboard) || !keyboard.every(Array.isArray)) return { error: "Bad Request: can't parse reply keyboard markup JSON object" };
+  if (!Array.isArray(keyboard) || !keyboard.every(Array.isArray))
+    return { error: "Bad Request: can't parse reply keyboard markup JSON object" };
   const rows: { text: string; url: string }[][] = [];
   for (const row of keyboard as unknown[][]) {
     const out: { text: string; url: string }[] = [];
     for (const b of row) {
-      if (!isRecord(b) || typeof b.text !== 'string') return { error: "Bad Request: can't parse inline keyboard button: Text must be a String" };
+      if (!isRecord(b) || typeof b.text !== 'string')
+        return { error: "Bad Request: can't parse inline keyboard button: Text must be a String" };
       if (b.text === '') return { error: 'Bad Request: BUTTON_TEXT_INVALID' };
-      if (typeof b.url !== 'string') return { error: "Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard" };
+      if (typeof b.url !== 'string')
+        return {
+          error:
+            "Bad Request: can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard",
+        };
       let url: URL;
       try {
         url = new URL(b.url);
       } catch {
         return { error: 'Bad Request: BUTTON_URL_INVALID' };
       }
-      if (!['http:', 'https:', 'tg:'].includes(url.protocol) || (url.protocol !== 'tg:' && url.hostname === '')) return { error: 'Bad Request: BUTTON_URL_INVALID' };
+      if (
+        !['http:', 'https:', 'tg:'].includes(url.protocol) ||
+        (url.protocol !== 'tg:' && url.hostname === '')
+      )
+        return { error: 'Bad Request: BUTTON_URL_INVALID' };
       out.push({ text: b.text, url: b.url });
     }
     rows.push(out);

@@ -10,17 +10,31 @@ function event(overrides: Record<string, unknown> = {}) {
     event: 'Subscribe',
     event_time: nowSec() - 30,
     event_id: 'cnv_01',
-    user: { external_id: sha256('tg-1'), phone: sha256('+4915112345678'), ttclid: 'E.C.P.abc', ip: '203.0.113.7', user_agent: 'Mozilla/5.0' },
+    user: {
+      external_id: sha256('tg-1'),
+      phone: sha256('+4915112345678'),
+      ttclid: 'E.C.P.abc',
+      ip: '203.0.113.7',
+      user_agent: 'Mozilla/5.0',
+    },
     page: { url: 'https://shop.example.com/landing?ttclid=E.C.P.abc' },
     ...overrides,
   };
 }
 
 function track(body: unknown, token: string | null = TOKEN) {
-  return call(`${tiktok.url}${TIKTOK_TRACK_PATH}`, { json: body, headers: token === null ? {} : { 'Access-Token': token } });
+  return call(`${tiktok.url}${TIKTOK_TRACK_PATH}`, {
+    json: body,
+    headers: token === null ? {} : { 'Access-Token': token },
+  });
 }
 
-const batch = (data: unknown[], extra: Record<string, unknown> = {}) => ({ event_source: 'web', event_source_id: 'CPIXEL123', data, ...extra });
+const batch = (data: unknown[], extra: Record<string, unknown> = {}) => ({
+  event_source: 'web',
+  event_source_id: 'CPIXEL123',
+  data,
+  ...extra,
+});
 
 beforeAll(async () => {
   tiktok = await startTikTok({ pixelCodes: ['CPIXEL123'] });
@@ -34,7 +48,9 @@ describe('TikTok Events API fake', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ code: 0, message: 'OK' });
     expect(res.body.request_id).toMatch(/^\d{14}[0-9A-F]{18}$/);
-    expect(tiktok.events()).toEqual([expect.objectContaining({ pixelCode: 'CPIXEL123', testEventCode: 'TEST42' })]);
+    expect(tiktok.events()).toEqual([
+      expect.objectContaining({ pixelCode: 'CPIXEL123', testEventCode: 'TEST42' }),
+    ]);
     expect(tiktok.events()[0]?.event.event_id).toBe('cnv_01');
   });
 
@@ -92,13 +108,27 @@ describe('TikTok Events API fake', () => {
       expect(res.body.message).toContain(field);
     }
     expect(tiktok.events()).toEqual([]);
-    const crm = { event: 'SubmitForm', event_time: nowSec() - 30, event_id: 'cnv_crm', user: { email: sha256('ann@example.com'), external_id: [sha256('crm-1'), sha256('777')], first_name: sha256('ann'), last_name: sha256('smith'), zip_code: sha256('10115') } };
+    const crm = {
+      event: 'SubmitForm',
+      event_time: nowSec() - 30,
+      event_id: 'cnv_crm',
+      user: {
+        email: sha256('ann@example.com'),
+        external_id: [sha256('crm-1'), sha256('777')],
+        first_name: sha256('ann'),
+        last_name: sha256('smith'),
+        zip_code: sha256('10115'),
+      },
+    };
     expect((await track(batch([crm]))).body.code).toBe(0);
     expect(tiktok.events().map((e) => e.event.event_id)).toEqual(['cnv_crm']);
   });
 
   it('knows only the v1.3 track path: another version is not found', async () => {
-    const res = await call(`${tiktok.url}/open_api/v1.2/event/track/`, { json: batch([event()]), headers: { 'Access-Token': TOKEN } });
+    const res = await call(`${tiktok.url}/open_api/v1.2/event/track/`, {
+      json: batch([event()]),
+      headers: { 'Access-Token': TOKEN },
+    });
     expect(res.status).toBe(404);
     expect(tiktok.events()).toEqual([]);
   });
@@ -110,7 +140,10 @@ describe('TikTok Events API fake', () => {
   });
 
   it('keeps HTTP 200 for injected throttling (40100), server errors (40700) and bad tokens', async () => {
-    tiktok.failNext(1, { type: 'rateLimit', retryAfterSec: 5 }).failNext(1, { type: 'status', status: 500 }).failNext(1, { type: 'invalidToken' });
+    tiktok
+      .failNext(1, { type: 'rateLimit', retryAfterSec: 5 })
+      .failNext(1, { type: 'status', status: 500 })
+      .failNext(1, { type: 'invalidToken' });
     const codes = [];
     for (let i = 0; i < 4; i++) {
       const res = await track(batch([event()]));
@@ -118,7 +151,12 @@ describe('TikTok Events API fake', () => {
       codes.push(res.body.code);
     }
     expect(codes).toEqual([40100, 40700, 40105, 0]);
-    expect(tiktok.received.map((r) => r.injected)).toEqual(['rateLimit', 'status', 'invalidToken', undefined]);
+    expect(tiktok.received.map((r) => r.injected)).toEqual([
+      'rateLimit',
+      'status',
+      'invalidToken',
+      undefined,
+    ]);
   });
 
   it('answers a real 5xx only for a gateway failure', async () => {

@@ -26,14 +26,18 @@ describe('configuration', () => {
 
   it('takes DELIVERY_STALL_SECONDS and METRICS_TOKEN (an empty token is no token)', () => {
     expect(loadConfig({ DELIVERY_STALL_SECONDS: '300' }).DELIVERY_STALL_SECONDS).toBe(300);
-    expect(loadConfig({ METRICS_TOKEN: 'prometheus-scrape-token' }).METRICS_TOKEN).toBe('prometheus-scrape-token');
+    expect(loadConfig({ METRICS_TOKEN: 'prometheus-scrape-token' }).METRICS_TOKEN).toBe(
+      'prometheus-scrape-token',
+    );
     expect(loadConfig({ METRICS_TOKEN: '' }).METRICS_TOKEN).toBeUndefined();
   });
 
   it('derives PUBLIC_URL from PORT and strips trailing slashes from URLs', () => {
     expect(loadConfig({ PORT: '8081' }).PUBLIC_URL).toBe('http://localhost:8081');
     expect(loadConfig({ PUBLIC_URL: 'https://t.example.com/' }).PUBLIC_URL).toBe('https://t.example.com');
-    expect(loadConfig({ TELEGRAM_API_URL: 'http://127.0.0.1:9/' }).TELEGRAM_API_URL).toBe('http://127.0.0.1:9');
+    expect(loadConfig({ TELEGRAM_API_URL: 'http://127.0.0.1:9/' }).TELEGRAM_API_URL).toBe(
+      'http://127.0.0.1:9',
+    );
   });
 
   it.each([

@@ -48,7 +48,11 @@ describe('dead jobs', () => {
       await waitUntil(async () => runs > 0, 5000, 'the first wake-up running');
       await db.pool.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]);
       release();
-      await waitUntil(async () => (await dead(DELIVER_TASK)) === 1 && runs >= 2, 5000, 'the first wake-up dead after one failure');
+      await waitUntil(
+        async () => (await dead(DELIVER_TASK)) === 1 && runs >= 2,
+        5000,
+        'the first wake-up dead after one failure',
+      );
     } finally {
       await worker.stop();
     }
@@ -58,15 +62,23 @@ describe('dead jobs', () => {
 
   it('other dead jobs are kept a week for the operator, then deleted; live jobs are never touched', async () => {
     const add = async (task: string, attempts: number, ageDays: number) => {
-      const { rows } = await db.pool.query<{ id: string }>(`SELECT id FROM graphile_worker.add_job($1, '{}'::json, max_attempts := 3, run_at := now() + interval '1 hour')`, [task]);
-      await db.pool.query(`UPDATE graphile_worker._private_jobs SET attempts = $2, updated_at = now() - make_interval(days => $3::int) WHERE id = $1`, [rows[0]!.id, attempts, ageDays]);
+      const { rows } = await db.pool.query<{ id: string }>(
+        `SELECT id FROM graphile_worker.add_job($1, '{}'::json, max_attempts := 3, run_at := now() + interval '1 hour')`,
+        [task],
+      );
+      await db.pool.query(
+        `UPDATE graphile_worker._private_jobs SET attempts = $2, updated_at = now() - make_interval(days => $3::int) WHERE id = $1`,
+        [rows[0]!.id, attempts, ageDays],
+      );
     };
     await add('telegram_action_test', 3, DEAD_JOB_KEEP_DAYS + 1);
     await add('telegram_action_test', 3, 1);
     await add('telegram_action_test', 1, DEAD_JOB_KEEP_DAYS + 30);
     await add(DELIVER_TASK, 1, 0);
     expect(await purgeDeadJobs(db.pool, new Date())).toEqual({ signals: 0, others: 1 });
-    const { rows } = await db.pool.query(`SELECT task_identifier AS task, attempts FROM graphile_worker.jobs ORDER BY task_identifier, attempts`);
+    const { rows } = await db.pool.query(
+      `SELECT task_identifier AS task, attempts FROM graphile_worker.jobs ORDER BY task_identifier, attempts`,
+    );
     expect(rows).toEqual([
       { task: DELIVER_TASK, attempts: 1 },
       { task: 'telegram_action_test', attempts: 1 },

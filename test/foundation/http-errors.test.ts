@@ -48,7 +48,11 @@ describe('error model', () => {
     const res = await fetch(`${t.url}/no/such/route`);
     expect(res.status).toBe(404);
     const p = await problem(res);
-    expect(p).toMatchObject({ status: 404, code: 'NOT_FOUND', type: 'https://capigram.dev/errors/not-found' });
+    expect(p).toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+      type: 'https://capigram.dev/errors/not-found',
+    });
   });
 
   it('oversized body → 413 PAYLOAD_TOO_LARGE, never 500', async () => {
@@ -68,7 +72,8 @@ describe('error model', () => {
       headers: { 'content-type': 'application/json' },
       body: new ReadableStream<Uint8Array>({
         start(controller) {
-          for (let sent = 0; sent < bytes; sent += 16_384) controller.enqueue(new Uint8Array(Math.min(16_384, bytes - sent)).fill(0x20));
+          for (let sent = 0; sent < bytes; sent += 16_384)
+            controller.enqueue(new Uint8Array(Math.min(16_384, bytes - sent)).fill(0x20));
           controller.close();
         },
       }),
@@ -112,16 +117,32 @@ function raw(request: string): Promise<string> {
 
 describe("requests Node's HTTP parser refuses", () => {
   it.each([
-    ['headers over 16 KB', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
+    [
+      'headers over 16 KB',
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'HEADERS_TOO_LARGE',
+    ],
     ['a malformed request line', 'GET /healthz HTTP/9\r\nHost: x\r\n\r\n', 400, 'VALIDATION_FAILED'],
-    ['a control character in a header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n', 400, 'VALIDATION_FAILED'],
+    [
+      'a control character in a header',
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n',
+      400,
+      'VALIDATION_FAILED',
+    ],
   ])('%s → problem+json %i %s, then the connection closes', async (_what, request, status, code) => {
     const answer = await raw(request);
     const [head = '', body = ''] = answer.split('\r\n\r\n');
-    expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`);
+    expect(head.split('\r\n')[0]).toBe(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`,
+    );
     expect(head).toMatch(/\r\nContent-Type: application\/problem\+json\r\n/);
     expect(head).toMatch(/\r\nConnection: close/);
-    expect(JSON.parse(body)).toMatchObject({ status, code, type: expect.stringContaining('https://capigram.dev/errors/') });
+    expect(JSON.parse(body)).toMatchObject({
+      status,
+      code,
+      type: expect.stringContaining('https://capigram.dev/errors/'),
+    });
   });
 });
 
@@ -141,7 +162,9 @@ describe('errors raised by framework middleware', () => {
   it('maps text PostgreSQL cannot store (a NUL that got past a schema) to 400, not 500', async () => {
     const { toApiError } = await import('../../backend/http/errors.js');
     for (const code of ['22021', '22P05']) {
-      const { apiError, unexpected } = toApiError(Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code }));
+      const { apiError, unexpected } = toApiError(
+        Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code }),
+      );
       expect(unexpected).toBe(false);
       expect([apiError.status, apiError.code]).toEqual([400, 'VALIDATION_FAILED']);
     }

@@ -82,8 +82,20 @@ describe('import circles', () => {
       ['s', ['s']],
       ['t', ['f', 'a']],
     ]);
-    expect(circles(g).map((c) => c.join(' ')).sort()).toEqual(['a b', 'c d e', 's']);
-    expect(circles(new Map([['x', ['y', 'z']], ['y', ['z']], ['z', []]]))).toEqual([]);
+    expect(
+      circles(g)
+        .map((c) => c.join(' '))
+        .sort(),
+    ).toEqual(['a b', 'c d e', 's']);
+    expect(
+      circles(
+        new Map([
+          ['x', ['y', 'z']],
+          ['y', ['z']],
+          ['z', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 
   it('reads the imports of the real tree, type-only ones included', () => {

@@ -67,7 +67,13 @@ describe('errors node-postgres raises when the server is away', () => {
 
   it('a server that never answers: a connection timeout', async () => {
     const port = await tcp(() => undefined);
-    const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'x', database: 'x', connectionTimeoutMillis: 200 });
+    const pool = new pg.Pool({
+      host: '127.0.0.1',
+      port,
+      user: 'x',
+      database: 'x',
+      connectionTimeoutMillis: 200,
+    });
     const err = await caught(pool.query('SELECT 1'));
     expect(String(err)).toMatch(/timeout/);
     expectUnavailable(err);
@@ -112,12 +118,20 @@ describe('the table', () => {
     ['EHOSTUNREACH', withCode('EHOSTUNREACH')],
     ['ENOTFOUND (DNS)', withCode('ENOTFOUND')],
     ['Connection terminated unexpectedly', new Error('Connection terminated unexpectedly')],
-    ['Connection terminated due to connection timeout', new Error('Connection terminated due to connection timeout')],
+    [
+      'Connection terminated due to connection timeout',
+      new Error('Connection terminated due to connection timeout'),
+    ],
     ['pool connect timeout', new Error('timeout exceeded when trying to connect')],
     ['not queryable', new Error('Client has encountered a connection error and is not queryable')],
     ['closed client', new Error('Client was closed and is not queryable')],
     ['pool ended', new Error('Cannot use a pool after calling end on the pool')],
-    ['AggregateError of refused attempts', Object.assign(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')], ''), { code: undefined })],
+    [
+      'AggregateError of refused attempts',
+      Object.assign(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')], ''), {
+        code: undefined,
+      }),
+    ],
     ['wrapped in a cause', new Error('query failed', { cause: withCode('57P01') })],
   ])('%s → 503 UNAVAILABLE', (_name, err) => expectUnavailable(err));
 
@@ -126,7 +140,10 @@ describe('the table', () => {
     ['40P01 deadlock', withCode('40P01')],
     ['42P01 undefined_table', withCode('42P01')],
     ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
-    ['AggregateError with one real bug in it', new AggregateError([withCode('ECONNREFUSED'), new Error('boom')], '')],
+    [
+      'AggregateError with one real bug in it',
+      new AggregateError([withCode('ECONNREFUSED'), new Error('boom')], ''),
+    ],
     ['null', null],
     ['a string', 'ECONNREFUSED'],
   ])('%s is not "unavailable"', (_name, err) => {

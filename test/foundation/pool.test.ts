@@ -19,7 +19,9 @@ describe('sessions of the pool', () => {
   it('have a one-minute limit on idling inside a transaction', async () => {
     const pool = createPool(db.url, 1);
     pools.push(pool);
-    const { rows } = await pool.query<{ idle_in_transaction_session_timeout: string }>('SHOW idle_in_transaction_session_timeout');
+    const { rows } = await pool.query<{ idle_in_transaction_session_timeout: string }>(
+      'SHOW idle_in_transaction_session_timeout',
+    );
     expect(rows[0]!.idle_in_transaction_session_timeout).toBe('1min');
   });
 
@@ -30,7 +32,9 @@ describe('sessions of the pool', () => {
     frozen.on('error', () => undefined);
     await frozen.query('BEGIN');
     await frozen.query('SELECT pg_advisory_xact_lock(4242, 1)');
-    const taken = async () => (await db.pool.query<{ got: boolean }>('SELECT pg_try_advisory_xact_lock(4242, 1) AS got')).rows[0]!.got;
+    const taken = async () =>
+      (await db.pool.query<{ got: boolean }>('SELECT pg_try_advisory_xact_lock(4242, 1) AS got')).rows[0]!
+        .got;
     expect(await taken()).toBe(false);
 
     await new Promise((r) => setTimeout(r, 800));

@@ -47,25 +47,38 @@ describe('delivery in /readyz and the gauge', () => {
     const { siteId } = await createSiteWith(t.deps, ['meta']);
     const { sends } = await createConversion(db.pool, siteId);
     // Due for 45 s: waiting, not yet stalled (the threshold is 60 s here).
-    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '45 seconds' WHERE id = $1`, [sends[0]!.sendId]);
+    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '45 seconds' WHERE id = $1`, [
+      sends[0]!.sendId,
+    ]);
     expect((await readyz(t)).status).toBe(200);
     expect(await gauge(t)).toBeGreaterThanOrEqual(45);
 
-    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '300 seconds' WHERE id = $1`, [sends[0]!.sendId]);
+    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '300 seconds' WHERE id = $1`, [
+      sends[0]!.sendId,
+    ]);
     const stalled = await readyz(t);
     expect(stalled.status).toBe(503);
-    expect(stalled.body).toMatchObject({ status: 'degraded', checks: { database: 'ok', delivery: 'stalled' } });
+    expect(stalled.body).toMatchObject({
+      status: 'degraded',
+      checks: { database: 'ok', delivery: 'stalled' },
+    });
     expect(stalled.body.checks.oldestDueSeconds).toBeGreaterThanOrEqual(300);
     const age = await gauge(t);
     expect(age).toBeGreaterThanOrEqual(300);
     expect(age).toBeLessThan(320);
 
     // In flight (claimed: its lease ends in the future) is not due, so not stalled.
-    await db.pool.query(`UPDATE sends SET in_flight = true, next_attempt_at = now() + interval '5 seconds' WHERE id = $1`, [sends[0]!.sendId]);
+    await db.pool.query(
+      `UPDATE sends SET in_flight = true, next_attempt_at = now() + interval '5 seconds' WHERE id = $1`,
+      [sends[0]!.sendId],
+    );
     expect(await readyz(t)).toEqual({ status: 200, body: { status: 'ready' } });
     expect(await gauge(t)).toBe(0);
     // …and a send that left the queue (sent, failed, skipped) is never due.
-    await db.pool.query(`UPDATE sends SET status = 'sent', in_flight = false, next_attempt_at = now() - interval '1 hour' WHERE id = $1`, [sends[0]!.sendId]);
+    await db.pool.query(
+      `UPDATE sends SET status = 'sent', in_flight = false, next_attempt_at = now() - interval '1 hour' WHERE id = $1`,
+      [sends[0]!.sendId],
+    );
     expect(await oldestDueSeconds(db.pool)).toBe(0);
   });
 
@@ -73,12 +86,20 @@ describe('delivery in /readyz and the gauge', () => {
     const { siteId } = await createSiteWith(t.deps, ['meta', 'tiktok']);
     const a = await createConversion(db.pool, siteId);
     const b = await createConversion(db.pool, siteId);
-    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '10 seconds' WHERE conversion_id = $1`, [a.conversionId]);
-    await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '90 seconds' WHERE conversion_id = $1 AND platform = 'tiktok'`, [b.conversionId]);
+    await db.pool.query(
+      `UPDATE sends SET next_attempt_at = now() - interval '10 seconds' WHERE conversion_id = $1`,
+      [a.conversionId],
+    );
+    await db.pool.query(
+      `UPDATE sends SET next_attempt_at = now() - interval '90 seconds' WHERE conversion_id = $1 AND platform = 'tiktok'`,
+      [b.conversionId],
+    );
     const age = await oldestDueSeconds(db.pool);
     expect(age).toBeGreaterThanOrEqual(90);
     expect(age).toBeLessThan(100);
-    await db.pool.query(`UPDATE sends SET status = 'sent' WHERE conversion_id = ANY($1::uuid[])`, [[a.conversionId, b.conversionId]]);
+    await db.pool.query(`UPDATE sends SET status = 'sent' WHERE conversion_id = ANY($1::uuid[])`, [
+      [a.conversionId, b.conversionId],
+    ]);
   });
 
   it('a process whose job runner is down is stalled whatever the queue says', async () => {
@@ -101,8 +122,12 @@ describe('delivery in /readyz and the gauge', () => {
     expect(deliveryStatus({ oldestDueSeconds: 121, workerRunning: null, stallSeconds: 120 })).toBe('stalled');
 
     const lines: string[] = [];
-    const log = new StallLog({ error: (_: unknown, msg: string) => lines.push(msg), info: () => undefined } as never);
-    const check = (delivery: 'ok' | 'stalled') => log.record({ delivery, oldestDueSeconds: 0, workerRunning: null });
+    const log = new StallLog({
+      error: (_: unknown, msg: string) => lines.push(msg),
+      info: () => undefined,
+    } as never);
+    const check = (delivery: 'ok' | 'stalled') =>
+      log.record({ delivery, oldestDueSeconds: 0, workerRunning: null });
     check('ok');
     check('stalled');
     check('stalled');
@@ -119,13 +144,21 @@ describe('METRICS_TOKEN', () => {
   });
 
   it('with it, /metrics needs the bearer token: 401 problem+json otherwise', async () => {
-    for (const authorization of [undefined, 'Bearer wrong-token-0123456789abcdef', `Basic ${METRICS_TOKEN}`, `Bearer ${METRICS_TOKEN}x`, 'Bearer ']) {
+    for (const authorization of [
+      undefined,
+      'Bearer wrong-token-0123456789abcdef',
+      `Basic ${METRICS_TOKEN}`,
+      `Bearer ${METRICS_TOKEN}x`,
+      'Bearer ',
+    ]) {
       const res = await fetch(`${locked.url}/metrics`, { headers: authorization ? { authorization } : {} });
       expect(res.status).toBe(401);
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       expect(((await res.json()) as { code: string }).code).toBe('UNAUTHORIZED');
     }
-    const ok = await fetch(`${locked.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const ok = await fetch(`${locked.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain('capigram_sends_oldest_due_seconds');
     // The probes stay open: an orchestrator has no token.

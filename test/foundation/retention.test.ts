@@ -22,11 +22,14 @@ let pixelId: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   tenant = await seedTenant(db.pool, testDeps(db.pool).box);
-  pixelId = (await db.pool.query('SELECT id FROM pixels WHERE site_id = $1', [tenant.site.siteId])).rows[0].id;
+  pixelId = (await db.pool.query('SELECT id FROM pixels WHERE site_id = $1', [tenant.site.siteId])).rows[0]
+    .id;
 });
 afterAll(async () => db.drop());
 beforeEach(async () => {
-  await db.pool.query('DELETE FROM entry_clicks; DELETE FROM sends; DELETE FROM conversions; DELETE FROM visits; DELETE FROM retention_progress');
+  await db.pool.query(
+    'DELETE FROM entry_clicks; DELETE FROM sends; DELETE FROM conversions; DELETE FROM visits; DELETE FROM retention_progress',
+  );
 });
 
 const FULL = `'198.51.100.1', 'UA', 'https://s.example.com/?gclid=G', 'https://s.example.com/', 'https://r.example.org/', 'fbc', 'fbp', 'G', 'GB', 'WB', 'TT', 'SC', 'TTP', 'SCID', 'meta'`;
@@ -60,11 +63,17 @@ describe('retention', () => {
     const [oldConv, youngConv] = conv.rows.map((r) => r.id);
     // Sends: finished and old go; pending old and finished young stay.
     const send = async (visitId: string, status: string, ageMs: number) =>
-      (await db.pool.query(
-        `INSERT INTO sends (visit_id, pixel_id, platform, event_id, status, created_at) VALUES ($1, $2, 'meta', gen_random_uuid()::text, $3, $4) RETURNING id`,
-        [visitId, pixelId, status, new Date(NOW.getTime() - ageMs)],
-      )).rows[0].id as string;
-    const gone = [await send(old[1]!, 'sent', 40 * DAY), await send(old[2]!, 'failed', 40 * DAY), await send(old[3]!, 'skipped', 400 * DAY)];
+      (
+        await db.pool.query(
+          `INSERT INTO sends (visit_id, pixel_id, platform, event_id, status, created_at) VALUES ($1, $2, 'meta', gen_random_uuid()::text, $3, $4) RETURNING id`,
+          [visitId, pixelId, status, new Date(NOW.getTime() - ageMs)],
+        )
+      ).rows[0].id as string;
+    const gone = [
+      await send(old[1]!, 'sent', 40 * DAY),
+      await send(old[2]!, 'failed', 40 * DAY),
+      await send(old[3]!, 'skipped', 400 * DAY),
+    ];
     const kept = [await send(old[4]!, 'pending', 40 * DAY), await send(young[0]!, 'sent', DAY)];
 
     const out = await runRetention(db.pool, NOW, { days: DAYS, batch: 2 });
@@ -72,32 +81,89 @@ describe('retention', () => {
       cleared: { visits: 5, conversions: 1, entry_clicks_unused: 0, entry_clicks: 0 },
       sendsDeleted: 3,
       done: true,
-      seconds: { visits: expect.any(Number), conversions: expect.any(Number), entry_clicks_unused: expect.any(Number), entry_clicks: expect.any(Number), sends: expect.any(Number) },
+      seconds: {
+        visits: expect.any(Number),
+        conversions: expect.any(Number),
+        entry_clicks_unused: expect.any(Number),
+        entry_clicks: expect.any(Number),
+        sends: expect.any(Number),
+      },
     });
 
     expect(await rawVisits()).toEqual(new Set(young));
     const { rows } = await db.pool.query(`SELECT * FROM visits WHERE id = ANY($1::uuid[])`, [old]);
     for (const v of rows) {
-      for (const col of ['client_ip', 'user_agent', 'href', 'landing_page', 'referrer', 'fbc', 'fbp', 'gclid', 'gbraid', 'wbraid', 'ttclid', 'sccid', 'ttp', 'scid', ...Object.keys(VISIT_RAW_FIELDS)]) {
+      for (const col of [
+        'client_ip',
+        'user_agent',
+        'href',
+        'landing_page',
+        'referrer',
+        'fbc',
+        'fbp',
+        'gclid',
+        'gbraid',
+        'wbraid',
+        'ttclid',
+        'sccid',
+        'ttp',
+        'scid',
+        ...Object.keys(VISIT_RAW_FIELDS),
+      ]) {
         expect(v[col], col).toBeNull();
       }
       expect(v.utm_source).toBe('meta');
     }
     const { rows: young1 } = await db.pool.query(`SELECT * FROM visits WHERE id = ANY($1::uuid[])`, [young]);
-    for (const v of young1) expect(v).toMatchObject({ client_ip: '198.51.100.1', user_agent: 'UA', gclid: 'G', sccid: 'SC', referrer: 'https://r.example.org/' });
+    for (const v of young1)
+      expect(v).toMatchObject({
+        client_ip: '198.51.100.1',
+        user_agent: 'UA',
+        gclid: 'G',
+        sccid: 'SC',
+        referrer: 'https://r.example.org/',
+      });
 
-    const c = Object.fromEntries((await db.pool.query(`SELECT id, client_ip, user_agent, event_source_url, api_visit_override, pii_hashed, value FROM conversions`)).rows.map((r) => [r.id, r]));
-    expect(c[oldConv!]).toMatchObject({ client_ip: null, user_agent: null, event_source_url: null, api_visit_override: null, value: 10 });
-    expect(c[youngConv!]).toMatchObject({ client_ip: '198.51.100.1', user_agent: 'UA', event_source_url: 'https://s.example.com/t', api_visit_override: { fbc: 'x' } });
+    const c = Object.fromEntries(
+      (
+        await db.pool.query(
+          `SELECT id, client_ip, user_agent, event_source_url, api_visit_override, pii_hashed, value FROM conversions`,
+        )
+      ).rows.map((r) => [r.id, r]),
+    );
+    expect(c[oldConv!]).toMatchObject({
+      client_ip: null,
+      user_agent: null,
+      event_source_url: null,
+      api_visit_override: null,
+      value: 10,
+    });
+    expect(c[youngConv!]).toMatchObject({
+      client_ip: '198.51.100.1',
+      user_agent: 'UA',
+      event_source_url: 'https://s.example.com/t',
+      api_visit_override: { fbc: 'x' },
+    });
 
     const { rows: sends } = await db.pool.query<{ id: string }>('SELECT id FROM sends');
     expect(new Set(sends.map((s) => s.id))).toEqual(new Set(kept));
     expect(gone.every((id) => !sends.some((s) => s.id === id))).toBe(true);
 
     // Progress is kept; a second run finds nothing; the counts are what they were.
-    const { rows: progress } = await db.pool.query('SELECT target, done_before FROM retention_progress ORDER BY target');
-    expect(progress).toEqual(['conversions', 'entry_clicks', 'entry_clicks_unused', 'visits'].map((target) => ({ target, done_before: new Date(CUTOFF) })));
-    expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({ cleared: { visits: 0, conversions: 0, entry_clicks_unused: 0, entry_clicks: 0 }, sendsDeleted: 0, done: true });
+    const { rows: progress } = await db.pool.query(
+      'SELECT target, done_before FROM retention_progress ORDER BY target',
+    );
+    expect(progress).toEqual(
+      ['conversions', 'entry_clicks', 'entry_clicks_unused', 'visits'].map((target) => ({
+        target,
+        done_before: new Date(CUTOFF),
+      })),
+    );
+    expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({
+      cleared: { visits: 0, conversions: 0, entry_clicks_unused: 0, entry_clicks: 0 },
+      sendsDeleted: 0,
+      done: true,
+    });
     expect((await db.pool.query('SELECT count(*)::int AS n FROM visits')).rows[0].n).toBe(9);
   });
 
@@ -117,7 +183,10 @@ describe('retention', () => {
     const first = await runRetention(db.pool, NOW, { days: DAYS, batch: 2, until: Date.now() - 1 });
     expect(first.done).toBe(false);
     expect((await rawVisits()).size).toBe(10);
-    expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({ cleared: { visits: 10 }, done: true });
+    expect(await runRetention(db.pool, NOW, { days: DAYS, batch: 2 })).toMatchObject({
+      cleared: { visits: 10 },
+      done: true,
+    });
   });
 });
 
@@ -136,28 +205,56 @@ describe('entry clicks', () => {
   }
 
   it('deletes exactly the unused clicks past the limit, and takes only the payload of the used ones', async () => {
-    const { rows: bots } = await db.pool.query<{ id: string }>('SELECT id FROM bots WHERE account_id = $1', [tenant.accountId]);
-    const { rows: entries } = await db.pool.query<{ id: string }>('INSERT INTO entries (site_id, bot_id) VALUES ($1, $2) RETURNING id', [tenant.site.siteId, bots[0]!.id]);
-    const [oldUnused1, oldUnused2, youngUnused1, youngUnused2, oldUsed, youngUsed] = await clicksAt(entries[0]!.id, [
-      { age: DAYS * DAY + 1, used: false },
-      { age: 400 * DAY, used: false },
-      { age: DAYS * DAY - 1, used: false },
-      { age: 0, used: false },
-      { age: DAYS * DAY + 60_000, used: true },
-      { age: DAYS * DAY - 60_000, used: true },
+    const { rows: bots } = await db.pool.query<{ id: string }>('SELECT id FROM bots WHERE account_id = $1', [
+      tenant.accountId,
     ]);
-    const before = await db.pool.query('SELECT id, visit_id, used_by, used_at, used_through FROM entry_clicks WHERE id = $1', [oldUsed]);
+    const { rows: entries } = await db.pool.query<{ id: string }>(
+      'INSERT INTO entries (site_id, bot_id) VALUES ($1, $2) RETURNING id',
+      [tenant.site.siteId, bots[0]!.id],
+    );
+    const [oldUnused1, oldUnused2, youngUnused1, youngUnused2, oldUsed, youngUsed] = await clicksAt(
+      entries[0]!.id,
+      [
+        { age: DAYS * DAY + 1, used: false },
+        { age: 400 * DAY, used: false },
+        { age: DAYS * DAY - 1, used: false },
+        { age: 0, used: false },
+        { age: DAYS * DAY + 60_000, used: true },
+        { age: DAYS * DAY - 60_000, used: true },
+      ],
+    );
+    const before = await db.pool.query(
+      'SELECT id, visit_id, used_by, used_at, used_through FROM entry_clicks WHERE id = $1',
+      [oldUsed],
+    );
 
     const out = await runRetention(db.pool, NOW, { days: DAYS, batch: 1 });
     expect(out.cleared).toMatchObject({ entry_clicks_unused: 2, entry_clicks: 1 });
-    const { rows } = await db.pool.query<{ id: string; has_payload: boolean }>('SELECT id, payload IS NOT NULL AS has_payload FROM entry_clicks ORDER BY created_at');
-    expect(rows.map((r) => [r.id, r.has_payload])).toEqual([[oldUsed, false], [youngUnused1, true], [youngUsed, true], [youngUnused2, true]]);
+    const { rows } = await db.pool.query<{ id: string; has_payload: boolean }>(
+      'SELECT id, payload IS NOT NULL AS has_payload FROM entry_clicks ORDER BY created_at',
+    );
+    expect(rows.map((r) => [r.id, r.has_payload])).toEqual([
+      [oldUsed, false],
+      [youngUnused1, true],
+      [youngUsed, true],
+      [youngUnused2, true],
+    ]);
     expect(rows.map((r) => r.id)).not.toContain(oldUnused1);
     expect(rows.map((r) => r.id)).not.toContain(oldUnused2);
     // The tie stays whole: its visit, user and time are the lead's history.
-    expect((await db.pool.query('SELECT id, visit_id, used_by, used_at, used_through FROM entry_clicks WHERE id = $1', [oldUsed])).rows).toEqual(before.rows);
+    expect(
+      (
+        await db.pool.query(
+          'SELECT id, visit_id, used_by, used_at, used_through FROM entry_clicks WHERE id = $1',
+          [oldUsed],
+        )
+      ).rows,
+    ).toEqual(before.rows);
     // A second run has nothing left to do.
-    expect((await runRetention(db.pool, NOW, { days: DAYS })).cleared).toMatchObject({ entry_clicks_unused: 0, entry_clicks: 0 });
+    expect((await runRetention(db.pool, NOW, { days: DAYS })).cleared).toMatchObject({
+      entry_clicks_unused: 0,
+      entry_clicks: 0,
+    });
   });
 });
 
@@ -166,7 +263,8 @@ describe('RETENTION_DAYS', () => {
     const base = { SECRET_KEY: '5e'.repeat(32), PUBLIC_URL: 'https://capigram.example.com' };
     expect(loadConfig(base).RETENTION_DAYS).toBe(400);
     expect(loadConfig({ ...base, RETENTION_DAYS: '30' }).RETENTION_DAYS).toBe(30);
-    for (const bad of ['0', '-1', '1.5', 'abc', '99999']) expect(() => loadConfig({ ...base, RETENTION_DAYS: bad }), bad).toThrow(ConfigError);
+    for (const bad of ['0', '-1', '1.5', 'abc', '99999'])
+      expect(() => loadConfig({ ...base, RETENTION_DAYS: bad }), bad).toThrow(ConfigError);
   });
 });
 
@@ -211,7 +309,9 @@ describe('retention under graphile-worker', () => {
     const until = Date.now() + 20_000;
     while ((await rawVisits()).size > 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     expect(await rawVisits()).toEqual(new Set(young));
-    const { rows: progress } = await db.pool.query(`SELECT done_before FROM retention_progress WHERE target = 'visits'`);
+    const { rows: progress } = await db.pool.query(
+      `SELECT done_before FROM retention_progress WHERE target = 'visits'`,
+    );
     expect(progress[0].done_before).toEqual(new Date(CUTOFF));
     await app.stop();
   });

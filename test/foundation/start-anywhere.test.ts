@@ -27,13 +27,20 @@ afterAll(async () => {
 it('starts, serves /readyz and stops cleanly with its data below a mode-700 directory', async () => {
   mkdirSync(join(home, 'capigram'), { mode: 0o700 });
   expect(statSync(home).mode & 0o777).toBe(0o700);
-  const p = spawnService('backend/main.ts', { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', WORKER: 'inline', DATABASE_URL: '' });
+  const p = spawnService('backend/main.ts', {
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WORKER: 'inline',
+    DATABASE_URL: '',
+  });
   running.push(p);
   const [, url] = await p.waitFor(/Capigram listening on (http:\/\/\S+)|failed to start/, 30_000);
   expect(url, p.output()).toBeDefined();
   let status = 0;
   const t0 = performance.now();
-  while (status !== 200 && performance.now() - t0 < 15_000) status = (await fetch(`${url}/readyz`).catch(() => null))?.status ?? 0;
+  while (status !== 200 && performance.now() - t0 < 15_000)
+    status = (await fetch(`${url}/readyz`).catch(() => null))?.status ?? 0;
   expect(status).toBe(200);
   p.child.kill('SIGTERM');
   expect(await p.exit()).toBe(0);

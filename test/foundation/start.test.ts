@@ -94,7 +94,9 @@ describe('npm start with the embedded database', () => {
       const p = spawnService('backend/main.ts', { ...env, PORT: String(port) });
       running.push(p);
       expect(await p.exit()).toBe(1);
-      expect(p.output()).toContain(`Capigram failed to start: 127.0.0.1:${port} is already in use (another Capigram, or another program, listens there): stop it, or set PORT to a free port`);
+      expect(p.output()).toContain(
+        `Capigram failed to start: 127.0.0.1:${port} is already in use (another Capigram, or another program, listens there): stop it, or set PORT to a free port`,
+      );
       expect(p.output()).not.toMatch(/\n\s+at /); // no stack trace
       expect(postmasterPid()).toBeNull();
     } finally {

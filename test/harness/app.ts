@@ -34,7 +34,11 @@ export function testClock(): TestClock {
 }
 
 /** Real dependencies on a test database; `env` overrides the environment (fakes' URLs, say). */
-export function testDeps(pool: Pool, env: Record<string, string> = {}, clock = testClock()): Deps & { clock: TestClock } {
+export function testDeps(
+  pool: Pool,
+  env: Record<string, string> = {},
+  clock = testClock(),
+): Deps & { clock: TestClock } {
   const config: Config = loadConfig({
     DATA_DIR: scratchDir('data'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -84,7 +88,11 @@ export async function startTestApp(
   const url = `http://127.0.0.1:${port}`;
   if (!opts.env?.PUBLIC_URL) deps.config.PUBLIC_URL = url;
   const worker = opts.worker
-    ? await startWorker(deps, { pollIntervalMs: 100, crontab: '', ...(typeof opts.worker === 'object' ? opts.worker : {}) })
+    ? await startWorker(deps, {
+        pollIntervalMs: 100,
+        crontab: '',
+        ...(typeof opts.worker === 'object' ? opts.worker : {}),
+      })
     : null;
   return {
     url,

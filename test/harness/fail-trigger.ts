@@ -16,7 +16,10 @@ export interface FailureTrigger {
  * Installs the trigger `name` on `on` (`BEFORE INSERT ON conversions`, say), optionally only
  * `WHEN (…)`. Names must be plain identifiers: they are written into the SQL.
  */
-export async function failureTrigger(db: Queryable, o: { name: string; on: string; when?: string }): Promise<FailureTrigger> {
+export async function failureTrigger(
+  db: Queryable,
+  o: { name: string; on: string; when?: string },
+): Promise<FailureTrigger> {
   if (!/^[a-z_]+$/.test(o.name)) throw new Error(`failureTrigger: "${o.name}" is not a plain identifier`);
   const { name } = o;
   await db.query(`

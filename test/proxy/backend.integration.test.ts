@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { refillChannelPool } from '../../backend/domain/invites/refill.js';
 import { startProxyServer, type RunningProxy } from '../../proxy/server.js';
 import { startWorld, type World } from '../tracker/world.js';
-import { ClockedCookieJar, cookieNamed, NAVIGATION_ACCEPT, send, type SimpleResponse } from './support/http-client.js';
+import {
+  ClockedCookieJar,
+  cookieNamed,
+  NAVIGATION_ACCEPT,
+  send,
+  type SimpleResponse,
+} from './support/http-client.js';
 import { capturingLogger, manualClock } from './support/proxy-rig.js';
 import { HOME_HTML, startSampleUpstream, type SampleUpstream } from './support/sample-upstream.js';
 
@@ -45,7 +51,11 @@ async function visitsOf(tempId: string | undefined): Promise<VisitRow[]> {
 }
 
 /** Tracking runs beside the page: wait until the backend has recorded what we expect. */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5_000): Promise<T> {
+async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 5_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -60,7 +70,14 @@ function visitor() {
   const jar = new ClockedCookieJar(clock.now);
   const go = async (path: string, headers: Record<string, string> = {}): Promise<SimpleResponse> => {
     const res = await send(`${proxy.url}${path}`, {
-      headers: { host: SITE_HOST, accept: NAVIGATION_ACCEPT, 'user-agent': UA, 'x-forwarded-for': ip, cookie: jar.header(), ...headers },
+      headers: {
+        host: SITE_HOST,
+        accept: NAVIGATION_ACCEPT,
+        'user-agent': UA,
+        'x-forwarded-for': ip,
+        cookie: jar.header(),
+        ...headers,
+      },
     });
     jar.store(res.setCookies);
     return res;
@@ -102,7 +119,10 @@ describe('the proxy with the real backend', () => {
     expect(tid).toBeDefined();
     expect(sid).toBeDefined();
 
-    const [visit] = await eventually(() => visitsOf(tid), (rows) => rows.length === 1);
+    const [visit] = await eventually(
+      () => visitsOf(tid),
+      (rows) => rows.length === 1,
+    );
     expect(visit).toMatchObject({
       temp_id: tid,
       session_id: sid,
@@ -118,7 +138,11 @@ describe('the proxy with the real backend', () => {
     const v = visitor();
     // Each visit recorded before the next pageview, as minutes apart they would be: the rows'
     // order is the order the tracker stored them in, and calls in flight together may swap.
-    const recorded = (n: number) => eventually(() => visitsOf(v.jar.get('capigram_tid')), (r) => r.length === n);
+    const recorded = (n: number) =>
+      eventually(
+        () => visitsOf(v.jar.get('capigram_tid')),
+        (r) => r.length === n,
+      );
     await v.go('/page');
     await recorded(1);
     clock.advance(29 * MINUTE);
@@ -136,7 +160,10 @@ describe('the proxy with the real backend', () => {
   it('turns fbclid into the right fbc', async () => {
     const v = visitor();
     await v.go('/landing?fbclid=IwAR_Integration-Click~42');
-    const [visit] = await eventually(() => visitsOf(v.jar.get('capigram_tid')), (rows) => rows.length === 1);
+    const [visit] = await eventually(
+      () => visitsOf(v.jar.get('capigram_tid')),
+      (rows) => rows.length === 1,
+    );
     expect(visit?.fbc).toBe(`fb.1.${clock.now()}.IwAR_Integration-Click~42`);
     expect(v.jar.get('_fbc')).toBe(visit?.fbc);
   });
@@ -144,24 +171,39 @@ describe('the proxy with the real backend', () => {
   it('patches a later _fbp into the visit that went without it, once', async () => {
     const v = visitor();
     await v.go('/landing');
-    const [first] = await eventually(() => visitsOf(v.jar.get('capigram_tid')), (rows) => rows.length === 1);
+    const [first] = await eventually(
+      () => visitsOf(v.jar.get('capigram_tid')),
+      (rows) => rows.length === 1,
+    );
     expect(first?.fbp).toBeNull();
 
     const before = await updateFbpCalls();
     v.jar.set('_fbp', 'fb.1.1717236000000.24681357');
     await v.go('/page');
-    const rows = await eventually(() => visitsOf(v.jar.get('capigram_tid')), (r) => r.length === 2 && r[0]?.fbp !== null);
-    expect(rows.map((row) => row.fbp)).toEqual(['fb.1.1717236000000.24681357', 'fb.1.1717236000000.24681357']);
+    const rows = await eventually(
+      () => visitsOf(v.jar.get('capigram_tid')),
+      (r) => r.length === 2 && r[0]?.fbp !== null,
+    );
+    expect(rows.map((row) => row.fbp)).toEqual([
+      'fb.1.1717236000000.24681357',
+      'fb.1.1717236000000.24681357',
+    ]);
 
     await v.go('/page');
-    await eventually(() => visitsOf(v.jar.get('capigram_tid')), (r) => r.length === 3);
+    await eventually(
+      () => visitsOf(v.jar.get('capigram_tid')),
+      (r) => r.length === 3,
+    );
     expect((await updateFbpCalls()) - before).toBe(1);
   });
 
   it('redirects an invite click to a pooled link assigned to the visit', async () => {
     const v = visitor();
     await v.go('/landing');
-    const [visit] = await eventually(() => visitsOf(v.jar.get('capigram_tid')), (rows) => rows.length === 1);
+    const [visit] = await eventually(
+      () => visitsOf(v.jar.get('capigram_tid')),
+      (rows) => rows.length === 1,
+    );
     const { rows: pool } = await world.db.pool.query<{ invite_link: string }>(
       'SELECT invite_link FROM invitations WHERE channel_id = $1 AND visit_id IS NULL',
       [world.channels.main],
@@ -180,7 +222,9 @@ describe('the proxy with the real backend', () => {
 
   it("keeps the upstream's Set-Cookie beside its own", async () => {
     const res = await visitor().go('/with-cookies');
-    expect(res.setCookies).toEqual(expect.arrayContaining(['shop_session=s3cr3t; Path=/; HttpOnly', 'cart=2; Path=/']));
+    expect(res.setCookies).toEqual(
+      expect.arrayContaining(['shop_session=s3cr3t; Path=/; HttpOnly', 'cart=2; Path=/']),
+    );
     expect(cookieNamed(res.setCookies, 'capigram_sid')).toBeDefined();
   });
 
@@ -193,7 +237,12 @@ describe('the proxy with the real backend', () => {
     const socket = await new Promise<Socket>((resolve, reject) => {
       const req = httpRequest(`${proxy.url}/ws`, {
         agent: false,
-        headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': randomBytes(16).toString('base64'), 'sec-websocket-version': '13' },
+        headers: {
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-key': randomBytes(16).toString('base64'),
+          'sec-websocket-version': '13',
+        },
       });
       req.on('upgrade', (_res, upgraded) => resolve(upgraded));
       req.on('response', () => reject(new Error('no upgrade')));

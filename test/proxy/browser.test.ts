@@ -34,7 +34,12 @@ describe('a Chromium visitor', () => {
     await refillChannelPool(world.app.deps, world.channels.main);
     upstream = await startSampleUpstream();
     proxy = await startProxyServer(
-      { upstream: upstream.url, tracker: world.app.url, websiteId: world.websiteId, logger: capturingLogger().logger },
+      {
+        upstream: upstream.url,
+        tracker: world.app.url,
+        websiteId: world.websiteId,
+        logger: capturingLogger().logger,
+      },
       { host: '127.0.0.1', port: 0 },
     );
     browser = await chromium.launch({
@@ -57,7 +62,10 @@ describe('a Chromium visitor', () => {
   });
 
   /** The browser's visits, once `done` says the backend has caught up (tracking runs beside the page). */
-  async function visitsOf(tempId: string | undefined, done: (rows: VisitRow[]) => boolean): Promise<VisitRow[]> {
+  async function visitsOf(
+    tempId: string | undefined,
+    done: (rows: VisitRow[]) => boolean,
+  ): Promise<VisitRow[]> {
     const deadline = Date.now() + 5_000;
     for (;;) {
       const { rows } = await world.db.pool.query<VisitRow>(
@@ -80,7 +88,13 @@ describe('a Chromium visitor', () => {
     const cookies = Object.fromEntries((await context.cookies()).map((cookie) => [cookie.name, cookie]));
     expect(cookies.capigram_tid?.value).toMatch(/^[0-9a-f-]{36}$/);
     expect(cookies.capigram_sid?.value).toMatch(/^[0-9a-f-]{36}$/);
-    expect(cookies.capigram_sid).toMatchObject({ domain: 'shop.example.com', path: '/', sameSite: 'Lax', httpOnly: false, secure: false });
+    expect(cookies.capigram_sid).toMatchObject({
+      domain: 'shop.example.com',
+      path: '/',
+      sameSite: 'Lax',
+      httpOnly: false,
+      secure: false,
+    });
     const nowSeconds = Date.now() / 1000;
     expect(cookies.capigram_sid!.expires).toBeGreaterThan(nowSeconds + 29 * 60);
     expect(cookies.capigram_sid!.expires).toBeLessThan(nowSeconds + 31 * 60);
@@ -110,9 +124,10 @@ describe('a Chromium visitor', () => {
     expect(telegram.redirectedFrom()?.url()).toBe(`${SITE}/capigram/invite`);
     expect(telegram.isNavigationRequest()).toBe(true);
 
-    const { rows: held } = await world.db.pool.query<{ invite_link: string }>('SELECT invite_link FROM invitations WHERE visit_id = $1', [
-      visit?.id,
-    ]);
+    const { rows: held } = await world.db.pool.query<{ invite_link: string }>(
+      'SELECT invite_link FROM invitations WHERE visit_id = $1',
+      [visit?.id],
+    );
     expect(held.map((row) => row.invite_link)).toEqual([telegram.url()]);
     const after = await visitsOf(tid, (rows) => rows[0]?.fbp !== null);
     expect(after.map((row) => [row.id, row.fbp])).toEqual([[visit?.id, 'fb.1.1717236000000.555666777']]);

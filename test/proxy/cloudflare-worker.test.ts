@@ -15,7 +15,11 @@ import { startWorld } from '../tracker/world.js';
  * calls the proxy makes, and prove itself to Capigram with a forwarder key.
  */
 interface Worker {
-  fetch(request: Request, env: Record<string, string>, ctx: { waitUntil(promise: Promise<unknown>): void }): Promise<Response>;
+  fetch(
+    request: Request,
+    env: Record<string, string>,
+    ctx: { waitUntil(promise: Promise<unknown>): void },
+  ): Promise<Response>;
 }
 
 const WORKER_FILE = new URL('../../examples/cloudflare-worker/capigram-worker.js', import.meta.url);
@@ -30,13 +34,18 @@ let tracker: TrackerStandIn;
 let env: Record<string, string>;
 let background: Array<Promise<unknown>>;
 
-async function run(path: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Response> {
+async function run(
+  path: string,
+  init: RequestInit & { headers?: Record<string, string> } = {},
+): Promise<Response> {
   const request = new Request(`${SITE}${path}`, {
     ...init,
     headers: { 'cf-connecting-ip': '203.0.113.8', 'user-agent': 'WorkerUA/1', ...init.headers },
     ...(init.body === undefined ? {} : { duplex: 'half' }),
   } as RequestInit);
-  const response = await worker.fetch(request, env, { waitUntil: (promise) => void background.push(promise) });
+  const response = await worker.fetch(request, env, {
+    waitUntil: (promise) => void background.push(promise),
+  });
   await Promise.all(background);
   return response;
 }
@@ -56,12 +65,18 @@ beforeEach(() => {
   tracker.calls.length = 0;
   tracker.inviteAnswer = undefined;
   background = [];
-  env = { CAPIGRAM_TRACKER_URL: `${tracker.url}/`, CAPIGRAM_WEBSITE_ID: 'ws_worker', CAPIGRAM_UPSTREAM: upstream.url };
+  env = {
+    CAPIGRAM_TRACKER_URL: `${tracker.url}/`,
+    CAPIGRAM_WEBSITE_ID: 'ws_worker',
+    CAPIGRAM_UPSTREAM: upstream.url,
+  };
 });
 
 describe('the Cloudflare Worker recipe', () => {
   it('serves the page with Secure first-party cookies and posts track/init with the client context', async () => {
-    const res = await run('/landing?fbclid=Wk-1&utm_source=fb', { headers: { accept: 'text/html', referer: 'https://l.facebook.com/' } });
+    const res = await run('/landing?fbclid=Wk-1&utm_source=fb', {
+      headers: { accept: 'text/html', referer: 'https://l.facebook.com/' },
+    });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('Sample shop');
     const setCookies = res.headers.getSetCookie();
@@ -91,13 +106,20 @@ describe('the Cloudflare Worker recipe', () => {
   });
 
   it('keeps the session, patches a late _fbp once before the visit, and keeps upstream cookies', async () => {
-    const res = await run('/with-cookies', { headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.5` } });
+    const res = await run('/with-cookies', {
+      headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.5` },
+    });
     const setCookies = res.headers.getSetCookie();
-    expect(setCookies).toEqual(expect.arrayContaining(['shop_session=s3cr3t; Path=/; HttpOnly', 'cart=2; Path=/']));
+    expect(setCookies).toEqual(
+      expect.arrayContaining(['shop_session=s3cr3t; Path=/; HttpOnly', 'cart=2; Path=/']),
+    );
     expect(cookieNamed(setCookies, 'capigram_tid')).toBeUndefined();
     expect(cookieNamed(setCookies, 'capigram_sid')?.value).toBe(SID);
     expect(cookieNamed(setCookies, 'capigram_fbpp')?.value).toBe(TID);
-    expect(tracker.calls.map((call) => call.path)).toEqual(['/backend/track/update-fbp', '/backend/track/init']);
+    expect(tracker.calls.map((call) => call.path)).toEqual([
+      '/backend/track/update-fbp',
+      '/backend/track/init',
+    ]);
     expect(tracker.calls[0]?.body).toEqual({ websiteId: 'ws_worker', tempId: TID, fbp: 'fb.1.1.5' });
     expect(tracker.calls[1]?.body).toMatchObject({ tempId: TID, sessionId: SID, fbp: 'fb.1.1.5' });
   });
@@ -109,7 +131,11 @@ describe('the Cloudflare Worker recipe', () => {
     const redirect = await run('/redirect', { headers: { accept: 'text/html' } });
     expect(redirect.status).toBe(302);
     expect(redirect.headers.get('location')).toBe('/landing');
-    const posted = await run('/echo', { method: 'POST', body: 'a=1&b=2', headers: { 'content-type': 'text/plain' } });
+    const posted = await run('/echo', {
+      method: 'POST',
+      body: 'a=1&b=2',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(await posted.text()).toBe('a=1&b=2');
     expect(tracker.calls).toEqual([]);
   });
@@ -117,31 +143,53 @@ describe('the Cloudflare Worker recipe', () => {
   it('redirects invite clicks to the link track/invite gives, with the client headers', async () => {
     tracker.inviteAnswer = { status: 302, location: 'https://t.me/+WorkerLink' };
     env.CAPIGRAM_CHANNEL_ID = 'ch_default';
-    const res = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}`, referer: `${SITE}/landing` } });
+    const res = await run('/capigram/invite', {
+      headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}`, referer: `${SITE}/landing` },
+    });
     expect(res.status).toBe(302);
     expect(res.headers.get('location')).toBe('https://t.me/+WorkerLink');
     expect(res.headers.get('cache-control')).toBe('no-store');
     const [call] = tracker.calls;
-    expect(Object.fromEntries(call!.query)).toEqual({ website: 'ws_worker', tid: TID, sid: SID, channel: 'ch_default' });
-    expect(call?.headers).toMatchObject({ 'x-capigram-client-ip': '203.0.113.8', referer: `${SITE}/landing`, origin: SITE });
+    expect(Object.fromEntries(call!.query)).toEqual({
+      website: 'ws_worker',
+      tid: TID,
+      sid: SID,
+      channel: 'ch_default',
+    });
+    expect(call?.headers).toMatchObject({
+      'x-capigram-client-ip': '203.0.113.8',
+      referer: `${SITE}/landing`,
+      origin: SITE,
+    });
   });
 
   it('sends invite clicks to the fallback, or a plain page, when the tracker cannot help', async () => {
     tracker.inviteAnswer = { status: 503 };
     env.CAPIGRAM_FALLBACK_URL = 'https://t.me/public_fallback';
-    const fallback = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
+    const fallback = await run('/capigram/invite', {
+      headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` },
+    });
     expect(fallback.headers.get('location')).toBe('https://t.me/public_fallback');
     delete env.CAPIGRAM_FALLBACK_URL;
-    const page = await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
+    const page = await run('/capigram/invite', {
+      headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` },
+    });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('tap the link again');
   });
 
   it("keeps an _fbc with Meta's appendix for the same click, and reports the _ttp and _scid cookies", async () => {
     const res = await run('/landing?fbclid=SAME', {
-      headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbc=fb.1.1690000000000.SAME.AQx-y_z; _ttp=2Qx_ttp.1; _scid=abcd-scid-1` },
+      headers: {
+        accept: 'text/html',
+        cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbc=fb.1.1690000000000.SAME.AQx-y_z; _ttp=2Qx_ttp.1; _scid=abcd-scid-1`,
+      },
     });
-    expect(tracker.of('/backend/track/init')[0]?.body).toMatchObject({ fbc: 'fb.1.1690000000000.SAME.AQx-y_z', ttp: '2Qx_ttp.1', scid: 'abcd-scid-1' });
+    expect(tracker.of('/backend/track/init')[0]?.body).toMatchObject({
+      fbc: 'fb.1.1690000000000.SAME.AQx-y_z',
+      ttp: '2Qx_ttp.1',
+      scid: 'abcd-scid-1',
+    });
     expect(res.headers.getSetCookie().some((c) => c.startsWith('_fbc='))).toBe(false);
   });
 
@@ -150,16 +198,29 @@ describe('the Cloudflare Worker recipe', () => {
     expect(tracker.of('/backend/track/init')[0]?.headers['x-capigram-forwarder-key']).toBeUndefined();
     env.CAPIGRAM_FORWARDER_KEY = 'cgf_AAAAAAAAAAAA_' + 'k'.repeat(43);
     tracker.calls.length = 0;
-    await run('/landing', { headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.6` } });
+    await run('/landing', {
+      headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.6` },
+    });
     tracker.inviteAnswer = { status: 302, location: 'https://t.me/+K' };
     await run('/capigram/invite', { headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` } });
-    expect(tracker.calls.map((c) => c.path)).toEqual(['/backend/track/update-fbp', '/backend/track/init', '/backend/track/invite']);
-    for (const call of tracker.calls) expect(call.headers['x-capigram-forwarder-key'], call.path).toBe(env.CAPIGRAM_FORWARDER_KEY);
+    expect(tracker.calls.map((c) => c.path)).toEqual([
+      '/backend/track/update-fbp',
+      '/backend/track/init',
+      '/backend/track/invite',
+    ]);
+    for (const call of tracker.calls)
+      expect(call.headers['x-capigram-forwarder-key'], call.path).toBe(env.CAPIGRAM_FORWARDER_KEY);
     delete env.CAPIGRAM_FORWARDER_KEY;
   });
 
   it("drops a visitor's X-Capigram-* headers before the origin", async () => {
-    await run('/page', { headers: { accept: 'text/html', 'x-capigram-client-ip': '6.6.6.6', 'X-Capigram-Forwarder-Key': 'stolen?' } });
+    await run('/page', {
+      headers: {
+        accept: 'text/html',
+        'x-capigram-client-ip': '6.6.6.6',
+        'X-Capigram-Forwarder-Key': 'stolen?',
+      },
+    });
     const seen = upstream.requests.at(-1)!.headers;
     expect(seen['x-capigram-client-ip']).toBeUndefined();
     expect(seen['x-capigram-forwarder-key']).toBeUndefined();
@@ -171,17 +232,27 @@ describe('the Cloudflare Worker recipe with the real backend', () => {
     const world = await startWorld({ env: { TRUSTED_PROXIES: 'none' } });
     try {
       const { forwarderKey } = await createForwarderKey(world.db.pool, { siteId: world.siteId });
-      env = { CAPIGRAM_TRACKER_URL: world.app.url, CAPIGRAM_WEBSITE_ID: world.websiteId, CAPIGRAM_UPSTREAM: upstream.url, CAPIGRAM_FORWARDER_KEY: forwarderKey };
+      env = {
+        CAPIGRAM_TRACKER_URL: world.app.url,
+        CAPIGRAM_WEBSITE_ID: world.websiteId,
+        CAPIGRAM_UPSTREAM: upstream.url,
+        CAPIGRAM_FORWARDER_KEY: forwarderKey,
+      };
       const res = await run('/landing?utm_source=cf', { headers: { accept: 'text/html' } });
       const tid = cookieNamed(res.headers.getSetCookie(), 'capigram_tid')?.value;
-      const { rows } = await world.db.pool.query('SELECT client_ip, user_agent, utm_source FROM visits WHERE temp_id = $1', [tid]);
+      const { rows } = await world.db.pool.query(
+        'SELECT client_ip, user_agent, utm_source FROM visits WHERE temp_id = $1',
+        [tid],
+      );
       expect(rows).toEqual([{ client_ip: '203.0.113.8', user_agent: 'WorkerUA/1', utm_source: 'cf' }]);
 
       // Without the key, the same Worker's calls carry Capigram's view of the caller instead.
       delete env.CAPIGRAM_FORWARDER_KEY;
       const unkeyed = await run('/landing?utm_source=nokey', { headers: { accept: 'text/html' } });
       const tid2 = cookieNamed(unkeyed.headers.getSetCookie(), 'capigram_tid')?.value;
-      const { rows: plain } = await world.db.pool.query('SELECT client_ip FROM visits WHERE temp_id = $1', [tid2]);
+      const { rows: plain } = await world.db.pool.query('SELECT client_ip FROM visits WHERE temp_id = $1', [
+        tid2,
+      ]);
       expect(plain).toEqual([{ client_ip: '127.0.0.1' }]);
     } finally {
       await world.close();

@@ -32,7 +32,12 @@ describe('entry clicks through the proxy', () => {
     const [call, ...more] = rig.tracker.calls;
     expect(more).toEqual([]);
     expect(call?.path).toBe('/backend/track/entry');
-    expect(Object.fromEntries(call!.query)).toEqual({ website: WEBSITE_ID, tid: TID, sid: SID, entry: 'e_1' });
+    expect(Object.fromEntries(call!.query)).toEqual({
+      website: WEBSITE_ID,
+      tid: TID,
+      sid: SID,
+      entry: 'e_1',
+    });
     expect(call?.headers['x-capigram-client-ip']).toBe('203.0.113.60');
     expect(call?.headers['x-capigram-client-user-agent']).toBe('EntryTester/1.0');
     expect(call?.headers.referer).toBe('http://shop.example.com/landing');

@@ -35,7 +35,12 @@ describe('invite clicks', () => {
     const [call] = rig.tracker.calls;
     expect(call?.method).toBe('GET');
     expect(call?.path).toBe('/backend/track/invite');
-    expect(Object.fromEntries(call!.query)).toEqual({ website: WEBSITE_ID, tid: TID, sid: SID, channel: 'ch_default' });
+    expect(Object.fromEntries(call!.query)).toEqual({
+      website: WEBSITE_ID,
+      tid: TID,
+      sid: SID,
+      channel: 'ch_default',
+    });
     expect(call?.headers['x-capigram-client-ip']).toBe('203.0.113.50');
     expect(call?.headers['x-capigram-client-user-agent']).toBe('InviteTester/2.0');
     expect(call?.headers.referer).toBe('http://shop.example.com/landing');
@@ -63,14 +68,24 @@ describe('invite clicks', () => {
     expect(res.status).toBe(302);
     const tid = cookieNamed(res.setCookies, 'capigram_tid')?.value;
     const sid = cookieNamed(res.setCookies, 'capigram_sid')?.value;
-    expect(rig.tracker.calls.map((call) => call.path)).toEqual(['/backend/track/init', '/backend/track/invite']);
-    expect(rig.tracker.calls[0]?.body).toMatchObject({ websiteId: WEBSITE_ID, tempId: tid, sessionId: sid, referrer: 'https://t.co/x' });
+    expect(rig.tracker.calls.map((call) => call.path)).toEqual([
+      '/backend/track/init',
+      '/backend/track/invite',
+    ]);
+    expect(rig.tracker.calls[0]?.body).toMatchObject({
+      websiteId: WEBSITE_ID,
+      tempId: tid,
+      sessionId: sid,
+      referrer: 'https://t.co/x',
+    });
     expect(rig.tracker.calls[1]?.query.get('tid')).toBe(tid);
     expect(rig.tracker.calls[1]?.query.get('sid')).toBe(sid);
   });
 
   it('patch a late _fbp beside the click, once', async () => {
-    const res = await send(`${rig.proxy.url}/capigram/invite`, { headers: { ...BROWSER, cookie: `${BROWSER.cookie}; _fbp=fb.1.1.777` } });
+    const res = await send(`${rig.proxy.url}/capigram/invite`, {
+      headers: { ...BROWSER, cookie: `${BROWSER.cookie}; _fbp=fb.1.1.777` },
+    });
     expect(res.status).toBe(302);
     const [patch] = await rig.tracker.waitFor('/backend/track/update-fbp');
     expect(patch?.body).toEqual({ websiteId: WEBSITE_ID, tempId: TID, fbp: 'fb.1.1.777' });
@@ -86,7 +101,11 @@ describe('invite clicks', () => {
   });
 
   it('leave other methods on the invite path to the upstream', async () => {
-    const res = await send(`${rig.proxy.url}/capigram/invite`, { method: 'POST', headers: BROWSER, body: 'x' });
+    const res = await send(`${rig.proxy.url}/capigram/invite`, {
+      method: 'POST',
+      headers: BROWSER,
+      body: 'x',
+    });
     expect(res.status).toBe(404);
     expect(rig.tracker.calls).toHaveLength(0);
   });

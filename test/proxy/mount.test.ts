@@ -59,20 +59,29 @@ describe('the handler mounted in an app', () => {
     ['/app-cookie-object', 'app=1; Path=/', '<p>object</p>'],
     ['/app-cookie-array', 'app=2; Path=/', '<p>array</p>'],
     ['/app-implicit', 'app=3; Path=/', '<p>implicit</p>'],
-  ])('lets the app answer %s, adds its cookies to the app\'s own, and tracks the pageview', async (path, appCookie, body) => {
-    const res = await send(`${url}${path}`, { headers: { accept: NAVIGATION_ACCEPT } });
-    expect(appCalls).toBe(1);
-    expect(res.text).toBe(body);
-    expect(res.setCookies).toContain(appCookie);
-    expect(cookieNamed(res.setCookies, 'capigram_tid')).toBeDefined();
-    expect(cookieNamed(res.setCookies, 'capigram_sid')).toBeDefined();
-    const [init] = await tracker.waitFor('/backend/track/init');
-    expect(init?.body?.landingPage).toBe(path);
-  });
+  ])(
+    "lets the app answer %s, adds its cookies to the app's own, and tracks the pageview",
+    async (path, appCookie, body) => {
+      const res = await send(`${url}${path}`, { headers: { accept: NAVIGATION_ACCEPT } });
+      expect(appCalls).toBe(1);
+      expect(res.text).toBe(body);
+      expect(res.setCookies).toContain(appCookie);
+      expect(cookieNamed(res.setCookies, 'capigram_tid')).toBeDefined();
+      expect(cookieNamed(res.setCookies, 'capigram_sid')).toBeDefined();
+      const [init] = await tracker.waitFor('/backend/track/init');
+      expect(init?.body?.landingPage).toBe(path);
+    },
+  );
 
   it("passes a visitor's X-Capigram-* headers on to the app as little as to an upstream", async () => {
-    const forged = { 'x-capigram-client-ip': '6.6.6.6', 'X-Capigram-Client-User-Agent': 'forged', 'x-capigram-forwarder-key': 'stolen?' };
-    await send(`${url}/app-implicit`, { headers: { ...forged, accept: NAVIGATION_ACCEPT, 'x-other': 'kept' } });
+    const forged = {
+      'x-capigram-client-ip': '6.6.6.6',
+      'X-Capigram-Client-User-Agent': 'forged',
+      'x-capigram-forwarder-key': 'stolen?',
+    };
+    await send(`${url}/app-implicit`, {
+      headers: { ...forged, accept: NAVIGATION_ACCEPT, 'x-other': 'kept' },
+    });
     await send(`${url}/style.css`, { headers: forged });
     expect(appCalls).toBe(2);
     for (const name of Object.keys(forged)) expect(appSaw[name.toLowerCase()], name).toBeUndefined();
@@ -98,7 +107,9 @@ describe('the handler mounted in an app', () => {
       });
       probe.listen(0, '127.0.0.1', () => {
         const port = (probe.address() as AddressInfo).port;
-        void send(`http://127.0.0.1:${port}/ws`, { headers: { connection: 'Upgrade', upgrade: 'websocket' } }).catch(() => undefined);
+        void send(`http://127.0.0.1:${port}/ws`, {
+          headers: { connection: 'Upgrade', upgrade: 'websocket' },
+        }).catch(() => undefined);
       });
       setTimeout(() => {
         probe.close();
@@ -111,7 +122,11 @@ describe('the handler mounted in an app', () => {
 
 describe('the handler without upstream or next', () => {
   it('answers 404 for what it would have passed on', async () => {
-    const capigram = createCapigramProxy({ tracker: 'http://127.0.0.1:9', websiteId: WEBSITE_ID, logger: capturingLogger().logger });
+    const capigram = createCapigramProxy({
+      tracker: 'http://127.0.0.1:9',
+      websiteId: WEBSITE_ID,
+      logger: capturingLogger().logger,
+    });
     const server = createServer((req, res) => capigram(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {

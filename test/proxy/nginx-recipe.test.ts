@@ -23,12 +23,21 @@ let withBackend: RunningNginx;
 let withStalled: RunningNginx;
 
 beforeAll(async () => {
-  [world, origin, stalledTracker] = await Promise.all([startWorld({ poolTarget: 2 }), startSampleUpstream(), startTrackerStandIn()]);
+  [world, origin, stalledTracker] = await Promise.all([
+    startWorld({ poolTarget: 2 }),
+    startSampleUpstream(),
+    startTrackerStandIn(),
+  ]);
   stalledTracker.mode = 'stalled';
   await refillChannelPool(world.app.deps, world.channels.main);
   [withBackend, withStalled] = await Promise.all([
     startNginx({ tracker: world.app.url, websiteId: world.websiteId, origin: origin.url }),
-    startNginx({ tracker: stalledTracker.url, websiteId: world.websiteId, origin: origin.url, fallback: 'https://t.me/fallback_channel' }),
+    startNginx({
+      tracker: stalledTracker.url,
+      websiteId: world.websiteId,
+      origin: origin.url,
+      fallback: 'https://t.me/fallback_channel',
+    }),
   ]);
 }, 60_000);
 
@@ -59,9 +68,11 @@ describe('the nginx recipe with the real backend', () => {
     expect(withBackend.errorLog()).not.toMatch(/\[emerg\]|\[error\]/);
   });
 
-  it('sets the cookies, reports the visit with the visitor\'s IP and page, and hands out an invite link of that visit', async () => {
+  it("sets the cookies, reports the visit with the visitor's IP and page, and hands out an invite link of that visit", async () => {
     const ip = `198.51.100.${randomInt(1, 255)}`;
-    const page = await send(`${withBackend.url}/landing?utm_source=nginx&fbclid=IwAR_nginx`, { headers: visitorHeaders(ip, { cookie: '_ttp=2Qx_ttp.1; _scid=abcd-scid-1' }) });
+    const page = await send(`${withBackend.url}/landing?utm_source=nginx&fbclid=IwAR_nginx`, {
+      headers: visitorHeaders(ip, { cookie: '_ttp=2Qx_ttp.1; _scid=abcd-scid-1' }),
+    });
     expect(page.status).toBe(200);
     expect(page.text).toContain('Sample shop');
     const tid = cookieNamed(page.setCookies, 'capigram_tid')?.value;
@@ -69,7 +80,13 @@ describe('the nginx recipe with the real backend', () => {
     expect(tid).toMatch(/^[0-9a-f-]{36}$/);
     expect(cookieNamed(page.setCookies, '_fbc')?.value).toMatch(/^fb\.1\.\d{13}\.IwAR_nginx$/);
     const visits = await eventually(
-      async () => (await world.db.pool.query('SELECT id, href, landing_page, client_ip, user_agent, utm_source, fbc, ttp, scid FROM visits WHERE temp_id = $1', [tid])).rows,
+      async () =>
+        (
+          await world.db.pool.query(
+            'SELECT id, href, landing_page, client_ip, user_agent, utm_source, fbc, ttp, scid FROM visits WHERE temp_id = $1',
+            [tid],
+          )
+        ).rows,
       (rows) => rows.length === 1,
     );
     expect(visits).toEqual([
@@ -87,10 +104,15 @@ describe('the nginx recipe with the real backend', () => {
     expect(origin.requests.at(-1)!.url).toBe('/landing?utm_source=nginx&fbclid=IwAR_nginx');
 
     const invite = await send(`${withBackend.url}/capigram/invite`, {
-      headers: visitorHeaders(ip, { cookie: `capigram_tid=${tid}; capigram_sid=${sid}`, referer: `http://${SITE_HOST}/landing` }),
+      headers: visitorHeaders(ip, {
+        cookie: `capigram_tid=${tid}; capigram_sid=${sid}`,
+        referer: `http://${SITE_HOST}/landing`,
+      }),
     });
     expect(invite.status).toBe(302);
-    const { rows } = await world.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [invite.headers.location]);
+    const { rows } = await world.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [
+      invite.headers.location,
+    ]);
     expect(rows).toEqual([{ visit_id: visits[0]!.id }]);
   });
 
@@ -103,7 +125,12 @@ describe('the nginx recipe with the real backend', () => {
   });
 
   it("drops a visitor's X-Capigram-* headers before the origin", async () => {
-    await send(`${withBackend.url}/page`, { headers: visitorHeaders('198.51.100.7', { 'x-capigram-client-ip': '6.6.6.6', 'x-capigram-client-user-agent': 'forged' }) });
+    await send(`${withBackend.url}/page`, {
+      headers: visitorHeaders('198.51.100.7', {
+        'x-capigram-client-ip': '6.6.6.6',
+        'x-capigram-client-user-agent': 'forged',
+      }),
+    });
     const seen = origin.requests.at(-1)!.headers;
     expect(seen['x-capigram-client-ip']).toBeUndefined();
     expect(seen['x-capigram-client-user-agent']).toBeUndefined();
@@ -118,11 +145,15 @@ async function loadTimes(base: string, n: number, keepAlive: boolean): Promise<n
     for (let i = 0; i < n; i++) {
       const t0 = performance.now();
       await new Promise<void>((ok, fail) => {
-        const req = httpRequest(`${base}/page?n=${i}`, { agent: agent ?? false, headers: visitorHeaders('198.51.100.9') }, (res) => {
-          res.resume();
-          res.on('end', ok);
-          res.on('error', fail);
-        });
+        const req = httpRequest(
+          `${base}/page?n=${i}`,
+          { agent: agent ?? false, headers: visitorHeaders('198.51.100.9') },
+          (res) => {
+            res.resume();
+            res.on('end', ok);
+            res.on('error', fail);
+          },
+        );
         req.on('error', fail);
         req.end();
       });
@@ -142,7 +173,10 @@ describe('the nginx recipe while Capigram stalls', () => {
     for (const keepAlive of [false, true]) {
       const times = await loadTimes(withStalled.url, 8, keepAlive);
       // Every page asked Capigram (which never answers) beside it.
-      expect(median(times) - direct, `keepAlive=${keepAlive}: ${times.map(Math.round).join(', ')} ms against ${Math.round(direct)} ms direct`).toBeLessThan(50);
+      expect(
+        median(times) - direct,
+        `keepAlive=${keepAlive}: ${times.map(Math.round).join(', ')} ms against ${Math.round(direct)} ms direct`,
+      ).toBeLessThan(50);
       expect(Math.max(...times), `keepAlive=${keepAlive}`).toBeLessThan(500);
     }
     expect(stalledTracker.of('/backend/track/init').length).toBeGreaterThanOrEqual(16);
@@ -150,7 +184,9 @@ describe('the nginx recipe while Capigram stalls', () => {
 
   it('sends an invite click to the fallback after js_fetch_timeout', async () => {
     const t0 = performance.now();
-    const res = await send(`${withStalled.url}/capigram/invite`, { headers: visitorHeaders('198.51.100.10') });
+    const res = await send(`${withStalled.url}/capigram/invite`, {
+      headers: visitorHeaders('198.51.100.10'),
+    });
     expect(res.status).toBe(302);
     expect(res.headers.location).toBe('https://t.me/fallback_channel');
     expect(performance.now() - t0).toBeLessThan(5_000);

@@ -7,7 +7,14 @@ import { NAVIGATION_ACCEPT, send } from './support/http-client.js';
 import { startSampleUpstream } from './support/sample-upstream.js';
 import { startTrackerStandIn } from './support/tracker-stand-in.js';
 
-const REQUIRED = ['--upstream', 'http://127.0.0.1:3001', '--tracker', 'https://capigram.example.com/', '--website-id', 'ws_1'];
+const REQUIRED = [
+  '--upstream',
+  'http://127.0.0.1:3001',
+  '--tracker',
+  'https://capigram.example.com/',
+  '--website-id',
+  'ws_1',
+];
 
 function problemsOf(run: () => unknown): string[] {
   try {
@@ -74,7 +81,10 @@ describe('npm run proxy options', () => {
   });
 
   it('let flags win over the environment', () => {
-    const config = parseProxyCli([...REQUIRED, '--port', '7000', '--channel', 'flag'], { PROXY_PORT: '9090', PROXY_CHANNEL_ID: 'env' });
+    const config = parseProxyCli([...REQUIRED, '--port', '7000', '--channel', 'flag'], {
+      PROXY_PORT: '9090',
+      PROXY_CHANNEL_ID: 'env',
+    });
     expect(config?.port).toBe(7000);
     expect(config?.settings.channel).toBe('flag');
   });
@@ -105,9 +115,13 @@ describe('npm run proxy options', () => {
   });
 
   it('refuse a bad TRUSTED_PROXIES, LOG_LEVEL or change-origin value', () => {
-    expect(problemsOf(() => parseProxyCli(REQUIRED, { TRUSTED_PROXIES: 'office' }))[0]).toMatch(/^TRUSTED_PROXIES: "office"/);
+    expect(problemsOf(() => parseProxyCli(REQUIRED, { TRUSTED_PROXIES: 'office' }))[0]).toMatch(
+      /^TRUSTED_PROXIES: "office"/,
+    );
     expect(problemsOf(() => parseProxyCli(REQUIRED, { LOG_LEVEL: 'loud' }))[0]).toMatch(/^LOG_LEVEL/);
-    expect(problemsOf(() => parseProxyCli(REQUIRED, { PROXY_CHANGE_ORIGIN: 'yes please' }))[0]).toMatch(/^--change-origin/);
+    expect(problemsOf(() => parseProxyCli(REQUIRED, { PROXY_CHANGE_ORIGIN: 'yes please' }))[0]).toMatch(
+      /^--change-origin/,
+    );
   });
 
   it('refuse unknown flags with the usage', () => {
@@ -159,7 +173,19 @@ describe('npm run proxy', () => {
     const port = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'proxy/main.ts', '--upstream', upstream.url, '--tracker', tracker.url, '--website-id', 'ws_cli', '--port', String(port)],
+      [
+        '--import',
+        'tsx',
+        'proxy/main.ts',
+        '--upstream',
+        upstream.url,
+        '--tracker',
+        tracker.url,
+        '--website-id',
+        'ws_cli',
+        '--port',
+        String(port),
+      ],
       { env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     try {

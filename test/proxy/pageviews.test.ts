@@ -23,9 +23,12 @@ beforeEach(async () => {
 
 describe('a first visit', () => {
   it('serves the page as the origin did, sets both cookies and posts track/init with the client context', async () => {
-    const res = await rig.navigate('/landing?utm_source=fb&utm_campaign=spring%20sale&gclid=G-1&ttclid=T-1&ScCid=S-1', {
-      referer: 'https://l.facebook.com/',
-    });
+    const res = await rig.navigate(
+      '/landing?utm_source=fb&utm_campaign=spring%20sale&gclid=G-1&ttclid=T-1&ScCid=S-1',
+      {
+        referer: 'https://l.facebook.com/',
+      },
+    );
     expect(res.status).toBe(200);
     expect(res.text).toBe(HOME_HTML);
 
@@ -44,7 +47,9 @@ describe('a first visit', () => {
     const host = new URL(rig.proxy.url).host;
     expect(init?.method).toBe('POST');
     expect(init?.headers['x-capigram-client-ip']).toBe('127.0.0.1');
-    expect(init?.headers['x-capigram-client-user-agent']).toBe('Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0');
+    expect(init?.headers['x-capigram-client-user-agent']).toBe(
+      'Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0',
+    );
     expect(init?.headers.origin).toBe(`http://${host}`);
     expect(init?.headers['content-type']).toBe('application/json');
     expect(init?.body).toEqual({
@@ -74,7 +79,10 @@ describe('a first visit', () => {
   it('leaves out a query value with a NUL (%00), which the tracker would refuse, and keeps the rest', async () => {
     await rig.navigate('/landing?utm_source=a%00b&utm_medium=cpc&gclid=G%00');
     const [init] = await rig.tracker.waitFor('/backend/track/init');
-    expect(init?.body).toMatchObject({ landingPage: '/landing?utm_source=a%00b&utm_medium=cpc&gclid=G%00', utmMedium: 'cpc' });
+    expect(init?.body).toMatchObject({
+      landingPage: '/landing?utm_source=a%00b&utm_medium=cpc&gclid=G%00',
+      utmMedium: 'cpc',
+    });
     expect(init?.body).not.toHaveProperty('utmSource');
     expect(init?.body).not.toHaveProperty('gclid');
   });
@@ -157,7 +165,11 @@ describe('fbc', () => {
     const fbclid = 'IwAR2F4-_xYz%2Bq0~AbC';
     const res = await rig.navigate(`/landing?fbclid=${fbclid}&utm_source=facebook`);
     const expected = `fb.1.${rig.clock.now()}.${fbclid}`;
-    expect(cookieNamed(res.setCookies, '_fbc')).toMatchObject({ value: expected, path: '/', maxAge: 7_776_000 });
+    expect(cookieNamed(res.setCookies, '_fbc')).toMatchObject({
+      value: expected,
+      path: '/',
+      maxAge: 7_776_000,
+    });
     const [init] = await rig.tracker.waitFor('/backend/track/init');
     expect(init?.body?.fbc).toBe(expected);
   });
@@ -176,14 +188,22 @@ describe('fbc', () => {
   });
 
   it("keeps an _fbc with Meta's appendix for the same click, and reports the _ttp and _scid cookies", async () => {
-    const res = await rig.navigate('/landing?fbclid=SAME', { cookie: '_fbc=fb.1.1690000000000.SAME.AQx-y_z; _ttp=2Qx_ttp.1; _scid=abcd-scid-1' });
+    const res = await rig.navigate('/landing?fbclid=SAME', {
+      cookie: '_fbc=fb.1.1690000000000.SAME.AQx-y_z; _ttp=2Qx_ttp.1; _scid=abcd-scid-1',
+    });
     const [init] = await rig.tracker.waitFor('/backend/track/init');
-    expect(init?.body).toMatchObject({ fbc: 'fb.1.1690000000000.SAME.AQx-y_z', ttp: '2Qx_ttp.1', scid: 'abcd-scid-1' });
+    expect(init?.body).toMatchObject({
+      fbc: 'fb.1.1690000000000.SAME.AQx-y_z',
+      ttp: '2Qx_ttp.1',
+      scid: 'abcd-scid-1',
+    });
     expect(res.setCookies.some((c) => c.startsWith('_fbc='))).toBe(false);
   });
 
   it('reports an existing _fbc and _fbp without a click', async () => {
-    await rig.navigate('/page', { cookie: '_fbc=fb.1.1690000000000.KEPT; _fbp=fb.1.1690000000000.987654321' });
+    await rig.navigate('/page', {
+      cookie: '_fbc=fb.1.1690000000000.KEPT; _fbp=fb.1.1690000000000.987654321',
+    });
     const [init] = await rig.tracker.waitFor('/backend/track/init');
     expect(init?.body).toMatchObject({ fbc: 'fb.1.1690000000000.KEPT', fbp: 'fb.1.1690000000000.987654321' });
   });
@@ -201,7 +221,11 @@ describe('the _fbp patch', () => {
     jar.store(second.setCookies);
     const [patch] = await rig.tracker.waitFor('/backend/track/update-fbp');
     const inits = await rig.tracker.waitFor('/backend/track/init', 2);
-    expect(patch?.body).toEqual({ websiteId: WEBSITE_ID, tempId: jar.get('capigram_tid'), fbp: 'fb.1.1717236000000.1122334455' });
+    expect(patch?.body).toEqual({
+      websiteId: WEBSITE_ID,
+      tempId: jar.get('capigram_tid'),
+      fbp: 'fb.1.1717236000000.1122334455',
+    });
     expect(patch?.headers['x-capigram-client-ip']).toBe('127.0.0.1');
     expect(rig.tracker.calls.indexOf(patch!)).toBeLessThan(rig.tracker.calls.indexOf(inits[1]!));
     expect(inits[1]?.body?.fbp).toBe('fb.1.1717236000000.1122334455');
@@ -215,7 +239,9 @@ describe('the _fbp patch', () => {
   it('is not needed when the first visit already carried _fbp', async () => {
     const res = await rig.navigate('/page', { cookie: '_fbp=fb.1.1.42' });
     await rig.tracker.waitFor('/backend/track/init');
-    expect(cookieNamed(res.setCookies, 'capigram_fbpp')?.value).toBe(cookieNamed(res.setCookies, 'capigram_tid')?.value);
+    expect(cookieNamed(res.setCookies, 'capigram_fbpp')?.value).toBe(
+      cookieNamed(res.setCookies, 'capigram_tid')?.value,
+    );
     expect(rig.tracker.of('/backend/track/update-fbp')).toHaveLength(0);
   });
 
@@ -238,8 +264,16 @@ describe('requests that are not pageviews', () => {
     ['a Chromium prerender', '/page', { accept: NAVIGATION_ACCEPT, 'sec-purpose': 'prefetch;prerender' }],
     ['a legacy prefetch', '/page', { accept: NAVIGATION_ACCEPT, purpose: 'prefetch' }],
     ['a Firefox prefetch', '/page', { accept: NAVIGATION_ACCEPT, 'x-moz': 'prefetch' }],
-    ['an iframe', '/page', { accept: NAVIGATION_ACCEPT, 'sec-fetch-dest': 'iframe', 'sec-fetch-mode': 'navigate' }],
-    ['a fetch() of HTML', '/page', { accept: 'text/html', 'sec-fetch-dest': 'empty', 'sec-fetch-mode': 'cors' }],
+    [
+      'an iframe',
+      '/page',
+      { accept: NAVIGATION_ACCEPT, 'sec-fetch-dest': 'iframe', 'sec-fetch-mode': 'navigate' },
+    ],
+    [
+      'a fetch() of HTML',
+      '/page',
+      { accept: 'text/html', 'sec-fetch-dest': 'empty', 'sec-fetch-mode': 'cors' },
+    ],
     ['a HEAD', '/page', { accept: NAVIGATION_ACCEPT }, 'HEAD'],
     ['a POST form', '/echo', { accept: NAVIGATION_ACCEPT }, 'POST'],
   ];

@@ -38,30 +38,35 @@ describe('pass-through', () => {
     expect(rig.tracker.calls).toHaveLength(0);
   });
 
-  it.each(['DELETE', 'OPTIONS', 'POST'])('keeps a chunked %s body framed, so it cannot smuggle a request upstream', async (method) => {
-    const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
-    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${rig.proxy.url}/echo`, {
-        method,
-        agent: false,
-        headers: { 'transfer-encoding': 'chunked', 'content-type': 'text/plain' },
+  it.each(['DELETE', 'OPTIONS', 'POST'])(
+    'keeps a chunked %s body framed, so it cannot smuggle a request upstream',
+    async (method) => {
+      const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(`${rig.proxy.url}/echo`, {
+          method,
+          agent: false,
+          headers: { 'transfer-encoding': 'chunked', 'content-type': 'text/plain' },
+        });
+        req.on('response', (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () =>
+            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+          );
+        });
+        req.on('error', reject);
+        req.write(smuggled);
+        req.end();
       });
-      req.on('response', (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-      });
-      req.on('error', reject);
-      req.write(smuggled);
-      req.end();
-    });
-    expect(res).toEqual({ status: 201, body: smuggled });
-    expect(lastUpstream().headers['transfer-encoding']).toBe('chunked');
-    expect(lastUpstream().headers['content-length']).toBeUndefined();
-    // A later request on the proxy's kept-alive upstream connection gets its own answer.
-    expect((await send(`${rig.proxy.url}/api/data`)).text).toBe('{"ok":true}');
-    expect(rig.upstream.requests.some((r) => r.url === '/smuggled')).toBe(false);
-  });
+      expect(res).toEqual({ status: 201, body: smuggled });
+      expect(lastUpstream().headers['transfer-encoding']).toBe('chunked');
+      expect(lastUpstream().headers['content-length']).toBeUndefined();
+      // A later request on the proxy's kept-alive upstream connection gets its own answer.
+      expect((await send(`${rig.proxy.url}/api/data`)).text).toBe('{"ok":true}');
+      expect(rig.upstream.requests.some((r) => r.url === '/smuggled')).toBe(false);
+    },
+  );
 
   it('carries a form POST navigation without tracking it', async () => {
     const res = await send(`${rig.proxy.url}/echo`, {
@@ -83,13 +88,17 @@ describe('pass-through', () => {
 
   it('streams: the first bytes arrive while the upstream is still writing', async () => {
     const first = await new Promise<string>((resolve, reject) => {
-      const req = httpRequest(`${rig.proxy.url}/stream`, { agent: false, headers: { accept: NAVIGATION_ACCEPT } }, (res) => {
-        res.once('data', (chunk: Buffer) => {
-          resolve(chunk.toString());
-          rig.upstream.releaseStream();
-          res.resume();
-        });
-      });
+      const req = httpRequest(
+        `${rig.proxy.url}/stream`,
+        { agent: false, headers: { accept: NAVIGATION_ACCEPT } },
+        (res) => {
+          res.once('data', (chunk: Buffer) => {
+            resolve(chunk.toString());
+            rig.upstream.releaseStream();
+            res.resume();
+          });
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -126,7 +135,11 @@ describe('pass-through', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(lastUpstream()).toMatchObject({ method: 'GET', url: '/landing?utm_source=abs' });
     const [init] = await rig.tracker.waitFor('/backend/track/init');
-    expect(init!.body).toMatchObject({ landingPage: '/landing?utm_source=abs', href: 'http://shop.example.com/landing?utm_source=abs', utmSource: 'abs' });
+    expect(init!.body).toMatchObject({
+      landingPage: '/landing?utm_source=abs',
+      href: 'http://shop.example.com/landing?utm_source=abs',
+      utmSource: 'abs',
+    });
   });
 
   it('answers a request it cannot parse with a plain 400, and passes nothing on', async () => {
@@ -164,7 +177,11 @@ function raw(request: string): Promise<string> {
 describe('X-Forwarded-* towards the upstream', () => {
   it('come from what the proxy saw, with a trusted peer extending the chain it vouched for', async () => {
     await send(`${rig.proxy.url}/headers`, {
-      headers: { 'x-forwarded-for': '6.6.6.6, 198.51.100.7', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'shop.example.com' },
+      headers: {
+        'x-forwarded-for': '6.6.6.6, 198.51.100.7',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'shop.example.com',
+      },
     });
     // The loopback peer is trusted, 198.51.100.7 is not: what it claimed (6.6.6.6) is dropped.
     expect(lastUpstream().headers['x-forwarded-for']).toBe('198.51.100.7, 127.0.0.1');
@@ -196,7 +213,13 @@ describe('X-Forwarded-* towards the upstream', () => {
       expect(seen['x-forwarded-host']).toBe('shop.example.com');
       expect(seen['x-forwarded-port']).toBeUndefined();
       expect(seen.forwarded).toBeUndefined();
-      for (const name of ['x-real-ip', 'x-forwarded-prefix', 'x-forwarded-server', 'x-original-url', 'true-client-ip']) {
+      for (const name of [
+        'x-real-ip',
+        'x-forwarded-prefix',
+        'x-forwarded-server',
+        'x-original-url',
+        'true-client-ip',
+      ]) {
         expect(seen[name], name).toBeUndefined();
       }
     } finally {
@@ -207,12 +230,18 @@ describe('X-Forwarded-* towards the upstream', () => {
 
 describe('X-Capigram-* from the visitor', () => {
   it('never reach the upstream from a trusted peer, on a page or any other request', async () => {
-    const forged = { 'x-capigram-client-ip': '6.6.6.6', 'x-capigram-client-user-agent': 'forged', 'X-Capigram-Anything': '1' };
+    const forged = {
+      'x-capigram-client-ip': '6.6.6.6',
+      'x-capigram-client-user-agent': 'forged',
+      'X-Capigram-Anything': '1',
+    };
     await send(`${rig.proxy.url}/headers`, { headers: { ...forged, accept: 'text/html' } });
     const seen = lastUpstream().headers;
     for (const name of Object.keys(forged)) expect(seen[name.toLowerCase()], name).toBeUndefined();
     // Other custom headers pass untouched.
-    await send(`${rig.proxy.url}/headers`, { headers: { ...forged, 'x-capigram': 'not the prefix', 'x-other': 'kept' } });
+    await send(`${rig.proxy.url}/headers`, {
+      headers: { ...forged, 'x-capigram': 'not the prefix', 'x-other': 'kept' },
+    });
     expect(lastUpstream().headers['x-other']).toBe('kept');
     expect(lastUpstream().headers['x-capigram']).toBe('not the prefix');
     expect(lastUpstream().headers['x-capigram-client-ip']).toBeUndefined();
@@ -222,27 +251,35 @@ describe('X-Capigram-* from the visitor', () => {
 describe('WebSockets', () => {
   it('are upgraded through the proxy and carry bytes both ways', async () => {
     const key = randomBytes(16).toString('base64');
-    const { socket, status, accept } = await new Promise<{ socket: Socket; status: string; accept: string }>((resolve, reject) => {
-      const req = httpRequest(`${rig.proxy.url}/socket`, {
-        agent: false,
-        headers: {
-          connection: 'Upgrade',
-          upgrade: 'websocket',
-          'sec-websocket-key': key,
-          'sec-websocket-version': '13',
-          'x-forwarded-for': '203.0.113.77',
-          'x-capigram-client-ip': '6.6.6.6',
-        },
-      });
-      req.on('upgrade', (res, upgraded) =>
-        resolve({ socket: upgraded, status: String(res.statusCode), accept: String(res.headers['sec-websocket-accept']) }),
-      );
-      req.on('response', () => reject(new Error('no upgrade')));
-      req.on('error', reject);
-      req.end();
-    });
+    const { socket, status, accept } = await new Promise<{ socket: Socket; status: string; accept: string }>(
+      (resolve, reject) => {
+        const req = httpRequest(`${rig.proxy.url}/socket`, {
+          agent: false,
+          headers: {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-key': key,
+            'sec-websocket-version': '13',
+            'x-forwarded-for': '203.0.113.77',
+            'x-capigram-client-ip': '6.6.6.6',
+          },
+        });
+        req.on('upgrade', (res, upgraded) =>
+          resolve({
+            socket: upgraded,
+            status: String(res.statusCode),
+            accept: String(res.headers['sec-websocket-accept']),
+          }),
+        );
+        req.on('response', () => reject(new Error('no upgrade')));
+        req.on('error', reject);
+        req.end();
+      },
+    );
     expect(status).toBe('101');
-    expect(accept).toBe(createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64'));
+    expect(accept).toBe(
+      createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64'),
+    );
     const echoed = await new Promise<string>((resolve) => {
       socket.once('data', (data: Buffer) => resolve(data.toString()));
       socket.write('ping through the proxy');
@@ -258,18 +295,22 @@ describe('WebSockets', () => {
 
 describe('when the upstream fails mid-response', () => {
   it('cuts the visitor’s response too, instead of leaving it waiting for the rest', async () => {
-    const outcome = await new Promise<{ status: number; received: string; ended: 'aborted' | 'complete' }>((resolve, reject) => {
-      const req = httpRequest(`${rig.proxy.url}/drops-mid-body`, { agent: false }, (res) => {
-        let received = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (received += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, received, ended: res.complete ? 'complete' : 'aborted' }));
-        res.on('error', () => resolve({ status: res.statusCode ?? 0, received, ended: 'aborted' }));
-      });
-      req.on('error', reject);
-      req.setTimeout(5_000, () => reject(new Error('the proxy left the response hanging')));
-      req.end();
-    });
+    const outcome = await new Promise<{ status: number; received: string; ended: 'aborted' | 'complete' }>(
+      (resolve, reject) => {
+        const req = httpRequest(`${rig.proxy.url}/drops-mid-body`, { agent: false }, (res) => {
+          let received = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (received += chunk));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, received, ended: res.complete ? 'complete' : 'aborted' }),
+          );
+          res.on('error', () => resolve({ status: res.statusCode ?? 0, received, ended: 'aborted' }));
+        });
+        req.on('error', reject);
+        req.setTimeout(5_000, () => reject(new Error('the proxy left the response hanging')));
+        req.end();
+      },
+    );
     expect(outcome).toEqual({ status: 200, received: '<p>partial', ended: 'aborted' });
     expect(rig.logs.some((line) => line.msg === 'upstream closed the connection mid-response')).toBe(true);
   });
@@ -282,7 +323,9 @@ describe('when the upstream is down', () => {
     try {
       const answer = await new Promise<string>((resolve, reject) => {
         const socket = connect(Number(new URL(broken.proxy.url).port), '127.0.0.1', () =>
-          socket.write('GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'),
+          socket.write(
+            'GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+          ),
         );
         let data = '';
         socket.setEncoding('latin1');

@@ -2,7 +2,12 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createServer as createNetServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPipelinedClient, parseAnswer, PipelineError, type PipelinedClient } from '../../proxy/pipelined-client.js';
+import {
+  createPipelinedClient,
+  parseAnswer,
+  PipelineError,
+  type PipelinedClient,
+} from '../../proxy/pipelined-client.js';
 
 const raw = (text: string) => Buffer.from(text, 'latin1');
 
@@ -10,15 +15,26 @@ describe('parseAnswer', () => {
   it('reads a Content-Length answer and says how much it used', () => {
     const answer = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
     const parsed = parseAnswer(raw(`${answer}HTTP/1.1`), false);
-    expect(parsed).toMatchObject({ answer: { status: 200, headers: { 'content-type': 'application/json' } }, consumed: answer.length });
+    expect(parsed).toMatchObject({
+      answer: { status: 200, headers: { 'content-type': 'application/json' } },
+      consumed: answer.length,
+    });
     expect(typeof parsed === 'object' && parsed.answer.body.toString()).toBe('{}');
   });
 
   it('reads a chunked answer, with or without trailers', () => {
-    const plain = parseAnswer(raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\nNEXT'), false);
+    const plain = parseAnswer(
+      raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\nNEXT'),
+      false,
+    );
     expect(typeof plain === 'object' && plain.answer.body.toString()).toBe('abcde');
-    expect(typeof plain === 'object' && plain.consumed).toBe(raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n').length);
-    const trailed = parseAnswer(raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\nX-T: 1\r\n\r\n'), false);
+    expect(typeof plain === 'object' && plain.consumed).toBe(
+      raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n').length,
+    );
+    const trailed = parseAnswer(
+      raw('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\nX-T: 1\r\n\r\n'),
+      false,
+    );
     expect(typeof trailed === 'object' && trailed.answer.body.toString()).toBe('z');
   });
 
@@ -42,8 +58,12 @@ describe('parseAnswer', () => {
   });
 
   it('knows which answers have no body', () => {
-    expect(parseAnswer(raw('HTTP/1.1 204 No Content\r\n\r\n'), false)).toMatchObject({ answer: { status: 204 } });
-    expect(parseAnswer(raw('HTTP/1.1 302 Found\r\nLocation: https://t.me/+x\r\nContent-Length: 10\r\n\r\n'), true)).toMatchObject({
+    expect(parseAnswer(raw('HTTP/1.1 204 No Content\r\n\r\n'), false)).toMatchObject({
+      answer: { status: 204 },
+    });
+    expect(
+      parseAnswer(raw('HTTP/1.1 302 Found\r\nLocation: https://t.me/+x\r\nContent-Length: 10\r\n\r\n'), true),
+    ).toMatchObject({
       answer: { status: 302, headers: { location: 'https://t.me/+x' } },
     });
   });
@@ -59,7 +79,12 @@ describe('the pipelined client against node:http', () => {
     server = undefined;
   });
 
-  async function serve(handler: (req: IncomingMessage, body: string) => { status?: number; body?: string; headers?: Record<string, string> } | undefined) {
+  async function serve(
+    handler: (
+      req: IncomingMessage,
+      body: string,
+    ) => { status?: number; body?: string; headers?: Record<string, string> } | undefined,
+  ) {
     const sockets = new Set<Socket>();
     server = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -77,14 +102,22 @@ describe('the pipelined client against node:http', () => {
   }
 
   it('answers many concurrent requests, each with its own answer, over a few connections', async () => {
-    const { url, sockets } = await serve((req, body) => ({ body: JSON.stringify({ path: req.url, body, ip: req.headers['x-ip'] }) }));
+    const { url, sockets } = await serve((req, body) => ({
+      body: JSON.stringify({ path: req.url, body, ip: req.headers['x-ip'] }),
+    }));
     client = createPipelinedClient(`${url}/prefix/`, { connections: 2, depth: 8 });
     const answers = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => client!.request('POST', `/n/${i}`, { 'x-ip': `10.0.0.${i % 250}` }, `{"i":${i}}`, 2_000)),
+      Array.from({ length: 200 }, (_, i) =>
+        client!.request('POST', `/n/${i}`, { 'x-ip': `10.0.0.${i % 250}` }, `{"i":${i}}`, 2_000),
+      ),
     );
     answers.forEach((answer, i) => {
       expect(answer.status).toBe(200);
-      expect(JSON.parse(answer.body.toString())).toEqual({ path: `/prefix/n/${i}`, body: `{"i":${i}}`, ip: `10.0.0.${i % 250}` });
+      expect(JSON.parse(answer.body.toString())).toEqual({
+        path: `/prefix/n/${i}`,
+        body: `{"i":${i}}`,
+        ip: `10.0.0.${i % 250}`,
+      });
     });
     expect(sockets.size).toBeLessThanOrEqual(2);
   });
@@ -92,7 +125,13 @@ describe('the pipelined client against node:http', () => {
   it('drops header lines that would inject others', async () => {
     const { url } = await serve((req) => ({ body: JSON.stringify(req.headers) }));
     client = createPipelinedClient(url);
-    const answer = await client.request('POST', '/', { 'x-ok': 'fine', 'x-bad': 'a\r\nx-injected: 1' }, '{}', 1_000);
+    const answer = await client.request(
+      'POST',
+      '/',
+      { 'x-ok': 'fine', 'x-bad': 'a\r\nx-injected: 1' },
+      '{}',
+      1_000,
+    );
     const seen = JSON.parse(answer.body.toString()) as Record<string, string>;
     expect(seen['x-ok']).toBe('fine');
     expect(seen['x-bad']).toBeUndefined();
@@ -107,7 +146,10 @@ describe('the pipelined client against node:http', () => {
     });
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     client = createPipelinedClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    const [first, second] = await Promise.all([client.request('GET', '/a', {}, undefined, 1_000), client.request('GET', '/b', {}, undefined, 1_000)]);
+    const [first, second] = await Promise.all([
+      client.request('GET', '/a', {}, undefined, 1_000),
+      client.request('GET', '/b', {}, undefined, 1_000),
+    ]);
     expect(first?.body.toString()).toBe('{"part":1}');
     expect(second?.body.toString()).toBe('{"part":1}');
   });
@@ -161,12 +203,18 @@ describe('the pipelined client against node:http', () => {
     const port = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
     client = createPipelinedClient(`http://127.0.0.1:${port}`);
-    await expect(client.request('GET', '/', {}, undefined, 1_000)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await expect(client.request('GET', '/', {}, undefined, 1_000)).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
+    });
   });
 
   it('refuses an answer nobody asked for', async () => {
     const rogue = createNetServer((socket) => {
-      socket.on('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+      socket.on('data', () =>
+        socket.write(
+          'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+        ),
+      );
     });
     await new Promise<void>((resolve) => rogue.listen(0, '127.0.0.1', resolve));
     client = createPipelinedClient(`http://127.0.0.1:${(rogue.address() as AddressInfo).port}`);

@@ -35,7 +35,14 @@ afterAll(async () => {
 });
 
 function proxy(tracker: string, id: string): ServiceProcess {
-  const p = spawnService('proxy/main.ts', { PROXY_UPSTREAM: upstream, PROXY_TRACKER_URL: tracker, PROXY_WEBSITE_ID: id, PROXY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+  const p = spawnService('proxy/main.ts', {
+    PROXY_UPSTREAM: upstream,
+    PROXY_TRACKER_URL: tracker,
+    PROXY_WEBSITE_ID: id,
+    PROXY_PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+  });
   running.push(p);
   return p;
 }
@@ -43,7 +50,9 @@ function proxy(tracker: string, id: string): ServiceProcess {
 it('an unknown --website-id stops the start with the reason', async () => {
   const p = proxy(app.url, 'ws_doesNotExist000');
   expect(await p.exit()).toBe(1);
-  expect(p.output()).toContain(`capigram proxy: the tracker at ${app.url} does not know --website-id ws_doesNotExist000 (websiteId ws_doesNotExist000 is not known): check the websiteId`);
+  expect(p.output()).toContain(
+    `capigram proxy: the tracker at ${app.url} does not know --website-id ws_doesNotExist000 (websiteId ws_doesNotExist000 is not known): check the websiteId`,
+  );
   expect(p.output()).not.toContain('listening');
 });
 
@@ -62,6 +71,8 @@ it('an unreachable tracker is a warning; the proxy serves the site anyway', asyn
   await new Promise((ok) => closed.close(ok));
   const p = proxy(`http://127.0.0.1:${port}`, websiteId);
   const [, url] = (await p.waitFor(/"url":"(http:\/\/[^"]+)"/)) as unknown as [string, string];
-  expect(p.output()).toMatch(/the tracker could not confirm --website-id ws_\S+ \(ECONNREFUSED\); starting anyway/);
+  expect(p.output()).toMatch(
+    /the tracker could not confirm --website-id ws_\S+ \(ECONNREFUSED\); starting anyway/,
+  );
   expect(await (await fetch(`${url}/`)).text()).toContain('<title>origin</title>');
 });

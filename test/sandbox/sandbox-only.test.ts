@@ -25,7 +25,11 @@ async function started(): Promise<string> {
 it('lets the bot write to a join requester through user_chat_id while the request waits, and to no one else', async () => {
   const url = await started();
   const api = (method: string, body: unknown) =>
-    fetch(`${url}/telegram/bot7000000777:SANDBOX-capigram-demo-bot-token/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => [r.status, await r.json()] as const);
+    fetch(`${url}/telegram/bot7000000777:SANDBOX-capigram-demo-bot-token/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(async (r) => [r.status, await r.json()] as const);
   const [, link] = await api('createChatInviteLink', { chat_id: -1001000000777, creates_join_request: true });
   const hash = (link as { result: { invite_link: string } }).result.invite_link.split('/').pop();
   const page = await fetch(`${url}/telegram/join/${hash}`, { method: 'POST' });
@@ -33,7 +37,9 @@ it('lets the bot write to a join requester through user_chat_id while the reques
   const requester = Number(/leads\?user=(\d+)/.exec(await page.text())![1]);
   expect(requester).toBeGreaterThan(0);
 
-  expect(await api('sendMessage', { chat_id: requester, text: 'Welcome! Your request is being reviewed.' })).toEqual([200, expect.objectContaining({ ok: true })]);
+  expect(
+    await api('sendMessage', { chat_id: requester, text: 'Welcome! Your request is being reviewed.' }),
+  ).toEqual([200, expect.objectContaining({ ok: true })]);
   const [status] = await api('sendMessage', { chat_id: requester + 1, text: 'Hello' });
   expect(status).toBe(403);
   // The simulated chat shows it.
@@ -50,16 +56,36 @@ it('prints how to point Capigram at it, answers as Telegram and Meta do, logs re
   expect(out).toContain(`META_GRAPH_URL=${url}/meta`);
   expect(out).toMatch(/bot add --token 7000000777:\S+; channel add --telegram-channel-id -1001000000777/);
 
-  const me = await (await fetch(`${url}/telegram/bot7000000777:SANDBOX-capigram-demo-bot-token/getMe`, { method: 'POST' })).json();
-  expect(me).toMatchObject({ ok: true, result: { id: 7000000777, is_bot: true, username: 'capigram_sandbox_bot' } });
+  const me = await (
+    await fetch(`${url}/telegram/bot7000000777:SANDBOX-capigram-demo-bot-token/getMe`, { method: 'POST' })
+  ).json();
+  expect(me).toMatchObject({
+    ok: true,
+    result: { id: 7000000777, is_bot: true, username: 'capigram_sandbox_bot' },
+  });
   const wrong = await fetch(`${url}/telegram/bot123:nope/getMe`, { method: 'POST' });
-  expect([wrong.status, await wrong.json()]).toEqual([401, { ok: false, error_code: 401, description: 'Unauthorized' }]);
+  expect([wrong.status, await wrong.json()]).toEqual([
+    401,
+    { ok: false, error_code: 401, description: 'Unauthorized' },
+  ]);
 
-  const meta = await fetch(`${url}/meta/v26.0/100000000000001/events?access_token=wrong`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"data":[]}' });
+  const meta = await fetch(`${url}/meta/v26.0/100000000000001/events?access_token=wrong`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"data":[]}',
+  });
   expect(meta.status).toBe(401);
-  const log = (await (await fetch(`${url}/log.json?source=meta`)).json()) as { sandbox: boolean; entries: { accepted: boolean; summary: string }[] };
+  const log = (await (await fetch(`${url}/log.json?source=meta`)).json()) as {
+    sandbox: boolean;
+    entries: { accepted: boolean; summary: string }[];
+  };
   expect(log.sandbox).toBe(true);
-  expect(log.entries).toEqual([expect.objectContaining({ accepted: false, summary: 'Invalid OAuth access token - Cannot parse access token' })]);
+  expect(log.entries).toEqual([
+    expect.objectContaining({
+      accepted: false,
+      summary: 'Invalid OAuth access token - Cannot parse access token',
+    }),
+  ]);
   expect(out).toContain('[sandbox] meta     REFUSED refused: Invalid OAuth access token');
 
   child.kill('SIGTERM');

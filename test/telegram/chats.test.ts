@@ -31,7 +31,12 @@ beforeEach(() => {
 
 /** A channel added before basic groups were refused: inserted as it was stored then. */
 async function legacyBasicGroup(chatId: number): Promise<string> {
-  const chat: FakeChat = { id: chatId, title: `Basic ${chatId}`, type: 'group', admins: { [DEFAULT_BOT.id]: { can_invite_users: true } } };
+  const chat: FakeChat = {
+    id: chatId,
+    title: `Basic ${chatId}`,
+    type: 'group',
+    admins: { [DEFAULT_BOT.id]: { can_invite_users: true } },
+  };
   w.fakes.telegram.chats.set(chatId, chat);
   const { rows } = await w.db.pool.query<{ id: string }>(
     `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title, bot_status, bot_is_admin, bot_can_invite, bot_status_at, pool_target)
@@ -42,7 +47,13 @@ async function legacyBasicGroup(chatId: number): Promise<string> {
 }
 
 const chatIdOf = async (channelId: string) =>
-  Number((await w.db.pool.query<{ c: string }>('SELECT telegram_chat_id::text AS c FROM channels WHERE id = $1', [channelId])).rows[0]!.c);
+  Number(
+    (
+      await w.db.pool.query<{ c: string }>('SELECT telegram_chat_id::text AS c FROM channels WHERE id = $1', [
+        channelId,
+      ])
+    ).rows[0]!.c,
+  );
 
 describe('a basic group upgraded to a supergroup', () => {
   it('migrate_to_chat_id in a Bot API refusal moves the channel to the new id; its joins are then found', async () => {
@@ -57,7 +68,9 @@ describe('a basic group upgraded to a supergroup', () => {
     expect(w.fakes.telegram.links(-1004000000071)).toHaveLength(1);
     const user = newUser();
     await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: -1004000000071, user }));
-    expect(await w.count('memberships WHERE channel_id = $1 AND telegram_user_id = $2', [channelId, user.id])).toBe(1);
+    expect(
+      await w.count('memberships WHERE channel_id = $1 AND telegram_user_id = $2', [channelId, user.id]),
+    ).toBe(1);
   });
 
   it('migrate_to_chat_id in a service message moves the channel too', async () => {
@@ -77,26 +90,36 @@ describe('a basic group upgraded to a supergroup', () => {
     const { inOld } = w.fakes.telegram.upgradeToSupergroup(-4000000074, -1004000000073);
     expect((await w.fakes.telegram.sendUpdate(w.webhookUrl, w.secret, inOld)).status).toBe(200);
     expect(await chatIdOf(second)).toBe(-4000000074);
-    expect(await w.count('telegram_updates WHERE update_id = $1', [(inOld as { update_id: number }).update_id])).toBe(1);
+    expect(
+      await w.count('telegram_updates WHERE update_id = $1', [(inOld as { update_id: number }).update_id]),
+    ).toBe(1);
   });
 });
 
 describe('updates from chats no channel is in', () => {
   it('are counted in a metric and logged at warn once per chat', async () => {
     const metric = async () => {
-      const text = await w.app.deps.metrics.registry.getSingleMetricAsString('capigram_telegram_unknown_chat_updates_total');
+      const text = await w.app.deps.metrics.registry.getSingleMetricAsString(
+        'capigram_telegram_unknown_chat_updates_total',
+      );
       return Number(/kind="chat_member"\} (\d+)/.exec(text)?.[1] ?? 0);
     };
     const before = await metric();
     const update = (id: number, chatId: number) => ({
       update_id: id,
       chat_member: {
-        chat: { id: chatId, type: 'supergroup', title: 'Elsewhere' }, from: { id: 5, is_bot: false, first_name: 'A' }, date: 1_763_776_900,
+        chat: { id: chatId, type: 'supergroup', title: 'Elsewhere' },
+        from: { id: 5, is_bot: false, first_name: 'A' },
+        date: 1_763_776_900,
         old_chat_member: { status: 'left', user: { id: 5, is_bot: false, first_name: 'A' } },
         new_chat_member: { status: 'member', user: { id: 5, is_bot: false, first_name: 'A' } },
       },
     });
-    for (const [id, chat] of [[991_000_001, -1009000000001], [991_000_002, -1009000000001], [991_000_003, -1009000000002]] as const) {
+    for (const [id, chat] of [
+      [991_000_001, -1009000000001],
+      [991_000_002, -1009000000001],
+      [991_000_003, -1009000000002],
+    ] as const) {
       expect((await w.fakes.telegram.sendUpdate(w.webhookUrl, w.secret, update(id, chat))).status).toBe(200);
     }
     expect(await metric()).toBe(before + 3);
@@ -108,7 +131,9 @@ describe('updates from chats no channel is in', () => {
 describe('administrators appointed directly', () => {
   it('left → administrator is neither a join nor a lead', async () => {
     const user = newUser();
-    expect((await w.deliver(w.fakes.telegram.adminAppointed({ chatId: CHATS.main.id, user }))).status).toBe(200);
+    expect((await w.deliver(w.fakes.telegram.adminAppointed({ chatId: CHATS.main.id, user }))).status).toBe(
+      200,
+    );
     expect(await w.count('memberships WHERE telegram_user_id = $1', [user.id])).toBe(0);
     expect(await w.count('leads WHERE telegram_user_id = $1', [user.id])).toBe(0);
   });
@@ -122,9 +147,19 @@ describe("the bot's rights, re-checked", () => {
     const outcome = await refillChannelPool(w.app.deps, channelId);
     expect(outcome.error).toMatch(/not enough rights/);
     // The check ran at once and found what Telegram said: still no right to invite.
-    await eventually(async () => w.fakes.telegram.calls('getChatMember').some((p) => Number(p.chat_id) === chatId), 5000, 'the rights check');
-    await eventually(async () => (await w.count(`graphile_worker.jobs WHERE task_identifier = 'telegram_check_rights'`)) === 0, 5000, 'the check to finish');
-    const row = async () => (await w.db.pool.query('SELECT bot_can_invite FROM channels WHERE id = $1', [channelId])).rows[0];
+    await eventually(
+      async () => w.fakes.telegram.calls('getChatMember').some((p) => Number(p.chat_id) === chatId),
+      5000,
+      'the rights check',
+    );
+    await eventually(
+      async () =>
+        (await w.count(`graphile_worker.jobs WHERE task_identifier = 'telegram_check_rights'`)) === 0,
+      5000,
+      'the check to finish',
+    );
+    const row = async () =>
+      (await w.db.pool.query('SELECT bot_can_invite FROM channels WHERE id = $1', [channelId])).rows[0];
     expect(await row()).toEqual({ bot_can_invite: false });
     // Promoted, but no my_chat_member arrives: the periodic pass finds it.
     w.fakes.telegram.setBotRights(chatId, DEFAULT_BOT.id, { can_invite_users: true });
@@ -138,8 +173,12 @@ describe("the bot's rights, re-checked", () => {
     const chat = w.fakes.telegram.chats.get(CHATS.requests.id)!;
     chat.username = 'requests_public';
     await checkRights(w.app.deps, { channelId: w.channels.requests });
-    const { rows } = await w.db.pool.query('SELECT chat_is_public FROM channels WHERE id = $1', [w.channels.requests]);
+    const { rows } = await w.db.pool.query('SELECT chat_is_public FROM channels WHERE id = $1', [
+      w.channels.requests,
+    ]);
     expect(rows[0]).toEqual({ chat_is_public: true });
-    expect(logLines.filter((l) => l.level === 40 && /join-request mode is now a public chat/.test(l.msg))).toHaveLength(1);
+    expect(
+      logLines.filter((l) => l.level === 40 && /join-request mode is now a public chat/.test(l.msg)),
+    ).toHaveLength(1);
   });
 });

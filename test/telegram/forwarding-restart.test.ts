@@ -37,7 +37,12 @@ afterAll(async () => {
 });
 
 async function startWorkerProcess(): Promise<ServiceProcess> {
-  const p = spawnService('backend/worker-main.ts', { ...fakes.env, DATABASE_URL: db.url, DATA_DIR: dataDir, SECRET_KEY: TEST_SECRET_KEY.toString('hex') });
+  const p = spawnService('backend/worker-main.ts', {
+    ...fakes.env,
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    SECRET_KEY: TEST_SECRET_KEY.toString('hex'),
+  });
   running.push(p);
   await p.waitFor(/Capigram worker running/);
   return p;
@@ -45,34 +50,55 @@ async function startWorkerProcess(): Promise<ServiceProcess> {
 
 const message = (updateId: number, text: string) => ({
   update_id: updateId,
-  message: { message_id: updateId, from: { id: 555_001, is_bot: false, first_name: 'U' }, chat: { id: 555_001, type: 'private' }, date: Math.floor(Date.now() / 1000), text },
+  message: {
+    message_id: updateId,
+    from: { id: 555_001, is_bot: false, first_name: 'U' },
+    chat: { id: 555_001, type: 'private' },
+    date: Math.floor(Date.now() / 1000),
+    text,
+  },
 });
 
 it('SIGKILL mid-forward, restart: the update is sent again and taken, then the next one of the user', async () => {
   const { accountId } = await createAccount(db.pool, { name: 'Forwarding' });
-  await addBot(
-    app.deps,
-    { accountId, token: DEFAULT_BOT.token, forwardUrl: op.url, forwardSecret: 'restart-secret' },
-  );
+  await addBot(app.deps, {
+    accountId,
+    token: DEFAULT_BOT.token,
+    forwardUrl: op.url,
+    forwardSecret: 'restart-secret',
+  });
   const first = message(991_000_001, 'one');
   const second = message(991_000_002, 'two');
   // The backend holds the first forward open: the worker is killed while waiting for its answer.
-  op.answerWith((body) => ((JSON.parse(body) as { update_id: number }).update_id === first.update_id && op.received.length === 0 ? 'hold' : 200));
+  op.answerWith((body) =>
+    (JSON.parse(body) as { update_id: number }).update_id === first.update_id && op.received.length === 0
+      ? 'hold'
+      : 200,
+  );
   const worker = await startWorkerProcess();
-  for (const u of [first, second]) expect((await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, u as never)).status).toBe(200);
+  for (const u of [first, second])
+    expect((await fakes.telegram.deliverUpdate(DEFAULT_BOT.token, u as never)).status).toBe(200);
   await eventually(async () => op.received.length === 1, 15_000, 'the first forward to reach the backend');
   worker.child.kill('SIGKILL');
   await worker.exit();
   expect(op.received).toHaveLength(1);
 
   await startWorkerProcess();
-  await eventually(async () => op.taken().length === 2, 20_000, 'both forwards to be taken after the restart');
-  expect(op.received.map((r) => [(JSON.parse(r.body) as { update_id: number }).update_id, r.status])).toEqual([
-    [first.update_id, 0],
-    [first.update_id, 200],
-    [second.update_id, 200],
-  ]);
+  await eventually(
+    async () => op.taken().length === 2,
+    20_000,
+    'both forwards to be taken after the restart',
+  );
+  expect(op.received.map((r) => [(JSON.parse(r.body) as { update_id: number }).update_id, r.status])).toEqual(
+    [
+      [first.update_id, 0],
+      [first.update_id, 200],
+      [second.update_id, 200],
+    ],
+  );
   expect(op.received.every((r) => r.secret === 'restart-secret')).toBe(true);
-  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM telegram_forwards WHERE delivered_at IS NULL');
+  const { rows } = await db.pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM telegram_forwards WHERE delivered_at IS NULL',
+  );
   expect(rows[0]!.n).toBe(0);
 }, 60_000);

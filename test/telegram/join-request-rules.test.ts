@@ -38,19 +38,43 @@ async function cliRefused(...argv: string[]): Promise<string> {
   return r.stderr;
 }
 const setRule = (...flags: string[]) => cli('channel', 'update', '--channel', w.channels.requests, ...flags);
-const held = () => cli<{ requests: { telegramUserId: number; attributed: boolean; requestedAt: string }[] }>('channel', 'requests', '--channel', w.channels.requests);
+const held = () =>
+  cli<{ requests: { telegramUserId: number; attributed: boolean; requestedAt: string }[] }>(
+    'channel',
+    'requests',
+    '--channel',
+    w.channels.requests,
+  );
 const approvalsOf = (userId: number) => tg().approvals.filter((a) => a.userId === userId);
-const approveCallsOf = (userId: number) => tg().calls('approveChatJoinRequest').filter((p) => Number(p.user_id) === userId);
+const approveCallsOf = (userId: number) =>
+  tg()
+    .calls('approveChatJoinRequest')
+    .filter((p) => Number(p.user_id) === userId);
 const conversionsOf = (userId: number) => w.count('conversions WHERE telegram_user_id = $1', [userId]);
-const telegramIdle = () => eventually(async () => (await w.count(`graphile_worker.jobs WHERE task_identifier LIKE 'telegram_%' AND attempts < max_attempts`)) === 0, 10_000, 'telegram jobs');
+const telegramIdle = () =>
+  eventually(
+    async () =>
+      (await w.count(
+        `graphile_worker.jobs WHERE task_identifier LIKE 'telegram_%' AND attempts < max_attempts`,
+      )) === 0,
+    10_000,
+    'telegram jobs',
+  );
 
 describe('hold', () => {
   it('leaves a request through our link waiting until channel approve; the approval then credits the visit', async () => {
     await setRule('--join-requests', 'hold');
-    const { channels } = await cli<{ channels: { channelId: string; joinRequests: string; welcomeText: boolean }[] }>('channel', 'list', '--site', w.siteId);
-    expect(channels.find((c) => c.channelId === w.channels.requests)).toMatchObject({ joinRequests: 'hold', welcomeText: false });
+    const { channels } = await cli<{
+      channels: { channelId: string; joinRequests: string; welcomeText: boolean }[];
+    }>('channel', 'list', '--site', w.siteId);
+    expect(channels.find((c) => c.channelId === w.channels.requests)).toMatchObject({
+      joinRequests: 'hold',
+      welcomeText: false,
+    });
     // A new channel's default (the contract's): every request approved.
-    expect(channels.find((c) => c.channelId === w.channels.main)).toMatchObject({ joinRequests: 'approve-all' });
+    expect(channels.find((c) => c.channelId === w.channels.main)).toMatchObject({
+      joinRequests: 'approve-all',
+    });
     const inv = await w.invitation('requests', { joinRequest: true });
     const user = newUser();
     const requestedAt = Math.floor(Date.now() / 1000);
@@ -58,16 +82,38 @@ describe('hold', () => {
     await telegramIdle();
     expect(approveCallsOf(user.id)).toEqual([]);
     expect(await conversionsOf(user.id)).toBe(0);
-    expect((await held()).requests).toEqual([{ telegramUserId: user.id, attributed: true, requestedAt: new Date(requestedAt * 1000).toISOString() }]);
+    expect((await held()).requests).toEqual([
+      { telegramUserId: user.id, attributed: true, requestedAt: new Date(requestedAt * 1000).toISOString() },
+    ]);
 
-    expect(await cli('channel', 'approve', '--channel', w.channels.requests, '--telegram-user-id', String(user.id))).toEqual({ telegramUserId: user.id, status: 'approved' });
+    expect(
+      await cli(
+        'channel',
+        'approve',
+        '--channel',
+        w.channels.requests,
+        '--telegram-user-id',
+        String(user.id),
+      ),
+    ).toEqual({ telegramUserId: user.id, status: 'approved' });
     expect(approvalsOf(user.id)).toHaveLength(1);
     // The approval is the join: credited to the visit of the link, as Capigram's own approval is.
-    expect(await w.count('conversions WHERE telegram_user_id = $1 AND visit_id = $2', [user.id, inv.visitId])).toBe(1);
+    expect(
+      await w.count('conversions WHERE telegram_user_id = $1 AND visit_id = $2', [user.id, inv.visitId]),
+    ).toBe(1);
     expect((await held()).requests).toEqual([]);
 
     // Approving it again: Telegram says it is a member already, which is what was asked.
-    expect(await cli('channel', 'approve', '--channel', w.channels.requests, '--telegram-user-id', String(user.id))).toMatchObject({ status: 'approved' });
+    expect(
+      await cli(
+        'channel',
+        'approve',
+        '--channel',
+        w.channels.requests,
+        '--telegram-user-id',
+        String(user.id),
+      ),
+    ).toMatchObject({ status: 'approved' });
     expect(await conversionsOf(user.id)).toBe(1);
   });
 
@@ -75,17 +121,42 @@ describe('hold', () => {
     const user = newUser();
     await w.deliver(tg().chatJoinRequest({ chatId, user }));
     expect((await held()).requests.map((r) => [r.telegramUserId, r.attributed])).toEqual([[user.id, false]]);
-    expect(await cli('channel', 'decline', '--channel', w.channels.requests, '--telegram-user-id', String(user.id))).toEqual({ telegramUserId: user.id, status: 'declined' });
+    expect(
+      await cli(
+        'channel',
+        'decline',
+        '--channel',
+        w.channels.requests,
+        '--telegram-user-id',
+        String(user.id),
+      ),
+    ).toEqual({ telegramUserId: user.id, status: 'declined' });
     expect(tg().declines.filter((d) => d.userId === user.id)).toHaveLength(1);
     expect((await held()).requests).toEqual([]);
-    const again = await cliRefused('channel', 'decline', '--channel', w.channels.requests, '--telegram-user-id', String(user.id));
-    expect(again).toMatch(/no pending join request.*HIDE_REQUESTER_MISSING.*approved or declined already, or withdrawn/);
-    const stranger = await cliRefused('channel', 'approve', '--channel', w.channels.requests, '--telegram-user-id', '424242');
+    const again = await cliRefused(
+      'channel',
+      'decline',
+      '--channel',
+      w.channels.requests,
+      '--telegram-user-id',
+      String(user.id),
+    );
+    expect(again).toMatch(
+      /no pending join request.*HIDE_REQUESTER_MISSING.*approved or declined already, or withdrawn/,
+    );
+    const stranger = await cliRefused(
+      'channel',
+      'approve',
+      '--channel',
+      w.channels.requests,
+      '--telegram-user-id',
+      '424242',
+    );
     expect(stranger).toMatch(/user 424242 has no pending join request/);
   });
 });
 
-describe('held, then decided in Telegram\'s app', () => {
+describe("held, then decided in Telegram's app", () => {
   it('leaves the list when the join comes', async () => {
     await setRule('--join-requests', 'hold');
     const user = newUser();
@@ -103,12 +174,16 @@ describe('approve-attributed', () => {
     const ours = newUser();
     const other = newUser();
     await w.deliver(tg().chatJoinRequest({ chatId, user: ours, inviteLink: inv.inviteLink }));
-    await w.deliver(tg().chatJoinRequest({ chatId, user: other, inviteLink: 'https://t.me/+OwnersOwnLink0002' }));
+    await w.deliver(
+      tg().chatJoinRequest({ chatId, user: other, inviteLink: 'https://t.me/+OwnersOwnLink0002' }),
+    );
     await tg().waitFor(() => approvalsOf(ours.id).length === 1, 5000);
     await eventually(async () => (await conversionsOf(ours.id)) === 1, 5000, 'the conversion');
     await telegramIdle();
     expect(approveCallsOf(other.id)).toEqual([]);
-    expect((await held()).requests).toEqual([expect.objectContaining({ telegramUserId: other.id, attributed: false })]);
+    expect((await held()).requests).toEqual([
+      expect.objectContaining({ telegramUserId: other.id, attributed: false }),
+    ]);
     await cli('channel', 'decline', '--channel', w.channels.requests, '--telegram-user-id', String(other.id));
   });
 });
@@ -122,7 +197,10 @@ describe('approve-all', () => {
     await telegramIdle();
     expect(await conversionsOf(user.id)).toBe(0);
     expect((await held()).requests).toEqual([]);
-    const { rows } = await w.db.pool.query<{ request_status: string }>(`SELECT request_status FROM memberships WHERE telegram_user_id = $1 AND kind = 'join_request'`, [user.id]);
+    const { rows } = await w.db.pool.query<{ request_status: string }>(
+      `SELECT request_status FROM memberships WHERE telegram_user_id = $1 AND kind = 'join_request'`,
+      [user.id],
+    );
     expect(rows).toEqual([{ request_status: 'approved' }]);
   });
 });
@@ -137,7 +215,8 @@ describe('welcome text', () => {
     const update = tg().chatJoinRequest({ chatId, user, inviteLink: inv.inviteLink });
     await w.deliver(update);
     await tg().waitFor(() => approvalsOf(user.id).length === 1, 8000);
-    const { user_chat_id: userChatId } = (update as { chat_join_request: { user_chat_id: number } }).chat_join_request;
+    const { user_chat_id: userChatId } = (update as { chat_join_request: { user_chat_id: number } })
+      .chat_join_request;
     const sent = tg().messages.filter((m) => m.chatId === userChatId);
     expect(sent.map((m) => m.text)).toEqual([TEXT]);
     // Telegram only lets the bot write until the request is decided: the welcome went first.
@@ -161,7 +240,11 @@ describe('welcome text', () => {
     const user = newUser();
     await w.deliver(tg().chatJoinRequest({ chatId, user, date: Math.floor(Date.now() / 1000) - 6 * 60 }));
     await tg().waitFor(() => approvalsOf(user.id).length === 1, 8000);
-    expect(tg().calls('sendMessage').filter((p) => Number(p.chat_id) === user.id)).toEqual([]);
+    expect(
+      tg()
+        .calls('sendMessage')
+        .filter((p) => Number(p.chat_id) === user.id),
+    ).toEqual([]);
   });
 
   it('--clear welcome-text stops it', async () => {
@@ -169,14 +252,36 @@ describe('welcome text', () => {
     const user = newUser();
     await w.deliver(tg().chatJoinRequest({ chatId, user }));
     await tg().waitFor(() => approvalsOf(user.id).length === 1, 8000);
-    expect(tg().calls('sendMessage').filter((p) => Number(p.chat_id) === user.id)).toEqual([]);
+    expect(
+      tg()
+        .calls('sendMessage')
+        .filter((p) => Number(p.chat_id) === user.id),
+    ).toEqual([]);
     await setRule('--join-requests', 'approve-attributed');
   });
 });
 
 describe('refused settings', () => {
-  it('an unknown rule and a welcome text over Telegram\'s 4096 characters are refused', async () => {
-    expect(await cliRefused('channel', 'update', '--channel', w.channels.requests, '--join-requests', 'approve-some')).toMatch(/--join-requests: .*approve-all.*approve-attributed.*hold/);
-    expect(await cliRefused('channel', 'update', '--channel', w.channels.requests, '--welcome-text', 'x'.repeat(4097))).toMatch(/--welcome-text: .*4096/);
+  it("an unknown rule and a welcome text over Telegram's 4096 characters are refused", async () => {
+    expect(
+      await cliRefused(
+        'channel',
+        'update',
+        '--channel',
+        w.channels.requests,
+        '--join-requests',
+        'approve-some',
+      ),
+    ).toMatch(/--join-requests: .*approve-all.*approve-attributed.*hold/);
+    expect(
+      await cliRefused(
+        'channel',
+        'update',
+        '--channel',
+        w.channels.requests,
+        '--welcome-text',
+        'x'.repeat(4097),
+      ),
+    ).toMatch(/--welcome-text: .*4096/);
   });
 });

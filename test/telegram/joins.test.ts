@@ -47,8 +47,14 @@ async function conversionsOf(userId: number): Promise<ConversionRow[]> {
 
 async function membershipsOf(userId: number) {
   const { rows } = await w.db.pool.query<{
-    kind: string; channel_id: string; invitation_id: string | null; visit_id: string | null; attributed: boolean; conversion_id: string | null;
-    lead_id: string | null; occurred_at: Date;
+    kind: string;
+    channel_id: string;
+    invitation_id: string | null;
+    visit_id: string | null;
+    attributed: boolean;
+    conversion_id: string | null;
+    lead_id: string | null;
+    occurred_at: Date;
   }>(
     `SELECT kind, channel_id, invitation_id, visit_id, attributed, conversion_id, lead_id, occurred_at FROM memberships
      WHERE telegram_user_id = $1 ORDER BY created_at`,
@@ -58,15 +64,19 @@ async function membershipsOf(userId: number) {
 }
 
 async function sendsOf(conversionId: string) {
-  const { rows } = await w.db.pool.query<{ platform: string; event_id: string }>('SELECT platform, event_id FROM sends WHERE conversion_id = $1', [conversionId]);
+  const { rows } = await w.db.pool.query<{ platform: string; event_id: string }>(
+    'SELECT platform, event_id FROM sends WHERE conversion_id = $1',
+    [conversionId],
+  );
   return rows;
 }
 
 async function invitationRow(id: string) {
-  const { rows } = await w.db.pool.query<{ used_at: Date | null; used_by: number | null; revoked_at: Date | null }>(
-    'SELECT used_at, used_by, revoked_at FROM invitations WHERE id = $1',
-    [id],
-  );
+  const { rows } = await w.db.pool.query<{
+    used_at: Date | null;
+    used_by: number | null;
+    revoked_at: Date | null;
+  }>('SELECT used_at, used_by, revoked_at FROM invitations WHERE id = $1', [id]);
   return rows[0]!;
 }
 
@@ -75,7 +85,10 @@ const sendCount = () => w.count('sends');
 /** Whether a revoke of this invitation was ever queued: a job still waiting, or one the fake Telegram saw done. */
 async function revokeEverQueued(inv: { invitationId: string; inviteLink: string }): Promise<boolean> {
   const waiting = await w.count('graphile_worker.jobs WHERE key = $1', [revokeJobKey(inv.invitationId)]);
-  return waiting > 0 || w.fakes.telegram.calls('revokeChatInviteLink').some((p) => p.invite_link === inv.inviteLink);
+  return (
+    waiting > 0 ||
+    w.fakes.telegram.calls('revokeChatInviteLink').some((p) => p.invite_link === inv.inviteLink)
+  );
 }
 
 describe('a join through one of our links', () => {
@@ -83,7 +96,12 @@ describe('a join through one of our links', () => {
     const inv = await w.invitation('main');
     const user = newUser();
     const date = Math.floor(Date.now() / 1000) - 30;
-    const update = w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink, date });
+    const update = w.fakes.telegram.chatMemberJoined({
+      chatId: CHATS.main.id,
+      user,
+      inviteLink: inv.inviteLink,
+      date,
+    });
     const before = Date.now();
     const res = await w.deliver(update);
     expect(res.status).toBe(200);
@@ -92,33 +110,67 @@ describe('a join through one of our links', () => {
     const [c, ...more] = await conversionsOf(user.id);
     expect(more).toHaveLength(0);
     expect(c).toMatchObject({
-      site_id: w.siteId, channel_id: w.channels.main, visit_id: inv.visitId, event_type: 'Subscribe', custom_event_name: null,
-      value: null, currency: null, content_name: 'Main', source: 'webhook', event_source_url: VISIT.href, client_ip: VISIT.clientIp,
-      user_agent: VISIT.userAgent, awaiting_manual_input: false, capi_status: 'pending',
+      site_id: w.siteId,
+      channel_id: w.channels.main,
+      visit_id: inv.visitId,
+      event_type: 'Subscribe',
+      custom_event_name: null,
+      value: null,
+      currency: null,
+      content_name: 'Main',
+      source: 'webhook',
+      event_source_url: VISIT.href,
+      client_ip: VISIT.clientIp,
+      user_agent: VISIT.userAgent,
+      awaiting_manual_input: false,
+      capi_status: 'pending',
     });
     expect(c!.event_time.getTime()).toBe(date * 1000);
     expect(c!.attributed_at.getTime()).toBeGreaterThanOrEqual(before - 1000);
     expect(await sendsOf(c!.id)).toEqual([{ platform: 'meta', event_id: `cnv_${c!.id}` }]);
 
     expect(await membershipsOf(user.id)).toEqual([
-      expect.objectContaining({ kind: 'join', channel_id: w.channels.main, invitation_id: inv.invitationId, visit_id: inv.visitId, attributed: true, conversion_id: c!.id, lead_id: c!.lead_id }),
+      expect.objectContaining({
+        kind: 'join',
+        channel_id: w.channels.main,
+        invitation_id: inv.invitationId,
+        visit_id: inv.visitId,
+        attributed: true,
+        conversion_id: c!.id,
+        lead_id: c!.lead_id,
+      }),
     ]);
     const used = await invitationRow(inv.invitationId);
     expect(used.used_by).toBe(user.id);
     expect(used.used_at).not.toBeNull();
     expect(await w.count('leads WHERE site_id = $1 AND telegram_user_id = $2', [w.siteId, user.id])).toBe(1);
 
-    await w.fakes.telegram.waitFor(() => w.fakes.telegram.revoked.some((l) => l.invite_link === inv.inviteLink), 5000);
-    await eventually(async () => (await invitationRow(inv.invitationId)).revoked_at !== null, 5000, 'revoked_at');
+    await w.fakes.telegram.waitFor(
+      () => w.fakes.telegram.revoked.some((l) => l.invite_link === inv.inviteLink),
+      5000,
+    );
+    await eventually(
+      async () => (await invitationRow(inv.invitationId)).revoked_at !== null,
+      5000,
+      'revoked_at',
+    );
   });
 
   it('the same update delivered again changes nothing', async () => {
     const inv = await w.invitation('main');
     const user = newUser();
-    const update = w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink });
+    const update = w.fakes.telegram.chatMemberJoined({
+      chatId: CHATS.main.id,
+      user,
+      inviteLink: inv.inviteLink,
+    });
     expect((await w.deliver(update)).status).toBe(200);
     const sends = await sendCount();
-    const snapshot = { c: await conversionsOf(user.id), m: await membershipsOf(user.id), i: await invitationRow(inv.invitationId) };
+    const snapshot = {
+      c: await conversionsOf(user.id),
+      m: await membershipsOf(user.id),
+      i: await invitationRow(inv.invitationId),
+    };
 
     expect((await w.deliver(update)).status).toBe(200);
     expect((await w.fakes.telegram.sendUpdate(w.webhookUrl, w.secret, update)).status).toBe(200);
@@ -135,7 +187,11 @@ describe('a join through one of our links', () => {
   it('concurrent deliveries of one update are handled once', async () => {
     const inv = await w.invitation('main');
     const user = newUser();
-    const update = w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink });
+    const update = w.fakes.telegram.chatMemberJoined({
+      chatId: CHATS.main.id,
+      user,
+      inviteLink: inv.inviteLink,
+    });
     const results = await Promise.all(Array.from({ length: 8 }, () => w.deliver(update)));
     expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
     expect(await conversionsOf(user.id)).toHaveLength(1);
@@ -145,9 +201,13 @@ describe('a join through one of our links', () => {
   it('a rejoin through the same link is recorded but converts only once', async () => {
     const inv = await w.invitation('main');
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }),
+    );
     await w.deliver(w.fakes.telegram.chatMemberLeft({ chatId: CHATS.main.id, user }));
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }),
+    );
     const conversions = await conversionsOf(user.id);
     expect(conversions).toHaveLength(1);
     expect((await membershipsOf(user.id)).map((m) => [m.kind, m.attributed, m.conversion_id])).toEqual([
@@ -158,7 +218,9 @@ describe('a join through one of our links', () => {
     // A rejoin through a new link (a new visit) is a new acquisition and converts again.
     const second = await w.invitation('main');
     await w.deliver(w.fakes.telegram.chatMemberLeft({ chatId: CHATS.main.id, user }));
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: second.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: second.inviteLink }),
+    );
     expect((await conversionsOf(user.id)).map((c) => c.visit_id)).toEqual([inv.visitId, second.visitId]);
   });
 
@@ -166,44 +228,77 @@ describe('a join through one of our links', () => {
     const inv = await w.invitation('main');
     const a = newUser();
     const b = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: a, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: a, inviteLink: inv.inviteLink }),
+    );
     await w.deliver(w.fakes.telegram.chatMemberLeft({ chatId: CHATS.main.id, user: a }));
     // The revoke came late (or was given up): Telegram lets B in through the freed place.
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: b, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: b, inviteLink: inv.inviteLink }),
+    );
     expect(await conversionsOf(b.id)).toEqual([]);
     expect(await w.count('conversions WHERE visit_id = $1', [inv.visitId])).toBe(1);
     expect(await membershipsOf(b.id)).toEqual([
-      expect.objectContaining({ kind: 'join', invitation_id: inv.invitationId, visit_id: null, attributed: false, conversion_id: null }),
+      expect.objectContaining({
+        kind: 'join',
+        invitation_id: inv.invitationId,
+        visit_id: null,
+        attributed: false,
+        conversion_id: null,
+      }),
     ]);
     expect(Number((await invitationRow(inv.invitationId)).used_by)).toBe(a.id);
     // A's own rejoin through it is still A's (recorded, not converted again).
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: a, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user: a, inviteLink: inv.inviteLink }),
+    );
     expect(await w.count('conversions WHERE visit_id = $1', [inv.visitId])).toBe(1);
   });
 
   it('a Purchase channel with a fixed value converts with that value and currency', async () => {
     const inv = await w.invitation('priced');
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.priced.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.priced.id, user, inviteLink: inv.inviteLink }),
+    );
     const [c] = await conversionsOf(user.id);
-    expect(c).toMatchObject({ channel_id: w.channels.priced, event_type: 'Purchase', value: 19.9, currency: 'EUR', awaiting_manual_input: false, content_name: 'Paid club' });
+    expect(c).toMatchObject({
+      channel_id: w.channels.priced,
+      event_type: 'Purchase',
+      value: 19.9,
+      currency: 'EUR',
+      awaiting_manual_input: false,
+      content_name: 'Paid club',
+    });
     expect(await sendsOf(c!.id)).toHaveLength(1);
   });
 
   it('a Custom channel converts under its custom event name', async () => {
     const inv = await w.invitation('custom');
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.custom.id, user, inviteLink: inv.inviteLink }));
-    expect(await conversionsOf(user.id)).toEqual([expect.objectContaining({ event_type: 'Custom', custom_event_name: 'JoinedVip' })]);
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.custom.id, user, inviteLink: inv.inviteLink }),
+    );
+    expect(await conversionsOf(user.id)).toEqual([
+      expect.objectContaining({ event_type: 'Custom', custom_event_name: 'JoinedVip' }),
+    ]);
   });
 
   it('a manual-value Purchase channel waits for the value: awaitingManualInput, nothing sent', async () => {
     const inv = await w.invitation('manual');
     const user = newUser();
     const sends = await sendCount();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.manual.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.manual.id, user, inviteLink: inv.inviteLink }),
+    );
     const [c] = await conversionsOf(user.id);
-    expect(c).toMatchObject({ event_type: 'Purchase', awaiting_manual_input: true, value: null, currency: null, visit_id: inv.visitId });
+    expect(c).toMatchObject({
+      event_type: 'Purchase',
+      awaiting_manual_input: true,
+      value: null,
+      currency: null,
+      visit_id: inv.visitId,
+    });
     expect(await sendsOf(c!.id)).toEqual([]);
     expect(await sendCount()).toBe(sends);
   });
@@ -211,9 +306,15 @@ describe('a join through one of our links', () => {
   it('a site without pixels records the conversion and schedules no send', async () => {
     const inv = await w.invitation('secondSite');
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.secondSite.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.secondSite.id, user, inviteLink: inv.inviteLink }),
+    );
     const [c] = await conversionsOf(user.id);
-    expect(c).toMatchObject({ site_id: w.secondSiteId, channel_id: w.channels.secondSite, capi_status: 'skipped' });
+    expect(c).toMatchObject({
+      site_id: w.secondSiteId,
+      channel_id: w.channels.secondSite,
+      capi_status: 'skipped',
+    });
     expect(await sendsOf(c!.id)).toEqual([]);
   });
 });
@@ -223,22 +324,40 @@ describe('joins that are not attributed', () => {
     const user = newUser();
     const sends = await sendCount();
     await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user }));
-    expect(await membershipsOf(user.id)).toEqual([expect.objectContaining({ kind: 'join', attributed: false, invitation_id: null, visit_id: null, conversion_id: null })]);
+    expect(await membershipsOf(user.id)).toEqual([
+      expect.objectContaining({
+        kind: 'join',
+        attributed: false,
+        invitation_id: null,
+        visit_id: null,
+        conversion_id: null,
+      }),
+    ]);
     expect(await conversionsOf(user.id)).toEqual([]);
     expect(await sendCount()).toBe(sends);
   });
 
   it('a join through a link that is not ours is organic', async () => {
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: 'https://t.me/+SomeoneElsesLink1' }));
-    expect(await membershipsOf(user.id)).toEqual([expect.objectContaining({ kind: 'join', attributed: false, invitation_id: null })]);
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({
+        chatId: CHATS.main.id,
+        user,
+        inviteLink: 'https://t.me/+SomeoneElsesLink1',
+      }),
+    );
+    expect(await membershipsOf(user.id)).toEqual([
+      expect.objectContaining({ kind: 'join', attributed: false, invitation_id: null }),
+    ]);
     expect(await conversionsOf(user.id)).toEqual([]);
   });
 
   it('a join through our link of another channel is not attributed to this one', async () => {
     const inv = await w.invitation('priced');
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }),
+    );
     expect(await conversionsOf(user.id)).toEqual([]);
     expect((await invitationRow(inv.invitationId)).used_at).toBeNull();
     expect(await revokeEverQueued(inv)).toBe(false);
@@ -248,23 +367,43 @@ describe('joins that are not attributed', () => {
     const inv = await w.invitation('main');
     const user = newUser();
     w.fakes.telegram.expireLink(inv.inviteLink);
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }),
+    );
     expect((await conversionsOf(user.id)).map((c) => c.visit_id)).toEqual([inv.visitId]);
-    await eventually(async () => (await invitationRow(inv.invitationId)).revoked_at !== null, 5000, 'revoked_at');
+    await eventually(
+      async () => (await invitationRow(inv.invitationId)).revoked_at !== null,
+      5000,
+      'revoked_at',
+    );
     // Telegram was asked, refused with INVITE_HASH_EXPIRED, and the job was not left to retry.
-    expect(w.fakes.telegram.calls('revokeChatInviteLink').filter((p) => p.invite_link === inv.inviteLink)).toHaveLength(1);
+    expect(
+      w.fakes.telegram.calls('revokeChatInviteLink').filter((p) => p.invite_link === inv.inviteLink),
+    ).toHaveLength(1);
     expect(w.fakes.telegram.revoked.some((l) => l.invite_link === inv.inviteLink)).toBe(false);
-    await eventually(async () => (await w.count('graphile_worker.jobs WHERE key = $1', [revokeJobKey(inv.invitationId)])) === 0, 5000, 'the revoke job done');
+    await eventually(
+      async () =>
+        (await w.count('graphile_worker.jobs WHERE key = $1', [revokeJobKey(inv.invitationId)])) === 0,
+      5000,
+      'the revoke job done',
+    );
   });
 
   it('a pooled link never handed to a visit is taken out of use but attributes nothing', async () => {
     const inv = await w.invitation('main', { visit: false });
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }),
+    );
     expect(await conversionsOf(user.id)).toEqual([]);
-    expect(await membershipsOf(user.id)).toEqual([expect.objectContaining({ kind: 'join', attributed: false, invitation_id: inv.invitationId })]);
+    expect(await membershipsOf(user.id)).toEqual([
+      expect.objectContaining({ kind: 'join', attributed: false, invitation_id: inv.invitationId }),
+    ]);
     expect((await invitationRow(inv.invitationId)).used_by).toBe(user.id);
-    await w.fakes.telegram.waitFor(() => w.fakes.telegram.revoked.some((l) => l.invite_link === inv.inviteLink), 5000);
+    await w.fakes.telegram.waitFor(
+      () => w.fakes.telegram.revoked.some((l) => l.invite_link === inv.inviteLink),
+      5000,
+    );
   });
 
   it('a join through the channel’s public address, handed out as a fallback, is organic and revokes nothing', async () => {
@@ -280,12 +419,25 @@ describe('joins that are not attributed', () => {
     await fallback();
     await fallback();
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: publicUrl }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: publicUrl }),
+    );
     expect(await conversionsOf(user.id)).toEqual([]);
-    expect(await membershipsOf(user.id)).toEqual([expect.objectContaining({ attributed: false, invitation_id: null })]);
-    expect(await w.count('invitations WHERE invite_link = $1 AND (used_at IS NOT NULL OR revoked_at IS NOT NULL)', [publicUrl])).toBe(0);
-    expect(w.fakes.telegram.calls('revokeChatInviteLink').some((p) => p.invite_link === publicUrl)).toBe(false);
-    expect(await w.count('graphile_worker.jobs WHERE key LIKE $1', ['telegram_revoke_invite_link:%'])).toBe(0);
+    expect(await membershipsOf(user.id)).toEqual([
+      expect.objectContaining({ attributed: false, invitation_id: null }),
+    ]);
+    expect(
+      await w.count(
+        'invitations WHERE invite_link = $1 AND (used_at IS NOT NULL OR revoked_at IS NOT NULL)',
+        [publicUrl],
+      ),
+    ).toBe(0);
+    expect(w.fakes.telegram.calls('revokeChatInviteLink').some((p) => p.invite_link === publicUrl)).toBe(
+      false,
+    );
+    expect(await w.count('graphile_worker.jobs WHERE key LIKE $1', ['telegram_revoke_invite_link:%'])).toBe(
+      0,
+    );
   });
 
   it('a bot joining is not a lead', async () => {
@@ -300,7 +452,13 @@ describe('joins that are not attributed', () => {
     const u = { id: user.id, is_bot: false, first_name: 'P' };
     const update = {
       update_id: 880_000_001,
-      chat_member: { chat: { id: CHATS.main.id, type: 'channel' }, from: u, date: 1_763_776_800, old_chat_member: { status: 'member', user: u }, new_chat_member: { status: 'administrator', user: u, can_invite_users: true } },
+      chat_member: {
+        chat: { id: CHATS.main.id, type: 'channel' },
+        from: u,
+        date: 1_763_776_800,
+        old_chat_member: { status: 'member', user: u },
+        new_chat_member: { status: 'administrator', user: u, can_invite_users: true },
+      },
     };
     expect((await w.fakes.telegram.sendUpdate(w.webhookUrl, w.secret, update)).status).toBe(200);
     expect(await membershipsOf(user.id)).toEqual([]);
@@ -311,7 +469,9 @@ describe('leaves', () => {
   it('left and kicked are recorded as leaves, with the lead', async () => {
     const inv = await w.invitation('main');
     const user = newUser();
-    await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }));
+    await w.deliver(
+      w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user, inviteLink: inv.inviteLink }),
+    );
     const date = Math.floor(Date.now() / 1000);
     await w.deliver(w.fakes.telegram.chatMemberLeft({ chatId: CHATS.main.id, user, date }));
     await w.deliver(w.fakes.telegram.chatMemberJoined({ chatId: CHATS.main.id, user }));
@@ -336,10 +496,20 @@ describe('one channel per (bot, chat)', () => {
   it('a chat a bot already serves for one site cannot be added to another site with that bot', async () => {
     const deps = w.app.deps;
     await expect(
-      addChannel(deps, { siteId: w.secondSiteId, botId: w.botId, telegramChannelId: String(CHATS.main.id), title: 'Dup' }),
+      addChannel(deps, {
+        siteId: w.secondSiteId,
+        botId: w.botId,
+        telegramChannelId: String(CHATS.main.id),
+        title: 'Dup',
+      }),
     ).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
     // Another bot may serve the same chat for another site: its updates name that bot.
-    const { channelId } = await addChannel(deps, { siteId: w.secondSiteId, botId: w.otherBotId, telegramChannelId: String(CHATS.main.id), title: 'Same chat, other bot' });
+    const { channelId } = await addChannel(deps, {
+      siteId: w.secondSiteId,
+      botId: w.otherBotId,
+      telegramChannelId: String(CHATS.main.id),
+      title: 'Same chat, other bot',
+    });
     expect(channelId).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

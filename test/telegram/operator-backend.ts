@@ -33,7 +33,13 @@ export async function startOperatorBackend(): Promise<OperatorBackend> {
       const body = Buffer.concat(chunks).toString('utf8');
       const answer = decide(body, received.length);
       const status = answer === 'hold' ? 0 : answer;
-      received.push({ body, secret: req.headers['x-telegram-bot-api-secret-token'] as string | undefined, contentType: req.headers['content-type'], status, at: Date.now() });
+      received.push({
+        body,
+        secret: req.headers['x-telegram-bot-api-secret-token'] as string | undefined,
+        contentType: req.headers['content-type'],
+        status,
+        at: Date.now(),
+      });
       if (answer === 'hold') {
         held.push(res);
         return;
@@ -47,7 +53,10 @@ export async function startOperatorBackend(): Promise<OperatorBackend> {
   return {
     url: `http://127.0.0.1:${port}/telegram-updates`,
     received,
-    taken: () => received.filter((r) => r.status >= 200 && r.status < 300).map((r) => JSON.parse(r.body) as { update_id: number }),
+    taken: () =>
+      received
+        .filter((r) => r.status >= 200 && r.status < 300)
+        .map((r) => JSON.parse(r.body) as { update_id: number }),
     answerWith(fn) {
       decide = fn;
     },

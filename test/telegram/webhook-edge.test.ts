@@ -18,7 +18,11 @@ afterAll(async () => {
 function post(url: string, body: string, secret?: string, headers: Record<string, string> = {}) {
   return fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(secret === undefined ? {} : { 'x-telegram-bot-api-secret-token': secret }), ...headers },
+    headers: {
+      'content-type': 'application/json',
+      ...(secret === undefined ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+      ...headers,
+    },
     body,
   });
 }
@@ -60,7 +64,9 @@ describe('webhook authentication', () => {
 
   it('answers an unknown bot exactly like a bad secret, so bot ids cannot be probed', async () => {
     const body = JSON.stringify(joinUpdate());
-    await expectUnauthorized(await post(`${w.app.url}/backend/telegram/00000000-0000-4000-8000-000000000000`, body, w.secret));
+    await expectUnauthorized(
+      await post(`${w.app.url}/backend/telegram/00000000-0000-4000-8000-000000000000`, body, w.secret),
+    );
     await expectUnauthorized(await post(`${w.app.url}/backend/telegram/not-a-uuid`, body, w.secret));
     await expectUnauthorized(await post(`${w.app.url}/backend/telegram/${'9'.repeat(500)}`, body, w.secret));
   });
@@ -88,18 +94,45 @@ describe('bodies the webhook does not act on', () => {
     ['an unknown update type', '{"update_id": 9001, "message": {"text": "hi"}}'],
     ['only update_id', '{"update_id": 9002}'],
     ['a chat_member that is not an object', '{"update_id": 9003, "chat_member": [1,2]}'],
-    ['a chat_member without members', '{"update_id": 9004, "chat_member": {"chat": {"id": -1001000000001}, "from": {"id": 5}, "date": 1}}'],
-    ['a date out of range', `{"update_id": 9005, "chat_member": ${JSON.stringify({ ...joinBody(), date: 1e20 })}}`],
-    ['a huge user id', `{"update_id": 9006, "chat_member": ${JSON.stringify({ ...joinBody(), new_chat_member: { status: 'member', user: { id: 2 ** 60 } } })}}`],
-    ['an invite link of the wrong type', `{"update_id": 9007, "chat_member": ${JSON.stringify({ ...joinBody(), invite_link: { invite_link: 42 } })}}`],
-    ['a join request without from', '{"update_id": 9008, "chat_join_request": {"chat": {"id": -1001000000001}, "date": 1}}'],
+    [
+      'a chat_member without members',
+      '{"update_id": 9004, "chat_member": {"chat": {"id": -1001000000001}, "from": {"id": 5}, "date": 1}}',
+    ],
+    [
+      'a date out of range',
+      `{"update_id": 9005, "chat_member": ${JSON.stringify({ ...joinBody(), date: 1e20 })}}`,
+    ],
+    [
+      'a huge user id',
+      `{"update_id": 9006, "chat_member": ${JSON.stringify({ ...joinBody(), new_chat_member: { status: 'member', user: { id: 2 ** 60 } } })}}`,
+    ],
+    [
+      'an invite link of the wrong type',
+      `{"update_id": 9007, "chat_member": ${JSON.stringify({ ...joinBody(), invite_link: { invite_link: 42 } })}}`,
+    ],
+    [
+      'a join request without from',
+      '{"update_id": 9008, "chat_join_request": {"chat": {"id": -1001000000001}, "date": 1}}',
+    ],
     ['deep nesting', `{"update_id": 9009, "message": ${'['.repeat(5000)}${']'.repeat(5000)}}`],
     ['lone surrogates and NUL', '{"update_id": 9010, "message": "\\ud800\\u0000"}'],
     // PostgreSQL cannot store a NUL: in a field the database gets, it makes the update malformed.
-    ['a NUL in the invite link', `{"update_id": 9012, "chat_member": ${JSON.stringify({ ...joinBody(), invite_link: { invite_link: 'https://t.me/+ab\u0000cd' } })}}`],
-    ['a NUL in a member status', `{"update_id": 9013, "chat_member": ${JSON.stringify({ ...joinBody(), new_chat_member: { status: 'mem\u0000ber', user: { id: 7 } } })}}`],
-    ['a NUL in a join request link', `{"update_id": 9014, "chat_join_request": ${JSON.stringify({ chat: { id: -1001000000001 }, from: { id: 8 }, date: 1, invite_link: { invite_link: '\u0000' } })}}`],
-    ['__proto__ keys', '{"update_id": 9011, "__proto__": {"chat_member": 1}, "constructor": {"prototype": {}}}'],
+    [
+      'a NUL in the invite link',
+      `{"update_id": 9012, "chat_member": ${JSON.stringify({ ...joinBody(), invite_link: { invite_link: 'https://t.me/+ab\u0000cd' } })}}`,
+    ],
+    [
+      'a NUL in a member status',
+      `{"update_id": 9013, "chat_member": ${JSON.stringify({ ...joinBody(), new_chat_member: { status: 'mem\u0000ber', user: { id: 7 } } })}}`,
+    ],
+    [
+      'a NUL in a join request link',
+      `{"update_id": 9014, "chat_join_request": ${JSON.stringify({ chat: { id: -1001000000001 }, from: { id: 8 }, date: 1, invite_link: { invite_link: '\u0000' } })}}`,
+    ],
+    [
+      '__proto__ keys',
+      '{"update_id": 9011, "__proto__": {"chat_member": 1}, "constructor": {"prototype": {}}}',
+    ],
   ];
 
   it.each(bodies)('%s → 200, nothing recorded', async (_what, body) => {
@@ -111,25 +144,50 @@ describe('bodies the webhook does not act on', () => {
 
   it('a join of a chat no channel of this bot is in is acknowledged and only de-duplicated', async () => {
     const before = await footprint();
-    const update = { update_id: 9100, chat_member: { ...joinBody(), chat: { id: -1009999999999, type: 'channel' } } };
+    const update = {
+      update_id: 9100,
+      chat_member: { ...joinBody(), chat: { id: -1009999999999, type: 'channel' } },
+    };
     expect((await post(w.webhookUrl, JSON.stringify(update), w.secret)).status).toBe(200);
     expect(await footprint()).toEqual({ ...before, updates: before.updates + 1 });
   });
 
   it('unknown fields anywhere are tolerated', async () => {
     const before = await footprint();
-    const body = { ...joinBody(), brand_new_field: { x: [1] }, new_chat_member: { status: 'member', user: { id: newUser().id, is_bot: false, future: true }, until_date: 0 } };
-    const res = await post(w.webhookUrl, JSON.stringify({ update_id: 9200, chat_member: body, another_new_thing: 1 }), w.secret);
+    const body = {
+      ...joinBody(),
+      brand_new_field: { x: [1] },
+      new_chat_member: {
+        status: 'member',
+        user: { id: newUser().id, is_bot: false, future: true },
+        until_date: 0,
+      },
+    };
+    const res = await post(
+      w.webhookUrl,
+      JSON.stringify({ update_id: 9200, chat_member: body, another_new_thing: 1 }),
+      w.secret,
+    );
     expect(res.status).toBe(200);
     expect((await footprint()).memberships).toBe(before.memberships + 1);
   });
 
   it('a body over 1 MiB with a wrong secret is 401: the secret is checked before the size', async () => {
-    await expectUnauthorized(await post(w.webhookUrl, JSON.stringify({ update_id: 9302, message: { text: 'x'.repeat(1_100_000) } }), 'wrong-secret'));
+    await expectUnauthorized(
+      await post(
+        w.webhookUrl,
+        JSON.stringify({ update_id: 9302, message: { text: 'x'.repeat(1_100_000) } }),
+        'wrong-secret',
+      ),
+    );
   });
 
   it('a body over 1 MiB is refused with 413 PAYLOAD_TOO_LARGE', async () => {
-    const res = await post(w.webhookUrl, JSON.stringify({ update_id: 9300, message: { text: 'x'.repeat(1_100_000) } }), w.secret);
+    const res = await post(
+      w.webhookUrl,
+      JSON.stringify({ update_id: 9300, message: { text: 'x'.repeat(1_100_000) } }),
+      w.secret,
+    );
     expect(res.status).toBe(413);
     expect(((await res.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
   });
@@ -140,7 +198,8 @@ describe('bodies the webhook does not act on', () => {
       headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': w.secret },
       body: new ReadableStream<Uint8Array>({
         start(controller) {
-          for (let sent = 0; sent < 1_200_000; sent += 65_536) controller.enqueue(new Uint8Array(65_536).fill(0x20));
+          for (let sent = 0; sent < 1_200_000; sent += 65_536)
+            controller.enqueue(new Uint8Array(65_536).fill(0x20));
           controller.close();
         },
       }),
@@ -151,7 +210,11 @@ describe('bodies the webhook does not act on', () => {
   });
 
   it('a large update under the limit is fine', async () => {
-    const res = await post(w.webhookUrl, JSON.stringify({ update_id: 9301, message: { text: 'x'.repeat(500_000) } }), w.secret);
+    const res = await post(
+      w.webhookUrl,
+      JSON.stringify({ update_id: 9301, message: { text: 'x'.repeat(500_000) } }),
+      w.secret,
+    );
     expect(res.status).toBe(200);
   });
 });

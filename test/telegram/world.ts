@@ -11,9 +11,22 @@ import { createSite } from '../../backend/domain/admin/sites.js';
 import { createTelegramClient } from '../../backend/telegram/client.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { DEFAULT_BOT, startFakes, type FakeBot, type FakeChat, type Fakes, type TgUpdate, type WebhookResponse } from '../fakes/index.js';
+import {
+  DEFAULT_BOT,
+  startFakes,
+  type FakeBot,
+  type FakeChat,
+  type Fakes,
+  type TgUpdate,
+  type WebhookResponse,
+} from '../fakes/index.js';
 
-export const OTHER_BOT: FakeBot = { token: '888000:TEST-other-capigram-bot-token', id: 888000, first_name: 'Other', username: 'other_test_bot' };
+export const OTHER_BOT: FakeBot = {
+  token: '888000:TEST-other-capigram-bot-token',
+  id: 888000,
+  first_name: 'Other',
+  username: 'other_test_bot',
+};
 
 const admin = { [DEFAULT_BOT.id]: { can_invite_users: true }, [OTHER_BOT.id]: { can_invite_users: true } };
 export const CHATS = {
@@ -61,23 +74,41 @@ export interface Invitation {
 }
 
 export async function startWorld(opts: { worker?: boolean } = {}): Promise<World> {
-  const fakes = await startFakes({ telegram: { bots: [DEFAULT_BOT, OTHER_BOT], chats: Object.values(CHATS) } });
+  const fakes = await startFakes({
+    telegram: { bots: [DEFAULT_BOT, OTHER_BOT], chats: Object.values(CHATS) },
+  });
   const db = await createTestDatabase();
   const app = await startTestApp(db.pool, { worker: opts.worker ?? true, env: { ...fakes.env } });
   const deps = app.deps;
 
   const { accountId } = await createAccount(db.pool, { name: 'Telegram tests' });
   const { siteId } = await createSite(db.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });
-  const { siteId: secondSiteId } = await createSite(db.pool, { accountId, name: 'Second', domains: ['second.example.com'] });
+  const { siteId: secondSiteId } = await createSite(db.pool, {
+    accountId,
+    name: 'Second',
+    domains: ['second.example.com'],
+  });
   const { botId, webhookUrl } = await addBot(deps, { accountId, token: DEFAULT_BOT.token });
   const { botId: otherBotId } = await addBot(deps, { accountId, token: OTHER_BOT.token });
   const channel = async (key: ChannelKey, extra: Partial<Parameters<typeof addChannel>[1]> = {}) =>
-    (await addChannel(deps, { siteId, botId, telegramChannelId: String(CHATS[key].id), title: CHATS[key].title, ...extra })).channelId;
+    (
+      await addChannel(deps, {
+        siteId,
+        botId,
+        telegramChannelId: String(CHATS[key].id),
+        title: CHATS[key].title,
+        ...extra,
+      })
+    ).channelId;
   const channels: Record<ChannelKey, string> = {
     main: await channel('main', { isDefault: true }),
     priced: await channel('priced', { eventType: 'Purchase', value: 19.9, currency: 'eur' }),
     manual: await channel('manual', { eventType: 'Purchase', manualValue: true }),
-    requests: await channel('requests', { eventType: 'Lead', inviteMode: 'join_request', joinRequests: 'approve-attributed' }),
+    requests: await channel('requests', {
+      eventType: 'Lead',
+      inviteMode: 'join_request',
+      joinRequests: 'approve-attributed',
+    }),
     custom: await channel('custom', { eventType: 'Custom', customEventName: 'JoinedVip' }),
     secondSite: await channel('secondSite', { siteId: secondSiteId }),
   };
@@ -89,7 +120,17 @@ export async function startWorld(opts: { worker?: boolean } = {}): Promise<World
   const tg = createTelegramClient({ baseUrl: fakes.env.TELEGRAM_API_URL, token: DEFAULT_BOT.token });
 
   return {
-    db, fakes, app, siteId, secondSiteId, botId, otherBotId, channels, webhookUrl, secret, otherSecret,
+    db,
+    fakes,
+    app,
+    siteId,
+    secondSiteId,
+    botId,
+    otherBotId,
+    channels,
+    webhookUrl,
+    secret,
+    otherSecret,
     deliver: (update) => fakes.telegram.deliverUpdate(DEFAULT_BOT.token, update),
     async invitation(key, o = {}) {
       const link = await tg.createChatInviteLink({
@@ -104,7 +145,17 @@ export async function startWorld(opts: { worker?: boolean } = {}): Promise<World
         const { rows } = await db.pool.query<{ id: string }>(
           `INSERT INTO visits (site_id, temp_id, session_id, href, landing_page, client_ip, user_agent, fbc, fbp, channel_id)
            VALUES ($1, $2, $3, $4, '/landing?fbclid=IwAR2F4', $5, $6, $7, $8, $9) RETURNING id`,
-          [channelSite, randomUUID(), randomUUID(), VISIT.href, VISIT.clientIp, VISIT.userAgent, VISIT.fbc, VISIT.fbp, channels[key]],
+          [
+            channelSite,
+            randomUUID(),
+            randomUUID(),
+            VISIT.href,
+            VISIT.clientIp,
+            VISIT.userAgent,
+            VISIT.fbc,
+            VISIT.fbp,
+            channels[key],
+          ],
         );
         visitId = rows[0]!.id;
       }
@@ -134,7 +185,11 @@ export function newUser(): { id: number } {
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 5000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

@@ -20,7 +20,11 @@ describe('CORS', () => {
   const preflight = (origin: string) =>
     fetch(`${w.app.url}/backend/track/init`, {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
     });
 
   it("answers a preflight from a site's origin, subdomains included", async () => {
@@ -55,7 +59,11 @@ describe('CORS', () => {
   });
 
   it("does not answer another site's origin, nor a rejected one", async () => {
-    const foreign = await w.post('/backend/track/init', { ...initBody(w), href: 'https://other.test/' }, { origin: 'https://other.test' });
+    const foreign = await w.post(
+      '/backend/track/init',
+      { ...initBody(w), href: 'https://other.test/' },
+      { origin: 'https://other.test' },
+    );
     expect(foreign.status).toBe(403);
     expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
     const evil = await w.post('/backend/track/init', initBody(w), { origin: 'https://evil-example.com' });
@@ -77,7 +85,9 @@ describe('rate limits', () => {
         body: JSON.stringify(initBody(w)),
       });
     for (let sent = 0; sent < budget; sent += 10) {
-      const batch = await Promise.all(Array.from({ length: 10 }, (_, i) => send(i % 2 === 0 ? w.app : second)));
+      const batch = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => send(i % 2 === 0 ? w.app : second)),
+      );
       expect(batch.map((r) => r.status)).toEqual(Array(10).fill(200));
     }
     for (const app of [w.app, second]) {
@@ -89,11 +99,15 @@ describe('rate limits', () => {
       expect((await problem(limited)).code).toBe('RATE_LIMITED');
     }
     // Another address, and the same address on another site, have budgets of their own.
-    expect((await fetch(`${second.url}/backend/track/init`, {
-      method: 'POST',
-      headers: { origin: ORIGIN, 'x-capigram-client-ip': clientIp() },
-      body: JSON.stringify(initBody(w)),
-    })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${second.url}/backend/track/init`, {
+          method: 'POST',
+          headers: { origin: ORIGIN, 'x-capigram-client-ip': clientIp() },
+          body: JSON.stringify(initBody(w)),
+        })
+      ).status,
+    ).toBe(200);
     const otherSite = await fetch(`${w.app.url}/backend/track/init`, {
       method: 'POST',
       headers: { origin: 'https://other.test', 'x-capigram-client-ip': ip },
@@ -108,16 +122,22 @@ describe('rate limits', () => {
     const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:7`;
     const body = initBody(w);
     const click = (n: number) =>
-      w.get(`/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`, {
-        'x-capigram-client-ip': `${prefix}::${(n + 1).toString(16)}`,
-      });
+      w.get(
+        `/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`,
+        {
+          'x-capigram-client-ip': `${prefix}::${(n + 1).toString(16)}`,
+        },
+      );
     const inviteBudget = settings.perMinute.invite + settings.burstPerTenMinutes;
     for (let i = 0; i < inviteBudget; i++) expect((await click(i)).status).toBe(404);
     expect((await click(inviteBudget)).status).toBe(429);
     // Another /64 has a budget of its own.
-    const other = await w.get(`/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`, {
-      'x-capigram-client-ip': `2001:db8:ffff:8::1`,
-    });
+    const other = await w.get(
+      `/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`,
+      {
+        'x-capigram-client-ip': `2001:db8:ffff:8::1`,
+      },
+    );
     expect(other.status).toBe(404);
   });
 
@@ -125,9 +145,12 @@ describe('rate limits', () => {
     const ip = clientIp();
     const body = initBody(w);
     const click = () =>
-      w.get(`/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`, {
-        'x-capigram-client-ip': ip,
-      });
+      w.get(
+        `/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}&channel=${randomUUID()}`,
+        {
+          'x-capigram-client-ip': ip,
+        },
+      );
     const inviteBudget = settings.perMinute.invite + settings.burstPerTenMinutes;
     const statuses = [];
     for (let i = 0; i < inviteBudget; i++) statuses.push((await click()).status);

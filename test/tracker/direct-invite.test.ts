@@ -17,7 +17,10 @@ function directBody(extra: Record<string, unknown> = {}) {
   return { ...initBody(w), visitRequestId: randomUUID(), ...extra };
 }
 
-async function direct(body: unknown, headers?: Record<string, string>): Promise<{ visitId: string; inviteUrl: string }> {
+async function direct(
+  body: unknown,
+  headers?: Record<string, string>,
+): Promise<{ visitId: string; inviteUrl: string }> {
   const res = await w.post('/backend/track/direct-invite', body, headers);
   expect(res.status, await res.clone().text()).toBe(200);
   return (await res.json()) as { visitId: string; inviteUrl: string };
@@ -28,14 +31,29 @@ describe('track/direct-invite', () => {
     const body = directBody({ fbc: 'fb.1.1.FIRST' });
     const first = await direct(body);
     expect(first.inviteUrl).toMatch(/^https:\/\/t\.me\/\+/);
-    const again = await direct({ ...body, fbc: 'fb.1.2.SECOND', gclid: 'G-late', utmCampaign: 'late', channelId: w.channels.requests });
+    const again = await direct({
+      ...body,
+      fbc: 'fb.1.2.SECOND',
+      gclid: 'G-late',
+      utmCampaign: 'late',
+      channelId: w.channels.requests,
+    });
     expect(again).toEqual(first);
     expect(await w.count('visits WHERE visit_request_id = $1', [body.visitRequestId])).toBe(1);
     expect(await w.count('sends WHERE visit_id = $1', [first.visitId])).toBe(1);
     expect(await w.count('invitations WHERE visit_id = $1', [first.visitId])).toBe(1);
-    const { rows } = await w.db.pool.query('SELECT kind, fbc, gclid, utm_campaign, channel_id FROM visits WHERE id = $1', [first.visitId]);
+    const { rows } = await w.db.pool.query(
+      'SELECT kind, fbc, gclid, utm_campaign, channel_id FROM visits WHERE id = $1',
+      [first.visitId],
+    );
     // Routing (the channel) stays as the first call fixed it.
-    expect(rows[0]).toEqual({ kind: 'direct_invite', fbc: 'fb.1.1.FIRST', gclid: 'G-late', utm_campaign: 'late', channel_id: w.channels.main });
+    expect(rows[0]).toEqual({
+      kind: 'direct_invite',
+      fbc: 'fb.1.1.FIRST',
+      gclid: 'G-late',
+      utm_campaign: 'late',
+      channel_id: w.channels.main,
+    });
   });
 
   it('concurrent duplicates still make one visit and one invitation', async () => {
@@ -56,7 +74,9 @@ describe('track/direct-invite', () => {
 
   it('channelId picks the channel', async () => {
     const r = await direct(directBody({ channelId: w.channels.requests }));
-    const { rows } = await w.db.pool.query('SELECT channel_id FROM invitations WHERE visit_id = $1', [r.visitId]);
+    const { rows } = await w.db.pool.query('SELECT channel_id FROM invitations WHERE visit_id = $1', [
+      r.visitId,
+    ]);
     expect(rows).toEqual([{ channel_id: w.channels.requests }]);
   });
 
@@ -94,21 +114,28 @@ describe('GET /r/{siteId}/{channelId}', () => {
   }
 
   it("records Google's iOS click ids from an ad click's /r/ URL", async () => {
-    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}?gbraid=0AAAAA-gb&wbraid=CjkK-wb`, { 'x-capigram-client-ip': '203.0.113.51' });
+    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}?gbraid=0AAAAA-gb&wbraid=CjkK-wb`, {
+      'x-capigram-client-ip': '203.0.113.51',
+    });
     expect(res.status).toBe(302);
     const { rows } = await w.db.pool.query(
-      'SELECT v.gclid, v.gbraid, v.wbraid FROM invitations i JOIN visits v ON v.id = i.visit_id WHERE i.invite_link = $1', [res.headers.get('location')]);
+      'SELECT v.gclid, v.gbraid, v.wbraid FROM invitations i JOIN visits v ON v.id = i.visit_id WHERE i.invite_link = $1',
+      [res.headers.get('location')],
+    );
     expect(rows[0]).toEqual({ gclid: null, gbraid: '0AAAAA-gb', wbraid: 'CjkK-wb' });
   });
 
   it('redirects straight to a link, records the click ids and sets the browser cookies', async () => {
     const before = Date.now();
-    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}?fbclid=IwAR2F4-Ab_c&utm_source=fb&utm_campaign=Spring%20sale&gclid=G1`, {
-      referer: 'https://l.facebook.com/',
-      origin: 'https://not-the-site.example',
-      'x-capigram-client-ip': '203.0.113.50',
-      'x-capigram-client-user-agent': 'Mobile UA',
-    });
+    const res = await w.get(
+      `/r/${w.websiteId}/${w.channels.main}?fbclid=IwAR2F4-Ab_c&utm_source=fb&utm_campaign=Spring%20sale&gclid=G1`,
+      {
+        referer: 'https://l.facebook.com/',
+        origin: 'https://not-the-site.example',
+        'x-capigram-client-ip': '203.0.113.50',
+        'x-capigram-client-user-agent': 'Mobile UA',
+      },
+    );
     expect(res.status).toBe(302);
     const location = res.headers.get('location')!;
     expect(location).toMatch(/^https:\/\/t\.me\/\+/);
@@ -137,7 +164,11 @@ describe('GET /r/{siteId}/{channelId}', () => {
     const [, , ms, fbclid] = /^fb\.(\d)\.(\d+)\.(.+)$/.exec(v.fbc)!;
     expect(fbclid).toBe('IwAR2F4-Ab_c');
     expect(Number(ms)).toBeGreaterThanOrEqual(before);
-    expect(await w.count('sends WHERE visit_id = (SELECT visit_id FROM invitations WHERE invite_link = $1)', [location])).toBe(1);
+    expect(
+      await w.count('sends WHERE visit_id = (SELECT visit_id FROM invitations WHERE invite_link = $1)', [
+        location,
+      ]),
+    ).toBe(1);
   });
 
   it('accepts the internal site id too', async () => {

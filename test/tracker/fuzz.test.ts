@@ -11,9 +11,17 @@ afterAll(async () => {
   await w.close();
 });
 
-const uuidish = fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.constant('00000000-0000-0000-0000-000000000000'));
+const uuidish = fc.oneof(
+  fc.uuid(),
+  fc.string({ maxLength: 40 }),
+  fc.constant('00000000-0000-0000-0000-000000000000'),
+);
 // Control characters, NUL most of all: PostgreSQL's text refuses U+0000 (see nul.test.ts).
-const control = fc.string({ unit: fc.constantFrom('\u0000', '\u0001', '\n', '\u007f', 'a'), minLength: 1, maxLength: 8 });
+const control = fc.string({
+  unit: fc.constantFrom('\u0000', '\u0001', '\n', '\u007f', 'a'),
+  minLength: 1,
+  maxLength: 8,
+});
 const field = fc.oneof(
   fc.string({ maxLength: 64 }),
   fc.string({ unit: 'grapheme', maxLength: 32 }),
@@ -43,12 +51,21 @@ describe('fuzzed keyless requests', () => {
         { requiredKeys: [] },
       ),
     );
-    const path = fc.constantFrom('/backend/track/init', '/backend/track/update-fbp', '/backend/track/direct-invite');
+    const path = fc.constantFrom(
+      '/backend/track/init',
+      '/backend/track/update-fbp',
+      '/backend/track/direct-invite',
+    );
     await fc.assert(
-      fc.asyncProperty(path, body, fc.constantFrom(ORIGIN, 'https://evil.test', 'null'), async (p, b, origin) => {
-        const res = await w.post(p, b, { origin });
-        expect(res.status, `${p} ${JSON.stringify(b)} → ${await res.clone().text()}`).toBeLessThan(500);
-      }),
+      fc.asyncProperty(
+        path,
+        body,
+        fc.constantFrom(ORIGIN, 'https://evil.test', 'null'),
+        async (p, b, origin) => {
+          const res = await w.post(p, b, { origin });
+          expect(res.status, `${p} ${JSON.stringify(b)} → ${await res.clone().text()}`).toBeLessThan(500);
+        },
+      ),
       { numRuns: 120 },
     );
   });
@@ -62,15 +79,25 @@ describe('fuzzed keyless requests', () => {
       control.map((junk) => `${w.websiteId}${junk}`),
     );
     await fc.assert(
-      fc.asyncProperty(value, value, value, value, fc.string({ maxLength: 20 }), async (website, tid, sid, channel, junk) => {
-        const q = new URLSearchParams({ website, tid, sid, channel, fbclid: junk });
-        const invite = await w.get(`/backend/track/invite?${q.toString()}`, { referer: `${ORIGIN}/` });
-        expect(invite.status).toBeLessThan(500);
-        const r = await w.get(`/r/${encodeURIComponent(website)}/${encodeURIComponent(channel)}?${q.toString()}`, {
-          cookie: `capigram_tid=${encodeURIComponent(tid)}; capigram_sid=${encodeURIComponent(sid)}`,
-        });
-        expect(r.status).toBeLessThan(500);
-      }),
+      fc.asyncProperty(
+        value,
+        value,
+        value,
+        value,
+        fc.string({ maxLength: 20 }),
+        async (website, tid, sid, channel, junk) => {
+          const q = new URLSearchParams({ website, tid, sid, channel, fbclid: junk });
+          const invite = await w.get(`/backend/track/invite?${q.toString()}`, { referer: `${ORIGIN}/` });
+          expect(invite.status).toBeLessThan(500);
+          const r = await w.get(
+            `/r/${encodeURIComponent(website)}/${encodeURIComponent(channel)}?${q.toString()}`,
+            {
+              cookie: `capigram_tid=${encodeURIComponent(tid)}; capigram_sid=${encodeURIComponent(sid)}`,
+            },
+          );
+          expect(r.status).toBeLessThan(500);
+        },
+      ),
       { numRuns: 60 },
     );
   });

@@ -14,7 +14,11 @@ let poison: FailureTrigger;
 beforeAll(async () => {
   w = await startWorld();
   // A visit with this User-Agent is refused by PostgreSQL as text it cannot store (a 400 alone).
-  poison = await failureTrigger(w.db.pool, { name: 'poisoned_visit', on: 'BEFORE INSERT ON visits', when: "NEW.user_agent = 'poison/1.0'" });
+  poison = await failureTrigger(w.db.pool, {
+    name: 'poisoned_visit',
+    on: 'BEFORE INSERT ON visits',
+    when: "NEW.user_agent = 'poison/1.0'",
+  });
   await poison.failFirst(1_000_000, '22021');
 });
 afterAll(async () => {
@@ -22,8 +26,10 @@ afterAll(async () => {
 });
 
 type Body = ReturnType<typeof initBody>;
-const init = (body: Body, ip = clientIp()) => w.post('/backend/track/init', body, { 'x-capigram-client-ip': ip });
-const lockWaiters = () => w.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+const init = (body: Body, ip = clientIp()) =>
+  w.post('/backend/track/init', body, { 'x-capigram-client-ip': ip });
+const lockWaiters = () =>
+  w.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
 
 /**
  * Every batch slot of the server stuck behind a visit the test's own transaction is inserting
@@ -34,16 +40,25 @@ async function queuedTogether<T>(send: () => Promise<T>): Promise<{ sent: T; blo
   const holder = await w.db.pool.connect();
   try {
     await holder.query('BEGIN');
-    const blockerBodies = Array.from({ length: MAX_VISIT_BATCHES_IN_FLIGHT }, () => ({ ...initBody(w), visitRequestId: randomUUID() }));
+    const blockerBodies = Array.from({ length: MAX_VISIT_BATCHES_IN_FLIGHT }, () => ({
+      ...initBody(w),
+      visitRequestId: randomUUID(),
+    }));
     for (const b of blockerBodies) {
-      await holder.query(`INSERT INTO visits (site_id, temp_id, session_id, visit_request_id, kind) VALUES ($1, $2, $3, $4, 'pageview')`, [
-        w.siteId, b.tempId, b.sessionId, b.visitRequestId]);
+      await holder.query(
+        `INSERT INTO visits (site_id, temp_id, session_id, visit_request_id, kind) VALUES ($1, $2, $3, $4, 'pageview')`,
+        [w.siteId, b.tempId, b.sessionId, b.visitRequestId],
+      );
     }
     const before = await lockWaiters();
     const blockers: Promise<Response>[] = [];
     for (const b of blockerBodies) {
       blockers.push(init(b));
-      await waitUntil(async () => (await lockWaiters()) >= before + blockers.length, 10_000, 'a visit stuck on the held row');
+      await waitUntil(
+        async () => (await lockWaiters()) >= before + blockers.length,
+        10_000,
+        'a visit stuck on the held row',
+      );
     }
     const sent = send();
     await new Promise((r) => setTimeout(r, 300));
@@ -57,7 +72,10 @@ async function queuedTogether<T>(send: () => Promise<T>): Promise<{ sent: T; blo
 
 /** The transaction that wrote each visit (visits of one batch share it). */
 async function writersOf(visitIds: string[]): Promise<Map<string, string>> {
-  const { rows } = await w.db.pool.query<{ id: string; xid: string }>('SELECT id, xmin::text AS xid FROM visits WHERE id = ANY($1::uuid[])', [visitIds]);
+  const { rows } = await w.db.pool.query<{ id: string; xid: string }>(
+    'SELECT id, xmin::text AS xid FROM visits WHERE id = ANY($1::uuid[])',
+    [visitIds],
+  );
   return new Map(rows.map((r) => [r.id, r.xid]));
 }
 
@@ -68,7 +86,10 @@ async function visitIdOf(res: Response): Promise<{ visitId: string; pageViewEven
 
 const batchOutcomes = async (outcome: string) => {
   const text = await w.app.deps.metrics.registry.getSingleMetricAsString('capigram_visit_batch_visits');
-  return Number(new RegExp(`^capigram_visit_batch_visits_count\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return Number(
+    new RegExp(`^capigram_visit_batch_visits_count\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(text)?.[1] ??
+      0,
+  );
 };
 
 describe('track/init visits that arrive together', () => {
@@ -79,10 +100,21 @@ describe('track/init visits that arrive together', () => {
     const answers = await Promise.all(sent.map(visitIdOf));
     expect(new Set(answers.map((a) => a.visitId)).size).toBe(bodies.length);
     for (const [i, a] of answers.entries()) {
-      const { rows } = await w.db.pool.query<{ temp_id: string; utm_content: string; event_id: string; n: number }>(
-        `SELECT v.temp_id, v.utm_content, s.event_id, count(*) OVER ()::int AS n FROM visits v JOIN sends s ON s.visit_id = v.id WHERE v.id = $1`, [a.visitId]);
+      const { rows } = await w.db.pool.query<{
+        temp_id: string;
+        utm_content: string;
+        event_id: string;
+        n: number;
+      }>(
+        `SELECT v.temp_id, v.utm_content, s.event_id, count(*) OVER ()::int AS n FROM visits v JOIN sends s ON s.visit_id = v.id WHERE v.id = $1`,
+        [a.visitId],
+      );
       expect(rows).toHaveLength(1);
-      expect(rows[0]).toMatchObject({ temp_id: bodies[i]!.tempId, utm_content: `ad-${i}`, event_id: a.pageViewEventId });
+      expect(rows[0]).toMatchObject({
+        temp_id: bodies[i]!.tempId,
+        utm_content: `ad-${i}`,
+        event_id: a.pageViewEventId,
+      });
     }
     // They went together: all twelve committed in one transaction.
     const writers = await writersOf(answers.map((a) => a.visitId));
@@ -95,12 +127,13 @@ describe('track/init visits that arrive together', () => {
     const { sent } = await queuedTogether(() => Promise.all(bodies.map((b) => init(b))));
     const answers = await Promise.all(sent.map(visitIdOf));
     const perTransaction = new Map<string, number>();
-    for (const xid of (await writersOf(answers.map((a) => a.visitId))).values()) perTransaction.set(xid, (perTransaction.get(xid) ?? 0) + 1);
+    for (const xid of (await writersOf(answers.map((a) => a.visitId))).values())
+      perTransaction.set(xid, (perTransaction.get(xid) ?? 0) + 1);
     expect(Math.max(...perTransaction.values())).toBe(MAX_BATCH_VISITS);
     expect([...perTransaction.values()].reduce((a, b) => a + b, 0)).toBe(bodies.length);
   });
 
-  it("a visit PostgreSQL refuses gets its own error; the visits beside it are each recorded once", async () => {
+  it('a visit PostgreSQL refuses gets its own error; the visits beside it are each recorded once', async () => {
     const ranAloneBefore = await batchOutcomes('ran_alone');
     const good = Array.from({ length: 6 }, () => initBody(w));
     const bad = initBody(w, { userAgent: 'poison/1.0' });
@@ -121,7 +154,9 @@ describe('track/init visits that arrive together', () => {
   it('two calls of one visitRequestId never share a transaction: one visit, one send, one answer for both', async () => {
     const body = { ...initBody(w), visitRequestId: randomUUID() };
     const others = Array.from({ length: 4 }, () => initBody(w));
-    const { sent } = await queuedTogether(() => Promise.all([init(body), ...others.map((b) => init(b)), init(body)]));
+    const { sent } = await queuedTogether(() =>
+      Promise.all([init(body), ...others.map((b) => init(b)), init(body)]),
+    );
     const answers = await Promise.all(sent.map(visitIdOf));
     expect(answers.at(-1)).toEqual(answers[0]);
     expect(await w.count('visits WHERE visit_request_id = $1', [body.visitRequestId])).toBe(1);
@@ -133,14 +168,22 @@ describe('track/init visits that arrive together', () => {
   });
 
   it('visits from one address never share a transaction, and its rate limit holds as it does alone', async () => {
-    const limited = await startTestApp(w.db.pool, { env: { ...w.fakes.env, TRACKER_RATE_LIMIT_INIT: '2', TRACKER_RATE_LIMIT_BURST: '0' } });
+    const limited = await startTestApp(w.db.pool, {
+      env: { ...w.fakes.env, TRACKER_RATE_LIMIT_INIT: '2', TRACKER_RATE_LIMIT_BURST: '0' },
+    });
     try {
       const ip = clientIp();
       const post = (b: Body, from: string) =>
-        fetch(`${limited.url}/backend/track/init`, { method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN, 'x-capigram-client-ip': from }, body: JSON.stringify(b) });
+        fetch(`${limited.url}/backend/track/init`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: ORIGIN, 'x-capigram-client-ip': from },
+          body: JSON.stringify(b),
+        });
       const mine = Array.from({ length: 4 }, () => initBody(w));
       const others = Array.from({ length: 4 }, () => initBody(w));
-      const { sent } = await queuedTogether(() => Promise.all([...mine.map((b) => post(b, ip)), ...others.map((b) => post(b, clientIp()))]));
+      const { sent } = await queuedTogether(() =>
+        Promise.all([...mine.map((b) => post(b, ip)), ...others.map((b) => post(b, clientIp()))]),
+      );
       // Which two of the four pass is the order they reach the server in, not the order sent.
       const answers = sent.slice(0, mine.length);
       expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 429, 429]);

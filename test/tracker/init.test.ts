@@ -43,7 +43,9 @@ async function init(body: unknown, headers?: Record<string, string>): Promise<st
   expect(Object.keys(json)).toEqual(['visitId', 'pageViewEventId']);
   // The event id of the Meta PageView queued for the visit (for the browser pixel's eventID), else null.
   const { rows } = await w.db.pool.query<{ event_id: string }>(
-    `SELECT s.event_id FROM sends s JOIN pixels p ON p.id = s.pixel_id WHERE s.visit_id = $1 AND p.platform = 'meta'`, [json.visitId]);
+    `SELECT s.event_id FROM sends s JOIN pixels p ON p.id = s.pixel_id WHERE s.visit_id = $1 AND p.platform = 'meta'`,
+    [json.visitId],
+  );
   expect(json.pageViewEventId).toBe(rows[0]?.event_id ?? null);
   return json.visitId;
 }
@@ -59,7 +61,10 @@ describe('track/init records a visit', () => {
       gclid: 'Cj0KCQ',
       utmSource: 'fb',
     });
-    const id = await init(body, { 'x-capigram-client-ip': '203.0.113.7', 'x-capigram-client-user-agent': 'Header-UA/2.0' });
+    const id = await init(body, {
+      'x-capigram-client-ip': '203.0.113.7',
+      'x-capigram-client-user-agent': 'Header-UA/2.0',
+    });
     const v = await visit(id);
     expect(v).toMatchObject({
       site_id: w.siteId,
@@ -77,10 +82,19 @@ describe('track/init records a visit', () => {
       utm_source: 'fb',
       channel_id: null,
     });
-    const { rows } = await w.db.pool.query('SELECT platform, event_id, status FROM sends WHERE visit_id = $1', [id]);
+    const { rows } = await w.db.pool.query(
+      'SELECT platform, event_id, status FROM sends WHERE visit_id = $1',
+      [id],
+    );
     expect(rows).toEqual([{ platform: 'meta', event_id: `pv_${id}`, status: 'pending' }]);
     // The visit's commit is followed by one wake-up for the delivery worker (sent beside the answer).
-    await expect.poll(() => w.count(`graphile_worker.jobs WHERE task_identifier = 'deliver_due' AND key = 'deliver_due' AND run_at <= now()`)).toBe(1);
+    await expect
+      .poll(() =>
+        w.count(
+          `graphile_worker.jobs WHERE task_identifier = 'deliver_due' AND key = 'deliver_due' AND run_at <= now()`,
+        ),
+      )
+      .toBe(1);
   });
 
   it("stores Google's iOS click ids (gbraid, wbraid)", async () => {
@@ -90,7 +104,9 @@ describe('track/init records a visit', () => {
   });
 
   it('takes the UA from the body without the forwarding header, else from the request', async () => {
-    const fromBody = await init(initBody(w, { userAgent: 'Body-UA/1.0' }), { 'user-agent': 'Request-UA/3.0' });
+    const fromBody = await init(initBody(w, { userAgent: 'Body-UA/1.0' }), {
+      'user-agent': 'Request-UA/3.0',
+    });
     expect((await visit(fromBody)).user_agent).toBe('Body-UA/1.0');
     const fromRequest = await init(initBody(w), { 'user-agent': 'Request-UA/3.0' });
     expect((await visit(fromRequest)).user_agent).toBe('Request-UA/3.0');
@@ -135,7 +151,14 @@ describe('track/init with a visitRequestId is retry-safe', () => {
   it('a retry returns the same visit, fills only missing attribution and creates no second send', async () => {
     const first = initBody(w, { visitRequestId: randomUUID(), fbc: 'fb.1.1.FIRST', utmSource: 'first' });
     const id = await init(first, { 'x-capigram-client-ip': '203.0.113.10' });
-    const retry = { ...first, fbc: 'fb.1.2.SECOND', fbp: 'fb.1.3.444', gclid: 'G-late', utmSource: 'second', referrer: 'https://ref.example.net/' };
+    const retry = {
+      ...first,
+      fbc: 'fb.1.2.SECOND',
+      fbp: 'fb.1.3.444',
+      gclid: 'G-late',
+      utmSource: 'second',
+      referrer: 'https://ref.example.net/',
+    };
     expect(await init(retry, { 'x-capigram-client-ip': '203.0.113.11' })).toBe(id);
     expect(await visit(id)).toMatchObject({
       fbc: 'fb.1.1.FIRST',
@@ -225,7 +248,9 @@ describe('track/init refuses what it must', () => {
   });
 
   it('unicode within the limits is stored as sent', async () => {
-    const id = await init(initBody(w, { utmCampaign: 'Été 🌞 kampanya', referrer: 'https://пример.example.com/' }));
+    const id = await init(
+      initBody(w, { utmCampaign: 'Été 🌞 kampanya', referrer: 'https://пример.example.com/' }),
+    );
     const { rows } = await w.db.pool.query('SELECT utm_campaign, referrer FROM visits WHERE id = $1', [id]);
     expect(rows[0]).toEqual({ utm_campaign: 'Été 🌞 kampanya', referrer: 'https://пример.example.com/' });
   });
@@ -236,7 +261,8 @@ describe('track/update-fbp', () => {
     const body = initBody(w);
     const older = await init(body);
     const latest = await init(body);
-    const patch = (fbp: string) => w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: body.tempId, fbp });
+    const patch = (fbp: string) =>
+      w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: body.tempId, fbp });
     const res = await patch('fb.1.1763776500000.111');
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ updated: true });
@@ -251,7 +277,11 @@ describe('track/update-fbp', () => {
   it('a visit that came with an fbp keeps it', async () => {
     const body = initBody(w, { fbp: 'fb.1.1.original' });
     const id = await init(body);
-    const res = await w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: body.tempId, fbp: 'fb.1.2.other' });
+    const res = await w.post('/backend/track/update-fbp', {
+      websiteId: w.websiteId,
+      tempId: body.tempId,
+      fbp: 'fb.1.2.other',
+    });
     expect(await res.json()).toEqual({ updated: false });
     expect((await visit(id)).fbp).toBe('fb.1.1.original');
   });
@@ -259,7 +289,11 @@ describe('track/update-fbp', () => {
   it('a browser without visits → updated false; another site cannot patch it', async () => {
     const body = initBody(w);
     const id = await init(body);
-    const unknown = await w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: randomUUID(), fbp: 'fb.1.1.x' });
+    const unknown = await w.post('/backend/track/update-fbp', {
+      websiteId: w.websiteId,
+      tempId: randomUUID(),
+      fbp: 'fb.1.1.x',
+    });
     expect(await unknown.json()).toEqual({ updated: false });
     const cross = await w.post(
       '/backend/track/update-fbp',
@@ -271,7 +305,11 @@ describe('track/update-fbp', () => {
   });
 
   it('validates its body and its origin', async () => {
-    const empty = await w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: randomUUID(), fbp: '' });
+    const empty = await w.post('/backend/track/update-fbp', {
+      websiteId: w.websiteId,
+      tempId: randomUUID(),
+      fbp: '',
+    });
     expect(empty.status).toBe(400);
     const foreign = await w.post(
       '/backend/track/update-fbp',

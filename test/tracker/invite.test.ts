@@ -21,10 +21,17 @@ beforeEach(async () => {
 async function visitOf(body = initBody(w)): Promise<{ visitId: string; tempId: string; sessionId: string }> {
   const res = await w.post('/backend/track/init', body);
   expect(res.status).toBe(200);
-  return { visitId: ((await res.json()) as { visitId: string }).visitId, tempId: body.tempId, sessionId: body.sessionId };
+  return {
+    visitId: ((await res.json()) as { visitId: string }).visitId,
+    tempId: body.tempId,
+    sessionId: body.sessionId,
+  };
 }
 
-function click(q: { tempId: string; sessionId: string; channel?: string; website?: string }, headers: Record<string, string> = {}) {
+function click(
+  q: { tempId: string; sessionId: string; channel?: string; website?: string },
+  headers: Record<string, string> = {},
+) {
   const params = new URLSearchParams({ website: q.website ?? w.websiteId, tid: q.tempId, sid: q.sessionId });
   if (q.channel !== undefined) params.set('channel', q.channel);
   return w.get(`/backend/track/invite?${params.toString()}`, { referer: `${ORIGIN}/landing`, ...headers });
@@ -39,7 +46,12 @@ async function pooledLinks(channelId: string): Promise<string[]> {
 }
 
 async function invitationsOf(visitId: string) {
-  const { rows } = await w.db.pool.query<{ invite_link: string; channel_id: string; unattributed: boolean; assigned_at: Date | null }>(
+  const { rows } = await w.db.pool.query<{
+    invite_link: string;
+    channel_id: string;
+    unattributed: boolean;
+    assigned_at: Date | null;
+  }>(
     'SELECT invite_link, channel_id, unattributed, assigned_at FROM invitations WHERE visit_id = $1 ORDER BY created_at',
     [visitId],
   );
@@ -64,7 +76,9 @@ describe('track/invite hands out a link from the pool', () => {
     const held = await invitationsOf(v.visitId);
     expect(held).toMatchObject([{ invite_link: location, channel_id: w.channels.main, unattributed: false }]);
     expect(held[0]!.assigned_at).toBeInstanceOf(Date);
-    expect(await w.count(`graphile_worker.jobs WHERE key = $1`, [`refill_invites:${w.channels.main}`])).toBe(1);
+    expect(await w.count(`graphile_worker.jobs WHERE key = $1`, [`refill_invites:${w.channels.main}`])).toBe(
+      1,
+    );
   });
 
   it('the same visit clicking twice gets the same link; another visit gets another', async () => {
@@ -82,7 +96,9 @@ describe('track/invite hands out a link from the pool', () => {
     await refillChannelPool(w.app.deps, w.channels.main);
     const v = await visitOf();
     const first = (await click(v)).headers.get('location');
-    await w.db.pool.query('UPDATE invitations SET used_at = now(), used_by = 42 WHERE invite_link = $1', [first]);
+    await w.db.pool.query('UPDATE invitations SET used_at = now(), used_by = 42 WHERE invite_link = $1', [
+      first,
+    ]);
     const second = (await click(v)).headers.get('location');
     expect(second).not.toBe(first);
     expect(second).toMatch(/^https:\/\/t\.me\/\+/);
@@ -93,7 +109,9 @@ describe('track/invite hands out a link from the pool', () => {
     const v = await visitOf();
     const res = await click({ ...v, channel: w.channels.requests });
     expect(res.status).toBe(302);
-    expect(await invitationsOf(v.visitId)).toMatchObject([{ channel_id: w.channels.requests, invite_link: res.headers.get('location') }]);
+    expect(await invitationsOf(v.visitId)).toMatchObject([
+      { channel_id: w.channels.requests, invite_link: res.headers.get('location') },
+    ]);
   });
 
   it("falls back to the browser's latest visit when the session has none", async () => {
@@ -108,10 +126,18 @@ describe('track/invite hands out a link from the pool', () => {
     await refillChannelPool(w.app.deps, w.channels.main);
     const tempId = randomUUID();
     const sessionId = randomUUID();
-    const res = await click({ tempId, sessionId }, { 'x-capigram-client-ip': '203.0.113.77', 'x-capigram-client-user-agent': 'UA/1' });
+    const res = await click(
+      { tempId, sessionId },
+      { 'x-capigram-client-ip': '203.0.113.77', 'x-capigram-client-user-agent': 'UA/1' },
+    );
     expect(res.status).toBe(302);
-    const { rows } = await w.db.pool.query('SELECT id, kind, href, client_ip, user_agent FROM visits WHERE temp_id = $1', [tempId]);
-    expect(rows).toMatchObject([{ kind: 'pageview', href: `${ORIGIN}/landing`, client_ip: '203.0.113.77', user_agent: 'UA/1' }]);
+    const { rows } = await w.db.pool.query(
+      'SELECT id, kind, href, client_ip, user_agent FROM visits WHERE temp_id = $1',
+      [tempId],
+    );
+    expect(rows).toMatchObject([
+      { kind: 'pageview', href: `${ORIGIN}/landing`, client_ip: '203.0.113.77', user_agent: 'UA/1' },
+    ]);
     expect(await invitationsOf(rows[0].id)).toMatchObject([{ invite_link: res.headers.get('location') }]);
     expect(await w.count('sends WHERE visit_id = $1', [rows[0].id])).toBe(1);
   });
@@ -124,13 +150,17 @@ describe('track/invite hands out a link from the pool', () => {
     const locations = await Promise.all(visits.map(async (v) => (await click(v)).headers.get('location')));
     expect(new Set(locations).size).toBe(24);
     expect(w.fakes.telegram.calls('createChatInviteLink')).toHaveLength(calls);
-    expect(await w.count('invitations WHERE channel_id = $1 AND visit_id IS NOT NULL', [w.channels.main])).toBe(24);
+    expect(
+      await w.count('invitations WHERE channel_id = $1 AND visit_id IS NOT NULL', [w.channels.main]),
+    ).toBe(24);
   });
 
   it('concurrent clicks of one visit get one link', async () => {
     await refillChannelPool(w.app.deps, w.channels.main);
     const v = await visitOf();
-    const locations = await Promise.all(Array.from({ length: 8 }, async () => (await click(v)).headers.get('location')));
+    const locations = await Promise.all(
+      Array.from({ length: 8 }, async () => (await click(v)).headers.get('location')),
+    );
     expect(new Set(locations).size).toBe(1);
     expect(await invitationsOf(v.visitId)).toHaveLength(1);
   });
@@ -151,7 +181,10 @@ describe('track/invite when the pool is empty or Telegram fails', () => {
     expect(Number(p.expire_date)).toBeGreaterThan(Date.now() / 1000 + 3600);
     const created = w.fakes.telegram.links(CHATS.main.id);
     expect(res.headers.get('location')).toBe(created[0]!.invite_link);
-    const { rows } = await w.db.pool.query('SELECT name, expires_at, visit_id FROM invitations WHERE invite_link = $1', [created[0]!.invite_link]);
+    const { rows } = await w.db.pool.query(
+      'SELECT name, expires_at, visit_id FROM invitations WHERE invite_link = $1',
+      [created[0]!.invite_link],
+    );
     expect(rows).toMatchObject([{ name: p.name, visit_id: v.visitId }]);
   });
 
@@ -181,7 +214,9 @@ describe('track/invite when the pool is empty or Telegram fails', () => {
     w.fakes.telegram.floodNext(1, 40);
     const res = await click(await visitOf());
     expect(res.headers.get('location')).toBe('https://t.me/main_channel_public');
-    const { rows } = await w.db.pool.query<{ wait: number }>('SELECT extract(epoch FROM flood_wait_until - now())::float AS wait FROM bots');
+    const { rows } = await w.db.pool.query<{ wait: number }>(
+      'SELECT extract(epoch FROM flood_wait_until - now())::float AS wait FROM bots',
+    );
     expect(rows[0]!.wait).toBeGreaterThan(35);
     expect(rows[0]!.wait).toBeLessThanOrEqual(40);
     const again = await click(await visitOf());
@@ -193,13 +228,18 @@ describe('track/invite when the pool is empty or Telegram fails', () => {
     await w.db.pool.query('UPDATE channels SET public_invite_url = NULL WHERE id = $1', [w.channels.main]);
     try {
       w.fakes.telegram.down = true;
-      expect((await click(await visitOf())).headers.get('location')).toBe(`https://t.me/${CHATS.main.username}`);
+      expect((await click(await visitOf())).headers.get('location')).toBe(
+        `https://t.me/${CHATS.main.username}`,
+      );
       const res = await click({ ...(await visitOf()), channel: w.channels.requests });
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
       expect((await problem(res)).code).toBe('UNAVAILABLE');
     } finally {
-      await w.db.pool.query('UPDATE channels SET public_invite_url = $2 WHERE id = $1', [w.channels.main, 'https://t.me/main_channel_public']);
+      await w.db.pool.query('UPDATE channels SET public_invite_url = $2 WHERE id = $1', [
+        w.channels.main,
+        'https://t.me/main_channel_public',
+      ]);
     }
   });
 
@@ -227,7 +267,9 @@ describe('track/invite refuses what it must', () => {
     const v = await visitOf();
     const bad = await w.get(`/backend/track/invite?website=${w.websiteId}&tid=nope&sid=${v.sessionId}`);
     expect((await problem(bad)).code).toBe('VALIDATION_FAILED');
-    const repeated = await w.get(`/backend/track/invite?website=${w.websiteId}&tid=${v.tempId}&tid=${v.tempId}&sid=${v.sessionId}`);
+    const repeated = await w.get(
+      `/backend/track/invite?website=${w.websiteId}&tid=${v.tempId}&tid=${v.tempId}&sid=${v.sessionId}`,
+    );
     expect(repeated.status).toBe(400);
     expect((await problem(repeated)).code).toBe('VALIDATION_FAILED');
     const missing = await w.get(`/backend/track/invite?website=${w.websiteId}&tid=${v.tempId}`);

@@ -19,14 +19,20 @@ const IPHONE_FACEBOOK_APP =
 async function spent(tempId: string): Promise<{ visits: number; invitations: number; sends: number }> {
   return {
     visits: await w.count('visits WHERE temp_id = $1', [tempId]),
-    invitations: await w.count('invitations i JOIN visits v ON v.id = i.visit_id WHERE v.temp_id = $1', [tempId]),
+    invitations: await w.count('invitations i JOIN visits v ON v.id = i.visit_id WHERE v.temp_id = $1', [
+      tempId,
+    ]),
     sends: await w.count('sends s JOIN visits v ON v.id = s.visit_id WHERE v.temp_id = $1', [tempId]),
   };
 }
 
 /** A request of any method, not following redirects, from a fresh client IP (its own rate-limit budget). */
 function call(method: string, pathAndQuery: string, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${w.app.url}${pathAndQuery}`, { method, redirect: 'manual', headers: { 'x-capigram-client-ip': clientIp(), ...headers } });
+  return fetch(`${w.app.url}${pathAndQuery}`, {
+    method,
+    redirect: 'manual',
+    headers: { 'x-capigram-client-ip': clientIp(), ...headers },
+  });
 }
 
 function browserCookies(tempId: string): string {
@@ -41,7 +47,10 @@ describe('looking at a click link', () => {
     ['GET', 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)'],
   ])('%s /r/… as %s → 200, nothing recorded, no link spent', async (method, userAgent) => {
     const tempId = randomUUID();
-    const res = await call(method, `/r/${w.websiteId}/${w.channels.main}?utm_source=preview`, { 'user-agent': userAgent, cookie: browserCookies(tempId) });
+    const res = await call(method, `/r/${w.websiteId}/${w.channels.main}?utm_source=preview`, {
+      'user-agent': userAgent,
+      cookie: browserCookies(tempId),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('location')).toBeNull();
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -50,7 +59,10 @@ describe('looking at a click link', () => {
 
   it("a person in Facebook's in-app browser is a click: 302 to an invite link, one visit", async () => {
     const tempId = randomUUID();
-    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}`, { 'user-agent': IPHONE_FACEBOOK_APP, cookie: browserCookies(tempId) });
+    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}`, {
+      'user-agent': IPHONE_FACEBOOK_APP,
+      cookie: browserCookies(tempId),
+    });
     expect(res.status).toBe(302);
     expect(res.headers.get('location')).toMatch(/^https:\/\/t\.me\/\+/);
     expect((await spent(tempId)).visits).toBe(1);
@@ -62,7 +74,10 @@ describe('looking at a click link', () => {
     const query = `website=${w.websiteId}&tid=${tempId}&sid=${randomUUID()}`;
     const head = await call('HEAD', `/backend/track/invite?${query}`, { referer: `${ORIGIN}/` });
     expect(head.status).toBe(200);
-    const proxied = await w.get(`/backend/track/invite?${query}`, { referer: `${ORIGIN}/`, 'x-capigram-client-user-agent': 'WhatsApp/2.23.20.0' });
+    const proxied = await w.get(`/backend/track/invite?${query}`, {
+      referer: `${ORIGIN}/`,
+      'x-capigram-client-user-agent': 'WhatsApp/2.23.20.0',
+    });
     expect(proxied.status).toBe(200);
     expect(await spent(tempId)).toEqual({ visits: 0, invitations: 0, sends: 0 });
     const unknown = await call('HEAD', `/r/ws_unknown/${w.channels.main}`);

@@ -21,22 +21,35 @@ const NAVIGATION = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-f
 /** A GET as a browser sends it: fetch() would put its own Sec-Fetch-Mode (cors) in place of ours. */
 function get(path: string, headers: Record<string, string>): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const req = request(`${w.app.url}${path}`, { headers: { 'x-capigram-client-ip': '198.51.100.99', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
-        resolve(new Response(res.statusCode === 302 ? null : Buffer.concat(chunks), { status: res.statusCode ?? 0, headers: h }));
-      });
-    });
+    const req = request(
+      `${w.app.url}${path}`,
+      { headers: { 'x-capigram-client-ip': '198.51.100.99', ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const h = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
+          resolve(
+            new Response(res.statusCode === 302 ? null : Buffer.concat(chunks), {
+              status: res.statusCode ?? 0,
+              headers: h,
+            }),
+          );
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
 
 function invite(q: { website?: string; channel?: string; format?: string }, headers: Record<string, string>) {
-  const params = new URLSearchParams({ website: q.website ?? w.websiteId, tid: randomUUID(), sid: randomUUID() });
+  const params = new URLSearchParams({
+    website: q.website ?? w.websiteId,
+    tid: randomUUID(),
+    sid: randomUUID(),
+  });
   if (q.channel !== undefined) params.set('channel', q.channel);
   if (q.format !== undefined) params.set('format', q.format);
   return get(`/backend/track/invite?${params.toString()}`, { referer: `${ORIGIN}/landing`, ...headers });
@@ -48,7 +61,9 @@ describe('track/invite asked for JSON (tracker.js)', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { visitId: string; inviteUrl: string };
     expect(body.inviteUrl).toMatch(/^https:\/\/t\.me\/\+/);
-    const { rows } = await w.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [body.inviteUrl]);
+    const { rows } = await w.db.pool.query('SELECT visit_id FROM invitations WHERE invite_link = $1', [
+      body.inviteUrl,
+    ]);
     expect(rows).toEqual([{ visit_id: body.visitId }]);
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
   });
@@ -56,7 +71,10 @@ describe('track/invite asked for JSON (tracker.js)', () => {
   it('keeps problem+json for its refusals, so the script falls back', async () => {
     const res = await invite({ channel: 'CHANNEL_ID', format: 'json' }, { origin: ORIGIN });
     expect((await problem(res)).status).toBe(404);
-    expect(await problem(await invite({ format: 'xml' }, { origin: ORIGIN }))).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
+    expect(await problem(await invite({ format: 'xml' }, { origin: ORIGIN }))).toMatchObject({
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    });
   });
 
   it('without format=json a caller that accepts JSON still gets the 302 (the proxy and the recipes read its Location)', async () => {
@@ -99,6 +117,8 @@ describe('a browser navigation that Capigram refuses', () => {
     const foreign = await get(`/r/${w.websiteId}/${w.channels.other}`, NAVIGATION);
     expect(foreign.status).toBe(404);
     expect(foreign.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await problem(await w.get(`/r/${w.websiteId}/${w.channels.other}`))).toMatchObject({ status: 404 });
+    expect(await problem(await w.get(`/r/${w.websiteId}/${w.channels.other}`))).toMatchObject({
+      status: 404,
+    });
   });
 });

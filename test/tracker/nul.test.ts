@@ -48,19 +48,28 @@ describe('a NUL in keyless input', () => {
   });
 
   it('in the fbp of update-fbp, or a field of direct-invite → 400, no visit and no invitation', async () => {
-    const fbp = await w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: randomUUID(), fbp: `fb.1.${NUL}` });
+    const fbp = await w.post('/backend/track/update-fbp', {
+      websiteId: w.websiteId,
+      tempId: randomUUID(),
+      fbp: `fb.1.${NUL}`,
+    });
     expect(fbp.status).toBe(400);
     const body = initBody(w, { visitRequestId: randomUUID(), utmTerm: NUL });
     const invite = await w.post('/backend/track/direct-invite', body);
     expect(invite.status).toBe(400);
     expect((await problem(invite)).code).toBe('VALIDATION_FAILED');
     expect(await w.count('visits WHERE temp_id = $1', [body.tempId])).toBe(0);
-    expect(await w.count('invitations i JOIN visits v ON v.id = i.visit_id WHERE v.temp_id = $1', [body.tempId])).toBe(0);
+    expect(
+      await w.count('invitations i JOIN visits v ON v.id = i.visit_id WHERE v.temp_id = $1', [body.tempId]),
+    ).toBe(0);
   });
 
   it('in the track/invite query (%00) → 400 VALIDATION_FAILED', async () => {
     const q = `tid=${randomUUID()}&sid=${randomUUID()}`;
-    for (const query of [`website=${encodeURIComponent(w.websiteId)}%00&${q}`, `website=${w.websiteId}&${q}&channel=x%00`]) {
+    for (const query of [
+      `website=${encodeURIComponent(w.websiteId)}%00&${q}`,
+      `website=${w.websiteId}&${q}&channel=x%00`,
+    ]) {
       const res = await w.get(`/backend/track/invite?${query}`, { referer: `${ORIGIN}/` });
       expect(res.status, query).toBe(400);
       expect((await problem(res)).code).toBe('VALIDATION_FAILED');
@@ -75,15 +84,19 @@ describe('a NUL in keyless input', () => {
 
   it('in a UTM parameter of /r/ → the visitor still gets the link; the field is dropped, the rest kept', async () => {
     const tempId = randomUUID();
-    const res = await w.get(`/r/${w.websiteId}/${w.channels.main}?utm_source=ad%00s&utm_medium=cpc&gclid=g%00`, {
-      cookie: `capigram_tid=${tempId}; capigram_sid=${randomUUID()}`,
-    });
+    const res = await w.get(
+      `/r/${w.websiteId}/${w.channels.main}?utm_source=ad%00s&utm_medium=cpc&gclid=g%00`,
+      {
+        cookie: `capigram_tid=${tempId}; capigram_sid=${randomUUID()}`,
+      },
+    );
     expect(res.status).toBe(302);
     expect(res.headers.get('location')).toMatch(/^https:\/\/t\.me\//);
-    const rows = await w.db.pool.query<{ utm_source: string | null; utm_medium: string | null; gclid: string | null }>(
-      'SELECT utm_source, utm_medium, gclid FROM visits WHERE temp_id = $1',
-      [tempId],
-    );
+    const rows = await w.db.pool.query<{
+      utm_source: string | null;
+      utm_medium: string | null;
+      gclid: string | null;
+    }>('SELECT utm_source, utm_medium, gclid FROM visits WHERE temp_id = $1', [tempId]);
     expect(rows.rows).toEqual([{ utm_source: null, utm_medium: 'cpc', gclid: null }]);
   });
 });

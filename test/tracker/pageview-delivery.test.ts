@@ -15,14 +15,25 @@ afterAll(async () => {
 
 describe('PageView delivery', () => {
   it('carries the fbp that update-fbp added before the send went out', async () => {
-    const body = initBody(w, { href: `${ORIGIN}/landing?fbclid=IwAR2F4`, fbc: 'fb.1.1763776512345.IwAR2F4', userAgent: 'Mozilla/5.0 Test' });
+    const body = initBody(w, {
+      href: `${ORIGIN}/landing?fbclid=IwAR2F4`,
+      fbc: 'fb.1.1763776512345.IwAR2F4',
+      userAgent: 'Mozilla/5.0 Test',
+    });
     const res = await w.post('/backend/track/init', body, { 'x-capigram-client-ip': '203.0.113.7' });
     const { visitId } = (await res.json()) as { visitId: string };
-    const patched = await w.post('/backend/track/update-fbp', { websiteId: w.websiteId, tempId: body.tempId, fbp: 'fb.1.1763776500000.1116446470' });
+    const patched = await w.post('/backend/track/update-fbp', {
+      websiteId: w.websiteId,
+      tempId: body.tempId,
+      fbp: 'fb.1.1763776500000.1116446470',
+    });
     expect(await patched.json()).toEqual({ updated: true });
 
     worker = await startTestApp(w.db.pool, { env: { ...w.fakes.env }, worker: true });
-    await w.fakes.meta.waitFor(() => w.fakes.meta.events().some((e) => e.event.event_id === `pv_${visitId}`), 10_000);
+    await w.fakes.meta.waitFor(
+      () => w.fakes.meta.events().some((e) => e.event.event_id === `pv_${visitId}`),
+      10_000,
+    );
     const pageViews = w.fakes.meta.events().filter((e) => e.event.event_id === `pv_${visitId}`);
     expect(pageViews).toHaveLength(1);
     expect(pageViews[0]!.event).toMatchObject({

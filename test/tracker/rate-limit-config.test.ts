@@ -27,13 +27,18 @@ describe('rate-limit configuration', () => {
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push((await send(w.app.url, ip)).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
-    const { rows } = await w.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM visits WHERE client_ip = $1', [ip]);
+    const { rows } = await w.db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM visits WHERE client_ip = $1',
+      [ip],
+    );
     expect(rows[0]!.n).toBe(3);
   });
 
   it('TRACKER_RATE_LIMIT_INIT=0 turns the init limit off', async () => {
     const ip = clientIp();
-    const statuses = await Promise.all(Array.from({ length: 12 }, () => send(unlimited.url, ip).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, () => send(unlimited.url, ip).then((r) => r.status)),
+    );
     expect(statuses).toEqual(Array(12).fill(200));
   });
 });

@@ -15,16 +15,24 @@ beforeEach(async () => {
   w.fakes.telegram.reset();
   w.app.deps.clock.real();
   await w.db.pool.query('DELETE FROM invitations');
-  await w.db.pool.query(`DELETE FROM graphile_worker._private_jobs WHERE task_id IN (SELECT id FROM graphile_worker._private_tasks WHERE identifier = 'refill_invites')`);
+  await w.db.pool.query(
+    `DELETE FROM graphile_worker._private_jobs WHERE task_id IN (SELECT id FROM graphile_worker._private_tasks WHERE identifier = 'refill_invites')`,
+  );
   await w.db.pool.query('UPDATE bots SET flood_wait_until = NULL');
   await w.db.pool.query('UPDATE channels SET pool_target = 4, bot_can_invite = true, bot_is_admin = true');
 });
 
 const pool = (channelId: string) =>
-  w.count('invitations WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND expires_at > now()', [channelId]);
+  w.count(
+    'invitations WHERE channel_id = $1 AND visit_id IS NULL AND revoked_at IS NULL AND expires_at > now()',
+    [channelId],
+  );
 
 async function refillJob(channelId: string): Promise<{ run_at: Date } | undefined> {
-  const { rows } = await w.db.pool.query<{ run_at: Date }>('SELECT run_at FROM graphile_worker.jobs WHERE key = $1', [`refill_invites:${channelId}`]);
+  const { rows } = await w.db.pool.query<{ run_at: Date }>(
+    'SELECT run_at FROM graphile_worker.jobs WHERE key = $1',
+    [`refill_invites:${channelId}`],
+  );
   return rows[0];
 }
 
@@ -61,8 +69,13 @@ describe('refilling a channel pool', () => {
   it('skips channels whose bot is known not to be admin', async () => {
     await w.db.pool.query('UPDATE channels SET bot_is_admin = false WHERE id = $1', [w.channels.main]);
     const outcomes = await refillAllPools(w.app.deps);
-    expect(outcomes.find((o) => o.channelId === w.channels.main)).toMatchObject({ skipped: 'bot_cannot_invite', created: 0 });
-    expect(w.fakes.telegram.calls('createChatInviteLink').every((p) => p.chat_id !== CHATS.main.id)).toBe(true);
+    expect(outcomes.find((o) => o.channelId === w.channels.main)).toMatchObject({
+      skipped: 'bot_cannot_invite',
+      created: 0,
+    });
+    expect(w.fakes.telegram.calls('createChatInviteLink').every((p) => p.chat_id !== CHATS.main.id)).toBe(
+      true,
+    );
     expect(await pool(w.channels.requests)).toBe(4);
   });
 
@@ -71,7 +84,9 @@ describe('refilling a channel pool', () => {
     const outcome = await refillChannelPool(w.app.deps, w.channels.requests);
     expect(outcome.created).toBe(0);
     expect(outcome.error).toMatch(/not enough rights/);
-    const { rows } = await w.db.pool.query('SELECT bot_can_invite FROM channels WHERE id = $1', [w.channels.requests]);
+    const { rows } = await w.db.pool.query('SELECT bot_can_invite FROM channels WHERE id = $1', [
+      w.channels.requests,
+    ]);
     expect(rows[0].bot_can_invite).toBe(false);
     expect((await refillChannelPool(w.app.deps, w.channels.requests)).skipped).toBe('bot_cannot_invite');
     expect(w.fakes.telegram.calls('createChatInviteLink')).toHaveLength(1);
@@ -85,7 +100,9 @@ describe('refilling a channel pool', () => {
     const outcome = await refillChannelPool(w.app.deps, w.channels.main);
     expect(outcome).toMatchObject({ created: 4, retired: 4 });
     expect(w.fakes.telegram.revoked.map((l) => l.invite_link).sort()).toEqual([...links].sort());
-    expect(await w.count('invitations WHERE invite_link = ANY($1) AND revoked_at IS NOT NULL', [links])).toBe(4);
+    expect(await w.count('invitations WHERE invite_link = ANY($1) AND revoked_at IS NOT NULL', [links])).toBe(
+      4,
+    );
   });
 });
 
@@ -101,9 +118,15 @@ describe('the refill_invites task', () => {
     try {
       const body = initBody(w);
       await w.post('/backend/track/init', body);
-      const res = await w.get(`/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}`, { referer: ORIGIN });
+      const res = await w.get(
+        `/backend/track/invite?website=${w.websiteId}&tid=${body.tempId}&sid=${body.sessionId}`,
+        { referer: ORIGIN },
+      );
       expect(res.status).toBe(302);
-      await w.fakes.telegram.waitFor((log) => log.filter((r) => r.path.endsWith('/createChatInviteLink')).length === 5, 5000);
+      await w.fakes.telegram.waitFor(
+        (log) => log.filter((r) => r.path.endsWith('/createChatInviteLink')).length === 5,
+        5000,
+      );
       await expect.poll(() => pool(w.channels.main), { timeout: 5000 }).toBe(4);
     } finally {
       await withWorker.stop();

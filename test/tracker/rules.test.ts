@@ -34,7 +34,12 @@ describe('domain validation', () => {
   });
 
   it('lists a host with its parent domains', () => {
-    expect(hostAndParents('a.shop.example.com')).toEqual(['a.shop.example.com', 'shop.example.com', 'example.com', 'com']);
+    expect(hostAndParents('a.shop.example.com')).toEqual([
+      'a.shop.example.com',
+      'shop.example.com',
+      'example.com',
+      'com',
+    ]);
   });
 
   const domains = ['example.com'];
@@ -43,12 +48,18 @@ describe('domain validation', () => {
     [{ origin: 'https://evil-example.com' }, { ok: false, code: 'DOMAIN_NOT_ALLOWED' }],
     [{ origin: 'null' }, { ok: false, code: 'DOMAIN_NOT_ALLOWED' }],
     // Origin wins over Referer when both are present.
-    [{ origin: 'https://example.com', referer: 'https://evil.net/' }, { ok: true, corsOrigin: 'https://example.com' }],
+    [
+      { origin: 'https://example.com', referer: 'https://evil.net/' },
+      { ok: true, corsOrigin: 'https://example.com' },
+    ],
     [{ referer: 'https://example.com/page' }, { ok: true, corsOrigin: undefined }],
     [{ referer: 'https://evil.net/page' }, { ok: false, code: 'DOMAIN_NOT_ALLOWED' }],
     [{}, { ok: true, corsOrigin: undefined }],
     [{ href: 'https://shop.example.com/landing' }, { ok: true, corsOrigin: undefined }],
-    [{ origin: 'https://example.com', href: 'https://evil.net/landing' }, { ok: false, code: 'DOMAIN_NOT_ALLOWED' }],
+    [
+      { origin: 'https://example.com', href: 'https://evil.net/landing' },
+      { ok: false, code: 'DOMAIN_NOT_ALLOWED' },
+    ],
     [{ href: 'landing.html' }, { ok: false, code: 'VALIDATION_FAILED' }],
   ])('checkDomains(%j)', (req, verdict) => {
     expect(checkDomains(req, domains)).toMatchObject(verdict);
@@ -62,12 +73,21 @@ describe('invite links', () => {
     expect(name.length).toBeLessThanOrEqual(32);
   });
 
-  it.each(['member_limit', 'join_request'] as const)('a %s link never asks for both member_limit and creates_join_request', (inviteMode) => {
-    const r = linkRequest({ telegramChatId: -100123, inviteMode, inviteTtlSeconds: 3600 }, 'cg-x', new Date(1_700_000_000_000));
-    expect(r.expire_date).toBe(1_700_000_000 + 3600);
-    expect('member_limit' in r && 'creates_join_request' in r).toBe(false);
-    expect(inviteMode === 'join_request' ? r.creates_join_request : r.member_limit).toBe(inviteMode === 'join_request' ? true : 1);
-  });
+  it.each(['member_limit', 'join_request'] as const)(
+    'a %s link never asks for both member_limit and creates_join_request',
+    (inviteMode) => {
+      const r = linkRequest(
+        { telegramChatId: -100123, inviteMode, inviteTtlSeconds: 3600 },
+        'cg-x',
+        new Date(1_700_000_000_000),
+      );
+      expect(r.expire_date).toBe(1_700_000_000 + 3600);
+      expect('member_limit' in r && 'creates_join_request' in r).toBe(false);
+      expect(inviteMode === 'join_request' ? r.creates_join_request : r.member_limit).toBe(
+        inviteMode === 'join_request' ? true : 1,
+      );
+    },
+  );
 
   it('hands out pooled links only with half their life left', () => {
     expect(handoutCutoff(new Date(0), 86_400).getTime()).toBe(43_200_000);
@@ -84,8 +104,17 @@ describe('invite links', () => {
 
 describe('rate-limit settings', () => {
   it('defaults, environment strings, typed numbers and 0 (off)', () => {
-    expect(rateLimitSettings({})).toEqual({ perMinute: { init: 120, fbp: 60, invite: 30 }, burstPerTenMinutes: 60 });
-    expect(rateLimitSettings({ TRACKER_RATE_LIMIT_INIT: '10', TRACKER_RATE_LIMIT_BURST: 0, TRACKER_RATE_LIMIT_INVITE: '' })).toEqual({
+    expect(rateLimitSettings({})).toEqual({
+      perMinute: { init: 120, fbp: 60, invite: 30 },
+      burstPerTenMinutes: 60,
+    });
+    expect(
+      rateLimitSettings({
+        TRACKER_RATE_LIMIT_INIT: '10',
+        TRACKER_RATE_LIMIT_BURST: 0,
+        TRACKER_RATE_LIMIT_INVITE: '',
+      }),
+    ).toEqual({
       perMinute: { init: 10, fbp: 60, invite: 30 },
       burstPerTenMinutes: 0,
     });
@@ -101,7 +130,13 @@ describe('redirect clicks', () => {
     const search = '?fbclid=IwAR%2BX_y&gclid=G1&ScCid=S1&utm_source=fb&utm_term=a%20b';
     const q = new URLSearchParams(search);
     const click = redirectClick(search, (n) => q.get(n) ?? undefined, undefined, 1_700_000_000_123);
-    expect(click.attribution).toMatchObject({ fbc: 'fb.1.1700000000123.IwAR%2BX_y', gclid: 'G1', sccid: 'S1', utmSource: 'fb', utmTerm: 'a b' });
+    expect(click.attribution).toMatchObject({
+      fbc: 'fb.1.1700000000123.IwAR%2BX_y',
+      gclid: 'G1',
+      sccid: 'S1',
+      utmSource: 'fb',
+      utmTerm: 'a b',
+    });
     expect(click.clickId).toBe('IwAR%2BX_y');
   });
 
@@ -120,6 +155,8 @@ describe('redirect clicks', () => {
     expect(clickRequestId(base)).toBe(id);
     expect(clickRequestId({ ...base, sessionId: 'S2' })).not.toBe(id);
     expect(clickRequestId({ ...base, clickId: 'fbclid-2' })).not.toBe(id);
-    expect(clickRequestId({ ...base, clickId: undefined })).not.toBe(clickRequestId({ ...base, clickId: undefined }));
+    expect(clickRequestId({ ...base, clickId: undefined })).not.toBe(
+      clickRequestId({ ...base, clickId: undefined }),
+    );
   });
 });

@@ -28,7 +28,9 @@ describe('GET /backend/tracker.js', () => {
 
   it('answers 304 to a matching If-None-Match, 200 otherwise', async () => {
     const etag = (await fetch(`${t.url}/backend/tracker.js`)).headers.get('etag')!;
-    const cached = await fetch(`${t.url}/backend/tracker.js`, { headers: { 'if-none-match': `"other", ${etag}` } });
+    const cached = await fetch(`${t.url}/backend/tracker.js`, {
+      headers: { 'if-none-match': `"other", ${etag}` },
+    });
     expect(cached.status).toBe(304);
     expect(cached.headers.get('etag')).toBe(etag);
     expect(await cached.text()).toBe('');

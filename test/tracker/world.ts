@@ -46,42 +46,93 @@ export function clientIp(): string {
   return `198.51.${randomInt(0, 256)}.${randomInt(1, 255)}`;
 }
 
-export function initBody<T extends Record<string, unknown> = Record<never, never>>(world: Pick<World, 'websiteId'>, extra?: T) {
-  return { websiteId: world.websiteId, tempId: randomUUID() as string, sessionId: randomUUID() as string, href: `${ORIGIN}/landing`, ...(extra as T) };
+export function initBody<T extends Record<string, unknown> = Record<never, never>>(
+  world: Pick<World, 'websiteId'>,
+  extra?: T,
+) {
+  return {
+    websiteId: world.websiteId,
+    tempId: randomUUID() as string,
+    sessionId: randomUUID() as string,
+    href: `${ORIGIN}/landing`,
+    ...(extra as T),
+  };
 }
 
-export async function startWorld(opts: { env?: Record<string, string>; poolTarget?: number } = {}): Promise<World> {
+export async function startWorld(
+  opts: { env?: Record<string, string>; poolTarget?: number } = {},
+): Promise<World> {
   const fakes = await startFakes({ telegram: { chats: Object.values(CHATS) } });
   const db = await createTestDatabase();
   const app = await startTestApp(db.pool, { env: { ...fakes.env, ...opts.env } });
   const deps = app.deps;
 
   const { accountId } = await createAccount(db.pool, { name: 'Tracker tests' });
-  const { siteId, websiteId } = await createSite(db.pool, { accountId, name: 'Shop', domains: ['example.com'] });
+  const { siteId, websiteId } = await createSite(db.pool, {
+    accountId,
+    name: 'Shop',
+    domains: ['example.com'],
+  });
   const other = await createSite(db.pool, { accountId, name: 'Other', domains: ['other.test'] });
   const { botId } = await addBot(deps, { accountId, token: DEFAULT_BOT.token, webhook: false });
-  const channel = async (key: keyof typeof CHATS, site: string, extra: Partial<Parameters<typeof addChannel>[1]> = {}) =>
-    (await addChannel(deps, { siteId: site, botId, telegramChannelId: String(CHATS[key].id), title: CHATS[key].title, ...extra })).channelId;
+  const channel = async (
+    key: keyof typeof CHATS,
+    site: string,
+    extra: Partial<Parameters<typeof addChannel>[1]> = {},
+  ) =>
+    (
+      await addChannel(deps, {
+        siteId: site,
+        botId,
+        telegramChannelId: String(CHATS[key].id),
+        title: CHATS[key].title,
+        ...extra,
+      })
+    ).channelId;
   const channels = {
-    main: await channel('main', siteId, { isDefault: true, username: CHATS.main.username, publicInviteUrl: 'https://t.me/main_channel_public' }),
+    main: await channel('main', siteId, {
+      isDefault: true,
+      username: CHATS.main.username,
+      publicInviteUrl: 'https://t.me/main_channel_public',
+    }),
     requests: await channel('requests', siteId, { inviteMode: 'join_request' }),
     other: await channel('other', other.siteId),
   };
-  if (opts.poolTarget !== undefined) await db.pool.query('UPDATE channels SET pool_target = $1', [opts.poolTarget]);
+  if (opts.poolTarget !== undefined)
+    await db.pool.query('UPDATE channels SET pool_target = $1', [opts.poolTarget]);
   await addPixel(deps, { platform: 'meta', siteId, pixelId: '1234567890', accessToken: 'meta-test-token' });
 
   const world: World = {
-    db, fakes, app, accountId, siteId, websiteId, otherWebsiteId: other.websiteId, botId, channels,
+    db,
+    fakes,
+    app,
+    accountId,
+    siteId,
+    websiteId,
+    otherWebsiteId: other.websiteId,
+    botId,
+    channels,
     post: (path, body, headers = {}) =>
       fetch(`${app.url}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', origin: ORIGIN, 'x-capigram-client-ip': clientIp(), ...headers },
+        headers: {
+          'content-type': 'application/json',
+          origin: ORIGIN,
+          'x-capigram-client-ip': clientIp(),
+          ...headers,
+        },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       }),
     get: (pathAndQuery, headers = {}) =>
-      fetch(`${app.url}${pathAndQuery}`, { redirect: 'manual', headers: { 'x-capigram-client-ip': clientIp(), ...headers } }),
+      fetch(`${app.url}${pathAndQuery}`, {
+        redirect: 'manual',
+        headers: { 'x-capigram-client-ip': clientIp(), ...headers },
+      }),
     async count(sqlFrom, params = []) {
-      const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sqlFrom}`, params);
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${sqlFrom}`,
+        params,
+      );
       return rows[0]!.n;
     },
     async close() {
@@ -95,7 +146,9 @@ export async function startWorld(opts: { env?: Record<string, string>; poolTarge
 
 export async function problem(res: Response): Promise<{ code: string; status: number; detail?: string }> {
   if (!(res.headers.get('content-type') ?? '').startsWith('application/problem+json')) {
-    throw new Error(`expected problem+json, got ${res.status} ${res.headers.get('content-type')}: ${await res.text()}`);
+    throw new Error(
+      `expected problem+json, got ${res.status} ${res.headers.get('content-type')}: ${await res.text()}`,
+    );
   }
   return (await res.json()) as { code: string; status: number; detail?: string };
 }

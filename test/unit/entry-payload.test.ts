@@ -40,23 +40,35 @@ describe('startPayload', () => {
 
 describe('deepLink', () => {
   it('opens the bot, or its Mini App', () => {
-    expect(deepLink({ kind: 'start', botUsername: 'shop_bot', app: null }, 'P1')).toBe('https://t.me/shop_bot?start=P1');
-    expect(deepLink({ kind: 'app', botUsername: 'shop_bot', app: 'store' }, 'P1')).toBe('https://t.me/shop_bot/store?startapp=P1');
+    expect(deepLink({ kind: 'start', botUsername: 'shop_bot', app: null }, 'P1')).toBe(
+      'https://t.me/shop_bot?start=P1',
+    );
+    expect(deepLink({ kind: 'app', botUsername: 'shop_bot', app: 'store' }, 'P1')).toBe(
+      'https://t.me/shop_bot/store?startapp=P1',
+    );
   });
 });
 
 describe('parseUpdate of messages', () => {
-  const message = (m: Record<string, unknown>) => parseUpdate({ update_id: 5, message: { message_id: 1, date: 1, ...m } });
+  const message = (m: Record<string, unknown>) =>
+    parseUpdate({ update_id: 5, message: { message_id: 1, date: 1, ...m } });
   const user = { id: 42, is_bot: false, first_name: 'Ann' };
 
   it('a /start in the user’s private chat with the bot is a private message', () => {
-    expect(message({ chat: { id: 42, type: 'private' }, from: user, text: '/start abc' })).toEqual({ kind: 'private_message', updateId: 5, body: { userId: 42, text: '/start abc' } });
+    expect(message({ chat: { id: 42, type: 'private' }, from: user, text: '/start abc' })).toEqual({
+      kind: 'private_message',
+      updateId: 5,
+      body: { userId: 42, text: '/start abc' },
+    });
   });
 
   it.each([
     ['another text in the private chat', { chat: { id: 42, type: 'private' }, from: user, text: 'hello' }],
     ['a /start in a group', { chat: { id: -100123, type: 'supergroup' }, from: user, text: '/start abc' }],
-    ['a message from a bot', { chat: { id: 42, type: 'private' }, from: { ...user, is_bot: true }, text: '/start abc' }],
+    [
+      'a message from a bot',
+      { chat: { id: 42, type: 'private' }, from: { ...user, is_bot: true }, text: '/start abc' },
+    ],
     ['a message without text', { chat: { id: 42, type: 'private' }, from: user }],
   ])('%s is ignored as routine (logged at debug, nothing written)', (_what, m) => {
     expect(message(m)).toMatchObject({ kind: 'ignored', routine: true });

@@ -24,20 +24,77 @@ import { hashPiiChecked, type RawPii } from '../../backend/domain/pii/normalize.
 
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
-type Row = [input: RawPii, country: string | null, expected: Partial<Record<'email' | 'emailGoogle' | 'phone' | 'fn' | 'ln' | 'externalId' | 'ct' | 'st' | 'zp' | 'country' | 'db' | 'ge', string | null>>, note?: string];
+type Row = [
+  input: RawPii,
+  country: string | null,
+  expected: Partial<
+    Record<
+      | 'email'
+      | 'emailGoogle'
+      | 'phone'
+      | 'fn'
+      | 'ln'
+      | 'externalId'
+      | 'ct'
+      | 'st'
+      | 'zp'
+      | 'country'
+      | 'db'
+      | 'ge',
+      string | null
+    >
+  >,
+  note?: string,
+];
 
 const EMAILS: Row[] = [
-  [{ email: 'John_Smith@gmail.com' }, null, { email: 'john_smith@gmail.com', emailGoogle: 'john_smith@gmail.com' }],
-  [{ email: '  Jane.Doe@Example.COM ' }, null, { email: 'jane.doe@example.com', emailGoogle: 'jane.doe@example.com' }, 'dots kept outside Gmail'],
-  [{ email: '\tjane.doe@gmail.com\n' }, null, { email: 'jane.doe@gmail.com', emailGoogle: 'janedoe@gmail.com' }, 'tab and newline around it are trimmed'],
-  [{ email: 'J.A.N.E@GoogleMail.com' }, null, { email: 'j.a.n.e@googlemail.com', emailGoogle: 'jane@googlemail.com' }],
-  [{ email: 'user+promo@gmail.com' }, null, { email: 'user+promo@gmail.com', emailGoogle: 'user+promo@gmail.com' }, 'a +tag is part of the address for every platform'],
-  [{ email: 'USER+Tag@Outlook.com' }, null, { email: 'user+tag@outlook.com', emailGoogle: 'user+tag@outlook.com' }],
-  [{ email: 'müller@bücher.de' }, null, { email: 'müller@bücher.de', emailGoogle: 'müller@bücher.de' }, 'IDN kept in UTF-8, not punycode'],
+  [
+    { email: 'John_Smith@gmail.com' },
+    null,
+    { email: 'john_smith@gmail.com', emailGoogle: 'john_smith@gmail.com' },
+  ],
+  [
+    { email: '  Jane.Doe@Example.COM ' },
+    null,
+    { email: 'jane.doe@example.com', emailGoogle: 'jane.doe@example.com' },
+    'dots kept outside Gmail',
+  ],
+  [
+    { email: '\tjane.doe@gmail.com\n' },
+    null,
+    { email: 'jane.doe@gmail.com', emailGoogle: 'janedoe@gmail.com' },
+    'tab and newline around it are trimmed',
+  ],
+  [
+    { email: 'J.A.N.E@GoogleMail.com' },
+    null,
+    { email: 'j.a.n.e@googlemail.com', emailGoogle: 'jane@googlemail.com' },
+  ],
+  [
+    { email: 'user+promo@gmail.com' },
+    null,
+    { email: 'user+promo@gmail.com', emailGoogle: 'user+promo@gmail.com' },
+    'a +tag is part of the address for every platform',
+  ],
+  [
+    { email: 'USER+Tag@Outlook.com' },
+    null,
+    { email: 'user+tag@outlook.com', emailGoogle: 'user+tag@outlook.com' },
+  ],
+  [
+    { email: 'müller@bücher.de' },
+    null,
+    { email: 'müller@bücher.de', emailGoogle: 'müller@bücher.de' },
+    'IDN kept in UTF-8, not punycode',
+  ],
   [{ email: 'ÄRGER@Bücher.DE' }, null, { email: 'ärger@bücher.de', emailGoogle: 'ärger@bücher.de' }],
   [{ email: 'иван@почта.рф' }, null, { email: 'иван@почта.рф', emailGoogle: 'иван@почта.рф' }],
   [{ email: 'a@b.co' }, null, { email: 'a@b.co', emailGoogle: 'a@b.co' }],
-  [{ email: 'first.last@sub.example.co.uk' }, null, { email: 'first.last@sub.example.co.uk', emailGoogle: 'first.last@sub.example.co.uk' }],
+  [
+    { email: 'first.last@sub.example.co.uk' },
+    null,
+    { email: 'first.last@sub.example.co.uk', emailGoogle: 'first.last@sub.example.co.uk' },
+  ],
   [{ email: 'not-an-email' }, null, { email: null }, 'invalid: dropped, not hashed'],
   [{ email: 'two@@example.com' }, null, { email: null }],
   [{ email: 'no-domain@' }, null, { email: null }],
@@ -51,16 +108,26 @@ const PHONES: Row[] = [
   [{ phone: '(201) 555-0123' }, 'US', { phone: '12015550123' }],
   [{ phone: '(201) 555-0123' }, null, { phone: null }, 'once +20 (Egypt): now dropped'],
   [{ phone: '+1 (616) 954-78 88' }, null, { phone: '16169547888' }],
-  [{ phone: '011 44 20 7946 0958' }, 'US', { phone: '442079460958' }, "the US exit code"],
+  [{ phone: '011 44 20 7946 0958' }, 'US', { phone: '442079460958' }, 'the US exit code'],
   [{ phone: '01512 3456789' }, 'DE', { phone: '4915123456789' }],
   [{ phone: '01512 3456789' }, null, { phone: null }, 'once +1 512 (Texas): now dropped'],
-  [{ phone: '+49 1512 3456789' }, 'US', { phone: '4915123456789' }, 'international wins over the site country'],
+  [
+    { phone: '+49 1512 3456789' },
+    'US',
+    { phone: '4915123456789' },
+    'international wins over the site country',
+  ],
   [{ phone: '0049 1512 3456789' }, null, { phone: '4915123456789' }],
   [{ phone: '131 2345 6789' }, 'CN', { phone: '8613123456789' }],
   [{ phone: '131 2345 6789' }, null, { phone: null }, 'once +1 312: now dropped'],
   [{ phone: '020 7946 0958' }, 'GB', { phone: '442079460958' }],
   [{ phone: '07911 123456' }, 'GB', { phone: '447911123456' }],
-  [{ phone: '447911123456' }, 'GB', { phone: '447911123456' }, 'digits that start with the known country\'s code'],
+  [
+    { phone: '447911123456' },
+    'GB',
+    { phone: '447911123456' },
+    "digits that start with the known country's code",
+  ],
   [{ phone: '06 12 34 56 78' }, 'FR', { phone: '33612345678' }],
   [{ phone: '+33 6 12 34 56 78' }, null, { phone: '33612345678' }],
   [{ phone: '06 1234 5678' }, 'IT', { phone: '390612345678' }, 'Italy keeps its leading zero'],
@@ -90,7 +157,12 @@ const PHONES_WITH_EVENT_COUNTRY: Row[] = [
 
 const NAMES: Row[] = [
   [{ firstName: 'Mary', lastName: 'Smith' }, null, { fn: 'mary', ln: 'smith' }],
-  [{ firstName: '  JOHN ', lastName: "O'Brien-Smith" }, null, { fn: 'john', ln: 'obriensmith' }, "the Node SDK would keep o'brien-smith: the documentation (no punctuation) is followed"],
+  [
+    { firstName: '  JOHN ', lastName: "O'Brien-Smith" },
+    null,
+    { fn: 'john', ln: 'obriensmith' },
+    "the Node SDK would keep o'brien-smith: the documentation (no punctuation) is followed",
+  ],
   [{ firstName: 'John2' }, null, { fn: 'john2' }, 'digits kept (once john)'],
   [{ firstName: 'Zoë' }, null, { fn: 'zoë' }],
   [{ firstName: 'Zoe\u0308' }, null, { fn: 'zoë' }, 'NFC'],
@@ -109,7 +181,11 @@ const NAMES: Row[] = [
 const EXTERNAL_IDS: Row[] = [
   [{ externalId: 'CRM-7001' }, null, { externalId: 'crm-7001' }],
   [{ externalId: '  user 123  ' }, null, { externalId: 'user123' }],
-  [{ externalId: '550E8400-E29B-41D4-A716-446655440000' }, null, { externalId: '550e8400-e29b-41d4-a716-446655440000' }],
+  [
+    { externalId: '550E8400-E29B-41D4-A716-446655440000' },
+    null,
+    { externalId: '550e8400-e29b-41d4-a716-446655440000' },
+  ],
   [{ externalId: 'User@Example.COM' }, null, { externalId: 'user@example.com' }],
   [{ externalId: '777000111' }, null, { externalId: '777000111' }],
   [{ externalId: 'Frédéric123' }, null, { externalId: 'frédéric123' }],
@@ -117,13 +193,23 @@ const EXTERNAL_IDS: Row[] = [
 
 const ADDRESSES: Row[] = [
   [{ city: 'New York' }, null, { ct: 'newyork' }],
-  [{ city: 'São Paulo' }, null, { ct: 'sãopaulo' }, "the builder strips non-Latin letters; Meta's documentation keeps UTF-8"],
+  [
+    { city: 'São Paulo' },
+    null,
+    { ct: 'sãopaulo' },
+    "the builder strips non-Latin letters; Meta's documentation keeps UTF-8",
+  ],
   [{ city: 'St. Louis' }, null, { ct: 'stlouis' }],
   [{ city: 'Москва' }, null, { ct: 'москва' }],
   [{ state: 'California', country: 'US' }, null, { st: 'ca', country: 'us' }],
   [{ state: 'NY' }, null, { st: 'ny' }],
   [{ state: 'Ontario', country: 'CA' }, null, { st: 'on', country: 'ca' }],
-  [{ state: 'Bavaria', country: 'DE' }, null, { st: 'bavaria', country: 'de' }, 'the builder would cut it to "ba"; the documentation keeps the name'],
+  [
+    { state: 'Bavaria', country: 'DE' },
+    null,
+    { st: 'bavaria', country: 'de' },
+    'the builder would cut it to "ba"; the documentation keeps the name',
+  ],
   [{ state: 'Île-de-France', country: 'FR' }, null, { st: 'îledefrance', country: 'fr' }],
   [{ zip: '94035-1234' }, null, { zp: '94035' }],
   [{ zip: 'M1 1AE' }, null, { zp: 'm11ae' }],
@@ -139,7 +225,14 @@ const ADDRESSES: Row[] = [
   [{ gender: 'x' }, null, { ge: null }],
 ];
 
-const CORPUS: Row[] = [...EMAILS, ...PHONES, ...PHONES_WITH_EVENT_COUNTRY, ...NAMES, ...EXTERNAL_IDS, ...ADDRESSES];
+const CORPUS: Row[] = [
+  ...EMAILS,
+  ...PHONES,
+  ...PHONES_WITH_EVENT_COUNTRY,
+  ...NAMES,
+  ...EXTERNAL_IDS,
+  ...ADDRESSES,
+];
 
 /** What each platform receives for a row's expected normal forms. */
 function perPlatform(expected: Row[2]) {
@@ -153,7 +246,8 @@ function perPlatform(expected: Row[2]) {
     out.ph = d(expected.phone); // Meta ph, Snapchat ph: digits only
     out.phE164 = d(expected.phone === null || expected.phone === undefined ? null : `+${expected.phone}`); // TikTok phone, Google hashedPhoneNumber
   }
-  for (const k of ['fn', 'ln', 'externalId', 'ct', 'st', 'zp', 'country', 'db', 'ge'] as const) if (k in expected) out[k] = d(expected[k]);
+  for (const k of ['fn', 'ln', 'externalId', 'ct', 'st', 'zp', 'country', 'db', 'ge'] as const)
+    if (k in expected) out[k] = d(expected[k]);
   return out;
 }
 
@@ -162,22 +256,29 @@ describe('PII corpus: normal forms and digests per platform', () => {
     expect(CORPUS.length).toBeGreaterThanOrEqual(80);
   });
 
-  it.each(CORPUS.map((r) => [JSON.stringify(r[0]), r[1] ?? '-', r] as const))('%s (site country %s)', (_label, _c, row) => {
-    const [input, country, expected] = row;
-    const { hashed } = hashPiiChecked(input, { defaultCountry: country });
-    const want = perPlatform(expected);
-    for (const [key, digest] of Object.entries(want)) {
-      expect(hashed[key as keyof typeof hashed], `${key} of ${JSON.stringify(input)}`).toBe(digest);
-    }
-  });
+  it.each(CORPUS.map((r) => [JSON.stringify(r[0]), r[1] ?? '-', r] as const))(
+    '%s (site country %s)',
+    (_label, _c, row) => {
+      const [input, country, expected] = row;
+      const { hashed } = hashPiiChecked(input, { defaultCountry: country });
+      const want = perPlatform(expected);
+      for (const [key, digest] of Object.entries(want)) {
+        expect(hashed[key as keyof typeof hashed], `${key} of ${JSON.stringify(input)}`).toBe(digest);
+      }
+    },
+  );
 
   it('a dropped phone says why, without its value', () => {
     const noCountry = hashPiiChecked({ phone: '(201) 555-0123' });
     expect(noCountry.hashed.ph).toBeUndefined();
     expect(noCountry.warnings).toEqual([expect.stringMatching(/pii\.phone was dropped: .*default country/)]);
     expect(noCountry.warnings.join()).not.toContain('555');
-    expect(hashPiiChecked({ phone: 'call me' }, { defaultCountry: 'US' }).warnings).toEqual([expect.stringMatching(/not a phone number/)]);
-    expect(hashPiiChecked({ email: 'not-an-email' }).warnings).toEqual(['pii.email was dropped: it is not an e-mail address']);
+    expect(hashPiiChecked({ phone: 'call me' }, { defaultCountry: 'US' }).warnings).toEqual([
+      expect.stringMatching(/not a phone number/),
+    ]);
+    expect(hashPiiChecked({ email: 'not-an-email' }).warnings).toEqual([
+      'pii.email was dropped: it is not an e-mail address',
+    ]);
   });
 
   it('a phone given hashed reaches every platform (ph and phE164)', () => {

@@ -146,7 +146,13 @@ describe('hashPii', () => {
   it('hashes every field after normalising it (Meta published examples)', () => {
     expect(
       hashPii(
-        { email: ' John_Smith@gmail.com ', phone: '(650)555-1212', firstName: 'Mary', lastName: 'Smith', externalId: ' u-123 ' },
+        {
+          email: ' John_Smith@gmail.com ',
+          phone: '(650)555-1212',
+          firstName: 'Mary',
+          lastName: 'Smith',
+          externalId: ' u-123 ',
+        },
         { defaultCountry: 'US' },
       ),
     ).toEqual({
@@ -189,8 +195,22 @@ describe('hashPii', () => {
   it('passes an already hashed value through unchanged, only lowercased', () => {
     const upper = H.test.toUpperCase();
     expect(
-      hashPii({ email: H.johnSmithEmail, phone: ` ${upper} `, firstName: H.mary, lastName: upper, externalId: H.test }),
-    ).toEqual({ em: H.johnSmithEmail, emGoogle: H.johnSmithEmail, ph: H.test, phE164: H.test, fn: H.mary, ln: H.test, externalId: H.test });
+      hashPii({
+        email: H.johnSmithEmail,
+        phone: ` ${upper} `,
+        firstName: H.mary,
+        lastName: upper,
+        externalId: H.test,
+      }),
+    ).toEqual({
+      em: H.johnSmithEmail,
+      emGoogle: H.johnSmithEmail,
+      ph: H.test,
+      phE164: H.test,
+      fn: H.mary,
+      ln: H.test,
+      externalId: H.test,
+    });
   });
 
   it('leaves out empty, blank and unusable values', () => {

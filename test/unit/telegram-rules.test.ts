@@ -7,11 +7,23 @@ import { joinRequestDecision } from '../../backend/domain/telegram/join-request-
 describe('forwardOrderKey: whose order an update belongs to', () => {
   it.each([
     ['a message', { update_id: 1, message: { from: { id: 42 }, chat: { id: 42 } } }, 'user:42'],
-    ['a callback', { update_id: 1, callback_query: { id: 'q', from: { id: 7 }, message: { chat: { id: -100 } } } }, 'user:7'],
-    ['a join request', { update_id: 1, chat_join_request: { chat: { id: -100 }, from: { id: 9 }, user_chat_id: 9 } }, 'user:9'],
+    [
+      'a callback',
+      { update_id: 1, callback_query: { id: 'q', from: { id: 7 }, message: { chat: { id: -100 } } } },
+      'user:7',
+    ],
+    [
+      'a join request',
+      { update_id: 1, chat_join_request: { chat: { id: -100 }, from: { id: 9 }, user_chat_id: 9 } },
+      'user:9',
+    ],
     ['a poll answer', { update_id: 1, poll_answer: { poll_id: 'p', user: { id: 5 } } }, 'user:5'],
     ['a channel post (no user)', { update_id: 1, channel_post: { chat: { id: -1001 } } }, 'chat:-1001'],
-    ['a reaction count (chat only)', { update_id: 1, message_reaction_count: { chat: { id: -1002 } } }, 'chat:-1002'],
+    [
+      'a reaction count (chat only)',
+      { update_id: 1, message_reaction_count: { chat: { id: -1002 } } },
+      'chat:-1002',
+    ],
     ['a poll (neither)', { update_id: 1, poll: { id: 'p' } }, 'bot'],
     ['not an object', 'x', 'bot'],
     ['null', null, 'bot'],

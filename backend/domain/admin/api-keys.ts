@@ -13,7 +13,10 @@ export const CreateKeyInput = z.object({
 });
 
 /** Creates a key; the plaintext is returned once and only its SHA-256 is stored. */
-export async function createApiKey(db: Queryable, input: z.input<typeof CreateKeyInput>): Promise<{ keyId: string; apiKey: string }> {
+export async function createApiKey(
+  db: Queryable,
+  input: z.input<typeof CreateKeyInput>,
+): Promise<{ keyId: string; apiKey: string }> {
   const parsed = CreateKeyInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'key');
   const k = parsed.data;
@@ -21,7 +24,8 @@ export async function createApiKey(db: Queryable, input: z.input<typeof CreateKe
   let siteId: string | null = null;
   if (k.siteId) {
     const site = await requireSite(db, k.siteId);
-    if (site.account_id !== k.accountId) throw new ApiError('FORBIDDEN', `site ${k.siteId} belongs to another account`);
+    if (site.account_id !== k.accountId)
+      throw new ApiError('FORBIDDEN', `site ${k.siteId} belongs to another account`);
     siteId = site.id;
   }
   const key = generateApiKey();
@@ -33,8 +37,12 @@ export async function createApiKey(db: Queryable, input: z.input<typeof CreateKe
 }
 
 export async function revokeApiKey(db: Queryable, keyId: string): Promise<{ keyId: string; revoked: true }> {
-  if (!Uuid.safeParse(keyId).success) throw new ApiError('VALIDATION_FAILED', `key "${keyId}" is not a valid key id`);
-  const { rowCount } = await db.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1', [keyId]);
+  if (!Uuid.safeParse(keyId).success)
+    throw new ApiError('VALIDATION_FAILED', `key "${keyId}" is not a valid key id`);
+  const { rowCount } = await db.query(
+    'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1',
+    [keyId],
+  );
   if (!rowCount) throw new ApiError('NOT_FOUND', `key ${keyId} does not exist`);
   return { keyId, revoked: true };
 }
@@ -49,7 +57,13 @@ export interface KeyListItem {
 
 export async function listApiKeys(db: Queryable, accountId: string): Promise<{ keys: KeyListItem[] }> {
   await requireAccount(db, accountId);
-  const { rows } = await db.query<{ id: string; name: string | null; site_id: string | null; created_at: Date; revoked_at: Date | null }>(
+  const { rows } = await db.query<{
+    id: string;
+    name: string | null;
+    site_id: string | null;
+    created_at: Date;
+    revoked_at: Date | null;
+  }>(
     `SELECT id, name, site_id, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`,
     [accountId],
   );

@@ -18,14 +18,19 @@ export const ForwardUrl = z
   .refine((u) => /^https?:\/\//i.test(u), 'must be an http:// or https:// URL');
 
 /** Telegram's own rule for secret tokens, so that a backend that checks Telegram's header takes it unchanged. */
-export const ForwardSecret = z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1–256 characters of A–Z, a–z, 0–9, _ and -');
+export const ForwardSecret = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1–256 characters of A–Z, a–z, 0–9, _ and -');
 
 export const BotForwardingInput = z
   .object({
     forwardUrl: ForwardUrl.optional(),
     forwardSecret: ForwardSecret.optional(),
   })
-  .refine((f) => f.forwardSecret === undefined || f.forwardUrl !== undefined, { path: ['forwardSecret'], message: '--forward-secret needs --forward-url' });
+  .refine((f) => f.forwardSecret === undefined || f.forwardUrl !== undefined, {
+    path: ['forwardSecret'],
+    message: '--forward-secret needs --forward-url',
+  });
 
 export const UpdateBotInput = z
   .object({
@@ -37,14 +42,28 @@ export const UpdateBotInput = z
   })
   .superRefine((u, ctx) => {
     if (u.noForward && (u.forwardUrl !== undefined || u.forwardSecret !== undefined))
-      ctx.addIssue({ code: 'custom', path: ['noForward'], message: '--no-forward and --forward-url/--forward-secret exclude each other' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['noForward'],
+        message: '--no-forward and --forward-url/--forward-secret exclude each other',
+      });
     if (!u.noForward && u.forwardUrl === undefined && u.forwardSecret === undefined)
-      ctx.addIssue({ code: 'custom', path: ['forwardUrl'], message: 'nothing to change: give --forward-url (with --forward-secret) or --no-forward' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['forwardUrl'],
+        message: 'nothing to change: give --forward-url (with --forward-secret) or --no-forward',
+      });
   });
 
 /** The columns of a bot's forwarding, the secret sealed (it is sent with each forward, so it cannot be hashed). */
-export function forwardingColumns(box: SecretBox, f: { forwardUrl?: string | undefined; forwardSecret?: string | undefined }): { url: string | null; secretEnc: string | null } {
-  return { url: f.forwardUrl ?? null, secretEnc: f.forwardSecret === undefined ? null : box.seal(f.forwardSecret) };
+export function forwardingColumns(
+  box: SecretBox,
+  f: { forwardUrl?: string | undefined; forwardSecret?: string | undefined },
+): { url: string | null; secretEnc: string | null } {
+  return {
+    url: f.forwardUrl ?? null,
+    secretEnc: f.forwardSecret === undefined ? null : box.seal(f.forwardSecret),
+  };
 }
 
 /**
@@ -62,7 +81,11 @@ export async function saveBotForwarding(
   const u = parsed.data;
   const cols = forwardingColumns(deps.box, u);
   // One statement, the row locked first: two concurrent changes are applied one after the other.
-  const { rows } = await deps.pool.query<{ forward_url: string | null; was_forwarding: boolean; webhook_set: boolean }>(
+  const { rows } = await deps.pool.query<{
+    forward_url: string | null;
+    was_forwarding: boolean;
+    webhook_set: boolean;
+  }>(
     `WITH old AS (SELECT id, forward_url IS NOT NULL AS was_forwarding FROM bots WHERE id = $1 AND removed_at IS NULL FOR UPDATE)
      UPDATE bots b SET
        forward_url = CASE WHEN $4 THEN NULL ELSE COALESCE($2, b.forward_url) END,
@@ -75,7 +98,15 @@ export async function saveBotForwarding(
   const row = rows[0];
   if (!row) throw new ApiError('NOT_FOUND', `bot ${u.botId} does not exist (or was removed)`);
   if (row.forward_url === null && !u.noForward) {
-    throw new ApiError('VALIDATION_FAILED', 'the bot forwards nowhere yet: --forward-secret needs --forward-url');
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      'the bot forwards nowhere yet: --forward-secret needs --forward-url',
+    );
   }
-  return { botId: u.botId, forwardUrl: row.forward_url, toggled: row.was_forwarding !== (row.forward_url !== null), webhookSet: row.webhook_set };
+  return {
+    botId: u.botId,
+    forwardUrl: row.forward_url,
+    toggled: row.was_forwarding !== (row.forward_url !== null),
+    webhookSet: row.webhook_set,
+  };
 }

@@ -8,7 +8,10 @@ import { setBotWebhook } from './bots.js';
  * forwarding bot asks Telegram for every update type (its backend answers messages and buttons)
  * and one that does not only for Capigram's own; that also gives the webhook a new secret.
  */
-export async function updateBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof UpdateBotInput>): Promise<{ botId: string; forwardUrl: string | null; webhookUrl?: string }> {
+export async function updateBot(
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
+  input: z.input<typeof UpdateBotInput>,
+): Promise<{ botId: string; forwardUrl: string | null; webhookUrl?: string }> {
   const saved = await saveBotForwarding(deps, input);
   const out = { botId: saved.botId, forwardUrl: saved.forwardUrl };
   if (!saved.toggled || !saved.webhookSet) return out;

@@ -32,7 +32,10 @@ export function webhookUrlFor(publicUrl: string, botId: string): string {
  * second waits on the first's uncommitted row, then is refused without calling setWebhook. When
  * Telegram refuses the webhook the insert is rolled back and nothing is stored.
  */
-export async function addBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof AddBotInput>): Promise<{ botId: string; webhookUrl: string }> {
+export async function addBot(
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
+  input: z.input<typeof AddBotInput>,
+): Promise<{ botId: string; webhookUrl: string }> {
   const parsed = AddBotInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'bot');
   const b = parsed.data;
@@ -52,8 +55,13 @@ export async function addBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input:
       // Telegram sends a bot's updates to one webhook only: a bot shared by two accounts would
       // leave one of them deaf, so it belongs to one account. The lock serialises concurrent adds
       // of one bot (the unique key is per account, so it cannot decide this by itself).
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:bot:' || $1::text, 0))`, [me.id]);
-      const taken = await tx.query('SELECT 1 FROM bots WHERE telegram_bot_id = $1 AND account_id <> $2 AND removed_at IS NULL LIMIT 1', [me.id, b.accountId]);
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:bot:' || $1::text, 0))`, [
+        me.id,
+      ]);
+      const taken = await tx.query(
+        'SELECT 1 FROM bots WHERE telegram_bot_id = $1 AND account_id <> $2 AND removed_at IS NULL LIMIT 1',
+        [me.id, b.accountId],
+      );
       if (taken.rowCount !== 0) {
         throw new ApiError(
           'VALIDATION_FAILED',
@@ -64,17 +72,40 @@ export async function addBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input:
         `INSERT INTO bots (id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, webhook_url, webhook_set_at, forward_url, forward_secret_enc, webhook_allowed_updates)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
         [
-          botId, b.accountId, me.id, me.username ?? null, deps.box.seal(b.token), hashApiKey(secret), webhookUrl, b.webhook ? new Date() : null, forward.url, forward.secretEnc,
+          botId,
+          b.accountId,
+          me.id,
+          me.username ?? null,
+          deps.box.seal(b.token),
+          hashApiKey(secret),
+          webhookUrl,
+          b.webhook ? new Date() : null,
+          forward.url,
+          forward.secretEnc,
           b.webhook ? allowedUpdatesFor(forward.url !== null) : null,
         ],
       );
       if (!b.webhook) return;
-      await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: allowedUpdatesFor(forward.url !== null), max_connections: 40 }).catch((err: unknown) => {
-        throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL; use --no-webhook to skip)`);
-      });
+      await tg
+        .setWebhook({
+          url: webhookUrl,
+          secret_token: secret,
+          allowed_updates: allowedUpdatesFor(forward.url !== null),
+          max_connections: 40,
+        })
+        .catch((err: unknown) => {
+          throw refusal(
+            err,
+            `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL; use --no-webhook to skip)`,
+          );
+        });
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new ApiError('VALIDATION_FAILED', `bot @${me.username ?? me.id} is already registered for this account`);
+    if ((err as { code?: string }).code === '23505')
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `bot @${me.username ?? me.id} is already registered for this account`,
+      );
     throw err;
   }
   return { botId, webhookUrl };
@@ -82,7 +113,12 @@ export async function addBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input:
 
 function refusal(err: unknown, what: string): ApiError {
   if (err instanceof TelegramError) {
-    const why = err.kind === 'unauthorized' ? 'invalid token' : err.kind === 'network' ? 'Telegram unreachable' : err.message;
+    const why =
+      err.kind === 'unauthorized'
+        ? 'invalid token'
+        : err.kind === 'network'
+          ? 'Telegram unreachable'
+          : err.message;
     return new ApiError('VALIDATION_FAILED', `${what}: ${why}`);
   }
   return new ApiError('VALIDATION_FAILED', `${what}: ${String(err)}`);
@@ -110,7 +146,8 @@ export async function findBot(db: Queryable, botId: string): Promise<BotRow | nu
 
 /** A bot in use, or NOT_FOUND naming it. */
 async function requireBot(db: Queryable, botId: string): Promise<BotRow> {
-  if (!Uuid.safeParse(botId).success) throw new ApiError('VALIDATION_FAILED', `bot "${botId}" is not a valid id`);
+  if (!Uuid.safeParse(botId).success)
+    throw new ApiError('VALIDATION_FAILED', `bot "${botId}" is not a valid id`);
   const bot = await findBot(db, botId);
   if (!bot) throw new ApiError('NOT_FOUND', `bot ${botId} does not exist (or was removed)`);
   return bot;
@@ -134,7 +171,13 @@ export interface BotListItem {
 export async function listBots(db: Queryable, accountId?: string): Promise<{ bots: BotListItem[] }> {
   if (accountId !== undefined) await requireAccount(db, accountId);
   const { rows } = await db.query<{
-    id: string; account_id: string; telegram_bot_id: number; username: string | null; webhook_url: string | null; webhook_set_at: Date | null; channels: number;
+    id: string;
+    account_id: string;
+    telegram_bot_id: number;
+    username: string | null;
+    webhook_url: string | null;
+    webhook_set_at: Date | null;
+    channels: number;
     forward_url: string | null;
   }>(
     `SELECT b.id, b.account_id, b.telegram_bot_id, b.username, b.webhook_url, b.webhook_set_at, b.forward_url,
@@ -164,9 +207,15 @@ export async function listBots(db: Queryable, accountId?: string): Promise<{ bot
  * with the new secret are refused and it sends them again). The bot's row lock serialises two
  * concurrent calls.
  */
-export async function setBotWebhook(deps: Pick<Deps, 'pool' | 'box' | 'config'>, botId: string): Promise<{ botId: string; webhookUrl: string }> {
+export async function setBotWebhook(
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
+  botId: string,
+): Promise<{ botId: string; webhookUrl: string }> {
   const bot = await requireBot(deps.pool, botId);
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc) });
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(bot.token_enc),
+  });
   const secret = randomBytes(32).toString('base64url');
   const webhookUrl = webhookUrlFor(deps.config.PUBLIC_URL, bot.id);
   await withTx(deps.pool, async (tx) => {
@@ -175,9 +224,16 @@ export async function setBotWebhook(deps: Pick<Deps, 'pool' | 'box' | 'config'>,
       [bot.id, hashApiKey(secret), webhookUrl, allowedUpdatesFor(bot.forward_url !== null)],
     );
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
-    await tg.setWebhook({ url: webhookUrl, secret_token: secret, allowed_updates: allowedUpdatesFor(bot.forward_url !== null), max_connections: 40 }).catch((err: unknown) => {
-      throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL)`);
-    });
+    await tg
+      .setWebhook({
+        url: webhookUrl,
+        secret_token: secret,
+        allowed_updates: allowedUpdatesFor(bot.forward_url !== null),
+        max_connections: 40,
+      })
+      .catch((err: unknown) => {
+        throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL)`);
+      });
   });
   return { botId: bot.id, webhookUrl };
 }
@@ -190,22 +246,48 @@ export async function setBotWebhook(deps: Pick<Deps, 'pool' | 'box' | 'config'>,
  * If Telegram cannot be told (token revoked, Telegram unreachable), the bot is removed all the
  * same and the answer says so: updates Telegram still sends are refused.
  */
-export async function removeBot(deps: Pick<Deps, 'pool' | 'box' | 'config'>, botId: string): Promise<{ botId: string; removed: true; channelsDeactivated: number; webhookDeleted: boolean; warning?: string }> {
+export async function removeBot(
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
+  botId: string,
+): Promise<{
+  botId: string;
+  removed: true;
+  channelsDeactivated: number;
+  webhookDeleted: boolean;
+  warning?: string;
+}> {
   const bot = await requireBot(deps.pool, botId);
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc) });
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(bot.token_enc),
+  });
   let warning: string | undefined;
   await tg.deleteWebhook().catch((err: unknown) => {
     warning = `${refusal(err, 'Telegram could not be told to stop sending updates (deleteWebhook)').message}; updates it still sends are refused`;
   });
   const channelsDeactivated = await withTx(deps.pool, async (tx) => {
-    const { rowCount } = await tx.query('UPDATE bots SET removed_at = now(), webhook_set_at = NULL WHERE id = $1 AND removed_at IS NULL', [bot.id]);
+    const { rowCount } = await tx.query(
+      'UPDATE bots SET removed_at = now(), webhook_set_at = NULL WHERE id = $1 AND removed_at IS NULL',
+      [bot.id],
+    );
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
-    const channels = await tx.query('UPDATE channels SET active = false WHERE bot_id = $1 AND active', [bot.id]);
+    const channels = await tx.query('UPDATE channels SET active = false WHERE bot_id = $1 AND active', [
+      bot.id,
+    ]);
     // A site whose default channel was one of them names none until the operator picks one (or
     // adds a channel, which becomes the default as a site's first does): never a channel that
     // hands out no links.
-    await tx.query('UPDATE sites SET default_channel_id = NULL WHERE default_channel_id IN (SELECT id FROM channels WHERE bot_id = $1)', [bot.id]);
+    await tx.query(
+      'UPDATE sites SET default_channel_id = NULL WHERE default_channel_id IN (SELECT id FROM channels WHERE bot_id = $1)',
+      [bot.id],
+    );
     return channels.rowCount ?? 0;
   });
-  return { botId: bot.id, removed: true, channelsDeactivated, webhookDeleted: warning === undefined, ...(warning === undefined ? {} : { warning }) };
+  return {
+    botId: bot.id,
+    removed: true,
+    channelsDeactivated,
+    webhookDeleted: warning === undefined,
+    ...(warning === undefined ? {} : { warning }),
+  };
 }

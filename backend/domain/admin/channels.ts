@@ -42,7 +42,14 @@ const ChannelFields = z.object({
 });
 
 /** What `channel update --clear` can take back, by flag name. */
-export const CLEARABLE = ['username', 'custom-event-name', 'value', 'manual-value', 'public-invite-url', 'welcome-text'] as const;
+export const CLEARABLE = [
+  'username',
+  'custom-event-name',
+  'value',
+  'manual-value',
+  'public-invite-url',
+  'welcome-text',
+] as const;
 type Clearable = (typeof CLEARABLE)[number];
 /** The fields each one clears. */
 const CLEARS: Record<Clearable, readonly (keyof z.infer<typeof ChannelFields>)[]> = {
@@ -58,11 +65,23 @@ export const AddChannelInput = ChannelFields.superRefine((c, ctx) => {
   if ((c.value === undefined) !== (c.currency === undefined))
     ctx.addIssue({ code: 'custom', path: ['currency'], message: '--value and --currency go together' });
   if (c.manualValue && c.eventType !== 'Purchase')
-    ctx.addIssue({ code: 'custom', path: ['manualValue'], message: '--manual-value needs --event-type Purchase' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['manualValue'],
+      message: '--manual-value needs --event-type Purchase',
+    });
   if (c.manualValue && c.value !== undefined)
-    ctx.addIssue({ code: 'custom', path: ['manualValue'], message: '--manual-value and a fixed --value exclude each other' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['manualValue'],
+      message: '--manual-value and a fixed --value exclude each other',
+    });
   if (c.eventType === 'Custom' && !c.customEventName)
-    ctx.addIssue({ code: 'custom', path: ['customEventName'], message: 'a Custom event type needs a custom event name' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['customEventName'],
+      message: 'a Custom event type needs a custom event name',
+    });
 });
 type ChannelInput = z.infer<typeof AddChannelInput>;
 
@@ -83,8 +102,16 @@ export interface ChatFacts {
   failure?: TelegramError;
 }
 
-async function learnChat(deps: Pick<Deps, 'box' | 'config'>, bot: BotRow, chatId: number): Promise<ChatFacts> {
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc), timeoutMs: 3000 });
+async function learnChat(
+  deps: Pick<Deps, 'box' | 'config'>,
+  bot: BotRow,
+  chatId: number,
+): Promise<ChatFacts> {
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(bot.token_enc),
+    timeoutMs: 3000,
+  });
   const failures: TelegramError[] = [];
   const failed = (err: unknown) => {
     failures.push(err instanceof TelegramError ? err : new TelegramError('getChat', 'network', String(err)));
@@ -110,7 +137,8 @@ async function learnChat(deps: Pick<Deps, 'box' | 'config'>, bot: BotRow, chatId
 export function telegramRefusal(facts: ChatFacts, chatId: number, bot: string): string | null {
   const skip = 'or add it anyway with --skip-telegram-check';
   if (facts.failure && facts.failure.kind !== 'api') {
-    const why = facts.failure.kind === 'unauthorized' ? "Telegram refused the bot's token" : facts.failure.message;
+    const why =
+      facts.failure.kind === 'unauthorized' ? "Telegram refused the bot's token" : facts.failure.message;
     return `chat ${chatId} could not be checked with Telegram (${why}): try again, ${skip}`;
   }
   if (facts.chat === null || facts.status === null) {
@@ -118,7 +146,8 @@ export function telegramRefusal(facts: ChatFacts, chatId: number, bot: string): 
   }
   if (!facts.status.isAdmin) {
     const st = facts.status.status;
-    const is = st === 'left' || st === 'kicked' ? `not a member (${st})` : st === 'member' ? 'only a member' : st;
+    const is =
+      st === 'left' || st === 'kicked' ? `not a member (${st})` : st === 'member' ? 'only a member' : st;
     return `${bot} is ${is} of chat ${chatId}, not an administrator: make it an administrator with the right to invite users ("Invite users via link"), ${skip}`;
   }
   if (!facts.status.canInvite) {
@@ -139,9 +168,15 @@ function botName(bot: BotRow): string {
  * a warning, since anyone may join from the chat's preview instead (tdlib/telegram-bot-api#428).
  * Returns the warnings. `isPublic` is null when neither Telegram nor the input tells.
  */
-function judgeChat(c: Pick<ChannelInput, 'username' | 'inviteMode' | 'telegramChannelId'>, facts: ChatFacts): { isPublic: boolean | null; username: string | null; warnings: string[] } {
+function judgeChat(
+  c: Pick<ChannelInput, 'username' | 'inviteMode' | 'telegramChannelId'>,
+  facts: ChatFacts,
+): { isPublic: boolean | null; username: string | null; warnings: string[] } {
   if (facts.chat?.type === 'group' || facts.chat?.type === 'private')
-    throw new ApiError('VALIDATION_FAILED', `chat ${c.telegramChannelId} is a ${facts.chat.type === 'group' ? 'basic group' : 'private chat'}: only channels and supergroups can be tracked`);
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `chat ${c.telegramChannelId} is a ${facts.chat.type === 'group' ? 'basic group' : 'private chat'}: only channels and supergroups can be tracked`,
+    );
   // Telegram's answer decides whether the chat is public; the operator's --username stands in when
   // Telegram did not answer.
   const isPublic = facts.chat ? facts.chat.username !== null : c.username !== undefined ? true : null;
@@ -167,14 +202,18 @@ function judgeChat(c: Pick<ChannelInput, 'username' | 'inviteMode' | 'telegramCh
  * effort: a channel can be added before the bot is promoted; my_chat_member and the periodic
  * rights check keep the status current afterwards.
  */
-export async function addChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof AddChannelInput>): Promise<{ channelId: string; warnings: string[] }> {
+export async function addChannel(
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
+  input: z.input<typeof AddChannelInput>,
+): Promise<{ channelId: string; warnings: string[] }> {
   const parsed = AddChannelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'channel');
   const c = parsed.data;
   const site = await requireSite(deps.pool, c.siteId);
   const bot = await findBot(deps.pool, c.botId);
   if (!bot) throw new ApiError('NOT_FOUND', `bot ${c.botId} does not exist`);
-  if (bot.account_id !== site.account_id) throw new ApiError('FORBIDDEN', 'the bot belongs to another account than the site');
+  if (bot.account_id !== site.account_id)
+    throw new ApiError('FORBIDDEN', 'the bot belongs to another account than the site');
 
   const facts = await learnChat(deps, bot, c.telegramChannelId);
   const refusal = c.requireTelegram ? telegramRefusal(facts, c.telegramChannelId, botName(bot)) : null;
@@ -190,18 +229,38 @@ export async function addChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>, in
          chat_is_public, join_requests, welcome_text)
        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20) RETURNING id`,
       [
-        site.id, bot.id, c.telegramChannelId, c.title, username, c.funnelOrder, c.eventType, c.customEventName ?? null,
-        c.value ?? null, c.currency ?? null, c.manualValue, c.inviteMode, c.publicInviteUrl ?? null,
-        status?.status ?? null, status?.isAdmin ?? null, status?.canInvite ?? null, status ? new Date() : null, isPublic,
-        c.joinRequests, c.welcomeText ?? null,
+        site.id,
+        bot.id,
+        c.telegramChannelId,
+        c.title,
+        username,
+        c.funnelOrder,
+        c.eventType,
+        c.customEventName ?? null,
+        c.value ?? null,
+        c.currency ?? null,
+        c.manualValue,
+        c.inviteMode,
+        c.publicInviteUrl ?? null,
+        status?.status ?? null,
+        status?.isAdmin ?? null,
+        status?.canInvite ?? null,
+        status ? new Date() : null,
+        isPublic,
+        c.joinRequests,
+        c.welcomeText ?? null,
       ],
     );
     channelId = rows[0]!.id;
   } catch (err) {
     const e = err as { code?: string; constraint?: string };
     if (e.code === '23505' && e.constraint === 'channels_bot_chat_active')
-      throw new ApiError('VALIDATION_FAILED', `channel ${c.telegramChannelId} is already added with this bot (on another site); a bot's chat leads to one channel`);
-    if (e.code === '23505') throw new ApiError('VALIDATION_FAILED', `channel ${c.telegramChannelId} is already on this site`);
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `channel ${c.telegramChannelId} is already added with this bot (on another site); a bot's chat leads to one channel`,
+      );
+    if (e.code === '23505')
+      throw new ApiError('VALIDATION_FAILED', `channel ${c.telegramChannelId} is already on this site`);
     throw err;
   }
   // The first channel of a site becomes its default; --default moves the default.
@@ -216,14 +275,30 @@ export async function addChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>, in
  * Changes a channel's settings. The result is checked by the rules of `channel add` (the chat asked
  * about again), so no update makes a channel that could not have been added.
  */
-export async function updateChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>, input: z.input<typeof UpdateChannelInput>): Promise<{ channelId: string; warnings: string[] }> {
+export async function updateChannel(
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
+  input: z.input<typeof UpdateChannelInput>,
+): Promise<{ channelId: string; warnings: string[] }> {
   const parsed = UpdateChannelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'channel');
   const u = parsed.data;
   const { rows } = await deps.pool.query<{
-    site_id: string; bot_id: string; telegram_chat_id: string; title: string; username: string | null; funnel_order: number; event_type: string;
-    custom_event_name: string | null; fixed_value: string | null; fixed_currency: string | null; manual_value: boolean; invite_mode: string;
-    public_invite_url: string | null; is_default: boolean; join_requests: string; welcome_text: string | null;
+    site_id: string;
+    bot_id: string;
+    telegram_chat_id: string;
+    title: string;
+    username: string | null;
+    funnel_order: number;
+    event_type: string;
+    custom_event_name: string | null;
+    fixed_value: string | null;
+    fixed_currency: string | null;
+    manual_value: boolean;
+    invite_mode: string;
+    public_invite_url: string | null;
+    is_default: boolean;
+    join_requests: string;
+    welcome_text: string | null;
   }>(
     `SELECT c.site_id, c.bot_id, c.telegram_chat_id::text, c.title, c.username, c.funnel_order, c.event_type, c.custom_event_name,
        c.fixed_value::text, c.fixed_currency::text, c.manual_value, c.invite_mode, c.public_invite_url, s.default_channel_id = c.id AS is_default,
@@ -235,17 +310,33 @@ export async function updateChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>,
   if (!cur) throw new ApiError('NOT_FOUND', `channel ${u.channelId} does not exist`);
   // Only the fields the caller gave: the schema's defaults must not overwrite stored settings.
   const given = input as Record<string, unknown>;
-  const defined = Object.fromEntries(Object.entries(u).filter(([k, v]) => v !== undefined && given[k] !== undefined && k !== 'channelId' && k !== 'clear'));
+  const defined = Object.fromEntries(
+    Object.entries(u).filter(
+      ([k, v]) => v !== undefined && given[k] !== undefined && k !== 'channelId' && k !== 'clear',
+    ),
+  );
   const stored: Record<string, unknown> = {
-    siteId: cur.site_id, botId: cur.bot_id, telegramChannelId: cur.telegram_chat_id, title: cur.title, username: cur.username ?? undefined,
-    funnelOrder: cur.funnel_order, eventType: cur.event_type, customEventName: cur.custom_event_name ?? undefined,
-    value: cur.fixed_value ?? undefined, currency: cur.fixed_currency ?? undefined, manualValue: cur.manual_value,
-    isDefault: false, inviteMode: cur.invite_mode, publicInviteUrl: cur.public_invite_url ?? undefined,
-    joinRequests: cur.join_requests, welcomeText: cur.welcome_text ?? undefined,
+    siteId: cur.site_id,
+    botId: cur.bot_id,
+    telegramChannelId: cur.telegram_chat_id,
+    title: cur.title,
+    username: cur.username ?? undefined,
+    funnelOrder: cur.funnel_order,
+    eventType: cur.event_type,
+    customEventName: cur.custom_event_name ?? undefined,
+    value: cur.fixed_value ?? undefined,
+    currency: cur.fixed_currency ?? undefined,
+    manualValue: cur.manual_value,
+    isDefault: false,
+    inviteMode: cur.invite_mode,
+    publicInviteUrl: cur.public_invite_url ?? undefined,
+    joinRequests: cur.join_requests,
+    welcomeText: cur.welcome_text ?? undefined,
   };
   for (const name of u.clear) {
     for (const field of CLEARS[name]) {
-      if (field in defined) throw new ApiError('VALIDATION_FAILED', `--clear ${name} and a new value for it cannot go together`);
+      if (field in defined)
+        throw new ApiError('VALIDATION_FAILED', `--clear ${name} and a new value for it cannot go together`);
       stored[field] = field === 'manualValue' ? false : undefined;
     }
   }
@@ -265,12 +356,31 @@ export async function updateChannel(deps: Pick<Deps, 'pool' | 'box' | 'config'>,
        bot_status_at = COALESCE($16, bot_status_at), join_requests = $17, welcome_text = $18
      WHERE id = $1`,
     [
-      u.channelId, c.title, username, c.funnelOrder, c.eventType, c.customEventName ?? null, c.value ?? null, c.currency ?? null,
-      c.manualValue, c.inviteMode, c.publicInviteUrl ?? null, isPublic, facts.status?.status ?? null, facts.status?.isAdmin ?? null,
-      facts.status?.canInvite ?? null, facts.status ? new Date() : null, c.joinRequests, c.welcomeText ?? null,
+      u.channelId,
+      c.title,
+      username,
+      c.funnelOrder,
+      c.eventType,
+      c.customEventName ?? null,
+      c.value ?? null,
+      c.currency ?? null,
+      c.manualValue,
+      c.inviteMode,
+      c.publicInviteUrl ?? null,
+      isPublic,
+      facts.status?.status ?? null,
+      facts.status?.isAdmin ?? null,
+      facts.status?.canInvite ?? null,
+      facts.status ? new Date() : null,
+      c.joinRequests,
+      c.welcomeText ?? null,
     ],
   );
-  if (c.isDefault) await deps.pool.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [cur.site_id, u.channelId]);
+  if (c.isDefault)
+    await deps.pool.query('UPDATE sites SET default_channel_id = $2 WHERE id = $1', [
+      cur.site_id,
+      u.channelId,
+    ]);
   return { channelId: u.channelId, warnings };
 }
 
@@ -291,11 +401,24 @@ export interface ChannelListItem {
   welcomeText: boolean;
 }
 
-export async function listChannels(db: Queryable, siteIdOrWebsiteId: string): Promise<{ channels: ChannelListItem[] }> {
+export async function listChannels(
+  db: Queryable,
+  siteIdOrWebsiteId: string,
+): Promise<{ channels: ChannelListItem[] }> {
   const site = await requireSite(db, siteIdOrWebsiteId);
   const { rows } = await db.query<{
-    id: string; telegram_chat_id: number; title: string; username: string | null; funnel_order: number; event_type: string;
-    bot_is_admin: boolean | null; bot_can_invite: boolean | null; bot_status: string | null; pool_size: number; join_requests: string; has_welcome: boolean;
+    id: string;
+    telegram_chat_id: number;
+    title: string;
+    username: string | null;
+    funnel_order: number;
+    event_type: string;
+    bot_is_admin: boolean | null;
+    bot_can_invite: boolean | null;
+    bot_status: string | null;
+    pool_size: number;
+    join_requests: string;
+    has_welcome: boolean;
   }>(
     `SELECT c.id, c.telegram_chat_id, c.title, c.username, c.funnel_order, c.event_type, c.bot_is_admin, c.bot_can_invite, c.bot_status,
        c.join_requests, c.welcome_text IS NOT NULL AS has_welcome,

@@ -36,22 +36,35 @@ interface ChannelBot {
 }
 
 async function requireChannel(db: Queryable, channelId: string): Promise<ChannelBot> {
-  if (!Uuid.safeParse(channelId).success) throw new ApiError('VALIDATION_FAILED', `channel "${channelId}" is not a valid id`);
+  if (!Uuid.safeParse(channelId).success)
+    throw new ApiError('VALIDATION_FAILED', `channel "${channelId}" is not a valid id`);
   const { rows } = await db.query<ChannelBot>(
     `SELECT c.id, c.bot_id, c.telegram_chat_id::text, b.token_enc FROM channels c JOIN bots b ON b.id = c.bot_id
      WHERE c.id = $1 AND c.active AND b.removed_at IS NULL`,
     [channelId],
   );
-  if (!rows[0]) throw new ApiError('NOT_FOUND', `channel ${channelId} does not exist (or is no longer active)`);
+  if (!rows[0])
+    throw new ApiError('NOT_FOUND', `channel ${channelId} does not exist (or is no longer active)`);
   return rows[0];
 }
 
 /** The channel's held requests, oldest first. */
-export async function listHeldRequests(db: Queryable, channelId: string): Promise<{ requests: HeldRequest[] }> {
+export async function listHeldRequests(
+  db: Queryable,
+  channelId: string,
+): Promise<{ requests: HeldRequest[] }> {
   const channel = await requireChannel(db, channelId);
-  const { rows } = await db.query<{ user_id: string; attributed: boolean; occurred_at: Date }>(HELD_SQL, [channel.id]);
+  const { rows } = await db.query<{ user_id: string; attributed: boolean; occurred_at: Date }>(HELD_SQL, [
+    channel.id,
+  ]);
   rows.sort((a, b) => a.occurred_at.getTime() - b.occurred_at.getTime());
-  return { requests: rows.map((r) => ({ telegramUserId: Number(r.user_id), attributed: r.attributed, requestedAt: r.occurred_at.toISOString() })) };
+  return {
+    requests: rows.map((r) => ({
+      telegramUserId: Number(r.user_id),
+      attributed: r.attributed,
+      requestedAt: r.occurred_at.toISOString(),
+    })),
+  };
 }
 
 export const DecideInput = z.object({
@@ -74,7 +87,11 @@ export async function decideJoinRequest(
   const { telegramUserId: userId, decision } = parsed.data;
   const channel = await requireChannel(deps.pool, parsed.data.channelId);
   const chatId = Number(channel.telegram_chat_id);
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(channel.token_enc), timeoutMs: 10_000 });
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(channel.token_enc),
+    timeoutMs: 10_000,
+  });
   try {
     if (decision === 'approve') await tg.approveChatJoinRequest({ chat_id: chatId, user_id: userId });
     else await tg.declineChatJoinRequest({ chat_id: chatId, user_id: userId });
@@ -95,15 +112,34 @@ export function telegramRefusal(err: unknown, userId: number): ApiError {
   if (!(err instanceof TelegramError)) throw err;
   const m = err.message;
   if (/HIDE_REQUESTER_MISSING/i.test(m)) {
-    return new ApiError('NOT_FOUND', `user ${userId} has no pending join request in this channel (Telegram: HIDE_REQUESTER_MISSING): it was approved or declined already, or withdrawn`);
+    return new ApiError(
+      'NOT_FOUND',
+      `user ${userId} has no pending join request in this channel (Telegram: HIDE_REQUESTER_MISSING): it was approved or declined already, or withdrawn`,
+    );
   }
-  if (/USER_ALREADY_PARTICIPANT/i.test(m)) return new ApiError('VALIDATION_FAILED', `user ${userId} is already a member of the channel`);
-  if (/USER_CHANNELS_TOO_MUCH/i.test(m)) return new ApiError('VALIDATION_FAILED', `user ${userId} is in too many channels and groups already (Telegram's limit): they cannot join`);
+  if (/USER_ALREADY_PARTICIPANT/i.test(m))
+    return new ApiError('VALIDATION_FAILED', `user ${userId} is already a member of the channel`);
+  if (/USER_CHANNELS_TOO_MUCH/i.test(m))
+    return new ApiError(
+      'VALIDATION_FAILED',
+      `user ${userId} is in too many channels and groups already (Telegram's limit): they cannot join`,
+    );
   if (/CHAT_ADMIN_REQUIRED|not enough rights|USER_NOT_MUTUAL_CONTACT|bot is not a member/i.test(m)) {
-    return new ApiError('VALIDATION_FAILED', "the bot cannot decide join requests in this channel: make it an administrator with the right to add members");
+    return new ApiError(
+      'VALIDATION_FAILED',
+      'the bot cannot decide join requests in this channel: make it an administrator with the right to add members',
+    );
   }
-  if (err.kind === 'rate_limited') return new ApiError('RATE_LIMITED', `Telegram asks to wait ${err.retryAfterSec ?? 1} s (flood control); try again then`);
-  if (err.kind === 'unauthorized') return new ApiError('VALIDATION_FAILED', "Telegram refused the bot's token (revoked?); add the bot again with its new token");
+  if (err.kind === 'rate_limited')
+    return new ApiError(
+      'RATE_LIMITED',
+      `Telegram asks to wait ${err.retryAfterSec ?? 1} s (flood control); try again then`,
+    );
+  if (err.kind === 'unauthorized')
+    return new ApiError(
+      'VALIDATION_FAILED',
+      "Telegram refused the bot's token (revoked?); add the bot again with its new token",
+    );
   if (err.kind === 'network') return new ApiError('UNAVAILABLE', 'Telegram is unreachable; try again later');
   return new ApiError('VALIDATION_FAILED', `Telegram refused: ${m}`);
 }
@@ -114,8 +150,18 @@ export interface HeldRequestLine extends HeldRequest {
 }
 
 /** The held requests of a site's active channels, for the dashboard: oldest first, at most `limit`. */
-export async function heldRequestsOfSite(db: Queryable, siteId: string, limit = 200): Promise<HeldRequestLine[]> {
-  const { rows } = await db.query<{ channel_id: string; title: string; user_id: string; attributed: boolean; occurred_at: Date }>(
+export async function heldRequestsOfSite(
+  db: Queryable,
+  siteId: string,
+  limit = 200,
+): Promise<HeldRequestLine[]> {
+  const { rows } = await db.query<{
+    channel_id: string;
+    title: string;
+    user_id: string;
+    attributed: boolean;
+    occurred_at: Date;
+  }>(
     `SELECT c.id AS channel_id, c.title, h.user_id, h.attributed, h.occurred_at
      FROM channels c CROSS JOIN LATERAL (${HELD_SQL.replace('$1', 'c.id')}) h
      WHERE c.site_id = $1 AND c.active

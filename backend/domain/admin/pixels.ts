@@ -9,16 +9,29 @@ import { Uuid } from './schemas.js';
 import { requireSite } from './sites.js';
 
 const Token = z.string().trim().min(8, 'looks too short').max(2048);
-const Id = (what: string) => z.string().trim().regex(/^[A-Za-z0-9_-]{3,64}$/, `${what} must be 3–64 letters, digits, _ or -`);
-const TestCodeValue = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'test event code must be 1–64 letters, digits, _ or -');
+const Id = (what: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_-]{3,64}$/, `${what} must be 3–64 letters, digits, _ or -`);
+const TestCodeValue = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'test event code must be 1–64 letters, digits, _ or -');
 const TestCode = TestCodeValue.optional();
 /** Google OAuth client ids look like `1234-abc.apps.googleusercontent.com`. */
-const ClientId = z.string().trim().regex(/^[A-Za-z0-9._-]{3,256}$/, 'OAuth client id must be 3–256 letters, digits, ., _ or -');
+const ClientId = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9._-]{3,256}$/, 'OAuth client id must be 3–256 letters, digits, ., _ or -');
 
 const ActionId = z
   .string()
   .trim()
-  .regex(/^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/, 'conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>')
+  .regex(
+    /^(\d{1,20}|customers\/\d{10}\/conversionActions\/\d{1,20})$/,
+    'conversion action must be 1–20 digits or customers/<10-digit customer id>/conversionActions/<1–20 digits>',
+  )
   .transform((s) => s.split('/').pop()!);
 
 const MAPPABLE = new Set<string>(CONVERSION_EVENT_TYPES);
@@ -32,7 +45,10 @@ function refuseForeignActions(entries: readonly string[] | undefined, customerId
   for (const entry of entries ?? []) {
     const named = /customers\/(\d{10})\/conversionActions\/\d+\s*$/.exec(entry)?.[1];
     if (named !== undefined && named !== customerId) {
-      throw new ApiError('VALIDATION_FAILED', `--conversion-action ${entry.trim()}: the action belongs to customer ${named}, not to this pixel's customer ${customerId}`);
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `--conversion-action ${entry.trim()}: the action belongs to customer ${named}, not to this pixel's customer ${customerId}`,
+      );
     }
   }
 }
@@ -49,14 +65,20 @@ function mappingEntry(entry: string, ctx: z.RefinementCtx, index: number): [stri
   const issue = (message: string) => ctx.addIssue({ code: 'custom', path: [index], message });
   if (key.startsWith(CUSTOM_PREFIX)) {
     const name = key.slice(CUSTOM_PREFIX.length).trim();
-    if (name === '' || name.length > 100) return void issue(`"${key}": a custom event name must be 1–100 characters`);
+    if (name === '' || name.length > 100)
+      return void issue(`"${key}": a custom event name must be 1–100 characters`);
   } else if (key !== ANY_EVENT && !MAPPABLE.has(key)) {
-    return void issue(key === 'PageView'
-      ? 'PageView is not uploaded to Google Ads'
-      : `"${key}" is not an event type: use ${[...MAPPABLE].join(', ')}, Custom:<name> or *`);
+    return void issue(
+      key === 'PageView'
+        ? 'PageView is not uploaded to Google Ads'
+        : `"${key}" is not an event type: use ${[...MAPPABLE].join(', ')}, Custom:<name> or *`,
+    );
   }
   if (!action.success) return void issue(action.error.issues[0]!.message);
-  return [key.startsWith(CUSTOM_PREFIX) ? `${CUSTOM_PREFIX}${key.slice(CUSTOM_PREFIX.length).trim()}` : key, action.data];
+  return [
+    key.startsWith(CUSTOM_PREFIX) ? `${CUSTOM_PREFIX}${key.slice(CUSTOM_PREFIX.length).trim()}` : key,
+    action.data,
+  ];
 }
 
 /** Google conversion actions per event type, given as `EVENT=ACTION_ID` entries (see `platforms/google-actions.ts`). */
@@ -76,38 +98,82 @@ const ConversionActions = z
 
 /** The credentials that let Capigram fetch Google access tokens itself, all three or none. */
 const REFRESH_FIELDS = ['refreshToken', 'clientId', 'clientSecret'] as const;
-const REFRESH_FLAGS = { refreshToken: '--refresh-token', clientId: '--client-id', clientSecret: '--client-secret' } as const;
+const REFRESH_FLAGS = {
+  refreshToken: '--refresh-token',
+  clientId: '--client-id',
+  clientSecret: '--client-secret',
+} as const;
 
 /** Per platform: what is public (kept in clear) and what is secret (encrypted at rest). */
 export const AddPixelInput = z.discriminatedUnion('platform', [
-  z.object({ platform: z.literal('meta'), siteId: z.string().min(1), pixelId: z.string().trim().regex(/^\d{5,20}$/, 'Meta pixel id must be 5–20 digits'), accessToken: Token, testEventCode: TestCode }),
-  z.object({ platform: z.literal('tiktok'), siteId: z.string().min(1), pixelCode: Id('TikTok pixel code'), accessToken: Token, testEventCode: TestCode }),
-  z.object({ platform: z.literal('snapchat'), siteId: z.string().min(1), pixelId: Id('Snap pixel id'), accessToken: Token }),
   z.object({
-    platform: z.literal('google'),
+    platform: z.literal('meta'),
     siteId: z.string().min(1),
-    customerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/, 'Google customer id must be 10 digits')),
-    conversionActions: ConversionActions,
-    validateOnly: z.boolean().optional(),
-    sendUserIpAddress: z.boolean().optional(),
-    developerToken: Token,
-    /** Short-lived (about an hour): used as it is only when no refresh token is given. */
-    oauthToken: Token.optional(),
-    refreshToken: Token.optional(),
-    clientId: ClientId.optional(),
-    clientSecret: Token.optional(),
-    loginCustomerId: z.string().trim().transform((s) => s.replace(/-/g, '')).pipe(z.string().regex(/^\d{10}$/, 'Google login customer id must be 10 digits')).optional(),
-  }).superRefine((p, ctx) => {
-    const given = REFRESH_FIELDS.filter((f) => p[f] !== undefined);
-    if (given.length === 0 && p.oauthToken === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['oauthToken'], message: 'give --oauth-token, or --refresh-token with --client-id and --client-secret' });
-    }
-    if (given.length > 0) {
-      for (const f of REFRESH_FIELDS) {
-        if (p[f] === undefined) ctx.addIssue({ code: 'custom', path: [f], message: `${REFRESH_FLAGS[f]} is required with ${given.map((g) => REFRESH_FLAGS[g]).join(', ')}` });
-      }
-    }
+    pixelId: z
+      .string()
+      .trim()
+      .regex(/^\d{5,20}$/, 'Meta pixel id must be 5–20 digits'),
+    accessToken: Token,
+    testEventCode: TestCode,
   }),
+  z.object({
+    platform: z.literal('tiktok'),
+    siteId: z.string().min(1),
+    pixelCode: Id('TikTok pixel code'),
+    accessToken: Token,
+    testEventCode: TestCode,
+  }),
+  z.object({
+    platform: z.literal('snapchat'),
+    siteId: z.string().min(1),
+    pixelId: Id('Snap pixel id'),
+    accessToken: Token,
+  }),
+  z
+    .object({
+      platform: z.literal('google'),
+      siteId: z.string().min(1),
+      customerId: z
+        .string()
+        .trim()
+        .transform((s) => s.replace(/-/g, ''))
+        .pipe(z.string().regex(/^\d{10}$/, 'Google customer id must be 10 digits')),
+      conversionActions: ConversionActions,
+      validateOnly: z.boolean().optional(),
+      sendUserIpAddress: z.boolean().optional(),
+      developerToken: Token,
+      /** Short-lived (about an hour): used as it is only when no refresh token is given. */
+      oauthToken: Token.optional(),
+      refreshToken: Token.optional(),
+      clientId: ClientId.optional(),
+      clientSecret: Token.optional(),
+      loginCustomerId: z
+        .string()
+        .trim()
+        .transform((s) => s.replace(/-/g, ''))
+        .pipe(z.string().regex(/^\d{10}$/, 'Google login customer id must be 10 digits'))
+        .optional(),
+    })
+    .superRefine((p, ctx) => {
+      const given = REFRESH_FIELDS.filter((f) => p[f] !== undefined);
+      if (given.length === 0 && p.oauthToken === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['oauthToken'],
+          message: 'give --oauth-token, or --refresh-token with --client-id and --client-secret',
+        });
+      }
+      if (given.length > 0) {
+        for (const f of REFRESH_FIELDS) {
+          if (p[f] === undefined)
+            ctx.addIssue({
+              code: 'custom',
+              path: [f],
+              message: `${REFRESH_FLAGS[f]} is required with ${given.map((g) => REFRESH_FLAGS[g]).join(', ')}`,
+            });
+        }
+      }
+    }),
 ]);
 export type AddPixelInput = z.input<typeof AddPixelInput>;
 
@@ -123,7 +189,11 @@ export type VerifyPixel = (pixel: PixelConfig) => Promise<string[]>;
  * it is refused; an advisory lock per site makes two concurrent adds of it refuse the second.
  * With `verify`, the credentials are checked with the platform first.
  */
-export async function addPixel(deps: Pick<Deps, 'pool' | 'box'>, input: AddPixelInput, opts: { verify?: VerifyPixel } = {}): Promise<{ pixelId: string; warnings: string[] }> {
+export async function addPixel(
+  deps: Pick<Deps, 'pool' | 'box'>,
+  input: AddPixelInput,
+  opts: { verify?: VerifyPixel } = {},
+): Promise<{ pixelId: string; warnings: string[] }> {
   const parsed = AddPixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
   const p = parsed.data;
@@ -157,7 +227,12 @@ export async function addPixel(deps: Pick<Deps, 'pool' | 'box'>, input: AddPixel
       };
       // With a refresh token, access tokens are fetched as needed: a given one would expire unused.
       secrets = p.refreshToken
-        ? { developerToken: p.developerToken, refreshToken: p.refreshToken, clientId: p.clientId!, clientSecret: p.clientSecret! }
+        ? {
+            developerToken: p.developerToken,
+            refreshToken: p.refreshToken,
+            clientId: p.clientId!,
+            clientSecret: p.clientSecret!,
+          }
         : { developerToken: p.developerToken, oauthToken: p.oauthToken! };
       break;
   }
@@ -165,7 +240,9 @@ export async function addPixel(deps: Pick<Deps, 'pool' | 'box'>, input: AddPixel
   const config = pixelConfigSchema.parse({ ...pub, ...secrets, platform: p.platform, testEventCode });
   const warnings = opts.verify ? await opts.verify(config) : [];
   const pixelId = await withTx(deps.pool, async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:pixels:' || $1::text, 0))`, [site.id]);
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:pixels:' || $1::text, 0))`, [
+      site.id,
+    ]);
     await refuseDuplicate(tx, site.id, p.platform, pub);
     const { rows } = await tx.query<{ id: string }>(
       `INSERT INTO pixels (site_id, platform, public_config, secrets_enc, test_event_code) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
@@ -181,7 +258,12 @@ function destinationId(pub: Record<string, unknown>): string {
   return String(pub.pixelId ?? pub.pixelCode ?? pub.customerId ?? '');
 }
 
-async function refuseDuplicate(db: Queryable, siteId: string, platform: string, pub: Record<string, unknown>): Promise<void> {
+async function refuseDuplicate(
+  db: Queryable,
+  siteId: string,
+  platform: string,
+  pub: Record<string, unknown>,
+): Promise<void> {
   const id = destinationId(pub);
   const { rows } = await db.query<{ id: string; active: boolean; public_config: Record<string, unknown> }>(
     `SELECT id, active, public_config FROM pixels
@@ -191,13 +273,24 @@ async function refuseDuplicate(db: Queryable, siteId: string, platform: string, 
   );
   const mine = new Set(Object.values((pub.conversionActions ?? {}) as Record<string, string>));
   // Two Google pixels of one customer double only the conversion actions they share.
-  const same = rows.find((r) => platform !== 'google' || Object.values((r.public_config.conversionActions ?? {}) as Record<string, string>).some((a) => mine.has(a)));
+  const same = rows.find(
+    (r) =>
+      platform !== 'google' ||
+      Object.values((r.public_config.conversionActions ?? {}) as Record<string, string>).some((a) =>
+        mine.has(a),
+      ),
+  );
   if (!same) return;
-  const what = platform === 'google' ? `Google customer ${id} with a conversion action in common` : `${platform} pixel ${id}`;
+  const what =
+    platform === 'google'
+      ? `Google customer ${id} with a conversion action in common`
+      : `${platform} pixel ${id}`;
   throw new ApiError(
     'VALIDATION_FAILED',
     `this site already has ${what} (pixel ${same.id}${same.active ? '' : ', deactivated'}); a second one would send every event twice: ` +
-      (same.active ? `change its credentials with pixel update --pixel ${same.id}` : `switch it back on with pixel activate --pixel ${same.id} (and pixel update to change its credentials)`),
+      (same.active
+        ? `change its credentials with pixel update --pixel ${same.id}`
+        : `switch it back on with pixel activate --pixel ${same.id} (and pixel update to change its credentials)`),
   );
 }
 
@@ -222,13 +315,26 @@ interface PixelListRow {
 const SUMMARY_COLUMNS = 'id, platform, public_config, test_event_code, active, created_at';
 
 function summaryOf(r: PixelListRow): PixelSummary {
-  return { pixelId: r.id, platform: r.platform, publicConfig: r.public_config, testEventCode: r.test_event_code, active: r.active, createdAt: r.created_at.toISOString() };
+  return {
+    pixelId: r.id,
+    platform: r.platform,
+    publicConfig: r.public_config,
+    testEventCode: r.test_event_code,
+    active: r.active,
+    createdAt: r.created_at.toISOString(),
+  };
 }
 
 /** A site's pixels, active or not, oldest first; never their credentials. */
-export async function listPixels(db: Queryable, siteIdOrWebsiteId: string): Promise<{ pixels: PixelSummary[] }> {
+export async function listPixels(
+  db: Queryable,
+  siteIdOrWebsiteId: string,
+): Promise<{ pixels: PixelSummary[] }> {
   const site = await requireSite(db, siteIdOrWebsiteId);
-  const { rows } = await db.query<PixelListRow>(`SELECT ${SUMMARY_COLUMNS} FROM pixels WHERE site_id = $1 ORDER BY created_at, id`, [site.id]);
+  const { rows } = await db.query<PixelListRow>(
+    `SELECT ${SUMMARY_COLUMNS} FROM pixels WHERE site_id = $1 ORDER BY created_at, id`,
+    [site.id],
+  );
   return { pixels: rows.map(summaryOf) };
 }
 
@@ -244,7 +350,10 @@ function pixelIdOf(pixelId: string): string {
  */
 export async function setPixelActive(db: Queryable, pixelId: string, active: boolean): Promise<PixelSummary> {
   const id = pixelIdOf(pixelId);
-  const { rows } = await db.query<PixelListRow>(`UPDATE pixels SET active = $2 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`, [id, active]);
+  const { rows } = await db.query<PixelListRow>(
+    `UPDATE pixels SET active = $2 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`,
+    [id, active],
+  );
   if (!rows[0]) throw new ApiError('NOT_FOUND', `pixel ${pixelId} does not exist`);
   return summaryOf(rows[0]);
 }
@@ -272,7 +381,16 @@ const UPDATABLE: Record<string, readonly UpdateField[]> = {
   meta: ['accessToken', 'testEventCode'],
   tiktok: ['accessToken', 'testEventCode'],
   snapchat: ['accessToken'],
-  google: ['oauthToken', 'refreshToken', 'clientId', 'clientSecret', 'developerToken', 'conversionActions', 'validateOnly', 'sendUserIpAddress'],
+  google: [
+    'oauthToken',
+    'refreshToken',
+    'clientId',
+    'clientSecret',
+    'developerToken',
+    'conversionActions',
+    'validateOnly',
+    'sendUserIpAddress',
+  ],
 };
 
 /** Settings kept in the pixel's public config rather than in its sealed secrets. */
@@ -287,18 +405,30 @@ function refused(path: string, message: string): ApiError {
  * Only what the platform uses may be given. On Google, refresh credentials replace a plain access
  * token; the refresh token may be rotated alone once the pixel has its client id and secret.
  */
-export async function updatePixel(deps: Pick<Deps, 'pool' | 'box'>, input: UpdatePixelInput): Promise<PixelSummary> {
+export async function updatePixel(
+  deps: Pick<Deps, 'pool' | 'box'>,
+  input: UpdatePixelInput,
+): Promise<PixelSummary> {
   const parsed = UpdatePixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
   const { pixelId, conversionActions, validateOnly, sendUserIpAddress, ...changes } = parsed.data;
   const publicChanges = { conversionActions, validateOnly, sendUserIpAddress };
   const given = [
-    ...(Object.keys(changes) as UpdateField[]).filter((k) => changes[k as keyof typeof changes] !== undefined),
+    ...(Object.keys(changes) as UpdateField[]).filter(
+      (k) => changes[k as keyof typeof changes] !== undefined,
+    ),
     ...PUBLIC_FIELDS.filter((k) => publicChanges[k] !== undefined),
   ];
-  if (given.length === 0) throw new ApiError('VALIDATION_FAILED', 'nothing to change: give at least one credential, setting or test event code');
+  if (given.length === 0)
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      'nothing to change: give at least one credential, setting or test event code',
+    );
   return withTx(deps.pool, async (tx) => {
-    const { rows } = await tx.query<PixelListRow & { secrets_enc: string }>(`SELECT ${SUMMARY_COLUMNS}, secrets_enc FROM pixels WHERE id = $1 FOR UPDATE`, [pixelId]);
+    const { rows } = await tx.query<PixelListRow & { secrets_enc: string }>(
+      `SELECT ${SUMMARY_COLUMNS}, secrets_enc FROM pixels WHERE id = $1 FOR UPDATE`,
+      [pixelId],
+    );
     const row = rows[0];
     if (!row) throw new ApiError('NOT_FOUND', `pixel ${pixelId} does not exist`);
     for (const f of given) {
@@ -316,17 +446,28 @@ export async function updatePixel(deps: Pick<Deps, 'pool' | 'box'>, input: Updat
     if (REFRESH_FIELDS.some((f) => changes[f] !== undefined)) {
       for (const f of REFRESH_FIELDS) if (changes[f] !== undefined) next[f] = changes[f];
       for (const f of REFRESH_FIELDS) {
-        if (next[f] === undefined) throw refused(f, `${REFRESH_FLAGS[f]} is required: the pixel has no ${f === 'refreshToken' ? 'refresh token' : f === 'clientId' ? 'OAuth client id' : 'OAuth client secret'} yet`);
+        if (next[f] === undefined)
+          throw refused(
+            f,
+            `${REFRESH_FLAGS[f]} is required: the pixel has no ${f === 'refreshToken' ? 'refresh token' : f === 'clientId' ? 'OAuth client id' : 'OAuth client secret'} yet`,
+          );
       }
       delete next.oauthToken;
     } else if (changes.oauthToken !== undefined) {
-      if (secrets.refreshToken !== undefined) throw refused('oauthToken', 'this pixel fetches its access tokens with a refresh token, so --oauth-token would not be used; give --refresh-token to replace it');
+      if (secrets.refreshToken !== undefined)
+        throw refused(
+          'oauthToken',
+          'this pixel fetches its access tokens with a refresh token, so --oauth-token would not be used; give --refresh-token to replace it',
+        );
       next.oauthToken = changes.oauthToken;
     }
     const testEventCode = changes.testEventCode === undefined ? row.test_event_code : changes.testEventCode;
     const pub: Record<string, unknown> = { ...row.public_config };
     if (conversionActions !== undefined) {
-      refuseForeignActions((input as { conversionActions?: string[] }).conversionActions, String(pub.customerId));
+      refuseForeignActions(
+        (input as { conversionActions?: string[] }).conversionActions,
+        String(pub.customerId),
+      );
       pub.conversionActions = conversionActions;
     }
     for (const flag of ['validateOnly', 'sendUserIpAddress'] as const) {
@@ -335,7 +476,10 @@ export async function updatePixel(deps: Pick<Deps, 'pool' | 'box'>, input: Updat
     }
     const complete = pixelConfigSchema.safeParse({ ...pub, ...next, platform: row.platform, testEventCode });
     if (!complete.success) {
-      throw new ApiError('VALIDATION_FAILED', "the pixel's stored credentials cannot be read (was SECRET_KEY changed?): give every credential the pixel needs");
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        "the pixel's stored credentials cannot be read (was SECRET_KEY changed?): give every credential the pixel needs",
+      );
     }
     const updated = await tx.query<PixelListRow>(
       `UPDATE pixels SET secrets_enc = $2, test_event_code = $3, public_config = $4 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`,

@@ -20,11 +20,19 @@ export const Domain = z
   .min(1)
   .max(253)
   .transform((raw, ctx) => {
-    let host = raw.toLowerCase().replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/^\*\./, '');
+    let host = raw
+      .toLowerCase()
+      .replace(/^[a-z][a-z0-9+.-]*:\/\//, '')
+      .replace(/^\*\./, '');
     host = host.split(/[/?#]/)[0] ?? '';
     host = host.replace(/:\d+$/, '').replace(/\.$/, '');
     const ascii = domainToASCII(host);
-    if (!ascii || !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(ascii)) {
+    if (
+      !ascii ||
+      !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(
+        ascii,
+      )
+    ) {
       ctx.addIssue({ code: 'custom', message: `"${raw}" is not a valid domain name` });
       return z.NEVER;
     }

@@ -11,13 +11,24 @@ export const CreateSiteInput = z.object({
   accountId: Uuid,
   name: Name,
   domains: z.array(Domain).min(1, 'at least one --domain is required').max(50),
-  url: z.string().trim().url().max(2048).refine((u) => /^https?:/.test(u), 'must be an http(s) URL').optional(),
-  googleAdUserData: z.enum(['granted', 'denied', 'default'], { message: 'must be granted, denied or default' }).optional(),
+  url: z
+    .string()
+    .trim()
+    .url()
+    .max(2048)
+    .refine((u) => /^https?:/.test(u), 'must be an http(s) URL')
+    .optional(),
+  googleAdUserData: z
+    .enum(['granted', 'denied', 'default'], { message: 'must be granted, denied or default' })
+    .optional(),
   defaultCountry: z
     .string()
     .trim()
     .transform((c) => c.toUpperCase())
-    .refine((c) => c === 'NONE' || supportedCountry(c) !== undefined, 'must be an ISO 3166-1 alpha-2 country code such as US or DE (or none)')
+    .refine(
+      (c) => c === 'NONE' || supportedCountry(c) !== undefined,
+      'must be an ISO 3166-1 alpha-2 country code such as US or DE (or none)',
+    )
     .optional(),
   telegramActionSource: z.enum(['website', 'chat'], { message: 'must be website or chat' }).optional(),
 });
@@ -37,7 +48,10 @@ export function newWebsiteId(): string {
   return `ws_${randomBytes(12).toString('base64url')}`;
 }
 
-export async function createSite(db: Queryable, input: z.input<typeof CreateSiteInput>): Promise<{ siteId: string; websiteId: string }> {
+export async function createSite(
+  db: Queryable,
+  input: z.input<typeof CreateSiteInput>,
+): Promise<{ siteId: string; websiteId: string }> {
   const parsed = CreateSiteInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'site');
   const s = parsed.data;
@@ -46,7 +60,16 @@ export async function createSite(db: Queryable, input: z.input<typeof CreateSite
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data, default_country, telegram_action_source)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-    [s.accountId, websiteId, s.name, s.url ?? null, [...new Set(s.domains)], consentColumn(s.googleAdUserData), countryColumn(s.defaultCountry), s.telegramActionSource ?? 'website'],
+    [
+      s.accountId,
+      websiteId,
+      s.name,
+      s.url ?? null,
+      [...new Set(s.domains)],
+      consentColumn(s.googleAdUserData),
+      countryColumn(s.defaultCountry),
+      s.telegramActionSource ?? 'website',
+    ],
   );
   return { siteId: rows[0]!.id, websiteId };
 }
@@ -83,7 +106,12 @@ export const MAX_DEDUP_WINDOW_SECONDS = 90 * 24 * 3600;
 
 export const UpdateSiteInput = z.object({
   siteId: z.string().trim().min(1),
-  dedupWindowSeconds: z.number().int('must be a whole number of seconds').min(0, 'must be 0 or more').max(MAX_DEDUP_WINDOW_SECONDS, `must be at most ${MAX_DEDUP_WINDOW_SECONDS} (90 days)`).optional(),
+  dedupWindowSeconds: z
+    .number()
+    .int('must be a whole number of seconds')
+    .min(0, 'must be 0 or more')
+    .max(MAX_DEDUP_WINDOW_SECONDS, `must be at most ${MAX_DEDUP_WINDOW_SECONDS} (90 days)`)
+    .optional(),
   addDomains: z.array(Domain).max(50).default([]),
   removeDomains: z.array(Domain).max(50).default([]),
   googleAdUserData: CreateSiteInput.shape.googleAdUserData,
@@ -92,7 +120,8 @@ export const UpdateSiteInput = z.object({
   url: CreateSiteInput.shape.url,
 });
 
-export const UPDATE_FLAGS = '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country, --telegram-action-source or --url';
+export const UPDATE_FLAGS =
+  '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country, --telegram-action-source or --url';
 
 export interface SiteSettings {
   siteId: string;
@@ -117,8 +146,13 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
   if (!parsed.success) throw validationError(parsed.error, 'site');
   const u = parsed.data;
   if (
-    u.dedupWindowSeconds === undefined && u.addDomains.length === 0 && u.removeDomains.length === 0 && u.googleAdUserData === undefined &&
-    u.defaultCountry === undefined && u.telegramActionSource === undefined && u.url === undefined
+    u.dedupWindowSeconds === undefined &&
+    u.addDomains.length === 0 &&
+    u.removeDomains.length === 0 &&
+    u.googleAdUserData === undefined &&
+    u.defaultCountry === undefined &&
+    u.telegramActionSource === undefined &&
+    u.url === undefined
   ) {
     throw new ApiError('VALIDATION_FAILED', `nothing to change: give ${UPDATE_FLAGS}`);
   }
@@ -128,25 +162,52 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     const found = await findSite(tx, u.siteId);
     if (!found) throw new ApiError('NOT_FOUND', `site ${u.siteId} does not exist`);
     const { rows } = await tx.query<{
-      domains: string[]; dedup_window_seconds: number; google_ad_user_data: 'GRANTED' | 'DENIED' | null;
-      default_country: string | null; telegram_action_source: 'website' | 'chat'; url: string | null;
-    }>('SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source, url FROM sites WHERE id = $1 FOR UPDATE', [found.id]);
+      domains: string[];
+      dedup_window_seconds: number;
+      google_ad_user_data: 'GRANTED' | 'DENIED' | null;
+      default_country: string | null;
+      telegram_action_source: 'website' | 'chat';
+      url: string | null;
+    }>(
+      'SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source, url FROM sites WHERE id = $1 FOR UPDATE',
+      [found.id],
+    );
     const current = rows[0]!;
     const missing = u.removeDomains.find((d) => !current.domains.includes(d));
-    if (missing !== undefined) throw fieldError('removeDomains', `${missing} is not one of the site's domains (${current.domains.join(', ')})`);
-    const domains = [...new Set([...current.domains.filter((d) => !u.removeDomains.includes(d)), ...u.addDomains])];
-    if (domains.length === 0) throw fieldError('removeDomains', 'a site keeps at least one domain: add its replacement in the same command');
+    if (missing !== undefined)
+      throw fieldError(
+        'removeDomains',
+        `${missing} is not one of the site's domains (${current.domains.join(', ')})`,
+      );
+    const domains = [
+      ...new Set([...current.domains.filter((d) => !u.removeDomains.includes(d)), ...u.addDomains]),
+    ];
+    if (domains.length === 0)
+      throw fieldError(
+        'removeDomains',
+        'a site keeps at least one domain: add its replacement in the same command',
+      );
     if (domains.length > 50) throw fieldError('addDomains', 'a site has at most 50 domains');
     const dedup = u.dedupWindowSeconds ?? current.dedup_window_seconds;
-    const consent = u.googleAdUserData === undefined ? current.google_ad_user_data : consentColumn(u.googleAdUserData);
-    const country = u.defaultCountry === undefined ? current.default_country : countryColumn(u.defaultCountry);
+    const consent =
+      u.googleAdUserData === undefined ? current.google_ad_user_data : consentColumn(u.googleAdUserData);
+    const country =
+      u.defaultCountry === undefined ? current.default_country : countryColumn(u.defaultCountry);
     const telegram = u.telegramActionSource ?? current.telegram_action_source;
     const url = u.url ?? current.url;
     await tx.query(
       'UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4, default_country = $5, telegram_action_source = $6, url = $7 WHERE id = $1',
       [found.id, domains, dedup, consent, country, telegram, url],
     );
-    return { siteId: found.id, domains, dedupWindowSeconds: dedup, googleAdUserData: consent, defaultCountry: country, telegramActionSource: telegram, url };
+    return {
+      siteId: found.id,
+      domains,
+      dedupWindowSeconds: dedup,
+      googleAdUserData: consent,
+      defaultCountry: country,
+      telegramActionSource: telegram,
+      url,
+    };
   });
 }
 
@@ -175,8 +236,16 @@ export interface SiteListItem {
 export async function listSites(db: Queryable, accountId?: string): Promise<{ sites: SiteListItem[] }> {
   if (accountId !== undefined) await requireAccount(db, accountId);
   const { rows } = await db.query<{
-    id: string; website_id: string; account_id: string; name: string; url: string | null; domains: string[];
-    default_channel_id: string | null; channels: number; active_pixels: number; created_at: Date;
+    id: string;
+    website_id: string;
+    account_id: string;
+    name: string;
+    url: string | null;
+    domains: string[];
+    default_channel_id: string | null;
+    channels: number;
+    active_pixels: number;
+    created_at: Date;
   }>(
     `SELECT s.id, s.website_id, s.account_id, s.name, s.url, s.domains, s.default_channel_id, s.created_at,
        (SELECT count(*)::int FROM channels c WHERE c.site_id = s.id AND c.active) AS channels,
@@ -184,7 +253,10 @@ export async function listSites(db: Queryable, accountId?: string): Promise<{ si
      FROM sites s WHERE $1::uuid IS NULL OR s.account_id = $1 ORDER BY s.created_at, s.id`,
     [accountId ?? null],
   );
-  const install = await installStates(db, rows.map((r) => r.id));
+  const install = await installStates(
+    db,
+    rows.map((r) => r.id),
+  );
   return {
     sites: rows.map((r) => ({
       siteId: r.id,

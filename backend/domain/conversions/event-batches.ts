@@ -8,7 +8,10 @@ import { leadLockKey, withLeadLock, type LeadWork } from './lead-lock.js';
  * the lead locks, then locks the existing conversions its events may change with their sends: the
  * lock order of a lone event and of delivery (docs/architecture.md#lock-order).
  */
-export function withLeadLockBatched<T, R>(deps: Pick<Deps, 'pool' | 'local'>, work: LeadWork<T, R>): Promise<T> {
+export function withLeadLockBatched<T, R>(
+  deps: Pick<Deps, 'pool' | 'local'>,
+  work: LeadWork<T, R>,
+): Promise<T> {
   return deps.local.eventBatches.run({
     ...work,
     lockKey: leadLockKey(work.accountId, work.telegramUserId),

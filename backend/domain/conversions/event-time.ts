@@ -10,7 +10,8 @@ const SMALLEST_MILLISECONDS = 100_000_000_000;
 
 /** Why `eventTimeMs` is unacceptable at `nowMs`, or undefined when it is fine. */
 export function eventTimeProblem(eventTimeMs: number, nowMs: number): string | undefined {
-  if (!Number.isSafeInteger(eventTimeMs) || eventTimeMs <= 0) return 'must be a positive integer of Unix milliseconds';
+  if (!Number.isSafeInteger(eventTimeMs) || eventTimeMs <= 0)
+    return 'must be a positive integer of Unix milliseconds';
   if (eventTimeMs < SMALLEST_MILLISECONDS) return 'must be Unix milliseconds; this value looks like seconds';
   if (eventTimeMs - nowMs > EVENT_TIME_FUTURE_TOLERANCE_MS) return 'is more than 5 minutes in the future';
   if (nowMs - eventTimeMs > EVENT_TIME_MAX_AGE_MS) return 'is more than 90 days in the past';

@@ -73,7 +73,13 @@ export interface RecentMatch {
 }
 
 export interface EventContext {
-  site: { id: string; websiteId: string; dedupWindowSeconds: number; activePixels: number; defaultCountry: string | null };
+  site: {
+    id: string;
+    websiteId: string;
+    dedupWindowSeconds: number;
+    activePixels: number;
+    defaultCountry: string | null;
+  };
   /** The first verified acquisition on the site (first touch: later joins never move it). */
   acquisition: Acquisition | null;
   /** The most recent conversion on the site. */
@@ -126,7 +132,8 @@ function prior(j: PriorJson | null): PriorConversion | null {
     : null;
 }
 
-const PRIOR_FIELDS = 'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at';
+const PRIOR_FIELDS =
+  'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at';
 
 /**
  * Everything an event needs, in one round trip. Without a named site the event lands on the site
@@ -186,7 +193,16 @@ export interface EventContextRow {
   latest: PriorJson | null;
   attributed: PriorJson | null;
   channel_on_site: boolean | null;
-  recent: { id: string; channel_id: string; capi_status: CapiStatus; cold_lead: boolean; visit_id: string | null; received_at: string }[] | null;
+  recent:
+    | {
+        id: string;
+        channel_id: string;
+        capi_status: CapiStatus;
+        cold_lead: boolean;
+        visit_id: string | null;
+        received_at: string;
+      }[]
+    | null;
 }
 
 /** The context read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round trip. */
@@ -194,7 +210,17 @@ export function eventContextRead(q: EventContextQuery): PreparedCall {
   return {
     name: 'capigram_event_context_read',
     sql: EVENT_CONTEXT_SQL,
-    values: [q.telegramUserId, q.accountId, q.siteId, q.channelId, q.eventType, q.customEventName, q.now, q.eventTime, q.windowDays],
+    values: [
+      q.telegramUserId,
+      q.accountId,
+      q.siteId,
+      q.channelId,
+      q.eventType,
+      q.customEventName,
+      q.now,
+      q.eventTime,
+      q.windowDays,
+    ],
   };
 }
 
@@ -203,8 +229,21 @@ export function toEventContext(rows: readonly EventContextRow[]): EventContext |
   const r = rows[0];
   if (!r) return null;
   return {
-    site: { id: r.id, websiteId: r.website_id, dedupWindowSeconds: r.dedup_window_seconds, activePixels: r.active_pixels, defaultCountry: r.default_country },
-    acquisition: r.acq ? { siteId: r.acq.site_id, channelId: r.acq.channel_id, visitId: r.acq.visit_id, at: new Date(r.acq.at) } : null,
+    site: {
+      id: r.id,
+      websiteId: r.website_id,
+      dedupWindowSeconds: r.dedup_window_seconds,
+      activePixels: r.active_pixels,
+      defaultCountry: r.default_country,
+    },
+    acquisition: r.acq
+      ? {
+          siteId: r.acq.site_id,
+          channelId: r.acq.channel_id,
+          visitId: r.acq.visit_id,
+          at: new Date(r.acq.at),
+        }
+      : null,
     latest: prior(r.latest),
     attributed: prior(r.attributed),
     channelOnSite: r.channel_on_site,
@@ -224,7 +263,13 @@ export function toEventContext(rows: readonly EventContextRow[]): EventContext |
  * attribution a conversion received at that time may recover (a later visit cannot have caused
  * it; an entry's tie counts within the window before that time).
  */
-export async function findAcquisitionBefore(db: Queryable, siteId: string, telegramUserId: number, visitBefore: Date, windowDays: number): Promise<Acquisition | null> {
+export async function findAcquisitionBefore(
+  db: Queryable,
+  siteId: string,
+  telegramUserId: number,
+  visitBefore: Date,
+  windowDays: number,
+): Promise<Acquisition | null> {
   const { rows } = await db.query<{ site_id: string; channel_id: string | null; visit_id: string; at: Date }>(
     `SELECT site_id, channel_id, visit_id, at FROM (${acquisitions('$3', '$4')}) a
      WHERE site_id = $2 AND visit_created_at < $3

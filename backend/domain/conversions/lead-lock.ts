@@ -28,7 +28,8 @@ export type { LockedClaim, LockedFinish, PreparedCall };
 
 /** The text the lead lock is taken on: one per (account, Telegram user). */
 export function leadLockKey(accountId: string, telegramUserId: number): string {
-  if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId)) throw new Error('withLeadLock: malformed lock key');
+  if (!UUID.test(accountId) || !Number.isSafeInteger(telegramUserId))
+    throw new Error('withLeadLock: malformed lock key');
   return `${accountId}:${telegramUserId}`;
 }
 
@@ -56,32 +57,46 @@ export interface LeadWork<T, R> extends LockedWork<T, R> {
  * locks at most one existing conversion (taken by the work itself, conversion then sends), so
  * `locks` matters only to the batches of `event-batches.ts`, which lock all of theirs first.
  */
-export async function withLeadLock<T, R>(pool: Pool, { accountId, telegramUserId, read, fn, persist, claim }: LeadWork<T, R>): Promise<T> {
+export async function withLeadLock<T, R>(
+  pool: Pool,
+  { accountId, telegramUserId, read, fn, persist, claim }: LeadWork<T, R>,
+): Promise<T> {
   const key = leadLockKey(accountId, telegramUserId);
-  return retryLockConflicts(() => withSession(pool, async (client) => {
-    await ensurePrepared(client, read);
-    if (claim !== undefined) await ensurePrepared(client, claim.call);
-    const lock = leadLockStatement([key]);
-    const opened = (await client.query(
-      claim === undefined ? `BEGIN; ${lock}; ${execute(client, read)}` : `BEGIN; ${lock}; ${execute(client, claim.call)}; ${execute(client, read)}`,
-    )) as unknown as { rows: R[] }[];
-    if (claim !== undefined && opened[2]!.rows.length === 0) {
-      await client.query('ROLLBACK');
-      throw claim.taken();
-    }
-    const finish = await fn(client, opened.at(-1)!.rows);
-    if ('last' in finish) await ensurePrepared(client, finish.last);
-    if ('last' in finish && persist === undefined) {
-      const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as { rows: never[] }[];
-      return finish.result(closed[0]!.rows);
-    }
-    // With `persist` the result must be known before it can be recorded: a last write goes alone,
-    // then the record travels with the COMMIT (the same round trips as a COMMIT followed by the
-    // record on its own, but one commit, and nothing committed without its record).
-    const result = 'last' in finish ? finish.result(((await client.query(execute(client, finish.last))) as unknown as { rows: never[] }).rows) : finish.result;
-    const record = persist?.(result) ?? null;
-    if (record !== null) await ensurePrepared(client, record);
-    await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
-    return result;
-  }));
+  return retryLockConflicts(() =>
+    withSession(pool, async (client) => {
+      await ensurePrepared(client, read);
+      if (claim !== undefined) await ensurePrepared(client, claim.call);
+      const lock = leadLockStatement([key]);
+      const opened = (await client.query(
+        claim === undefined
+          ? `BEGIN; ${lock}; ${execute(client, read)}`
+          : `BEGIN; ${lock}; ${execute(client, claim.call)}; ${execute(client, read)}`,
+      )) as unknown as { rows: R[] }[];
+      if (claim !== undefined && opened[2]!.rows.length === 0) {
+        await client.query('ROLLBACK');
+        throw claim.taken();
+      }
+      const finish = await fn(client, opened.at(-1)!.rows);
+      if ('last' in finish) await ensurePrepared(client, finish.last);
+      if ('last' in finish && persist === undefined) {
+        const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as {
+          rows: never[];
+        }[];
+        return finish.result(closed[0]!.rows);
+      }
+      // With `persist` the result must be known before it can be recorded: a last write goes alone,
+      // then the record travels with the COMMIT (the same round trips as a COMMIT followed by the
+      // record on its own, but one commit, and nothing committed without its record).
+      const result =
+        'last' in finish
+          ? finish.result(
+              ((await client.query(execute(client, finish.last))) as unknown as { rows: never[] }).rows,
+            )
+          : finish.result;
+      const record = persist?.(result) ?? null;
+      if (record !== null) await ensurePrepared(client, record);
+      await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
+      return result;
+    }),
+  );
 }

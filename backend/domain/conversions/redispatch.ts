@@ -15,7 +15,11 @@ export interface Redispatched {
   capiStatus: CapiStatus;
 }
 
-export async function redispatchConversion(tx: Queryable, conversionId: string, siteId: string): Promise<Redispatched> {
+export async function redispatchConversion(
+  tx: Queryable,
+  conversionId: string,
+  siteId: string,
+): Promise<Redispatched> {
   await tx.query(
     `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()
      FROM pixels p

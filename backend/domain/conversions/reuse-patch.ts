@@ -36,7 +36,12 @@ export interface PatchedConversion extends SignalSources {
  * Applies the new value and PII (new values win; fields the request leaves out keep theirs), fills
  * missing attribution, and clears `awaiting_manual_input` once a value is there.
  */
-export async function patchConversion(tx: Queryable, conversionId: string, p: ConversionPatch, now: Date): Promise<PatchedConversion> {
+export async function patchConversion(
+  tx: Queryable,
+  conversionId: string,
+  p: ConversionPatch,
+  now: Date,
+): Promise<PatchedConversion> {
   const { rows } = await tx.query<{
     visit_id: string | null;
     api_visit_override: ApiVisitOverride | null;
@@ -65,8 +70,19 @@ export async function patchConversion(tx: Queryable, conversionId: string, p: Co
      WHERE id = $1
      RETURNING visit_id, api_visit_override, client_ip, user_agent, pii_hashed, external_user_id, awaiting_manual_input`,
     [
-      conversionId, p.value, p.currency, p.contentName, JSON.stringify(p.piiHashed), p.externalUserId, p.eventSourceUrl,
-      p.clientIp, p.userAgent, p.recoveredVisitId, p.apiVisitOverride ? JSON.stringify(p.apiVisitOverride) : null, now, JSON.stringify(p.piiWarnings),
+      conversionId,
+      p.value,
+      p.currency,
+      p.contentName,
+      JSON.stringify(p.piiHashed),
+      p.externalUserId,
+      p.eventSourceUrl,
+      p.clientIp,
+      p.userAgent,
+      p.recoveredVisitId,
+      p.apiVisitOverride ? JSON.stringify(p.apiVisitOverride) : null,
+      now,
+      JSON.stringify(p.piiWarnings),
     ],
   );
   const r = rows[0]!;

@@ -18,7 +18,13 @@ export interface SignalSources {
 export function hasAttributionSignals(s: SignalSources): boolean {
   if (s.visitId) return true;
   // The page an override carries says where, not who.
-  if (s.apiVisitOverride && Object.entries(s.apiVisitOverride).some(([k, v]) => k !== 'eventSourceUrl' && typeof v === 'string' && v !== '')) return true;
+  if (
+    s.apiVisitOverride &&
+    Object.entries(s.apiVisitOverride).some(
+      ([k, v]) => k !== 'eventSourceUrl' && typeof v === 'string' && v !== '',
+    )
+  )
+    return true;
   if (s.clientIp || s.userAgent || s.externalUserId) return true;
   return Object.values(s.piiHashed).some((v) => typeof v === 'string' && v !== '');
 }

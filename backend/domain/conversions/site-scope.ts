@@ -44,9 +44,11 @@ async function siteNamed(db: Queryable, caller: ApiCaller, name: string): Promis
   if (caller.siteId !== null && name === caller.siteId) return caller.siteId;
   const site = await findSite(db, name);
   if (caller.siteId !== null) {
-    if (site === null || site.id !== caller.siteId) throw new ApiError('FORBIDDEN', 'this API key is limited to another site');
+    if (site === null || site.id !== caller.siteId)
+      throw new ApiError('FORBIDDEN', 'this API key is limited to another site');
     return site.id;
   }
-  if (site === null || site.account_id !== caller.accountId) throw new ApiError('UNKNOWN_WEBSITE', `no site "${name}" in this account`);
+  if (site === null || site.account_id !== caller.accountId)
+    throw new ApiError('UNKNOWN_WEBSITE', `no site "${name}" in this account`);
   return site.id;
 }

@@ -2,14 +2,28 @@ import type { Deps } from '../../deps.js';
 import type { PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
-import { recordConversionStatement, upsertLead, type ApiVisitOverride, type EventTypeName, type RecordRow, type RecordedConversion } from '../outbox/conversion-record.js';
+import {
+  recordConversionStatement,
+  upsertLead,
+  type ApiVisitOverride,
+  type EventTypeName,
+  type RecordRow,
+  type RecordedConversion,
+} from '../outbox/conversion-record.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
 import { hashPiiChecked, type RawPii } from '../pii/normalize.js';
 import { lockConversions } from '../outbox/sends.js';
 import type { ClientContext } from './client-context.js';
 import { patchConversion } from './reuse-patch.js';
 import { eventTimeProblem } from './event-time.js';
-import { eventContextRead, findAcquisitionBefore, toEventContext, type EventContext, type EventContextRow, type RecentMatch } from './lead-history.js';
+import {
+  eventContextRead,
+  findAcquisitionBefore,
+  toEventContext,
+  type EventContext,
+  type EventContextRow,
+  type RecentMatch,
+} from './lead-history.js';
 import { withLeadLockBatched } from './event-batches.js';
 import type { LockedClaim, LockedFinish, PreparedCall } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
@@ -35,7 +49,10 @@ export interface BusinessEvent {
   pii: Omit<RawPii, 'externalId'>;
   externalUserId: string | null;
   eventTimeMs: number | null;
-  clickIds: Pick<ApiVisitOverride, 'fbc' | 'fbp' | 'gclid' | 'gbraid' | 'wbraid' | 'ttclid' | 'sccid' | 'ttp' | 'scid'>;
+  clickIds: Pick<
+    ApiVisitOverride,
+    'fbc' | 'fbp' | 'gclid' | 'gbraid' | 'wbraid' | 'ttclid' | 'sccid' | 'ttp' | 'scid'
+  >;
   client: ClientContext;
   eventSourceUrl: string | null;
 }
@@ -87,11 +104,17 @@ export interface EventSubmission {
   claim?: LockedClaim | undefined;
 }
 
-export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, mode, persist, claim }: EventSubmission): Promise<EventOutcome> {
+export async function submitBusinessEvent(
+  deps: EventDeps,
+  { caller, event: ev, mode, persist, claim }: EventSubmission,
+): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
     const problem = eventTimeProblem(ev.eventTimeMs, now.getTime());
-    if (problem) throw new ApiError('VALIDATION_FAILED', `eventTime ${problem}`, { errors: [{ path: 'eventTime', message: problem }] });
+    if (problem)
+      throw new ApiError('VALIDATION_FAILED', `eventTime ${problem}`, {
+        errors: [{ path: 'eventTime', message: problem }],
+      });
   }
   const namedSite = await resolveSiteRef(deps.pool, caller, ev.site);
   const p: PreparedEvent = {
@@ -121,20 +144,31 @@ export async function submitBusinessEvent(deps: EventDeps, { caller, event: ev, 
     telegramUserId: ev.telegramUserId,
     read,
     fn: async (tx, rows: EventContextRow[]) => {
-    const ctx = toEventContext(rows);
-    if (!ctx) {
-      if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
-      throw new ApiError('SITE_REQUIRED', 'this user has no acquisition or conversion in the account yet (a cold lead): pass siteId or websiteId');
-    }
-    // A phone written nationally takes the event's country, else the site's; never a guessed one.
-    const pii = hashPiiChecked({ ...ev.pii, externalId: ev.externalUserId }, { defaultCountry: ctx.site.defaultCountry });
-    p.piiHashed = pii.hashed;
-    p.piiWarnings = pii.warnings;
-    const target = decideTarget({ mode, history: ctx, suppliedChannelId: ev.channelId, requestOverride: p.requestOverride });
-    const match = ctx.recent.find((r) => r.channelId === target.channelId);
-    if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
-    if (match) return { result: await updateMatch(tx, ctx, match, p, windowDays) };
-    return createConversion(ctx, target, p);
+      const ctx = toEventContext(rows);
+      if (!ctx) {
+        if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
+        throw new ApiError(
+          'SITE_REQUIRED',
+          'this user has no acquisition or conversion in the account yet (a cold lead): pass siteId or websiteId',
+        );
+      }
+      // A phone written nationally takes the event's country, else the site's; never a guessed one.
+      const pii = hashPiiChecked(
+        { ...ev.pii, externalId: ev.externalUserId },
+        { defaultCountry: ctx.site.defaultCountry },
+      );
+      p.piiHashed = pii.hashed;
+      p.piiWarnings = pii.warnings;
+      const target = decideTarget({
+        mode,
+        history: ctx,
+        suppliedChannelId: ev.channelId,
+        requestOverride: p.requestOverride,
+      });
+      const match = ctx.recent.find((r) => r.channelId === target.channelId);
+      if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
+      if (match) return { result: await updateMatch(tx, ctx, match, p, windowDays) };
+      return createConversion(ctx, target, p);
     },
     persist,
     claim,
@@ -158,12 +192,19 @@ function withPiiWarnings(outcome: EventOutcome, warnings: string[]): EventOutcom
  * locks one at most; a shared transaction locks those of all its events before any runs.
  */
 function matchesToLock(rows: EventContextRow[]): string[] {
-  return (toEventContext(rows)?.recent ?? []).filter((m) => m.capiStatus !== 'sent').map((m) => m.conversionId);
+  return (toEventContext(rows)?.recent ?? [])
+    .filter((m) => m.capiStatus !== 'sent')
+    .map((m) => m.conversionId);
 }
 
 /** Why nothing was scheduled, for the answer's `warning`. */
-function notDispatchedWhy(ctx: EventContext, signals: boolean, awaiting?: { conversionId: string; telegramUserId: number }): string {
-  if (ctx.site.activePixels === 0) return `no active ad platform pixel is configured for site ${ctx.site.websiteId}; nothing was sent`;
+function notDispatchedWhy(
+  ctx: EventContext,
+  signals: boolean,
+  awaiting?: { conversionId: string; telegramUserId: number },
+): string {
+  if (ctx.site.activePixels === 0)
+    return `no active ad platform pixel is configured for site ${ctx.site.websiteId}; nothing was sent`;
   if (awaiting !== undefined) {
     return `conversion ${awaiting.conversionId} awaits a manual value: submit it with POST /leads/${awaiting.telegramUserId}/conversions/${awaiting.conversionId}/value, or send this event again with value and currency; nothing was sent`;
   }
@@ -177,7 +218,11 @@ function notDispatchedWhy(ctx: EventContext, signals: boolean, awaiting?: { conv
  * A matching conversion returned as it is, nothing changed and nothing sent again: it was already
  * sent, or one of its sends is on its way right now (a worker delivering the values it claimed).
  */
-function reuseUnchanged(match: RecentMatch, eventType: EventTypeName, state: 'sent' | 'in flight'): EventOutcome {
+function reuseUnchanged(
+  match: RecentMatch,
+  eventType: EventTypeName,
+  state: 'sent' | 'in flight',
+): EventOutcome {
   const received = `a matching ${eventType} conversion received at ${match.receivedAt.toISOString()}`;
   return {
     created: false,
@@ -204,7 +249,10 @@ function reuseUnchanged(match: RecentMatch, eventType: EventTypeName, state: 'se
  * claiming them until this transaction ends (claims skip locked rows), so a send claimed later
  * carries this event's update.
  */
-async function sendsOfMatch(tx: PoolClient, conversionId: string): Promise<{ statuses: SendStatus[]; inFlight: boolean }> {
+async function sendsOfMatch(
+  tx: PoolClient,
+  conversionId: string,
+): Promise<{ statuses: SendStatus[]; inFlight: boolean }> {
   await lockConversions(tx, [conversionId]);
   const { rows } = await tx.query<{ status: SendStatus; in_flight: boolean }>(
     `SELECT status, (status = 'pending' AND in_flight AND next_attempt_at > now()) AS in_flight
@@ -215,15 +263,24 @@ async function sendsOfMatch(tx: PoolClient, conversionId: string): Promise<{ sta
 }
 
 /** A matching conversion not sent yet: updated with what the event brings, then (re)dispatched. */
-async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch, p: PreparedEvent, windowDays: number): Promise<EventOutcome> {
+async function updateMatch(
+  tx: PoolClient,
+  ctx: EventContext,
+  match: RecentMatch,
+  p: PreparedEvent,
+  windowDays: number,
+): Promise<EventOutcome> {
   const { ev, now } = p;
   // What was read with the context may be stale by now: decide on the locked rows. A send on its
   // way carries the values it was claimed with, and the platform keeps the first event under an
   // event id, so an update now would leave Capigram saying one thing and the platform another.
   const current = await sendsOfMatch(tx, match.conversionId);
   if (current.inFlight) return reuseUnchanged(match, ev.eventType, 'in flight');
-  if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent') return reuseUnchanged(match, ev.eventType, 'sent');
-  const recovered = match.visitId ? null : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt, windowDays);
+  if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent')
+    return reuseUnchanged(match, ev.eventType, 'sent');
+  const recovered = match.visitId
+    ? null
+    : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt, windowDays);
   const patched = await patchConversion(
     tx,
     match.conversionId,
@@ -245,7 +302,9 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
   await upsertLead(tx, ctx.site.id, ev.telegramUserId, now, ev.externalUserId);
   const signals = hasAttributionSignals(patched);
   const scheduled =
-    signals && !patched.awaitingManualInput ? await redispatchConversion(tx, match.conversionId, ctx.site.id) : await pendingSends(tx, match.conversionId);
+    signals && !patched.awaitingManualInput
+      ? await redispatchConversion(tx, match.conversionId, ctx.site.id)
+      : await pendingSends(tx, match.conversionId);
   const dispatched = scheduled.sends.length > 0;
   return {
     created: false,
@@ -258,7 +317,15 @@ async function updateMatch(tx: PoolClient, ctx: EventContext, match: RecentMatch
       updatedExisting: true,
       ...(dispatched
         ? {}
-        : { warning: notDispatchedWhy(ctx, signals, patched.awaitingManualInput ? { conversionId: match.conversionId, telegramUserId: ev.telegramUserId } : undefined) }),
+        : {
+            warning: notDispatchedWhy(
+              ctx,
+              signals,
+              patched.awaitingManualInput
+                ? { conversionId: match.conversionId, telegramUserId: ev.telegramUserId }
+                : undefined,
+            ),
+          }),
       sends: scheduled.sends,
     },
   };
@@ -312,7 +379,12 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
 }
 
 /** The answer for a conversion just recorded. */
-function created(ctx: EventContext, target: Target, signals: boolean, recorded: RecordedConversion): EventOutcome {
+function created(
+  ctx: EventContext,
+  target: Target,
+  signals: boolean,
+  recorded: RecordedConversion,
+): EventOutcome {
   const dispatched = recorded.sends.length > 0;
   return {
     created: true,

@@ -47,21 +47,39 @@ export function decideTarget(i: TargetInput): Target {
   const supplied = i.suppliedChannelId !== null && channelOnSite === true ? i.suppliedChannelId : null;
 
   if (acquisition) {
-    const fallback = i.mode === 'lead-event' ? (latest?.channelId ?? acquisition.channelId) : (acquisition.channelId ?? latest?.channelId ?? null);
-    return { coldLead: false, channelId: requireChannel(supplied ?? fallback), visitId: acquisition.visitId, apiVisitOverride: null };
+    const fallback =
+      i.mode === 'lead-event'
+        ? (latest?.channelId ?? acquisition.channelId)
+        : (acquisition.channelId ?? latest?.channelId ?? null);
+    return {
+      coldLead: false,
+      channelId: requireChannel(supplied ?? fallback),
+      visitId: acquisition.visitId,
+      apiVisitOverride: null,
+    };
   }
 
   if (latest) {
     const channelId = requireChannel(supplied ?? latest.channelId);
-    if (attributed?.visitId) return { coldLead: false, channelId, visitId: attributed.visitId, apiVisitOverride: null };
+    if (attributed?.visitId)
+      return { coldLead: false, channelId, visitId: attributed.visitId, apiVisitOverride: null };
     // The first attribution stays; the request only fills fields it lacked.
     const merged = { ...compactOverride(i.requestOverride), ...carriedAttribution(attributed) };
     return { coldLead: false, channelId, visitId: null, apiVisitOverride: compactOverride(merged) };
   }
 
-  if (i.suppliedChannelId === null) throw new ApiError('CHANNEL_REQUIRED', 'a cold lead (no earlier conversion on this site) needs channelId');
+  if (i.suppliedChannelId === null)
+    throw new ApiError(
+      'CHANNEL_REQUIRED',
+      'a cold lead (no earlier conversion on this site) needs channelId',
+    );
   if (supplied === null) throw new ApiError('FORBIDDEN', 'channelId is not a channel of the resolved site');
-  return { coldLead: true, channelId: supplied, visitId: null, apiVisitOverride: compactOverride(i.requestOverride) };
+  return {
+    coldLead: true,
+    channelId: supplied,
+    visitId: null,
+    apiVisitOverride: compactOverride(i.requestOverride),
+  };
 }
 
 /**
@@ -76,6 +94,7 @@ function carriedAttribution(attributed: PriorConversion | null): ApiVisitOverrid
 }
 
 function requireChannel(channelId: string | null): string {
-  if (channelId === null) throw new ApiError('CHANNEL_REQUIRED', "the lead's earlier channel no longer exists; pass channelId");
+  if (channelId === null)
+    throw new ApiError('CHANNEL_REQUIRED', "the lead's earlier channel no longer exists; pass channelId");
   return channelId;
 }

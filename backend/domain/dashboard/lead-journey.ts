@@ -115,23 +115,52 @@ function visitOf(r: VisitColumns): VisitSignals | null {
 /** The journey of a Telegram user (a positive safe integer), newest first, at most JOURNEY_LIMIT of each kind. */
 export async function leadJourney(db: Queryable, telegramUserId: number): Promise<LeadJourney> {
   const [leads, memberships, conversions] = await Promise.all([
-    db.query<{ site_id: string; site_name: string; first_seen_at: Date; last_seen_at: Date; external_user_id: string | null }>(
+    db.query<{
+      site_id: string;
+      site_name: string;
+      first_seen_at: Date;
+      last_seen_at: Date;
+      external_user_id: string | null;
+    }>(
       `SELECT l.site_id, s.name AS site_name, l.first_seen_at, l.last_seen_at, l.external_user_id
        FROM leads l JOIN sites s ON s.id = l.site_id WHERE l.telegram_user_id = $1 ORDER BY l.first_seen_at, s.name`,
       [telegramUserId],
     ),
-    db.query<VisitColumns & { occurred_at: Date; site_name: string; channel_title: string; kind: string; attributed: boolean; via_join_request: boolean }>(
+    db.query<
+      VisitColumns & {
+        occurred_at: Date;
+        site_name: string;
+        channel_title: string;
+        kind: string;
+        attributed: boolean;
+        via_join_request: boolean;
+      }
+    >(
       `SELECT m.occurred_at, s.name AS site_name, ch.title AS channel_title, m.kind, m.attributed, m.via_join_request, ${VISIT_FIELDS}
        FROM memberships m JOIN channels ch ON ch.id = m.channel_id JOIN sites s ON s.id = ch.site_id
        LEFT JOIN visits v ON v.id = m.visit_id
        WHERE m.telegram_user_id = $1 ORDER BY m.occurred_at DESC LIMIT $2`,
       [telegramUserId, JOURNEY_LIMIT],
     ),
-    db.query<VisitColumns & {
-      id: string; received_at: Date; site_name: string; channel_title: string | null; event_type: string; custom_event_name: string | null;
-      value: number | null; currency: string | null; source: string; capi_status: string; awaiting_manual_input: boolean; cold_lead: boolean;
-      override: Record<string, unknown> | null; sends: (Omit<JourneySend, 'pixel'> & { config: Record<string, unknown> })[] | null; pii_warnings: string[];
-    }>(
+    db.query<
+      VisitColumns & {
+        id: string;
+        received_at: Date;
+        site_name: string;
+        channel_title: string | null;
+        event_type: string;
+        custom_event_name: string | null;
+        value: number | null;
+        currency: string | null;
+        source: string;
+        capi_status: string;
+        awaiting_manual_input: boolean;
+        cold_lead: boolean;
+        override: Record<string, unknown> | null;
+        sends: (Omit<JourneySend, 'pixel'> & { config: Record<string, unknown> })[] | null;
+        pii_warnings: string[];
+      }
+    >(
       `SELECT c.id, c.received_at, s.name AS site_name, ch.title AS channel_title, c.event_type, c.custom_event_name, c.value::float8 AS value,
          c.currency, c.source, c.capi_status, c.awaiting_manual_input, c.cold_lead, c.api_visit_override AS override, c.pii_warnings, ${VISIT_FIELDS},
          (SELECT json_agg(json_build_object('platform', x.platform, 'status', x.status, 'attempts', x.attempts, 'reason', COALESCE(x.last_error, x.skip_reason),
@@ -145,7 +174,13 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
   ]);
   return {
     telegramUserId: String(telegramUserId),
-    leads: leads.rows.map((r) => ({ siteId: r.site_id, siteName: r.site_name, firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at, externalUserId: r.external_user_id })),
+    leads: leads.rows.map((r) => ({
+      siteId: r.site_id,
+      siteName: r.site_name,
+      firstSeenAt: r.first_seen_at,
+      lastSeenAt: r.last_seen_at,
+      externalUserId: r.external_user_id,
+    })),
     memberships: memberships.rows.map((r) => ({
       at: r.occurred_at,
       siteName: r.site_name,
@@ -160,15 +195,21 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
       receivedAt: r.received_at,
       siteName: r.site_name,
       channelTitle: r.channel_title,
-      eventType: r.event_type === 'Custom' && r.custom_event_name ? `Custom: ${r.custom_event_name}` : r.event_type,
+      eventType:
+        r.event_type === 'Custom' && r.custom_event_name ? `Custom: ${r.custom_event_name}` : r.event_type,
       value: r.value,
       currency: r.currency?.trim() ?? null,
       source: r.source,
-      capiStatus: deliveryLabel(r.capi_status, (r.sends ?? []).map((x) => x.status)),
+      capiStatus: deliveryLabel(
+        r.capi_status,
+        (r.sends ?? []).map((x) => x.status),
+      ),
       awaitingValue: r.awaiting_manual_input,
       coldLead: r.cold_lead,
       visit: visitOf(r),
-      override: Object.entries(r.override ?? {}).filter(([, v]) => typeof v === 'string' && v !== '').map(([k]) => k),
+      override: Object.entries(r.override ?? {})
+        .filter(([, v]) => typeof v === 'string' && v !== '')
+        .map(([k]) => k),
       sends: (r.sends ?? []).map(({ config, ...x }) => ({ ...x, pixel: pixelLabel(x.platform, config) })),
       piiWarnings: r.pii_warnings,
     })),

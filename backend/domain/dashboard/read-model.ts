@@ -34,9 +34,21 @@ export interface SiteOverview {
 /** Every site, grouped by account, with the counts that tell whether it is working. */
 export async function dashboardOverview(db: Queryable, since: Date): Promise<SiteOverview[]> {
   const { rows } = await db.query<{
-    id: string; website_id: string; name: string; account_id: string; account_name: string; domains: string[];
-    channels: number; no_invite: number; active_pixels: number; awaiting: number; failed_all: number;
-    pending: number; sent: number; failed: number; skipped: number;
+    id: string;
+    website_id: string;
+    name: string;
+    account_id: string;
+    account_name: string;
+    domains: string[];
+    channels: number;
+    no_invite: number;
+    active_pixels: number;
+    awaiting: number;
+    failed_all: number;
+    pending: number;
+    sent: number;
+    failed: number;
+    skipped: number;
   }>(
     `SELECT s.id, s.website_id, s.name, s.account_id, a.name AS account_name, s.domains,
        (SELECT count(*)::int FROM channels c WHERE c.site_id = s.id AND c.active) AS channels,
@@ -54,7 +66,10 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
      ORDER BY a.name, a.id, s.name, s.id`,
     [since],
   );
-  const install = await installStates(db, rows.map((r) => r.id));
+  const install = await installStates(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => ({
     siteId: r.id,
     websiteId: r.website_id,
@@ -117,8 +132,19 @@ const CONVERSION_FIELDS = `c.id, c.telegram_user_id::text AS telegram_user_id, c
   ARRAY(SELECT x.status FROM sends x WHERE x.conversion_id = c.id) AS send_statuses`;
 
 type ConversionRow = {
-  id: string; telegram_user_id: string; event_type: string; custom_event_name: string | null; value: number | null; currency: string | null;
-  channel_title: string | null; source: string; capi_status: string; cold_lead: boolean; awaiting_manual_input: boolean; attributed: boolean; received_at: Date;
+  id: string;
+  telegram_user_id: string;
+  event_type: string;
+  custom_event_name: string | null;
+  value: number | null;
+  currency: string | null;
+  channel_title: string | null;
+  source: string;
+  capi_status: string;
+  cold_lead: boolean;
+  awaiting_manual_input: boolean;
+  attributed: boolean;
+  received_at: Date;
   send_statuses: string[];
 };
 
@@ -141,7 +167,11 @@ function conversionLine(r: ConversionRow): ConversionLine {
 }
 
 /** One site: its set-up, what waits on the operator, and its latest conversions; null when unknown. */
-export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, limit = 25): Promise<SiteDetail | null> {
+export async function dashboardSite(
+  db: Queryable,
+  siteIdOrWebsiteId: string,
+  limit = 25,
+): Promise<SiteDetail | null> {
   const site = await findSite(db, siteIdOrWebsiteId);
   if (!site) return null;
   const [account, { channels }, { pixels }, awaiting, recent, failed, install] = await Promise.all([
@@ -160,7 +190,16 @@ export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, li
        WHERE c.site_id = $1 ORDER BY c.received_at DESC, c.id LIMIT $2`,
       [site.id, limit],
     ),
-    db.query<{ id: string; platform: string; config: Record<string, unknown>; attempts: number; reason: string | null; conversion_id: string | null; visit_id: string | null; updated_at: Date }>(
+    db.query<{
+      id: string;
+      platform: string;
+      config: Record<string, unknown>;
+      attempts: number;
+      reason: string | null;
+      conversion_id: string | null;
+      visit_id: string | null;
+      updated_at: Date;
+    }>(
       `SELECT x.id, x.platform, p.public_config AS config, x.attempts, COALESCE(x.last_error, x.skip_reason) AS reason, x.conversion_id, x.visit_id, x.updated_at
        FROM sends x JOIN pixels p ON p.id = x.pixel_id
        WHERE p.site_id = $1 AND x.status = 'failed' ORDER BY x.updated_at DESC, x.id LIMIT $2`,
@@ -188,7 +227,11 @@ export async function dashboardSite(db: Queryable, siteIdOrWebsiteId: string, li
 }
 
 /** The Telegram user a conversion belongs to, within a site; null when the conversion is not the site's. */
-export async function conversionOwner(db: Queryable, siteId: string, conversionId: string): Promise<{ telegramUserId: number; accountId: string } | null> {
+export async function conversionOwner(
+  db: Queryable,
+  siteId: string,
+  conversionId: string,
+): Promise<{ telegramUserId: number; accountId: string } | null> {
   const { rows } = await db.query<{ telegram_user_id: string; account_id: string }>(
     `SELECT c.telegram_user_id::text AS telegram_user_id, s.account_id FROM conversions c JOIN sites s ON s.id = c.site_id
      WHERE c.id = $1 AND c.site_id = $2`,
@@ -200,6 +243,9 @@ export async function conversionOwner(db: Queryable, siteId: string, conversionI
 
 /** Whether a send belongs to one of the site's pixels. */
 export async function sendOfSite(db: Queryable, siteId: string, sendId: string): Promise<boolean> {
-  const { rows } = await db.query('SELECT 1 FROM sends x JOIN pixels p ON p.id = x.pixel_id WHERE x.id = $1 AND p.site_id = $2', [sendId, siteId]);
+  const { rows } = await db.query(
+    'SELECT 1 FROM sends x JOIN pixels p ON p.id = x.pixel_id WHERE x.id = $1 AND p.site_id = $2',
+    [sendId, siteId],
+  );
   return rows.length > 0;
 }

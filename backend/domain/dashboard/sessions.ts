@@ -22,7 +22,10 @@ export async function openSession(db: Queryable, cookie: string, expiresAt: Date
 
 /** Whether the server still honours this (otherwise valid) session cookie. */
 export async function sessionOpen(db: Queryable, cookie: string, now: Date): Promise<boolean> {
-  const { rows } = await db.query('SELECT 1 FROM dashboard_sessions WHERE cookie_sha256 = $1 AND expires_at > $2', [digest(cookie), now]);
+  const { rows } = await db.query(
+    'SELECT 1 FROM dashboard_sessions WHERE cookie_sha256 = $1 AND expires_at > $2',
+    [digest(cookie), now],
+  );
   return rows.length > 0;
 }
 

@@ -18,39 +18,63 @@ const MAX_APP_BOTS = 100;
 
 const invalid = (why: string) => new ApiError('INIT_DATA_INVALID', why);
 
-export async function appOpened(deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log' | 'local'>, initData: string): Promise<{ attributed: boolean; siteId: string | null }> {
+export async function appOpened(
+  deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log' | 'local'>,
+  initData: string,
+): Promise<{ attributed: boolean; siteId: string | null }> {
   const fields = parseInitData(initData);
   if (fields === null) throw invalid('initData is not Telegram.WebApp.initData (no hash)');
   const startParam = fields.get('start_param');
   const payload = isPayload(startParam) ? startParam : null;
   const bot = await signingBot(deps.pool, deps.box, fields, payload);
-  if (bot === null) throw invalid("initData is not signed by the bot of this entry (forged, altered, or another bot's)");
+  if (bot === null)
+    throw invalid("initData is not signed by the bot of this entry (forged, altered, or another bot's)");
   const read = readSignedInitData(fields, deps.now());
   if (!read.ok) throw invalid(`initData ${read.reason}`);
   if (payload === null) return { attributed: false, siteId: null };
 
   const tie = await withTx(deps.pool, (tx) =>
-    tieEntry(tx, { payload, telegramUserId: read.data.userId, scope: { botId: bot.id }, through: 'app', now: deps.now() }),
+    tieEntry(tx, {
+      payload,
+      telegramUserId: read.data.userId,
+      scope: { botId: bot.id },
+      through: 'app',
+      now: deps.now(),
+    }),
   );
   if (tie.conversionId !== null) deps.local.waker.wake();
-  deps.log.info({ botId: bot.id, entryId: tie.entryId, attributed: tie.attributed, reason: tie.reason }, 'mini app opened');
+  deps.log.info(
+    { botId: bot.id, entryId: tie.entryId, attributed: tie.attributed, reason: tie.reason },
+    'mini app opened',
+  );
   return { attributed: tie.attributed, siteId: bot.siteId };
 }
 
-async function signingBot(db: Pool, box: SecretBox, fields: Map<string, string>, payload: string | null): Promise<{ id: string; siteId: string | null } | null> {
-  const byPayload = payload === null ? [] : (
-    await db.query<{ id: string; token_enc: string; site_id: string }>(
-      `SELECT b.id, b.token_enc, k.site_id FROM entry_clicks k JOIN entries e ON e.id = k.entry_id JOIN bots b ON b.id = e.bot_id AND b.removed_at IS NULL
+async function signingBot(
+  db: Pool,
+  box: SecretBox,
+  fields: Map<string, string>,
+  payload: string | null,
+): Promise<{ id: string; siteId: string | null } | null> {
+  const byPayload =
+    payload === null
+      ? []
+      : (
+          await db.query<{ id: string; token_enc: string; site_id: string }>(
+            `SELECT b.id, b.token_enc, k.site_id FROM entry_clicks k JOIN entries e ON e.id = k.entry_id JOIN bots b ON b.id = e.bot_id AND b.removed_at IS NULL
        WHERE k.payload = $1`,
-      [payload],
-    )
-  ).rows;
-  const candidates = byPayload.length > 0 ? byPayload : (
-    await db.query<{ id: string; token_enc: string; site_id: null }>(
-      `SELECT DISTINCT b.id, b.token_enc, NULL::uuid AS site_id FROM entries e JOIN bots b ON b.id = e.bot_id AND b.removed_at IS NULL
+            [payload],
+          )
+        ).rows;
+  const candidates =
+    byPayload.length > 0
+      ? byPayload
+      : (
+          await db.query<{ id: string; token_enc: string; site_id: null }>(
+            `SELECT DISTINCT b.id, b.token_enc, NULL::uuid AS site_id FROM entries e JOIN bots b ON b.id = e.bot_id AND b.removed_at IS NULL
        WHERE e.kind = 'app' AND e.active LIMIT ${MAX_APP_BOTS}`,
-    )
-  ).rows;
+          )
+        ).rows;
   for (const c of candidates) {
     if (signedBy(fields, box.open(c.token_enc))) return { id: c.id, siteId: c.site_id };
   }

@@ -17,10 +17,20 @@ export interface ClickEntry {
 }
 
 /** The site's entry named, or its default; NOT_FOUND otherwise. */
-export async function requireSiteEntry(db: Queryable, siteId: string, entryId: string | undefined): Promise<ClickEntry> {
-  const uuid = entryId === undefined || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(entryId);
+export async function requireSiteEntry(
+  db: Queryable,
+  siteId: string,
+  entryId: string | undefined,
+): Promise<ClickEntry> {
+  const uuid =
+    entryId === undefined || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(entryId);
   const { rows } = uuid
-    ? await db.query<{ id: string; kind: 'start' | 'app'; username: string | null; app_short_name: string | null }>(
+    ? await db.query<{
+        id: string;
+        kind: 'start' | 'app';
+        username: string | null;
+        app_short_name: string | null;
+      }>(
         `SELECT e.id, e.kind, b.username, e.app_short_name FROM entries e JOIN bots b ON b.id = e.bot_id AND b.removed_at IS NULL
          WHERE e.site_id = $1 AND e.active AND ${entryId === undefined ? 'e.is_default' : 'e.id = $2'}`,
         entryId === undefined ? [siteId] : [siteId, entryId],
@@ -28,7 +38,12 @@ export async function requireSiteEntry(db: Queryable, siteId: string, entryId: s
     : { rows: [] };
   const row = rows[0];
   if (!row || row.username === null) {
-    throw new ApiError('NOT_FOUND', entryId === undefined ? 'the site has no default entry; name one with entry' : `entry ${entryId} is not an active entry of this site`);
+    throw new ApiError(
+      'NOT_FOUND',
+      entryId === undefined
+        ? 'the site has no default entry; name one with entry'
+        : `entry ${entryId} is not an active entry of this site`,
+    );
   }
   return { id: row.id, kind: row.kind, botUsername: row.username, app: row.app_short_name };
 }
@@ -38,16 +53,30 @@ export async function requireSiteEntry(db: Queryable, siteId: string, entryId: s
  * limited, the database away): the bot (or its Mini App) itself, unattributed, rather than an
  * error page. Null when the site has no such entry, or it cannot be looked up.
  */
-export async function entryFallbackUrl(db: Queryable, siteId: string, entryId: string | undefined): Promise<string | null> {
+export async function entryFallbackUrl(
+  db: Queryable,
+  siteId: string,
+  entryId: string | undefined,
+): Promise<string | null> {
   const entry = await requireSiteEntry(db, siteId, entryId).catch(() => null);
   if (entry === null) return null;
-  return entry.kind === 'app' ? `https://t.me/${entry.botUsername}/${entry.app}` : `https://t.me/${entry.botUsername}`;
+  return entry.kind === 'app'
+    ? `https://t.me/${entry.botUsername}/${entry.app}`
+    : `https://t.me/${entry.botUsername}`;
 }
 
 /** Hands the visit a new payload of the entry; returns the deep link. */
-export async function handOutPayload(db: Queryable, q: { siteId: string; entry: ClickEntry; visitId: string }): Promise<string> {
+export async function handOutPayload(
+  db: Queryable,
+  q: { siteId: string; entry: ClickEntry; visitId: string },
+): Promise<string> {
   const payload = newPayload();
-  await db.query('INSERT INTO entry_clicks (entry_id, site_id, visit_id, payload) VALUES ($1, $2, $3, $4)', [q.entry.id, q.siteId, q.visitId, payload]);
+  await db.query('INSERT INTO entry_clicks (entry_id, site_id, visit_id, payload) VALUES ($1, $2, $3, $4)', [
+    q.entry.id,
+    q.siteId,
+    q.visitId,
+    payload,
+  ]);
   return deepLink(q.entry, payload);
 }
 
@@ -62,22 +91,55 @@ export interface EntryOutcome {
  */
 export async function entryClick(
   deps: Pick<Deps, 'pool' | 'local'>,
-  q: { siteId: string; tempId: string; sessionId: string; entryId?: string | undefined; click: VisitAttribution },
+  q: {
+    siteId: string;
+    tempId: string;
+    sessionId: string;
+    entryId?: string | undefined;
+    click: VisitAttribution;
+  },
 ): Promise<EntryOutcome> {
-  const [entry, found] = await Promise.all([requireSiteEntry(deps.pool, q.siteId, q.entryId), findClickVisit(deps.pool, q)]);
+  const [entry, found] = await Promise.all([
+    requireSiteEntry(deps.pool, q.siteId, q.entryId),
+    findClickVisit(deps.pool, q),
+  ]);
   const visitId =
-    found ?? (await recordVisit(deps, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click })).visitId;
+    found ??
+    (
+      await recordVisit(deps, {
+        siteId: q.siteId,
+        tempId: q.tempId,
+        sessionId: q.sessionId,
+        kind: 'pageview',
+        attribution: q.click,
+      })
+    ).visitId;
   return { visitId, url: await handOutPayload(deps.pool, { siteId: q.siteId, entry, visitId }) };
 }
 
 /** An ad click straight to an entry (`/r/{siteId}/entry/{entryId}`): one visit per click request, a payload per click. */
 export async function entryRedirect(
   deps: Pick<Deps, 'pool' | 'local'>,
-  q: { siteId: string; entryId: string; tempId: string; sessionId: string; visitRequestId: string; attribution: VisitAttribution },
+  q: {
+    siteId: string;
+    entryId: string;
+    tempId: string;
+    sessionId: string;
+    visitRequestId: string;
+    attribution: VisitAttribution;
+  },
 ): Promise<EntryOutcome> {
   const entry = await requireSiteEntry(deps.pool, q.siteId, q.entryId);
   const visit = await recordVisit(deps, {
-    siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, visitRequestId: q.visitRequestId, kind: 'redirect', attribution: q.attribution,
+    siteId: q.siteId,
+    tempId: q.tempId,
+    sessionId: q.sessionId,
+    visitRequestId: q.visitRequestId,
+    kind: 'redirect',
+    attribution: q.attribution,
   });
-  return { visitId: visit.visitId, url: await handOutPayload(deps.pool, { siteId: q.siteId, entry, visitId: visit.visitId }) };
+  return {
+    visitId: visit.visitId,
+    url: await handOutPayload(deps.pool, { siteId: q.siteId, entry, visitId: visit.visitId }),
+  };
 }

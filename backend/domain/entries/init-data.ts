@@ -60,7 +60,8 @@ export function readSignedInitData(fields: Map<string, string>, now: Date): Init
   const authDate = Number(fields.get('auth_date'));
   if (!Number.isInteger(authDate) || authDate <= 0) return { ok: false, reason: 'no auth_date' };
   const nowSec = Math.floor(now.getTime() / 1000);
-  if (authDate < nowSec - INIT_DATA_MAX_AGE_SECONDS) return { ok: false, reason: 'auth_date is older than 24 hours' };
+  if (authDate < nowSec - INIT_DATA_MAX_AGE_SECONDS)
+    return { ok: false, reason: 'auth_date is older than 24 hours' };
   if (authDate > nowSec + CLOCK_SKEW_SECONDS) return { ok: false, reason: 'auth_date is in the future' };
   let user: unknown;
   try {
@@ -70,7 +71,10 @@ export function readSignedInitData(fields: Map<string, string>, now: Date): Init
   }
   const parsed = User.safeParse(user);
   if (!parsed.success) return { ok: false, reason: 'no user' };
-  return { ok: true, data: { userId: parsed.data.id, startParam: fields.get('start_param') ?? null, authDate } };
+  return {
+    ok: true,
+    data: { userId: parsed.data.id, startParam: fields.get('start_param') ?? null, authDate },
+  };
 }
 
 /** Signs fields as Telegram does: for tests, the sandbox's simulated Mini App, and docs examples. */

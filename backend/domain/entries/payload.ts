@@ -28,13 +28,17 @@ export function isPayload(value: unknown): value is string {
 export function startPayload(text: string, botUsername: string | null): string | null | undefined {
   const m = /^\/start(?:@([A-Za-z0-9_]{1,64}))?(?:\s+([\s\S]*?))?\s*$/.exec(text);
   if (!m) return undefined;
-  if (m[1] !== undefined && botUsername !== null && m[1].toLowerCase() !== botUsername.toLowerCase()) return undefined;
+  if (m[1] !== undefined && botUsername !== null && m[1].toLowerCase() !== botUsername.toLowerCase())
+    return undefined;
   const payload = m[2];
   return payload !== undefined && PAYLOAD_RE.test(payload) ? payload : null;
 }
 
 /** The deep link an entry click is sent to. */
-export function deepLink(entry: { kind: 'start' | 'app'; botUsername: string; app: string | null }, payload: string): string {
+export function deepLink(
+  entry: { kind: 'start' | 'app'; botUsername: string; app: string | null },
+  payload: string,
+): string {
   if (entry.kind === 'app') return `https://t.me/${entry.botUsername}/${entry.app}?startapp=${payload}`;
   return `https://t.me/${entry.botUsername}?start=${payload}`;
 }

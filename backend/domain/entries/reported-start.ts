@@ -16,9 +16,21 @@ export async function reportStart(
 ): Promise<{ attributed: boolean; conversionId?: string }> {
   const now = deps.now();
   const tie = await withTx(deps.pool, (tx) =>
-    tieEntry(tx, { payload: q.payload, telegramUserId: q.telegramUserId, scope: { accountId: caller.accountId, siteId: caller.siteId ?? undefined }, through: 'api', now }),
+    tieEntry(tx, {
+      payload: q.payload,
+      telegramUserId: q.telegramUserId,
+      scope: { accountId: caller.accountId, siteId: caller.siteId ?? undefined },
+      through: 'api',
+      now,
+    }),
   );
   if (tie.conversionId !== null) deps.local.waker.wake();
-  deps.log.info({ entryId: tie.entryId, attributed: tie.attributed, reason: tie.reason }, 'bot start reported through the API');
-  return { attributed: tie.attributed, ...(tie.conversionId !== null ? { conversionId: tie.conversionId } : {}) };
+  deps.log.info(
+    { entryId: tie.entryId, attributed: tie.attributed, reason: tie.reason },
+    'bot start reported through the API',
+  );
+  return {
+    attributed: tie.attributed,
+    ...(tie.conversionId !== null ? { conversionId: tie.conversionId } : {}),
+  };
 }

@@ -44,7 +44,10 @@ interface ClickRow {
 }
 
 /** Ties a payload to a Telegram user in the caller's transaction. The click's row is locked: two redemptions are decided one after the other. */
-export async function tieEntry(tx: Queryable, q: { payload: string; telegramUserId: number; scope: TieScope; through: TieThrough; now: Date }): Promise<TieResult> {
+export async function tieEntry(
+  tx: Queryable,
+  q: { payload: string; telegramUserId: number; scope: TieScope; through: TieThrough; now: Date },
+): Promise<TieResult> {
   const { rows } = await tx.query<ClickRow>(
     `SELECT k.id, k.entry_id, k.site_id, k.visit_id, k.used_by, k.conversion_id, e.bot_id, s.account_id, e.event_type, e.custom_event_name,
        e.fixed_value::text AS fixed_value, e.fixed_currency::text AS fixed_currency, e.channel_id, b.username
@@ -55,14 +58,29 @@ export async function tieEntry(tx: Queryable, q: { payload: string; telegramUser
   const click = rows[0];
   const inScope =
     click !== undefined &&
-    ('botId' in q.scope ? click.bot_id === q.scope.botId : click.account_id === q.scope.accountId && (q.scope.siteId === undefined || q.scope.siteId === click.site_id));
-  if (!click || !inScope) return { attributed: false, entryId: null, visitId: null, conversionId: null, reason: 'unknown' };
+    ('botId' in q.scope
+      ? click.bot_id === q.scope.botId
+      : click.account_id === q.scope.accountId &&
+        (q.scope.siteId === undefined || q.scope.siteId === click.site_id));
+  if (!click || !inScope)
+    return { attributed: false, entryId: null, visitId: null, conversionId: null, reason: 'unknown' };
   if (click.used_by !== null && click.used_by !== q.telegramUserId) {
-    return { attributed: false, entryId: click.entry_id, visitId: null, conversionId: null, reason: 'used_by_another_user' };
+    return {
+      attributed: false,
+      entryId: click.entry_id,
+      visitId: null,
+      conversionId: null,
+      reason: 'used_by_another_user',
+    };
   }
   if (click.used_by === q.telegramUserId) {
     // The same user again (a second /start, the app opened anew): already tied, nothing more to send.
-    return { attributed: true, entryId: click.entry_id, visitId: click.visit_id, conversionId: click.conversion_id };
+    return {
+      attributed: true,
+      entryId: click.entry_id,
+      visitId: click.visit_id,
+      conversionId: click.conversion_id,
+    };
   }
 
   await upsertLead(tx, click.site_id, q.telegramUserId, q.now);
@@ -98,9 +116,10 @@ export async function tieEntry(tx: Queryable, q: { payload: string; telegramUser
     );
     conversionId = conversion.conversionId;
   }
-  await tx.query(`UPDATE entry_clicks SET used_by = $2, used_at = $3, used_through = $4, conversion_id = $5 WHERE id = $1`, [
-    click.id, q.telegramUserId, q.now, q.through, conversionId,
-  ]);
+  await tx.query(
+    `UPDATE entry_clicks SET used_by = $2, used_at = $3, used_through = $4, conversion_id = $5 WHERE id = $1`,
+    [click.id, q.telegramUserId, q.now, q.through, conversionId],
+  );
   return { attributed: true, entryId: click.entry_id, visitId: click.visit_id, conversionId };
 }
 
@@ -110,7 +129,10 @@ export async function tieEntry(tx: Queryable, q: { payload: string; telegramUser
  * Telegram dates updates in whole seconds: a tie within the second of the join (its start recorded
  * at the service's millisecond clock) is one made before it.
  */
-export async function entryVisitInWindow(tx: Queryable, q: { siteId: string; telegramUserId: number; at: Date; windowDays: number }): Promise<string | null> {
+export async function entryVisitInWindow(
+  tx: Queryable,
+  q: { siteId: string; telegramUserId: number; at: Date; windowDays: number },
+): Promise<string | null> {
   if (q.windowDays <= 0) return null;
   const { rows } = await tx.query<{ visit_id: string }>(
     `SELECT k.visit_id FROM entry_clicks k

@@ -5,7 +5,13 @@ import { ApiError } from '../../errors.js';
 import { leadLockKey, leadLockStatement } from '../conversions/lead-lock.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from '../conversions/site-scope.js';
 import { refreshCapiStatuses } from '../outbox/sends.js';
-import { CONVERSION_PERSON_FIELDS, ENTRY_CLICK_RAW_FIELDS, LEAD_PERSON_FIELDS, VISIT_RAW_FIELDS, setClause } from './fields.js';
+import {
+  CONVERSION_PERSON_FIELDS,
+  ENTRY_CLICK_RAW_FIELDS,
+  LEAD_PERSON_FIELDS,
+  VISIT_RAW_FIELDS,
+  setClause,
+} from './fields.js';
 
 /** Why a send that erasure cancelled was not delivered (`sends list` shows it; `sends retry` refuses it). */
 export const ERASED_SKIP_REASON = 'erased: the person asked for their data to be erased';
@@ -40,13 +46,26 @@ export interface ErasureSummary {
  * Locks follow docs/architecture.md#lock-order: the lead lock first (business events for the user
  * wait, and find no lead after), then the conversions by id, then their sends by id.
  */
-export async function eraseLead(pool: Pool, caller: ApiCaller, telegramUserId: number, ref: SiteRef, actor: string): Promise<ErasureSummary> {
-  const siteId = (await resolveSiteRef(pool, caller, ref)) ?? (await onlySiteOf(pool, caller.accountId, telegramUserId));
-  return retryLockConflicts(() => withTx(pool, (tx) => eraseOnSite(tx, caller.accountId, siteId, telegramUserId, actor)));
+export async function eraseLead(
+  pool: Pool,
+  caller: ApiCaller,
+  telegramUserId: number,
+  ref: SiteRef,
+  actor: string,
+): Promise<ErasureSummary> {
+  const siteId =
+    (await resolveSiteRef(pool, caller, ref)) ?? (await onlySiteOf(pool, caller.accountId, telegramUserId));
+  return retryLockConflicts(() =>
+    withTx(pool, (tx) => eraseOnSite(tx, caller.accountId, siteId, telegramUserId, actor)),
+  );
 }
 
 /** The sites of an account on which a Telegram user is known (a lead row, a conversion or a join). */
-export async function sitesOfPerson(db: Queryable, accountId: string, telegramUserId: number): Promise<string[]> {
+export async function sitesOfPerson(
+  db: Queryable,
+  accountId: string,
+  telegramUserId: number,
+): Promise<string[]> {
   const { rows } = await db.query<{ site_id: string }>(
     `SELECT l.site_id FROM leads l JOIN sites s ON s.id = l.site_id WHERE l.telegram_user_id = $1 AND s.account_id = $2
      UNION SELECT c.site_id FROM conversions c JOIN sites s ON s.id = c.site_id WHERE c.telegram_user_id = $1 AND s.account_id = $2
@@ -61,18 +80,32 @@ export async function sitesOfPerson(db: Queryable, accountId: string, telegramUs
 async function onlySiteOf(db: Queryable, accountId: string, telegramUserId: number): Promise<string> {
   const sites = await sitesOfPerson(db, accountId, telegramUserId);
   if (sites.length === 0) throw new ApiError('LEAD_NOT_FOUND', 'this user is not known in the account');
-  if (sites.length > 1) throw new ApiError('SITE_REQUIRED', 'this user is a lead on several sites of the account: pass siteId or websiteId');
+  if (sites.length > 1)
+    throw new ApiError(
+      'SITE_REQUIRED',
+      'this user is a lead on several sites of the account: pass siteId or websiteId',
+    );
   return sites[0]!;
 }
 
-async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, user: number, actor: string): Promise<ErasureSummary> {
+async function eraseOnSite(
+  tx: PoolClient,
+  accountId: string,
+  siteId: string,
+  user: number,
+  actor: string,
+): Promise<ErasureSummary> {
   await tx.query(leadLockStatement([leadLockKey(accountId, user)]));
 
   const { rows: conv } = await tx.query<{ id: string; visit_id: string | null }>(
     'SELECT id, visit_id FROM conversions WHERE site_id = $1 AND telegram_user_id = $2 ORDER BY id FOR UPDATE',
     [siteId, user],
   );
-  const { rows: joins } = await tx.query<{ id: string; visit_id: string | null; invitation_id: string | null }>(
+  const { rows: joins } = await tx.query<{
+    id: string;
+    visit_id: string | null;
+    invitation_id: string | null;
+  }>(
     `SELECT m.id, m.visit_id, m.invitation_id FROM memberships m JOIN channels ch ON ch.id = m.channel_id
      WHERE ch.site_id = $1 AND m.telegram_user_id = $2`,
     [siteId, user],
@@ -88,13 +121,21 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
     'SELECT id, visit_id FROM entry_clicks WHERE used_by = $2 AND site_id = $1 ORDER BY id FOR UPDATE',
     [siteId, user],
   );
-  const { rows: leads } = await tx.query<{ id: string }>('SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2', [siteId, user]);
+  const { rows: leads } = await tx.query<{ id: string }>(
+    'SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2',
+    [siteId, user],
+  );
   if (conv.length + joins.length + invites.length + ties.length + leads.length === 0) {
-    throw new ApiError('LEAD_NOT_FOUND', 'this user is not known on the resolved site (or was erased already)');
+    throw new ApiError(
+      'LEAD_NOT_FOUND',
+      'this user is not known on the resolved site (or was erased already)',
+    );
   }
 
   // The person's visits, and every visit of the same browsers on this site.
-  const named = [...new Set([...conv, ...joins, ...invites, ...ties].flatMap((r) => (r.visit_id ? [r.visit_id] : [])))];
+  const named = [
+    ...new Set([...conv, ...joins, ...invites, ...ties].flatMap((r) => (r.visit_id ? [r.visit_id] : []))),
+  ];
   const { rows: visits } = await tx.query<{ id: string }>(
     `SELECT v.id FROM visits v WHERE v.id = ANY($2::uuid[]) AND v.site_id = $1
      UNION
@@ -106,7 +147,10 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
   const conversionIds = conv.map((c) => c.id);
 
   // Sends after their conversions, by id (the lock order); then cancelled unless delivered.
-  await tx.query('SELECT 1 FROM sends WHERE conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[]) ORDER BY id FOR UPDATE', [conversionIds, visitIds]);
+  await tx.query(
+    'SELECT 1 FROM sends WHERE conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[]) ORDER BY id FOR UPDATE',
+    [conversionIds, visitIds],
+  );
   const cancelled = await tx.query(
     `UPDATE sends SET status = 'skipped', skip_reason = $3, in_flight = false, updated_at = now()
      WHERE (conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[])) AND status IN ('pending', 'failed')`,
@@ -116,12 +160,27 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
   const { rows: drawn } = await tx.query<{ n: string }>(`SELECT -nextval('erased_people') AS n`);
   const standIn = drawn[0]!.n;
 
-  await tx.query(`UPDATE conversions SET ${setClause(CONVERSION_PERSON_FIELDS)}, telegram_user_id = $2, updated_at = now() WHERE id = ANY($1::uuid[])`, [conversionIds, standIn]);
+  await tx.query(
+    `UPDATE conversions SET ${setClause(CONVERSION_PERSON_FIELDS)}, telegram_user_id = $2, updated_at = now() WHERE id = ANY($1::uuid[])`,
+    [conversionIds, standIn],
+  );
   await refreshCapiStatuses(tx, conversionIds);
-  await tx.query(`UPDATE leads SET ${setClause(LEAD_PERSON_FIELDS)}, telegram_user_id = $2 WHERE id = ANY($1::uuid[])`, [leads.map((l) => l.id), standIn]);
-  await tx.query('UPDATE memberships SET telegram_user_id = $2 WHERE id = ANY($1::uuid[])', [joins.map((m) => m.id), standIn]);
-  await tx.query('UPDATE invitations SET used_by = $2 WHERE id = ANY($1::uuid[])', [invites.map((i) => i.id), standIn]);
-  await tx.query(`UPDATE entry_clicks SET ${setClause(ENTRY_CLICK_RAW_FIELDS)}, used_by = $2 WHERE id = ANY($1::uuid[])`, [ties.map((t) => t.id), standIn]);
+  await tx.query(
+    `UPDATE leads SET ${setClause(LEAD_PERSON_FIELDS)}, telegram_user_id = $2 WHERE id = ANY($1::uuid[])`,
+    [leads.map((l) => l.id), standIn],
+  );
+  await tx.query('UPDATE memberships SET telegram_user_id = $2 WHERE id = ANY($1::uuid[])', [
+    joins.map((m) => m.id),
+    standIn,
+  ]);
+  await tx.query('UPDATE invitations SET used_by = $2 WHERE id = ANY($1::uuid[])', [
+    invites.map((i) => i.id),
+    standIn,
+  ]);
+  await tx.query(
+    `UPDATE entry_clicks SET ${setClause(ENTRY_CLICK_RAW_FIELDS)}, used_by = $2 WHERE id = ANY($1::uuid[])`,
+    [ties.map((t) => t.id), standIn],
+  );
   // Browser and session ids are mapped through a keyed digest whose key is drawn here and never
   // kept: visits of one browser stay one browser (counts of distinct browsers hold), unlinkable.
   await tx.query(
@@ -144,7 +203,17 @@ async function eraseOnSite(tx: PoolClient, accountId: string, siteId: string, us
   const { rows: audit } = await tx.query<{ id: string }>(
     `INSERT INTO erasures (account_id, site_id, actor, leads, visits, conversions, memberships, invitations, sends_cancelled)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-    [accountId, siteId, actor, summary.leads, summary.visits, summary.conversions, summary.memberships, summary.invitations, summary.sendsCancelled],
+    [
+      accountId,
+      siteId,
+      actor,
+      summary.leads,
+      summary.visits,
+      summary.conversions,
+      summary.memberships,
+      summary.invitations,
+      summary.sendsCancelled,
+    ],
   );
   return { erasureId: audit[0]!.id, ...summary };
 }
@@ -161,14 +230,18 @@ export async function eraseLeadInAccount(
 ): Promise<{ erasures: ErasureSummary[] }> {
   const { accountId, telegramUserId } = input;
   if (!Number.isSafeInteger(telegramUserId) || telegramUserId <= 0) {
-    throw new ApiError('VALIDATION_FAILED', 'the Telegram user id must be a positive integer', { errors: [{ path: 'telegramUserId', message: 'must be a positive integer' }] });
+    throw new ApiError('VALIDATION_FAILED', 'the Telegram user id must be a positive integer', {
+      errors: [{ path: 'telegramUserId', message: 'must be a positive integer' }],
+    });
   }
   const { rows } = await pool.query('SELECT 1 FROM accounts WHERE id::text = $1', [accountId]);
   if (rows.length === 0) throw new ApiError('NOT_FOUND', `account ${accountId} does not exist`);
   const caller: ApiCaller = { keyId: actor, accountId, siteId: null };
-  if (input.site !== undefined) return { erasures: [await eraseLead(pool, caller, telegramUserId, { siteId: input.site }, actor)] };
+  if (input.site !== undefined)
+    return { erasures: [await eraseLead(pool, caller, telegramUserId, { siteId: input.site }, actor)] };
   const sites = await sitesOfPerson(pool, accountId, telegramUserId);
-  if (sites.length === 0) throw new ApiError('LEAD_NOT_FOUND', 'this user is not known in the account (or was erased already)');
+  if (sites.length === 0)
+    throw new ApiError('LEAD_NOT_FOUND', 'this user is not known in the account (or was erased already)');
   const erasures: ErasureSummary[] = [];
   for (const siteId of sites) erasures.push(await eraseLead(pool, caller, telegramUserId, { siteId }, actor));
   return { erasures };

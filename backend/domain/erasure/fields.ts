@@ -62,7 +62,9 @@ export const LEAD_PERSON_FIELDS: ClearedFields = {
 
 /** `col = value, …` for an UPDATE. */
 export function setClause(fields: ClearedFields): string {
-  return Object.entries(fields).map(([col, value]) => `${col} = ${value}`).join(', ');
+  return Object.entries(fields)
+    .map(([col, value]) => `${col} = ${value}`)
+    .join(', ');
 }
 
 /** True for a row that still holds any of the fields (what retention still has to clear). */

@@ -1,6 +1,13 @@
 import type { Pool } from '../../db/pool.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
-import { CONVERSION_RAW_FIELDS, ENTRY_CLICK_RAW_FIELDS, VISIT_RAW_FIELDS, anyHeld, setClause, type ClearedFields } from './fields.js';
+import {
+  CONVERSION_RAW_FIELDS,
+  ENTRY_CLICK_RAW_FIELDS,
+  VISIT_RAW_FIELDS,
+  anyHeld,
+  setClause,
+  type ClearedFields,
+} from './fields.js';
 
 /**
  * Retention (`RETENTION_DAYS`, docs/data-lifecycle.md): raw identifiers of rows older than the
@@ -28,11 +35,35 @@ export interface RetentionWalk {
 }
 
 export const RETENTION_WALKS: readonly RetentionWalk[] = [
-  { target: 'visits', table: 'visits', time: 'created_at', brin: 'visits_created_brin', action: { clear: VISIT_RAW_FIELDS } },
-  { target: 'conversions', table: 'conversions', time: 'received_at', brin: 'conversions_received_brin', action: { clear: CONVERSION_RAW_FIELDS } },
+  {
+    target: 'visits',
+    table: 'visits',
+    time: 'created_at',
+    brin: 'visits_created_brin',
+    action: { clear: VISIT_RAW_FIELDS },
+  },
+  {
+    target: 'conversions',
+    table: 'conversions',
+    time: 'received_at',
+    brin: 'conversions_received_brin',
+    action: { clear: CONVERSION_RAW_FIELDS },
+  },
   // Unused clicks go first, so that the payload walk after it finds only the used ones.
-  { target: 'entry_clicks_unused', table: 'entry_clicks', time: 'created_at', brin: 'entry_clicks_created_brin', action: { delete: 't.used_by IS NULL' } },
-  { target: 'entry_clicks', table: 'entry_clicks', time: 'created_at', brin: 'entry_clicks_created_brin', action: { clear: ENTRY_CLICK_RAW_FIELDS } },
+  {
+    target: 'entry_clicks_unused',
+    table: 'entry_clicks',
+    time: 'created_at',
+    brin: 'entry_clicks_created_brin',
+    action: { delete: 't.used_by IS NULL' },
+  },
+  {
+    target: 'entry_clicks',
+    table: 'entry_clicks',
+    time: 'created_at',
+    brin: 'entry_clicks_created_brin',
+    action: { clear: ENTRY_CLICK_RAW_FIELDS },
+  },
 ];
 
 /** Sends in these states are finished: nothing will change them but a retry by hand. */
@@ -73,7 +104,11 @@ export interface RetentionResult {
 
 export async function runRetention(pool: Pool, now: Date, opts: RetentionOptions): Promise<RetentionResult> {
   const cutoff = new Date(now.getTime() - opts.days * DAY_MS);
-  const pace: Pace = { batch: opts.batch ?? RETENTION_BATCH, until: opts.until ?? Number.POSITIVE_INFINITY, rest: opts.rest ?? RETENTION_REST };
+  const pace: Pace = {
+    batch: opts.batch ?? RETENTION_BATCH,
+    until: opts.until ?? Number.POSITIVE_INFINITY,
+    rest: opts.rest ?? RETENTION_REST,
+  };
   const result: RetentionResult = { cleared: {}, sendsDeleted: 0, done: true, seconds: {} };
   try {
     for (const walk of RETENTION_WALKS) {
@@ -111,8 +146,16 @@ async function breathe(pace: Pace, ms: number): Promise<void> {
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
 
-async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, pace: Pace): Promise<{ cleared: number; done: boolean }> {
-  const { rows } = await pool.query<{ done_before: Date }>('SELECT done_before FROM retention_progress WHERE target = $1', [w.target]);
+async function walkTable(
+  pool: Pool,
+  w: RetentionWalk,
+  cutoff: Date,
+  pace: Pace,
+): Promise<{ cleared: number; done: boolean }> {
+  const { rows } = await pool.query<{ done_before: Date }>(
+    'SELECT done_before FROM retention_progress WHERE target = $1',
+    [w.target],
+  );
   let lo = rows[0]?.done_before.getTime() ?? 0;
   let width = FIRST_WINDOW_MS;
   let cleared = 0;
@@ -121,8 +164,14 @@ async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, pace: Pace)
   // re-reads, a row someone else is changing), where locking them first wrote every row twice.
   const [pending, change] =
     'clear' in w.action
-      ? [anyHeld(w.action.clear, 't'), `UPDATE ${w.table} x SET ${setClause(w.action.clear)} FROM batch WHERE x.id = batch.id RETURNING batch.at`]
-      : [`(${w.action.delete})`, `DELETE FROM ${w.table} x USING batch WHERE x.id = batch.id RETURNING batch.at`];
+      ? [
+          anyHeld(w.action.clear, 't'),
+          `UPDATE ${w.table} x SET ${setClause(w.action.clear)} FROM batch WHERE x.id = batch.id RETURNING batch.at`,
+        ]
+      : [
+          `(${w.action.delete})`,
+          `DELETE FROM ${w.table} x USING batch WHERE x.id = batch.id RETURNING batch.at`,
+        ];
   const call: PreparedCall = {
     name: `retention_${w.target}`,
     sql: `WITH batch AS (
@@ -152,13 +201,21 @@ async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, pace: Pace)
     // The batch is one round trip: its own short transaction, with its lock timeout.
     const { n, done_before: doneBefore } = await withSession(pool, async (client) => {
       await ensurePrepared(client, call);
-      const sql = ['BEGIN', `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`, execute(client, { ...call, values: [new Date(lo), new Date(hi), pace.batch, w.target] }), 'COMMIT'];
-      const res = (await client.query(sql.join('; '))) as unknown as { rows: { n: number; done_before: Date }[] }[];
+      const sql = [
+        'BEGIN',
+        `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`,
+        execute(client, { ...call, values: [new Date(lo), new Date(hi), pace.batch, w.target] }),
+        'COMMIT',
+      ];
+      const res = (await client.query(sql.join('; '))) as unknown as {
+        rows: { n: number; done_before: Date }[];
+      }[];
       return res[2]!.rows[0]!;
     });
     cleared += n;
     const next = doneBefore.getTime();
-    width = n < pace.batch ? Math.min(width * 2, Number.MAX_SAFE_INTEGER / 4) : Math.max(next - lo, MIN_WINDOW_MS);
+    width =
+      n < pace.batch ? Math.min(width * 2, Number.MAX_SAFE_INTEGER / 4) : Math.max(next - lo, MIN_WINDOW_MS);
     lo = next;
     if (lo < end) await breathe(pace, performance.now() - started);
   }
@@ -176,13 +233,19 @@ async function walkTable(pool: Pool, w: RetentionWalk, cutoff: Date, pace: Pace)
  */
 async function summarizeNew(pool: Pool, w: RetentionWalk): Promise<void> {
   await withSession(pool, async (client) => {
-    await client.query(`BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SELECT brin_summarize_new_values('${w.brin}'::regclass); COMMIT`);
+    await client.query(
+      `BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SELECT brin_summarize_new_values('${w.brin}'::regclass); COMMIT`,
+    );
   }).catch((err: unknown) => {
     if ((err as { code?: string }).code !== '55P03') throw err;
   });
 }
 
-async function deleteFinishedSends(pool: Pool, cutoff: Date, pace: Pace): Promise<{ deleted: number; done: boolean }> {
+async function deleteFinishedSends(
+  pool: Pool,
+  cutoff: Date,
+  pace: Pace,
+): Promise<{ deleted: number; done: boolean }> {
   const { batch, until } = pace;
   let deleted = 0;
   for (const status of FINISHED_SENDS) {

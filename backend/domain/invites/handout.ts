@@ -2,7 +2,15 @@ import { withTx } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import type { InviteChannel } from './invite-channels.js';
 import { fallbackUrl, handoutCutoff } from './links.js';
-import { heldLink, heldOrPooledLink, insertCreatedLink, insertFallback, lockVisit, queueRefill, type AssignedLink } from './link-pool.js';
+import {
+  heldLink,
+  heldOrPooledLink,
+  insertCreatedLink,
+  insertFallback,
+  lockVisit,
+  queueRefill,
+  type AssignedLink,
+} from './link-pool.js';
 import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } from './telegram.js';
 
 /**
@@ -29,9 +37,17 @@ export async function inviteForVisit(
 ): Promise<HandedOut> {
   const { channel, visitId, mode } = q;
   const now = deps.now();
-  const link = await heldOrPooledLink(deps.pool, { visitId, channelId: channel.id, now, cutoff: handoutCutoff(now, channel.inviteTtlSeconds), mode });
+  const link = await heldOrPooledLink(deps.pool, {
+    visitId,
+    channelId: channel.id,
+    now,
+    cutoff: handoutCutoff(now, channel.inviteTtlSeconds),
+    mode,
+  });
   const fromPool: HandedOut | null =
-    link === null ? null : { invitationId: link.invitationId, inviteLink: link.inviteLink, source: link.held ? 'held' : 'pool' };
+    link === null
+      ? null
+      : { invitationId: link.invitationId, inviteLink: link.inviteLink, source: link.held ? 'held' : 'pool' };
   if (fromPool !== null) {
     if (fromPool.source === 'pool') await requestRefill(deps, channel.id);
     return fromPool;
@@ -44,7 +60,10 @@ export async function inviteForVisit(
     try {
       created = await createLinkAtTelegram(deps, channel, CLICK_TELEGRAM_TIMEOUT_MS);
     } catch (err) {
-      deps.log.warn({ channelId: channel.id, err: (err as Error).message }, 'no invite link could be created for a click');
+      deps.log.warn(
+        { channelId: channel.id, err: (err as Error).message },
+        'no invite link could be created for a click',
+      );
     }
   }
 
@@ -54,19 +73,30 @@ export async function inviteForVisit(
     // the one just created goes to the pool rather than being wasted.
     const held = await heldLink(tx, { visitId, channelId: channel.id, now, mode });
     if (held !== null) {
-      if (created !== null) await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId: null, now });
+      if (created !== null)
+        await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId: null, now });
       return { ...held, source: 'held' };
     }
     if (created !== null) {
-      return { ...(await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId, now })), source: 'created' };
+      return {
+        ...(await insertCreatedLink(tx, { channelId: channel.id, link: created, visitId, now })),
+        source: 'created',
+      };
     }
     const url = fallbackUrl(channel);
     if (url === null) {
-      throw new ApiError('UNAVAILABLE', 'no invite link can be had from Telegram right now and the channel has no public link', {
-        headers: { 'Retry-After': '5' },
-      });
+      throw new ApiError(
+        'UNAVAILABLE',
+        'no invite link can be had from Telegram right now and the channel has no public link',
+        {
+          headers: { 'Retry-After': '5' },
+        },
+      );
     }
-    return { ...(await insertFallback(tx, { channelId: channel.id, visitId, url, now })), source: 'fallback' };
+    return {
+      ...(await insertFallback(tx, { channelId: channel.id, visitId, url, now })),
+      source: 'fallback',
+    };
   });
   if (handedOut.source !== 'held') await requestRefill(deps, channel.id);
   return handedOut;
@@ -90,6 +120,9 @@ async function requestRefill(deps: InviteDeps, channelId: string): Promise<void>
     await queueRefill(deps.pool, channelId);
   } catch (err) {
     lastRefillRequest.delete(channelId);
-    deps.log.warn({ channelId, err: (err as Error).message }, 'could not queue an invite pool refill; the cron will catch up');
+    deps.log.warn(
+      { channelId, err: (err as Error).message },
+      'could not queue an invite pool refill; the cron will catch up',
+    );
   }
 }

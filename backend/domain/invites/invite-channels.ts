@@ -61,7 +61,11 @@ function toChannel(r: Row): InviteChannel {
  * An active channel of the site: the one named, or the site's default when none is. Null when the
  * name is not a channel of this site (another tenant's channel included) or there is no default.
  */
-export async function findSiteChannel(db: Queryable, siteId: string, channelId: string | undefined): Promise<InviteChannel | null> {
+export async function findSiteChannel(
+  db: Queryable,
+  siteId: string,
+  channelId: string | undefined,
+): Promise<InviteChannel | null> {
   if (channelId !== undefined && !isUuid(channelId)) return null;
   const { rows } = await db.query<Row>(
     `${SELECT}
@@ -80,6 +84,8 @@ export async function findChannel(db: Queryable, channelId: string): Promise<Inv
 
 /** Every active channel whose bot may be able to create links, for the refill pass. */
 export async function listPoolChannels(db: Queryable): Promise<InviteChannel[]> {
-  const { rows } = await db.query<Row>(`${SELECT} WHERE c.active AND c.pool_target > 0 ORDER BY c.created_at, c.id`);
+  const { rows } = await db.query<Row>(
+    `${SELECT} WHERE c.active AND c.pool_target > 0 ORDER BY c.created_at, c.id`,
+  );
   return rows.map(toChannel);
 }

@@ -40,7 +40,11 @@ export async function heldLink(
   tx: Queryable,
   q: { visitId: string; channelId: string; now: Date; mode: 'usable' | 'any' },
 ): Promise<AssignedLink | null> {
-  const { rows } = await tx.query<{ id: string; invite_link: string }>(heldSql(q.mode), [q.visitId, q.channelId, q.now]);
+  const { rows } = await tx.query<{ id: string; invite_link: string }>(heldSql(q.mode), [
+    q.visitId,
+    q.channelId,
+    q.now,
+  ]);
   const row = rows[0];
   return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
 }
@@ -100,7 +104,16 @@ export async function insertCreatedLink(
   await tx.query(
     `INSERT INTO invitations (id, channel_id, invite_link, name, creates_join_request, expires_at, created_at, visit_id, assigned_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::uuid IS NULL THEN NULL ELSE $7::timestamptz END)`,
-    [q.link.invitationId, q.channelId, q.link.inviteLink, q.link.name, q.link.createsJoinRequest, q.link.expiresAt, q.now, q.visitId],
+    [
+      q.link.invitationId,
+      q.channelId,
+      q.link.inviteLink,
+      q.link.name,
+      q.link.createsJoinRequest,
+      q.link.expiresAt,
+      q.now,
+      q.visitId,
+    ],
   );
   return { invitationId: q.link.invitationId, inviteLink: q.link.inviteLink };
 }
@@ -127,7 +140,13 @@ export async function queueRefill(tx: Queryable, channelId: string, runAt?: Date
   await tx.query(
     `SELECT graphile_worker.add_job($1, json_build_object('channelId', $2::text), job_key := $3, run_at := $4::timestamptz,
        job_key_mode := $5, max_attempts := 5)`,
-    [REFILL_INVITES_TASK, channelId, `${REFILL_INVITES_TASK}:${channelId}`, runAt ?? null, runAt === undefined ? 'preserve_run_at' : 'replace'],
+    [
+      REFILL_INVITES_TASK,
+      channelId,
+      `${REFILL_INVITES_TASK}:${channelId}`,
+      runAt ?? null,
+      runAt === undefined ? 'preserve_run_at' : 'replace',
+    ],
   );
 }
 

@@ -27,7 +27,11 @@ export interface LinkRequest {
  * `createChatInviteLink` parameters. A link admits one person (`member_limit: 1`) or asks the bot
  * to approve each joiner (`creates_join_request`), never both: Telegram refuses the pair.
  */
-export function linkRequest(channel: Pick<InviteChannel, 'telegramChatId' | 'inviteMode' | 'inviteTtlSeconds'>, name: string, now: Date): LinkRequest {
+export function linkRequest(
+  channel: Pick<InviteChannel, 'telegramChatId' | 'inviteMode' | 'inviteTtlSeconds'>,
+  name: string,
+  now: Date,
+): LinkRequest {
   const expire_date = Math.floor(now.getTime() / 1000) + channel.inviteTtlSeconds;
   return channel.inviteMode === 'join_request'
     ? { chat_id: channel.telegramChatId, name, expire_date, creates_join_request: true }

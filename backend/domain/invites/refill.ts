@@ -37,7 +37,8 @@ export async function refillAllPools(deps: InviteDeps): Promise<RefillOutcome[]>
   const held = new Map<string, Date>();
   for (const channel of await listPoolChannels(deps.pool)) {
     const wait = held.get(channel.botId);
-    if (wait !== undefined && (channel.floodWaitUntil === null || channel.floodWaitUntil < wait)) channel.floodWaitUntil = wait;
+    if (wait !== undefined && (channel.floodWaitUntil === null || channel.floodWaitUntil < wait))
+      channel.floodWaitUntil = wait;
     const outcome = await refillPool(deps, channel);
     if (outcome.deferredUntil !== undefined) held.set(channel.botId, outcome.deferredUntil);
     outcomes.push(outcome);
@@ -49,7 +50,9 @@ async function refillPool(deps: InviteDeps, channel: InviteChannel): Promise<Ref
   const outcome: RefillOutcome = { channelId: channel.id, created: 0, retired: 0 };
   if (channel.botCannotInvite) return { ...outcome, skipped: 'bot_cannot_invite' };
   try {
-    const missing = channel.poolTarget - (await poolSize(deps.pool, channel.id, handoutCutoff(deps.now(), channel.inviteTtlSeconds)));
+    const missing =
+      channel.poolTarget -
+      (await poolSize(deps.pool, channel.id, handoutCutoff(deps.now(), channel.inviteTtlSeconds)));
     for (let i = 0; i < missing; i++) {
       if (inFloodWait(channel, deps.now())) break;
       const link = await createLinkAtTelegram(deps, channel, REFILL_TELEGRAM_TIMEOUT_MS);
@@ -87,9 +90,11 @@ async function retireStaleLinks(deps: InviteDeps, channel: InviteChannel): Promi
   );
   for (const row of rows) {
     if (row.live && !inFloodWait(channel, deps.now())) {
-      await revokeLinkAtTelegram(deps, channel, row.invite_link, REFILL_TELEGRAM_TIMEOUT_MS).catch((err: unknown) => {
-        if (!(err instanceof TelegramError)) throw err;
-      });
+      await revokeLinkAtTelegram(deps, channel, row.invite_link, REFILL_TELEGRAM_TIMEOUT_MS).catch(
+        (err: unknown) => {
+          if (!(err instanceof TelegramError)) throw err;
+        },
+      );
     }
   }
   return rows.length;

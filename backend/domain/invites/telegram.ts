@@ -26,11 +26,19 @@ export interface CreatedLink {
 // Telegram's answers when the bot is not an admin allowed to invite, or not in the chat at all.
 const NO_RIGHTS = /not enough rights|CHAT_ADMIN_REQUIRED|chat not found|bot is not a member|bot was kicked/i;
 
-export async function createLinkAtTelegram(deps: InviteDeps, channel: InviteChannel, timeoutMs: number): Promise<CreatedLink> {
+export async function createLinkAtTelegram(
+  deps: InviteDeps,
+  channel: InviteChannel,
+  timeoutMs: number,
+): Promise<CreatedLink> {
   const invitationId = randomUUID();
   const name = linkName(invitationId);
   const request = linkRequest(channel, name, deps.now());
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(channel.botTokenEnc), timeoutMs });
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(channel.botTokenEnc),
+    timeoutMs,
+  });
   try {
     const link = await tg.createChatInviteLink(request);
     return {
@@ -47,12 +55,26 @@ export async function createLinkAtTelegram(deps: InviteDeps, channel: InviteChan
 }
 
 /** Revokes a link at Telegram; a link Telegram no longer knows (expired, revoked) counts as revoked. */
-export async function revokeLinkAtTelegram(deps: InviteDeps, channel: InviteChannel, inviteLink: string, timeoutMs: number): Promise<void> {
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(channel.botTokenEnc), timeoutMs });
+export async function revokeLinkAtTelegram(
+  deps: InviteDeps,
+  channel: InviteChannel,
+  inviteLink: string,
+  timeoutMs: number,
+): Promise<void> {
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(channel.botTokenEnc),
+    timeoutMs,
+  });
   try {
     await tg.revokeChatInviteLink({ chat_id: channel.telegramChatId, invite_link: inviteLink });
   } catch (err) {
-    if (err instanceof TelegramError && err.kind === 'api' && /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message)) return;
+    if (
+      err instanceof TelegramError &&
+      err.kind === 'api' &&
+      /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message)
+    )
+      return;
     if (err instanceof TelegramError) await learnFromRefusal(deps, channel, err);
     throw err;
   }
@@ -69,14 +91,23 @@ async function learnFromRefusal(deps: InviteDeps, channel: InviteChannel, err: T
       'UPDATE bots SET flood_wait_until = $2 WHERE id = $1 AND (flood_wait_until IS NULL OR flood_wait_until < $2)',
       [channel.botId, until],
     );
-    deps.log.warn({ botId: channel.botId, retryAfterSec: err.retryAfterSec }, 'Telegram flood control: holding off this bot');
+    deps.log.warn(
+      { botId: channel.botId, retryAfterSec: err.retryAfterSec },
+      'Telegram flood control: holding off this bot',
+    );
   } else if (err.kind === 'api' && NO_RIGHTS.test(err.message)) {
     channel.botCannotInvite = true;
-    await deps.pool.query('UPDATE channels SET bot_can_invite = false, bot_status_at = $2 WHERE id = $1', [channel.id, deps.now()]);
+    await deps.pool.query('UPDATE channels SET bot_can_invite = false, bot_status_at = $2 WHERE id = $1', [
+      channel.id,
+      deps.now(),
+    ]);
     // One refusal is not the last word: getChatMember says what the bot may do, now and every
     // few minutes after (a promotion's my_chat_member may never come).
     await queueRightsCheck(deps.pool, channel.id);
-    deps.log.warn({ channelId: channel.id, err: err.message }, 'the bot may not create invite links in this channel; its rights will be re-checked');
+    deps.log.warn(
+      { channelId: channel.id, err: err.message },
+      'the bot may not create invite links in this channel; its rights will be re-checked',
+    );
   }
 }
 

@@ -21,6 +21,12 @@ export function capiStatusOf(sends: readonly SendStatus[]): CapiStatus {
  * its pixel.
  */
 export function deliveryLabel(capiStatus: string, sends: readonly string[]): string {
-  if (capiStatus === 'failed' && sends.includes('sent') && sends.includes('failed') && !sends.includes('pending')) return 'partially sent';
+  if (
+    capiStatus === 'failed' &&
+    sends.includes('sent') &&
+    sends.includes('failed') &&
+    !sends.includes('pending')
+  )
+    return 'partially sent';
   return capiStatus;
 }

@@ -150,21 +150,51 @@ export function recordConversionStatement(c: NewConversion, dispatch: boolean): 
     name: 'capigram_record_conversion',
     text: RECORD_CONVERSION_SQL,
     values: [
-      c.siteId, c.channelId, c.telegramUserId, c.visitId, c.eventType, c.customEventName ?? null, c.value ?? null,
-      c.currency ?? null, c.contentName ?? null, c.piiHashed ?? {}, c.externalUserId ?? null, c.eventSourceUrl ?? null,
-      c.clientIp ?? null, c.userAgent ?? null, c.apiVisitOverride ?? null, c.coldLead ?? false, c.eventTime, c.attributedAt,
-      c.receivedAt, c.source, c.awaitingManualInput ?? false, willSend, JSON.stringify(c.piiWarnings ?? []), ...SENDS.params,
+      c.siteId,
+      c.channelId,
+      c.telegramUserId,
+      c.visitId,
+      c.eventType,
+      c.customEventName ?? null,
+      c.value ?? null,
+      c.currency ?? null,
+      c.contentName ?? null,
+      c.piiHashed ?? {},
+      c.externalUserId ?? null,
+      c.eventSourceUrl ?? null,
+      c.clientIp ?? null,
+      c.userAgent ?? null,
+      c.apiVisitOverride ?? null,
+      c.coldLead ?? false,
+      c.eventTime,
+      c.attributedAt,
+      c.receivedAt,
+      c.source,
+      c.awaitingManualInput ?? false,
+      willSend,
+      JSON.stringify(c.piiWarnings ?? []),
+      ...SENDS.params,
     ],
     result: (rows) => {
       const row = rows[0]!;
-      const sends: CreatedSend[] = rows.flatMap((r) => (r.send_id === null ? [] : [{ sendId: r.send_id, platform: r.platform!, pixelId: r.pixel_id! }]));
+      const sends: CreatedSend[] = rows.flatMap((r) =>
+        r.send_id === null ? [] : [{ sendId: r.send_id, platform: r.platform!, pixelId: r.pixel_id! }],
+      );
       return { conversionId: row.id, leadId: row.lead_id, sends, capiStatus: row.capi_status };
     },
   };
 }
 
-export async function recordConversion(tx: Queryable, c: NewConversion, dispatch: boolean): Promise<RecordedConversion> {
+export async function recordConversion(
+  tx: Queryable,
+  c: NewConversion,
+  dispatch: boolean,
+): Promise<RecordedConversion> {
   const statement = recordConversionStatement(c, dispatch);
-  const { rows } = await tx.query<RecordRow>({ name: statement.name, text: statement.text, values: statement.values });
+  const { rows } = await tx.query<RecordRow>({
+    name: statement.name,
+    text: statement.text,
+    values: statement.values,
+  });
   return statement.result(rows);
 }

@@ -8,7 +8,9 @@ import { capiStatusOf, type SendStatus } from './capi-status.js';
  * graphile-worker jobs only wake a worker up (`delivery-wake.ts`); a lost wake-up delays a send
  * by at most the worker's sweep interval and loses nothing.
  */
-export type SendSubject = { kind: 'conversion'; id: string; siteId: string } | { kind: 'visit'; id: string; siteId: string };
+export type SendSubject =
+  | { kind: 'conversion'; id: string; siteId: string }
+  | { kind: 'visit'; id: string; siteId: string };
 
 export interface CreatedSend {
   sendId: string;
@@ -16,7 +18,10 @@ export interface CreatedSend {
   pixelId: string;
 }
 
-const EVENT_ID_PREFIX = { conversion: 'cnv_', visit: 'pv_' } as const satisfies Record<SendSubject['kind'], string>;
+const EVENT_ID_PREFIX = { conversion: 'cnv_', visit: 'pv_' } as const satisfies Record<
+  SendSubject['kind'],
+  string
+>;
 
 /** The platform-facing event id: stable for a subject, so every retry is deduplicated downstream. */
 export function eventIdFor(subject: Pick<SendSubject, 'kind' | 'id'>): string {
@@ -63,9 +68,15 @@ export async function createSends(tx: Queryable, subject: SendSubject): Promise<
 
 /** Recomputes a conversion's capiStatus from its sends, in the caller's transaction. */
 export async function refreshCapiStatus(tx: Queryable, conversionId: string): Promise<SendStatus> {
-  const { rows } = await tx.query<{ status: SendStatus }>('SELECT status FROM sends WHERE conversion_id = $1', [conversionId]);
+  const { rows } = await tx.query<{ status: SendStatus }>(
+    'SELECT status FROM sends WHERE conversion_id = $1',
+    [conversionId],
+  );
   const status = capiStatusOf(rows.map((r) => r.status));
-  await tx.query('UPDATE conversions SET capi_status = $2, updated_at = now() WHERE id = $1 AND capi_status <> $2', [conversionId, status]);
+  await tx.query(
+    'UPDATE conversions SET capi_status = $2, updated_at = now() WHERE id = $1 AND capi_status <> $2',
+    [conversionId, status],
+  );
   return status;
 }
 
@@ -95,7 +106,9 @@ export async function refreshCapiStatuses(tx: Queryable, conversionIds: readonly
  */
 export async function lockConversions(tx: Queryable, conversionIds: readonly string[]): Promise<void> {
   if (conversionIds.length === 0) return;
-  await tx.query('SELECT 1 FROM conversions WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [conversionIds]);
+  await tx.query('SELECT 1 FROM conversions WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [
+    conversionIds,
+  ]);
 }
 
 /**
@@ -103,8 +116,13 @@ export async function lockConversions(tx: Queryable, conversionIds: readonly str
  * about to change several conversions and their sends in an order of its own (a shared event
  * transaction), so that it holds them all, taken in the one order, before it starts.
  */
-export async function lockConversionsAndSends(tx: Queryable, conversionIds: readonly string[]): Promise<void> {
+export async function lockConversionsAndSends(
+  tx: Queryable,
+  conversionIds: readonly string[],
+): Promise<void> {
   if (conversionIds.length === 0) return;
   await lockConversions(tx, conversionIds);
-  await tx.query('SELECT 1 FROM sends WHERE conversion_id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [conversionIds]);
+  await tx.query('SELECT 1 FROM sends WHERE conversion_id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [
+    conversionIds,
+  ]);
 }

@@ -1,6 +1,11 @@
 // Raw PII is normalised and hashed the moment it arrives; only these digests are stored or sent.
 import { createHash } from 'node:crypto';
-import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString, type PhoneNumber } from 'libphonenumber-js';
+import {
+  type CountryCode,
+  isSupportedCountry,
+  parsePhoneNumberFromString,
+  type PhoneNumber,
+} from 'libphonenumber-js';
 import type { HashedPii } from '../../platforms/types.js';
 import { normalizeState } from './address.js';
 
@@ -112,7 +117,10 @@ export type PhoneOutcome = { ok: NormalizedPhone } | { dropped: 'no-country' | '
  * dropped. Stripping zeros and prefixing `+` instead turns `(201) 555-0123` into an Egyptian
  * number and `01512 3456789` (Germany) into a Texan one.
  */
-export function parsePhone(raw: string | null | undefined, country?: string | null): PhoneOutcome | undefined {
+export function parsePhone(
+  raw: string | null | undefined,
+  country?: string | null,
+): PhoneOutcome | undefined {
   const text = blankToUndefined(raw);
   if (text === undefined) return undefined;
   const cc = supportedCountry(country);
@@ -131,7 +139,10 @@ export function parsePhone(raw: string | null | undefined, country?: string | nu
   return { ok: { digits: parsed.number.slice(1), e164: parsed.number } };
 }
 
-export function normalizePhone(raw: string | null | undefined, country?: string | null): NormalizedPhone | undefined {
+export function normalizePhone(
+  raw: string | null | undefined,
+  country?: string | null,
+): NormalizedPhone | undefined {
   const r = parsePhone(raw, country);
   return r !== undefined && 'ok' in r ? r.ok : undefined;
 }
@@ -143,7 +154,10 @@ export function normalizePhone(raw: string | null | undefined, country?: string 
 export function normalizeName(raw: string | null | undefined): string | undefined {
   const text = blankToUndefined(raw);
   if (text === undefined) return undefined;
-  const name = text.toLowerCase().normalize('NFC').replace(/[^\p{L}\p{M}\p{N}]/gu, '');
+  const name = text
+    .toLowerCase()
+    .normalize('NFC')
+    .replace(/[^\p{L}\p{M}\p{N}]/gu, '');
   return name === '' ? undefined : name;
 }
 
@@ -158,7 +172,10 @@ export function normalizeExternalId(raw: string | null | undefined): string | un
 
 /** Lowercase, no spaces, punctuation or digits; any script kept (Meta `ct`, Snap `ct`). */
 export function normalizeCity(raw: string | null | undefined): string | undefined {
-  const city = blankToUndefined(raw)?.toLowerCase().normalize('NFC').replace(/[^\p{L}\p{M}]/gu, '');
+  const city = blankToUndefined(raw)
+    ?.toLowerCase()
+    .normalize('NFC')
+    .replace(/[^\p{L}\p{M}]/gu, '');
   return city ? city : undefined;
 }
 
@@ -184,7 +201,8 @@ export function normalizeDateOfBirth(raw: string | null | undefined): string | u
   if (!m) return undefined;
   const [, y, mo, d] = m;
   const date = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
-  if (date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(d) || Number(y) < 1900) return undefined;
+  if (date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(d) || Number(y) < 1900)
+    return undefined;
   return `${y}${mo}${d}`;
 }
 
@@ -197,7 +215,10 @@ export function normalizeGender(raw: string | null | undefined): string | undefi
 }
 
 /** A digest passed in stays as it is (lowercased); anything else is normalised, then hashed. */
-function hashWith(raw: string | null | undefined, normalize: (v: string) => string | undefined): string | undefined {
+function hashWith(
+  raw: string | null | undefined,
+  normalize: (v: string) => string | undefined,
+): string | undefined {
   const text = blankToUndefined(raw);
   if (text === undefined) return undefined;
   if (isSha256Hex(text)) return text.toLowerCase();
@@ -206,7 +227,8 @@ function hashWith(raw: string | null | undefined, normalize: (v: string) => stri
 }
 
 const PHONE_WARNINGS = {
-  'no-country': 'pii.phone was dropped: it is written without an international prefix (+ or 00) and neither pii.country nor the site\'s default country says which country it belongs to',
+  'no-country':
+    "pii.phone was dropped: it is written without an international prefix (+ or 00) and neither pii.country nor the site's default country says which country it belongs to",
   invalid: 'pii.phone was dropped: it is not a phone number of the country it was read in',
 } as const;
 
@@ -221,7 +243,8 @@ export function hashPiiChecked(raw: RawPii, opts: HashPiiOptions = {}): HashedPi
   const warnings: string[] = [];
   const em = hashWith(raw.email, normalizeEmail);
   if (em) out.em = em;
-  else if (blankToUndefined(raw.email) !== undefined) warnings.push('pii.email was dropped: it is not an e-mail address');
+  else if (blankToUndefined(raw.email) !== undefined)
+    warnings.push('pii.email was dropped: it is not an e-mail address');
   // Google normalises e-mails its own way. A digest given as such is the caller's best for every
   // platform (its normal form is unknown); setting both keeps a later merge from pairing one
   // address's digest with another's.

@@ -27,16 +27,30 @@ export function matchAdvice(platform: string, eventType: string, s: SignalShares
   const out: string[] = [];
   const ev = plural(eventType);
   const isPageView = eventType === 'PageView';
-  if (!isPageView && s.email < LOW_SHARE) out.push(`${pct(s.email)} of ${ev} carry no e-mail: send \`pii.email\` from your backend.`);
-  if (!isPageView && s.phone < LOW_SHARE) out.push(`${pct(s.phone)} of ${ev} carry no phone number: send \`pii.phone\` (with a country prefix, or set the site's default country).`);
+  if (!isPageView && s.email < LOW_SHARE)
+    out.push(`${pct(s.email)} of ${ev} carry no e-mail: send \`pii.email\` from your backend.`);
+  if (!isPageView && s.phone < LOW_SHARE)
+    out.push(
+      `${pct(s.phone)} of ${ev} carry no phone number: send \`pii.phone\` (with a country prefix, or set the site's default country).`,
+    );
   if (s.ip < LOW_SHARE || s.userAgent < LOW_SHARE) {
-    out.push(`${pct(Math.min(s.ip, s.userAgent))} of ${ev} carry no IP address or User-Agent: send \`clientIp\` and \`userAgent\` with business events, or install the tracker so visits record them.`);
+    out.push(
+      `${pct(Math.min(s.ip, s.userAgent))} of ${ev} carry no IP address or User-Agent: send \`clientIp\` and \`userAgent\` with business events, or install the tracker so visits record them.`,
+    );
   }
   if (platform === 'meta') {
-    if (s.fbp < LOW_SHARE) out.push(`${pct(s.fbp)} of ${ev} carry no fbp: load Meta's pixel on the landing page before the tracker, or pass \`fbp\` to the tracker.`);
-    if (s.clickId < LOW_SHARE) out.push(`${pct(s.clickId)} of ${ev} carry no fbc (click id): keep \`fbclid\` in the ad's landing URL and do not strip query strings on redirects.`);
+    if (s.fbp < LOW_SHARE)
+      out.push(
+        `${pct(s.fbp)} of ${ev} carry no fbp: load Meta's pixel on the landing page before the tracker, or pass \`fbp\` to the tracker.`,
+      );
+    if (s.clickId < LOW_SHARE)
+      out.push(
+        `${pct(s.clickId)} of ${ev} carry no fbc (click id): keep \`fbclid\` in the ad's landing URL and do not strip query strings on redirects.`,
+      );
   } else if (s.clickId < LOW_SHARE) {
-    const param = { tiktok: '`ttclid`', google: '`gclid` (auto-tagging on)', snapchat: '`ScCid`' }[platform] ?? 'its click id';
+    const param =
+      { tiktok: '`ttclid`', google: '`gclid` (auto-tagging on)', snapchat: '`ScCid`' }[platform] ??
+      'its click id';
     out.push(`${pct(s.clickId)} of ${ev} carry no click id: keep ${param} in the ad's landing URL.`);
   }
   return out;

@@ -34,8 +34,13 @@ const CLICK_ID = `CASE s.platform
   WHEN 'snapchat' THEN ${has('v.sccid')} OR ${has(o('sccid'))}
 END`;
 
-export async function matchQualityReport(db: Queryable, q: { siteId: string; from: string; to: string }): Promise<MatchQualityRow[]> {
-  const { rows } = await db.query<{ platform: string; event_type: string; sent: number } & Record<Signal, number>>(
+export async function matchQualityReport(
+  db: Queryable,
+  q: { siteId: string; from: string; to: string },
+): Promise<MatchQualityRow[]> {
+  const { rows } = await db.query<
+    { platform: string; event_type: string; sent: number } & Record<Signal, number>
+  >(
     `SELECT s.platform,
             CASE WHEN s.conversion_id IS NULL THEN 'PageView' ELSE c.event_type END AS event_type,
             count(*)::bigint AS sent,
@@ -58,7 +63,15 @@ export async function matchQualityReport(db: Queryable, q: { siteId: string; fro
     [q.siteId, q.from, q.to],
   );
   return rows.map((r) => {
-    const shares = Object.fromEntries(SIGNALS.map((k) => [k, r.sent === 0 ? 0 : Math.round((r[k] / r.sent) * 10_000) / 10_000])) as unknown as SignalShares;
-    return { platform: r.platform, eventType: r.event_type, sent: r.sent, shares, advice: matchAdvice(r.platform, r.event_type, shares) };
+    const shares = Object.fromEntries(
+      SIGNALS.map((k) => [k, r.sent === 0 ? 0 : Math.round((r[k] / r.sent) * 10_000) / 10_000]),
+    ) as unknown as SignalShares;
+    return {
+      platform: r.platform,
+      eventType: r.event_type,
+      sent: r.sent,
+      shares,
+      advice: matchAdvice(r.platform, r.event_type, shares),
+    };
   });
 }

@@ -28,8 +28,17 @@ export function pixelLabel(platform: string, config: Record<string, unknown>): s
 
 export async function pixelHealth(db: Queryable, siteId: string, now: Date): Promise<PixelHealth[]> {
   const { rows } = await db.query<{
-    id: string; platform: string; public_config: Record<string, unknown>; active: boolean;
-    ok_at: Date | null; err_at: Date | null; err: string | null; sent: number; failed: number; skipped: number; pending: number;
+    id: string;
+    platform: string;
+    public_config: Record<string, unknown>;
+    active: boolean;
+    ok_at: Date | null;
+    err_at: Date | null;
+    err: string | null;
+    sent: number;
+    failed: number;
+    skipped: number;
+    pending: number;
   }>(
     `SELECT p.id, p.platform, p.public_config, p.active, ok.sent_at AS ok_at, err.updated_at AS err_at, err.last_error AS err, d.*
      FROM pixels p

@@ -30,16 +30,30 @@ function shift(day: string, days: number): string {
  * A report's UTC day range: `to` defaults to today, `from` to 30 days before it (inclusive);
  * `from` after `to` or a range over MAX_RANGE_DAYS is refused.
  */
-export function reportRange(q: { from?: string | null; to?: string | null }, now: Date): { from: string; to: string } {
-  for (const [path, v] of [['from', q.from], ['to', q.to]] as const) {
-    if (v != null && !isDate(v)) throw new ApiError('VALIDATION_FAILED', `${path} must be a date written YYYY-MM-DD`, { errors: [{ path, message: 'must be a date written YYYY-MM-DD' }] });
+export function reportRange(
+  q: { from?: string | null; to?: string | null },
+  now: Date,
+): { from: string; to: string } {
+  for (const [path, v] of [
+    ['from', q.from],
+    ['to', q.to],
+  ] as const) {
+    if (v != null && !isDate(v))
+      throw new ApiError('VALIDATION_FAILED', `${path} must be a date written YYYY-MM-DD`, {
+        errors: [{ path, message: 'must be a date written YYYY-MM-DD' }],
+      });
   }
   const to = q.to ?? utcDay(now);
   const from = q.from ?? shift(to, -(DEFAULT_RANGE_DAYS - 1));
-  if (from > to) throw new ApiError('VALIDATION_FAILED', 'from is after to', { errors: [{ path: 'from', message: 'must not be after to' }] });
+  if (from > to)
+    throw new ApiError('VALIDATION_FAILED', 'from is after to', {
+      errors: [{ path: 'from', message: 'must not be after to' }],
+    });
   const days = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1;
   if (days > MAX_RANGE_DAYS) {
-    throw new ApiError('VALIDATION_FAILED', `the range covers ${days} days, at most ${MAX_RANGE_DAYS}`, { errors: [{ path: 'from', message: `at most ${MAX_RANGE_DAYS} days before to` }] });
+    throw new ApiError('VALIDATION_FAILED', `the range covers ${days} days, at most ${MAX_RANGE_DAYS}`, {
+      errors: [{ path: 'from', message: `at most ${MAX_RANGE_DAYS} days before to` }],
+    });
   }
   return { from, to };
 }
@@ -47,14 +61,27 @@ export function reportRange(q: { from?: string | null; to?: string | null }, now
 /** The site a report is about: a site key's own, or the one an account key names (required). */
 export async function reportSite(db: Queryable, caller: ApiCaller, ref: SiteRef): Promise<string> {
   const siteId = await resolveSiteRef(db, caller, ref);
-  if (siteId === null) throw new ApiError('SITE_REQUIRED', 'an account key must name the site (siteId or websiteId)', { errors: [{ path: 'siteId', message: 'Required' }] });
+  if (siteId === null)
+    throw new ApiError('SITE_REQUIRED', 'an account key must name the site (siteId or websiteId)', {
+      errors: [{ path: 'siteId', message: 'Required' }],
+    });
   return siteId;
 }
 
 /** A channel filter of a report: one of the site's channels (any other is refused, whoever owns it). */
-export async function reportChannel(db: Queryable, siteId: string, channelId: string | null): Promise<string | null> {
+export async function reportChannel(
+  db: Queryable,
+  siteId: string,
+  channelId: string | null,
+): Promise<string | null> {
   if (channelId === null) return null;
-  const { rows } = await db.query('SELECT 1 FROM channels WHERE site_id = $1 AND id::text = $2', [siteId, channelId]);
-  if (rows.length === 0) throw new ApiError('VALIDATION_FAILED', 'channelId is not a channel of this site', { errors: [{ path: 'channelId', message: 'not a channel of this site' }] });
+  const { rows } = await db.query('SELECT 1 FROM channels WHERE site_id = $1 AND id::text = $2', [
+    siteId,
+    channelId,
+  ]);
+  if (rows.length === 0)
+    throw new ApiError('VALIDATION_FAILED', 'channelId is not a channel of this site', {
+      errors: [{ path: 'channelId', message: 'not a channel of this site' }],
+    });
   return channelId;
 }

@@ -18,7 +18,10 @@ export interface CampaignRetention {
   retained: Record<`d${(typeof HORIZONS)[number]}`, number | null>;
 }
 
-export async function campaignRetention(db: Queryable, q: { siteId: string; from: string; to: string; today: string }): Promise<CampaignRetention[]> {
+export async function campaignRetention(
+  db: Queryable,
+  q: { siteId: string; from: string; to: string; today: string },
+): Promise<CampaignRetention[]> {
   const horizon = (n: number) => `
     sum(r.joins) FILTER (WHERE r.day BETWEEN $2::date AND least($4::date, $3::date - ${n + 1}))::bigint AS joins_${n},
     sum(r.leaves) FILTER (WHERE r.join_day BETWEEN $2::date AND least($4::date, $3::date - ${n + 1}) AND r.lasted_days < ${n})::bigint AS lost_${n}`;
@@ -38,10 +41,18 @@ export async function campaignRetention(db: Queryable, q: { siteId: string; from
       retained: Object.fromEntries(
         HORIZONS.map((n) => {
           const joins = Number(r[`joins_${n}`] ?? 0);
-          return [`d${n}`, joins === 0 ? null : Math.round((1 - Number(r[`lost_${n}`] ?? 0) / joins) * 10_000) / 10_000];
+          return [
+            `d${n}`,
+            joins === 0 ? null : Math.round((1 - Number(r[`lost_${n}`] ?? 0) / joins) * 10_000) / 10_000,
+          ];
         }),
       ) as CampaignRetention['retained'],
     }))
     .filter((r) => r.joins > 0)
-    .sort((a, b) => b.joins - a.joins || Number(a.campaign === null) - Number(b.campaign === null) || String(a.campaign).localeCompare(String(b.campaign)));
+    .sort(
+      (a, b) =>
+        b.joins - a.joins ||
+        Number(a.campaign === null) - Number(b.campaign === null) ||
+        String(a.campaign).localeCompare(String(b.campaign)),
+    );
 }

@@ -42,7 +42,12 @@ export type RevokePayload = z.input<typeof RevokePayload>;
 
 /** The job key names the action's subject: a second identical action still waiting merges with the first. */
 export async function enqueue(tx: Queryable, task: string, payload: object, key: string): Promise<void> {
-  await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3, job_key := $4)`, [task, JSON.stringify(payload), MAX_ATTEMPTS, key]);
+  await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3, job_key := $4)`, [
+    task,
+    JSON.stringify(payload),
+    MAX_ATTEMPTS,
+    key,
+  ]);
 }
 
 export function approveJobKey(p: Pick<ApprovePayload, 'botId' | 'chatId' | 'userId'>): string {
@@ -94,7 +99,11 @@ export async function withBot(
   if (!bot) return { outcome: 'gave_up', reason: 'bot no longer exists' };
   const waitMs = (bot.flood_wait_until?.getTime() ?? 0) - deps.now().getTime();
   if (waitMs > 0) return { outcome: 'retry_after', seconds: Math.ceil(waitMs / 1000), payload: p };
-  const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc), timeoutMs: 10_000 });
+  const tg = createTelegramClient({
+    baseUrl: deps.config.TELEGRAM_API_URL,
+    token: deps.box.open(bot.token_enc),
+    timeoutMs: 10_000,
+  });
   try {
     await call(tg);
     return { outcome: 'done' };
@@ -111,7 +120,8 @@ export async function withBot(
         'UPDATE bots SET flood_wait_until = $2 WHERE id = $1 AND (flood_wait_until IS NULL OR flood_wait_until < $2)',
         [p.botId, new Date(deps.now().getTime() + seconds * 1000)],
       );
-      if (p.floodWaits >= MAX_FLOOD_WAITS) return { outcome: 'gave_up', reason: `still rate limited after ${MAX_FLOOD_WAITS} waits` };
+      if (p.floodWaits >= MAX_FLOOD_WAITS)
+        return { outcome: 'gave_up', reason: `still rate limited after ${MAX_FLOOD_WAITS} waits` };
       return { outcome: 'retry_after', seconds, payload: { ...p, floodWaits: p.floodWaits + 1 } };
     }
     if (err.kind === 'network') throw err;
@@ -130,7 +140,8 @@ export async function approveJoinRequest(deps: ActionDeps, raw: unknown): Promis
     p,
     (tg) => tg.approveChatJoinRequest({ chat_id: p.chatId, user_id: p.userId }),
     // Already in the channel (approved by a person, or by an earlier attempt whose answer was lost).
-    (err) => (err.kind === 'api' && /USER_ALREADY_PARTICIPANT/i.test(err.message) ? { outcome: 'done' } : null),
+    (err) =>
+      err.kind === 'api' && /USER_ALREADY_PARTICIPANT/i.test(err.message) ? { outcome: 'done' } : null,
   );
 }
 
@@ -143,7 +154,10 @@ export async function revokeInviteLink(deps: ActionDeps, raw: unknown): Promise<
     p,
     (tg) => tg.revokeChatInviteLink({ chat_id: p.chatId, invite_link: p.inviteLink }),
     // A link Telegram no longer knows (expired, revoked elsewhere) is as good as revoked.
-    (err) => (err.kind === 'api' && /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message) ? { outcome: 'done' } : null),
+    (err) =>
+      err.kind === 'api' && /INVITE_HASH_EXPIRED|INVITE_HASH_INVALID/i.test(err.message)
+        ? { outcome: 'done' }
+        : null,
   );
   if (outcome.outcome === 'done') await markInvitationRevoked(deps.pool, p.invitationId, deps.now());
   return outcome;

@@ -21,18 +21,34 @@ export async function recordApprovedJoin(
   p: { botId: string; chatId: number; userId: number },
 ): Promise<UpdateOutcome | 'nothing'> {
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
-    const { rows } = await tx.query<{ telegram_bot_id: string }>('SELECT telegram_bot_id::text FROM bots WHERE id = $1', [p.botId]);
+    const { rows } = await tx.query<{ telegram_bot_id: string }>(
+      'SELECT telegram_bot_id::text FROM bots WHERE id = $1',
+      [p.botId],
+    );
     const bot = rows[0];
     if (!bot) return 'nothing';
     const channel = await findChannel(tx, p.botId, p.chatId);
     if (!channel) return 'nothing';
     const now = deps.now();
-    const ctx: UpdateContext = { tx, bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) }, now, log: deps.log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
+    const ctx: UpdateContext = {
+      tx,
+      bot: { id: p.botId, telegramBotId: Number(bot.telegram_bot_id) },
+      now,
+      log: deps.log,
+      attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS,
+    };
     const leadId = await upsertLead(tx, channel.site_id, p.userId, now);
     const invitation = await lockPendingRequestInvitation(tx, channel.id, p.userId, null);
     if (!invitation && !(await pendingEntryRequest(tx, channel.id, p.userId))) return 'nothing';
     return creditJoin(ctx, {
-      channel, chatId: p.chatId, userId: p.userId, leadId, invitation, occurredAt: now, viaJoinRequest: true, recordedBy: 'approval',
+      channel,
+      chatId: p.chatId,
+      userId: p.userId,
+      leadId,
+      invitation,
+      occurredAt: now,
+      viaJoinRequest: true,
+      recordedBy: 'approval',
     });
   });
   if (outcome === 'attributed_join') deps.local.waker.wake();

@@ -11,7 +11,10 @@ import type { ChatMemberUpdated } from './updates.js';
 export async function handleMyChatMember(ctx: UpdateContext, u: ChatMemberUpdated): Promise<UpdateOutcome> {
   if (u.new_chat_member.user.id !== ctx.bot.telegramBotId) return 'ignored';
   const rights = botRights(u.new_chat_member);
-  const changed = await storeBotStatus(ctx.tx, ctx.bot.id, u.chat.id, { ...rights, at: secondsToDate(u.date) });
+  const changed = await storeBotStatus(ctx.tx, ctx.bot.id, u.chat.id, {
+    ...rights,
+    at: secondsToDate(u.date),
+  });
   // Nothing changed: a chat none of this bot's channels is in, or older news than what is stored.
   if (changed.length === 0) return 'ignored';
   const couldInvite = botRights(u.old_chat_member).canInvite;

@@ -3,7 +3,14 @@ import { entryVisitInWindow } from '../entries/tie.js';
 import { enqueueRevokeInviteLink } from './actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { joinConversionTerms } from './join-terms.js';
-import { insertMembership, joinAlreadyConverted, markInvitationUsed, visitContext, type ChannelRow, type InvitationRow } from './queries.js';
+import {
+  insertMembership,
+  joinAlreadyConverted,
+  markInvitationUsed,
+  visitContext,
+  type ChannelRow,
+  type InvitationRow,
+} from './queries.js';
 import type { Queryable } from '../../db/pool.js';
 
 export interface JoinToCredit {
@@ -30,13 +37,23 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
   const { tx } = ctx;
   const { channel, invitation, userId } = j;
   const base = {
-    channelId: channel.id, telegramUserId: userId, leadId: j.leadId, kind: 'join' as const, viaJoinRequest: j.viaJoinRequest,
-    occurredAt: j.occurredAt, recordedBy: j.recordedBy,
+    channelId: channel.id,
+    telegramUserId: userId,
+    leadId: j.leadId,
+    kind: 'join' as const,
+    viaJoinRequest: j.viaJoinRequest,
+    occurredAt: j.occurredAt,
+    recordedBy: j.recordedBy,
   };
   if (!invitation) {
     // No link of ours: a user an entry tied to a visit within the window joined (a public
     // channel's Join button, the channel's own link): the join is that visit's.
-    const entryVisit = await entryVisitInWindow(tx, { siteId: channel.site_id, telegramUserId: userId, at: j.occurredAt, windowDays: ctx.attributionWindowDays });
+    const entryVisit = await entryVisitInWindow(tx, {
+      siteId: channel.site_id,
+      telegramUserId: userId,
+      at: j.occurredAt,
+      windowDays: ctx.attributionWindowDays,
+    });
     if (entryVisit === null) {
       await insertMembership(tx, base);
       return 'organic_join';
@@ -51,7 +68,12 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
 
   // A used link is spent: revoke it so it cannot bring anyone else in under this visit.
   if (invitation.used_at === null && invitation.revoked_at === null) {
-    await enqueueRevokeInviteLink(tx, { botId: ctx.bot.id, chatId: j.chatId, invitationId: invitation.id, inviteLink: invitation.invite_link });
+    await enqueueRevokeInviteLink(tx, {
+      botId: ctx.bot.id,
+      chatId: j.chatId,
+      invitationId: invitation.id,
+      inviteLink: invitation.invite_link,
+    });
   }
   await markInvitationUsed(tx, invitation.id, userId, ctx.now);
 
@@ -63,7 +85,10 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
   if (invitation.used_by !== null && invitation.used_by !== String(userId)) {
     // Someone else already joined through this visit's link: the click was theirs.
     await insertMembership(tx, { ...base, invitationId: invitation.id });
-    ctx.log.info({ botId: ctx.bot.id, channelId: channel.id, invitationId: invitation.id }, 'a second person joined through an already credited link: organic');
+    ctx.log.info(
+      { botId: ctx.bot.id, channelId: channel.id, invitationId: invitation.id },
+      'a second person joined through an already credited link: organic',
+    );
     return 'organic_join';
   }
   const attributed = { ...base, invitationId: invitation.id, visitId: invitation.visit_id, attributed: true };
@@ -76,7 +101,12 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
 }
 
 /** The join's conversion with the visit's page, IP and User-Agent, and its membership naming it. */
-async function convertJoin(ctx: UpdateContext, j: JoinToCredit, attributed: Parameters<typeof insertMembership>[1], visitId: string): Promise<UpdateOutcome> {
+async function convertJoin(
+  ctx: UpdateContext,
+  j: JoinToCredit,
+  attributed: Parameters<typeof insertMembership>[1],
+  visitId: string,
+): Promise<UpdateOutcome> {
   const { tx } = ctx;
   const { channel, userId } = j;
   const visit = await visitContext(tx, visitId);
@@ -100,11 +130,19 @@ async function convertJoin(ctx: UpdateContext, j: JoinToCredit, attributed: Para
     },
     true,
   );
-  await insertMembership(tx, { ...attributed, leadId: conversion.leadId, conversionId: conversion.conversionId });
+  await insertMembership(tx, {
+    ...attributed,
+    leadId: conversion.leadId,
+    conversionId: conversion.conversionId,
+  });
   ctx.log.info(
     {
-      botId: ctx.bot.id, channelId: channel.id, conversionId: conversion.conversionId, sends: conversion.sends.length,
-      awaitingManualInput: terms.awaitingManualInput, recordedBy: j.recordedBy,
+      botId: ctx.bot.id,
+      channelId: channel.id,
+      conversionId: conversion.conversionId,
+      sends: conversion.sends.length,
+      awaitingManualInput: terms.awaitingManualInput,
+      recordedBy: j.recordedBy,
     },
     'attributed channel join',
   );
@@ -112,7 +150,12 @@ async function convertJoin(ctx: UpdateContext, j: JoinToCredit, attributed: Para
 }
 
 /** Whether this user's join of the channel was already credited to the entry's visit (a rejoin converts once). */
-async function entryJoinAlreadyConverted(tx: Queryable, channelId: string, telegramUserId: number, visitId: string): Promise<boolean> {
+async function entryJoinAlreadyConverted(
+  tx: Queryable,
+  channelId: string,
+  telegramUserId: number,
+  visitId: string,
+): Promise<boolean> {
   const { rowCount } = await tx.query(
     `SELECT 1 FROM memberships WHERE channel_id = $1 AND telegram_user_id = $2 AND visit_id = $3 AND invitation_id IS NULL AND conversion_id IS NOT NULL`,
     [channelId, telegramUserId, visitId],

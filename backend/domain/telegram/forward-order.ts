@@ -8,7 +8,8 @@
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const idOf = (v: unknown): string | null => (isObj(v) && (typeof v.id === 'number' || typeof v.id === 'string') ? String(v.id) : null);
+const idOf = (v: unknown): string | null =>
+  isObj(v) && (typeof v.id === 'number' || typeof v.id === 'string') ? String(v.id) : null;
 
 /** `user:<id>`, `chat:<id>`, or `bot` for an update naming neither (all such updates in one order). */
 export function forwardOrderKey(update: unknown): string {

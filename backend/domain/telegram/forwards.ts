@@ -57,22 +57,32 @@ async function wake(db: Queryable, p: ForwardPayload): Promise<void> {
 
 /** Queues the (bot, user)'s job for when its first row is due again (replacing a sooner one). */
 async function wakeAt(db: Queryable, p: ForwardPayload, at: Date): Promise<void> {
-  await db.query(`SELECT graphile_worker.add_job($1::text, $2::json, job_key := $3::text, job_key_mode := 'replace', max_attempts := $4::int, run_at := $5::timestamptz)`, [
-    FORWARD_TASK, JSON.stringify(p), forwardJobKey(p), FORWARD_MAX_ATTEMPTS, at,
-  ]);
+  await db.query(
+    `SELECT graphile_worker.add_job($1::text, $2::json, job_key := $3::text, job_key_mode := 'replace', max_attempts := $4::int, run_at := $5::timestamptz)`,
+    [FORWARD_TASK, JSON.stringify(p), forwardJobKey(p), FORWARD_MAX_ATTEMPTS, at],
+  );
 }
 
 /**
  * Records the forward of one update, in the webhook's transaction, if the bot forwards. `raw` is
  * the parsed body (for the order key); `body` the text as received, which is what is sent.
  */
-export async function enqueueForward(tx: Queryable, box: SecretBox, botId: string, updateId: number, body: string, raw: unknown): Promise<boolean> {
+export async function enqueueForward(
+  tx: Queryable,
+  box: SecretBox,
+  botId: string,
+  updateId: number,
+  body: string,
+  raw: unknown,
+): Promise<boolean> {
   const orderKey = forwardOrderKey(raw);
   // Telegram posts updates over several connections at once: two of one user's may be handled
   // side by side. Taken before the row's id is drawn and held until commit, this lock makes ids
   // follow commit order within a user, so the sender never sees a later row before an earlier one
   // has committed.
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`capigram:forward-enqueue:${botId}:${orderKey}`]);
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
+    `capigram:forward-enqueue:${botId}:${orderKey}`,
+  ]);
   // Sealed: the update carries names and texts (see migration 170); kept only until it is sent.
   const { rowCount } = await tx.query(
     `INSERT INTO telegram_forwards (bot_id, order_key, update_id, body_enc)
@@ -91,14 +101,20 @@ export type ForwardDeps = Pick<Deps, 'pool' | 'box' | 'log' | 'now'>;
 const BUSY_RETRY_MS = 1000;
 
 /** Sends the (bot, user)'s pending forwards in order, up to the first one not taken, which is put off. */
-export async function drainForwards(deps: ForwardDeps, raw: unknown): Promise<{ delivered: number; dropped: number; failed: number }> {
+export async function drainForwards(
+  deps: ForwardDeps,
+  raw: unknown,
+): Promise<{ delivered: number; dropped: number; failed: number }> {
   const parsed = ForwardPayload.safeParse(raw);
   if (!parsed.success) return { delivered: 0, dropped: 0, failed: 0 };
   const p = parsed.data;
   const lockKey = forwardLockKey(p);
   const client = await deps.pool.connect();
   try {
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [lockKey]);
+    const { rows } = await client.query<{ ok: boolean }>(
+      'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
+      [lockKey],
+    );
     if (!rows[0]!.ok) {
       // Another job is sending them; it may be just finishing, so look again in a moment.
       await wakeAt(deps.pool, p, new Date(Date.now() + BUSY_RETRY_MS));
@@ -114,30 +130,45 @@ export async function drainForwards(deps: ForwardDeps, raw: unknown): Promise<{ 
   }
 }
 
-async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ delivered: number; dropped: number; failed: number }> {
-  const { rows: bots } = await deps.pool.query<{ forward_url: string | null; forward_secret_enc: string | null }>(
-    'SELECT forward_url, forward_secret_enc FROM bots WHERE id = $1 AND removed_at IS NULL',
-    [p.botId],
-  );
+async function sendPending(
+  deps: ForwardDeps,
+  p: ForwardPayload,
+): Promise<{ delivered: number; dropped: number; failed: number }> {
+  const { rows: bots } = await deps.pool.query<{
+    forward_url: string | null;
+    forward_secret_enc: string | null;
+  }>('SELECT forward_url, forward_secret_enc FROM bots WHERE id = $1 AND removed_at IS NULL', [p.botId]);
   const bot = bots[0];
   const pending = `bot_id = $1 AND order_key = $2 AND delivered_at IS NULL AND dropped_at IS NULL`;
   if (!bot?.forward_url) {
     // Forwarding turned off (or the bot removed): what was waiting is not sent anywhere.
-    const { rowCount } = await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $3, body_enc = NULL, last_error = 'forwarding turned off' WHERE ${pending}`, [p.botId, p.orderKey, deps.now()]);
+    const { rowCount } = await deps.pool.query(
+      `UPDATE telegram_forwards SET dropped_at = $3, body_enc = NULL, last_error = 'forwarding turned off' WHERE ${pending}`,
+      [p.botId, p.orderKey, deps.now()],
+    );
     return { delivered: 0, dropped: rowCount ?? 0, failed: 0 };
   }
   const secret = bot.forward_secret_enc ? deps.box.open(bot.forward_secret_enc) : null;
   let delivered = 0;
   let dropped = 0;
   for (;;) {
-    const { rows } = await deps.pool.query<{ id: string; body_enc: string; created_at: Date; attempts: number; next_attempt_at: Date | null }>(
+    const { rows } = await deps.pool.query<{
+      id: string;
+      body_enc: string;
+      created_at: Date;
+      attempts: number;
+      next_attempt_at: Date | null;
+    }>(
       `SELECT id::text, body_enc, created_at, attempts, next_attempt_at FROM telegram_forwards WHERE ${pending} ORDER BY id LIMIT 1`,
       [p.botId, p.orderKey],
     );
     const row = rows[0];
     if (!row) return { delivered, dropped, failed: 0 };
     if (deps.now().getTime() - row.created_at.getTime() > FORWARD_MAX_AGE_MS) {
-      await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $2, body_enc = NULL WHERE id = $1`, [row.id, deps.now()]);
+      await deps.pool.query(`UPDATE telegram_forwards SET dropped_at = $2, body_enc = NULL WHERE id = $1`, [
+        row.id,
+        deps.now(),
+      ]);
       deps.log.warn({ botId: p.botId, forwardId: row.id }, 'update forward dropped: not taken for a day');
       dropped++;
       continue;
@@ -150,12 +181,21 @@ async function sendPending(deps: ForwardDeps, p: ForwardPayload): Promise<{ deli
     const failure = await post(bot.forward_url, secret, deps.box.open(row.body_enc));
     if (failure !== null) {
       const next = new Date(deps.now().getTime() + forwardBackoffMs(row.attempts + 1));
-      await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3 WHERE id = $1', [row.id, failure, next]);
+      await deps.pool.query(
+        'UPDATE telegram_forwards SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3 WHERE id = $1',
+        [row.id, failure, next],
+      );
       await wakeAt(deps.pool, p, next);
-      deps.log.info({ botId: p.botId, forwardId: row.id, reason: failure, retryAt: next.toISOString() }, 'update forward not taken; retried later');
+      deps.log.info(
+        { botId: p.botId, forwardId: row.id, reason: failure, retryAt: next.toISOString() },
+        'update forward not taken; retried later',
+      );
       return { delivered, dropped, failed: 1 };
     }
-    await deps.pool.query('UPDATE telegram_forwards SET attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL, delivered_at = $2, body_enc = NULL WHERE id = $1', [row.id, deps.now()]);
+    await deps.pool.query(
+      'UPDATE telegram_forwards SET attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL, delivered_at = $2, body_enc = NULL WHERE id = $1',
+      [row.id, deps.now()],
+    );
     delivered++;
   }
 }
@@ -165,7 +205,10 @@ async function post(url: string, secret: string | null, body: string): Promise<s
   try {
     const res = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+      },
       body,
       // A redirect is not followed: Telegram does not follow them either, and the body would be lost on a 302.
       redirect: 'manual',
@@ -203,7 +246,11 @@ export async function sweepForwards(db: Queryable): Promise<number> {
 }
 
 /** Runs the sweep every `intervalMs` until the returned function is called. Errors are reported, never thrown. */
-export function startForwardSweep(db: Queryable, intervalMs: number, onError: (err: unknown) => void): () => void {
+export function startForwardSweep(
+  db: Queryable,
+  intervalMs: number,
+  onError: (err: unknown) => void,
+): () => void {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;

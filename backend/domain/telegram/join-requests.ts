@@ -30,10 +30,17 @@ export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest):
   const userId = r.from.id;
   const occurredAt = secondsToDate(r.date);
   const leadId = await upsertLead(ctx.tx, channel.site_id, userId, occurredAt);
-  const invitation = r.invite_link ? await lockInvitationByLink(ctx.tx, channel.id, r.invite_link.invite_link) : null;
+  const invitation = r.invite_link
+    ? await lockInvitationByLink(ctx.tx, channel.id, r.invite_link.invite_link)
+    : null;
   const entryVisit =
     invitation === null
-      ? await entryVisitInWindow(ctx.tx, { siteId: channel.site_id, telegramUserId: userId, at: occurredAt, windowDays: ctx.attributionWindowDays })
+      ? await entryVisitInWindow(ctx.tx, {
+          siteId: channel.site_id,
+          telegramUserId: userId,
+          at: occurredAt,
+          windowDays: ctx.attributionWindowDays,
+        })
       : null;
   const decision = joinRequestDecision(rule.join_requests, invitation !== null || entryVisit !== null);
   await insertMembership(ctx.tx, {
@@ -48,7 +55,12 @@ export async function handleJoinRequest(ctx: UpdateContext, r: ChatJoinRequest):
   });
   const request = { botId: ctx.bot.id, chatId: r.chat.id, userId };
   if (rule.welcome_text !== null) {
-    await enqueueJoinWelcome(ctx.tx, { ...request, userChatId: r.user_chat_id ?? userId, requestedAt: r.date, approve: decision === 'approve' });
+    await enqueueJoinWelcome(ctx.tx, {
+      ...request,
+      userChatId: r.user_chat_id ?? userId,
+      requestedAt: r.date,
+      approve: decision === 'approve',
+    });
   } else if (decision === 'approve') {
     await enqueueApproveJoinRequest(ctx.tx, request);
   }

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.js';
-import { enqueue, enqueueApproveJoinRequest, withBot, type ActionDeps, type ActionOutcome } from './actions.js';
+import {
+  enqueue,
+  enqueueApproveJoinRequest,
+  withBot,
+  type ActionDeps,
+  type ActionOutcome,
+} from './actions.js';
 import { WELCOME_WINDOW_MS } from './join-request-rules.js';
 import { findChannel } from './queries.js';
 
@@ -41,15 +47,23 @@ export async function sendJoinWelcome(deps: ActionDeps, raw: unknown): Promise<A
   const p = parsed.data;
   const outcome = await welcome(deps, p);
   if (outcome.outcome === 'retry_after') return outcome;
-  if (p.approve) await enqueueApproveJoinRequest(deps.pool, { botId: p.botId, chatId: p.chatId, userId: p.userId });
+  if (p.approve)
+    await enqueueApproveJoinRequest(deps.pool, { botId: p.botId, chatId: p.chatId, userId: p.userId });
   return outcome;
 }
 
 async function welcome(deps: ActionDeps, p: z.infer<typeof WelcomePayload>): Promise<ActionOutcome> {
-  if (deps.now().getTime() - p.requestedAt * 1000 > WELCOME_WINDOW_MS) return { outcome: 'gave_up', reason: 'the request is older than the 5 minutes Telegram allows for messages' };
+  if (deps.now().getTime() - p.requestedAt * 1000 > WELCOME_WINDOW_MS)
+    return {
+      outcome: 'gave_up',
+      reason: 'the request is older than the 5 minutes Telegram allows for messages',
+    };
   const channel = await findChannel(deps.pool, p.botId, p.chatId);
   if (!channel) return { outcome: 'gave_up', reason: 'the channel is gone' };
-  const { rows } = await deps.pool.query<{ welcome_text: string | null }>('SELECT welcome_text FROM channels WHERE id = $1', [channel.id]);
+  const { rows } = await deps.pool.query<{ welcome_text: string | null }>(
+    'SELECT welcome_text FROM channels WHERE id = $1',
+    [channel.id],
+  );
   const text = rows[0]?.welcome_text;
   if (!text) return { outcome: 'done' };
   return withBot(deps, p, (tg) => tg.sendMessage({ chat_id: p.userChatId, text }));

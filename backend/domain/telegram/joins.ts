@@ -3,8 +3,14 @@ import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context
 import { creditJoin } from './credit.js';
 import { memberTransition } from './member-status.js';
 import {
-  findChannel, findLeadId, insertMembership, lockInvitationByLink, lockPendingRequestInvitation, markJoinMatched,
-  unmatchedApprovedJoin, type ChannelRow,
+  findChannel,
+  findLeadId,
+  insertMembership,
+  lockInvitationByLink,
+  lockPendingRequestInvitation,
+  markJoinMatched,
+  unmatchedApprovedJoin,
+  type ChannelRow,
 } from './queries.js';
 import type { ChatMemberUpdated } from './updates.js';
 
@@ -26,13 +32,24 @@ export async function handleChatMember(ctx: UpdateContext, u: ChatMemberUpdated)
 
   if (transition === 'leave') {
     const leadId = await findLeadId(ctx.tx, channel.site_id, member.id);
-    await insertMembership(ctx.tx, { channelId: channel.id, telegramUserId: member.id, leadId, kind: 'leave', occurredAt });
+    await insertMembership(ctx.tx, {
+      channelId: channel.id,
+      telegramUserId: member.id,
+      leadId,
+      kind: 'leave',
+      occurredAt,
+    });
     return 'leave';
   }
   return recordJoin(ctx, channel, u, occurredAt);
 }
 
-async function recordJoin(ctx: UpdateContext, channel: ChannelRow, u: ChatMemberUpdated, occurredAt: Date): Promise<UpdateOutcome> {
+async function recordJoin(
+  ctx: UpdateContext,
+  channel: ChannelRow,
+  u: ChatMemberUpdated,
+  occurredAt: Date,
+): Promise<UpdateOutcome> {
   const { tx } = ctx;
   const userId = u.new_chat_member.user.id;
   const viaJoinRequest = u.via_join_request === true;
@@ -53,5 +70,14 @@ async function recordJoin(ctx: UpdateContext, channel: ChannelRow, u: ChatMember
     : viaJoinRequest
       ? await lockPendingRequestInvitation(tx, channel.id, userId, occurredAt)
       : null;
-  return creditJoin(ctx, { channel, chatId: u.chat.id, userId, leadId, invitation, occurredAt, viaJoinRequest, recordedBy: 'update' });
+  return creditJoin(ctx, {
+    channel,
+    chatId: u.chat.id,
+    userId,
+    leadId,
+    invitation,
+    occurredAt,
+    viaJoinRequest,
+    recordedBy: 'update',
+  });
 }

@@ -27,7 +27,10 @@ export type MemberTransition = 'join' | 'leave' | 'none';
  * (promotions, restrictions) is neither. An administrator added directly (left → administrator)
  * was appointed, not acquired: not a join, nor a lead.
  */
-export function memberTransition(before: Pick<ChatMember, 'status' | 'is_member'>, after: Pick<ChatMember, 'status' | 'is_member'>): MemberTransition {
+export function memberTransition(
+  before: Pick<ChatMember, 'status' | 'is_member'>,
+  after: Pick<ChatMember, 'status' | 'is_member'>,
+): MemberTransition {
   const was = isInChat(before);
   const is = isInChat(after);
   if (!was && is) return after.status === 'administrator' || after.status === 'creator' ? 'none' : 'join';
@@ -44,5 +47,9 @@ export interface BotRights {
 
 export function botRights(m: Pick<ChatMember, 'status' | 'can_invite_users'>): BotRights {
   const isAdmin = m.status === 'administrator' || m.status === 'creator';
-  return { status: m.status, isAdmin, canInvite: m.status === 'creator' || (isAdmin && m.can_invite_users === true) };
+  return {
+    status: m.status,
+    isAdmin,
+    canInvite: m.status === 'creator' || (isAdmin && m.can_invite_users === true),
+  };
 }

@@ -11,16 +11,41 @@ import type { PrivateMessage } from './updates.js';
  * the user (see `tieEntry`). A payload that is absent, unknown to this bot, or already another
  * user's is an organic start: nothing is attributed, the bot still answers.
  */
-export async function handlePrivateMessage(ctx: UpdateContext, m: PrivateMessage, updateId: number): Promise<UpdateOutcome> {
+export async function handlePrivateMessage(
+  ctx: UpdateContext,
+  m: PrivateMessage,
+  updateId: number,
+): Promise<UpdateOutcome> {
   const payload = startPayload(m.text, null);
   if (payload === undefined) return 'ignored';
-  const tie = payload === null ? null : await tieEntry(ctx.tx, { payload, telegramUserId: m.userId, scope: { botId: ctx.bot.id }, through: 'start', now: ctx.now });
+  const tie =
+    payload === null
+      ? null
+      : await tieEntry(ctx.tx, {
+          payload,
+          telegramUserId: m.userId,
+          scope: { botId: ctx.bot.id },
+          through: 'start',
+          now: ctx.now,
+        });
   // An organic start is answered with the bot's default entry's welcome, without a visit's link.
   const entryId = tie?.entryId ?? (await defaultEntryOfBot(ctx.tx, ctx.bot.id));
   if (entryId !== null) {
-    await enqueueWelcome(ctx.tx, { botId: ctx.bot.id, chatId: m.userId, entryId, visitId: tie?.attributed ? tie.visitId : null }, `${ctx.bot.id}:${updateId}`);
+    await enqueueWelcome(
+      ctx.tx,
+      { botId: ctx.bot.id, chatId: m.userId, entryId, visitId: tie?.attributed ? tie.visitId : null },
+      `${ctx.bot.id}:${updateId}`,
+    );
   }
-  ctx.log.info({ botId: ctx.bot.id, entryId, attributed: tie?.attributed ?? false, reason: tie?.reason ?? (payload === null ? 'no payload' : undefined) }, 'bot start');
+  ctx.log.info(
+    {
+      botId: ctx.bot.id,
+      entryId,
+      attributed: tie?.attributed ?? false,
+      reason: tie?.reason ?? (payload === null ? 'no payload' : undefined),
+    },
+    'bot start',
+  );
   return tie?.attributed ? 'entry_start' : 'organic_start';
 }
 

@@ -15,12 +15,22 @@ export async function followChatMigration(
 ): Promise<string[]> {
   if (m.fromChatId === m.toChatId) return [];
   const moved = await moveChannelChat(db, m.botId, m.fromChatId, m.toChatId);
-  if (moved.length > 0) log.warn({ botId: m.botId, channelIds: moved, from: m.fromChatId, to: m.toChatId }, 'a basic group was upgraded to a supergroup: its channel follows it to the new chat id');
+  if (moved.length > 0)
+    log.warn(
+      { botId: m.botId, channelIds: moved, from: m.fromChatId, to: m.toChatId },
+      'a basic group was upgraded to a supergroup: its channel follows it to the new chat id',
+    );
   return moved;
 }
 
 /** The same, when a Bot API refusal says so; true when it did (the call can then be retried). */
-export async function followMigrationError(db: Queryable, log: Logger, botId: string, chatId: number, err: unknown): Promise<boolean> {
+export async function followMigrationError(
+  db: Queryable,
+  log: Logger,
+  botId: string,
+  chatId: number,
+  err: unknown,
+): Promise<boolean> {
   if (!(err instanceof TelegramError) || err.migrateToChatId === undefined) return false;
   await followChatMigration(db, log, { botId, fromChatId: chatId, toChatId: err.migrateToChatId });
   return true;

@@ -13,6 +13,9 @@ export const TELEGRAM_UPDATE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 export async function purgeTelegramUpdates(db: Queryable, now: Date): Promise<number> {
   const cutoff = new Date(now.getTime() - TELEGRAM_UPDATE_RETENTION_MS);
   const res = await db.query('DELETE FROM telegram_updates WHERE received_at < $1', [cutoff]);
-  const forwards = await db.query('DELETE FROM telegram_forwards WHERE created_at < $1 AND (delivered_at IS NOT NULL OR dropped_at IS NOT NULL)', [cutoff]);
+  const forwards = await db.query(
+    'DELETE FROM telegram_forwards WHERE created_at < $1 AND (delivered_at IS NOT NULL OR dropped_at IS NOT NULL)',
+    [cutoff],
+  );
   return (res.rowCount ?? 0) + (forwards.rowCount ?? 0);
 }

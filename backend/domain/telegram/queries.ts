@@ -4,7 +4,12 @@ import type { EventTypeName } from '../outbox/conversion-record.js';
 /** SQL of the webhook's domain: channels, invitations, memberships and seen updates. */
 
 /** Claims (bot, update_id); false when the update was already handled (Telegram resends on any doubt). */
-export async function claimUpdate(tx: Queryable, botId: string, updateId: number, kind: string): Promise<boolean> {
+export async function claimUpdate(
+  tx: Queryable,
+  botId: string,
+  updateId: number,
+  kind: string,
+): Promise<boolean> {
   const { rowCount } = await tx.query(
     `INSERT INTO telegram_updates (bot_id, update_id, kind) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
     [botId, updateId, kind],
@@ -51,7 +56,11 @@ const INVITATION_COLUMNS = 'id, invite_link, visit_id, used_at, used_by::text AS
  * the links Capigram created; the channel's public address, recorded as `unattributed` whenever it
  * was handed out as a fallback, identifies no visit and is never "ours".
  */
-export async function lockInvitationByLink(tx: Queryable, channelId: string, inviteLink: string): Promise<InvitationRow | null> {
+export async function lockInvitationByLink(
+  tx: Queryable,
+  channelId: string,
+  inviteLink: string,
+): Promise<InvitationRow | null> {
   const { rows } = await tx.query<InvitationRow>(
     `SELECT ${INVITATION_COLUMNS} FROM invitations WHERE invite_link = $1 AND NOT unattributed AND channel_id = $2 FOR UPDATE`,
     [inviteLink, channelId],
@@ -93,7 +102,11 @@ export async function lockPendingRequestInvitation(
  * it) came without our link but from a user an entry had tied to a visit: its approval is a join
  * to record and credit at once, as one through our link is.
  */
-export async function pendingEntryRequest(tx: Queryable, channelId: string, telegramUserId: number): Promise<boolean> {
+export async function pendingEntryRequest(
+  tx: Queryable,
+  channelId: string,
+  telegramUserId: number,
+): Promise<boolean> {
   const { rows } = await tx.query<{ entry: boolean }>(
     `SELECT (r.invitation_id IS NULL AND r.visit_id IS NOT NULL) AS entry FROM memberships r
      WHERE r.channel_id = $1 AND r.telegram_user_id = $2 AND r.kind = 'join_request'
@@ -111,22 +124,38 @@ export async function pendingEntryRequest(tx: Queryable, channelId: string, tele
  * The user's latest join or leave in the channel, if it is a join Capigram recorded on approving
  * the user's request and no chat_member update has been matched to it yet.
  */
-export async function unmatchedApprovedJoin(tx: Queryable, channelId: string, telegramUserId: number): Promise<string | null> {
-  const { rows } = await tx.query<{ id: string; recorded_by: string; update_matched_at: Date | null; kind: string }>(
+export async function unmatchedApprovedJoin(
+  tx: Queryable,
+  channelId: string,
+  telegramUserId: number,
+): Promise<string | null> {
+  const { rows } = await tx.query<{
+    id: string;
+    recorded_by: string;
+    update_matched_at: Date | null;
+    kind: string;
+  }>(
     `SELECT id, kind, recorded_by, update_matched_at FROM memberships
      WHERE channel_id = $1 AND telegram_user_id = $2 AND kind IN ('join', 'leave')
      ORDER BY created_at DESC, occurred_at DESC LIMIT 1`,
     [channelId, telegramUserId],
   );
   const last = rows[0];
-  return last && last.kind === 'join' && last.recorded_by === 'approval' && last.update_matched_at === null ? last.id : null;
+  return last && last.kind === 'join' && last.recorded_by === 'approval' && last.update_matched_at === null
+    ? last.id
+    : null;
 }
 
 export async function markJoinMatched(tx: Queryable, membershipId: string, at: Date): Promise<void> {
   await tx.query('UPDATE memberships SET update_matched_at = $2 WHERE id = $1', [membershipId, at]);
 }
 
-export async function markInvitationUsed(tx: Queryable, invitationId: string, telegramUserId: number, at: Date): Promise<void> {
+export async function markInvitationUsed(
+  tx: Queryable,
+  invitationId: string,
+  telegramUserId: number,
+  at: Date,
+): Promise<void> {
   // The first user stays recorded; a rejoin does not rewrite history.
   await tx.query(
     `UPDATE invitations SET used_at = COALESCE(used_at, $3), used_by = COALESCE(used_by, $2) WHERE id = $1`,
@@ -135,11 +164,19 @@ export async function markInvitationUsed(tx: Queryable, invitationId: string, te
 }
 
 export async function markInvitationRevoked(db: Queryable, invitationId: string, at: Date): Promise<void> {
-  await db.query(`UPDATE invitations SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, [invitationId, at]);
+  await db.query(`UPDATE invitations SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, [
+    invitationId,
+    at,
+  ]);
 }
 
 /** Whether this (channel, user, invitation) already produced its one conversion. */
-export async function joinAlreadyConverted(tx: Queryable, channelId: string, telegramUserId: number, invitationId: string): Promise<boolean> {
+export async function joinAlreadyConverted(
+  tx: Queryable,
+  channelId: string,
+  telegramUserId: number,
+  invitationId: string,
+): Promise<boolean> {
   const { rowCount } = await tx.query(
     `SELECT 1 FROM memberships WHERE channel_id = $1 AND telegram_user_id = $2 AND invitation_id = $3 AND conversion_id IS NOT NULL`,
     [channelId, telegramUserId, invitationId],
@@ -154,12 +191,22 @@ export interface VisitContext {
 }
 
 export async function visitContext(tx: Queryable, visitId: string): Promise<VisitContext | null> {
-  const { rows } = await tx.query<VisitContext>('SELECT href, client_ip, user_agent FROM visits WHERE id = $1', [visitId]);
+  const { rows } = await tx.query<VisitContext>(
+    'SELECT href, client_ip, user_agent FROM visits WHERE id = $1',
+    [visitId],
+  );
   return rows[0] ?? null;
 }
 
-export async function findLeadId(tx: Queryable, siteId: string, telegramUserId: number): Promise<string | null> {
-  const { rows } = await tx.query<{ id: string }>('SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2', [siteId, telegramUserId]);
+export async function findLeadId(
+  tx: Queryable,
+  siteId: string,
+  telegramUserId: number,
+): Promise<string | null> {
+  const { rows } = await tx.query<{ id: string }>(
+    'SELECT id FROM leads WHERE site_id = $1 AND telegram_user_id = $2',
+    [siteId, telegramUserId],
+  );
   return rows[0]?.id ?? null;
 }
 
@@ -186,8 +233,18 @@ export async function insertMembership(tx: Queryable, m: NewMembership): Promise
        conversion_id, occurred_at, recorded_by, request_status)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
     [
-      m.channelId, m.telegramUserId, m.leadId, m.kind, m.invitationId ?? null, m.visitId ?? null, m.attributed ?? false,
-      m.viaJoinRequest ?? false, m.conversionId ?? null, m.occurredAt, m.recordedBy ?? 'update', m.requestStatus ?? null,
+      m.channelId,
+      m.telegramUserId,
+      m.leadId,
+      m.kind,
+      m.invitationId ?? null,
+      m.visitId ?? null,
+      m.attributed ?? false,
+      m.viaJoinRequest ?? false,
+      m.conversionId ?? null,
+      m.occurredAt,
+      m.recordedBy ?? 'update',
+      m.requestStatus ?? null,
     ],
   );
   return rows[0]!.id;
@@ -225,7 +282,12 @@ export async function storeBotStatus(
  * are enabled): the bot's channels in the old chat follow it to its new `-100…` id. Returns the
  * channels moved; none when a channel of this bot already serves the new id.
  */
-export async function moveChannelChat(db: Queryable, botId: string, fromChatId: number, toChatId: number): Promise<string[]> {
+export async function moveChannelChat(
+  db: Queryable,
+  botId: string,
+  fromChatId: number,
+  toChatId: number,
+): Promise<string[]> {
   // A channel that already follows the new chat (for this bot, or on the same site) keeps it; the
   // old one stays where it was. Checked in the statement rather than caught: a unique violation
   // inside the webhook's transaction would abort it, and with it the update's whole record.

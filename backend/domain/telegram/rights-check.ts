@@ -61,7 +61,11 @@ export async function checkRights(
     // Flood control is obeyed, never probed: the next pass will do.
     if (c.flood_wait_until !== null && c.flood_wait_until > now) continue;
     const chatId = Number(c.telegram_chat_id);
-    const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(c.token_enc), timeoutMs: 10_000 });
+    const tg = createTelegramClient({
+      baseUrl: deps.config.TELEGRAM_API_URL,
+      token: deps.box.open(c.token_enc),
+      timeoutMs: 10_000,
+    });
     try {
       const member = await tg.getChatMember({ chat_id: chatId, user_id: Number(c.telegram_bot_id) });
       const rights = botRights(member);

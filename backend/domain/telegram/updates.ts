@@ -93,7 +93,8 @@ const KNOWN = {
 
 /** Classifies a webhook body (already JSON-parsed, or anything at all) without ever throwing. */
 export function parseUpdate(raw: unknown): ParsedUpdate {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { kind: 'ignored', updateId: null, reason: 'not a JSON object' };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return { kind: 'ignored', updateId: null, reason: 'not a JSON object' };
   const obj = raw as Record<string, unknown>;
   const id = UpdateId.safeParse(obj.update_id);
   if (!id.success) return { kind: 'ignored', updateId: null, reason: 'missing or invalid update_id' };
@@ -104,21 +105,50 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
     const parsed = KNOWN[kind].safeParse(obj[kind]);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      return { kind: 'ignored', updateId, reason: `malformed ${kind}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}` };
+      return {
+        kind: 'ignored',
+        updateId,
+        reason: `malformed ${kind}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}`,
+      };
     }
     if (kind === 'chat_join_request') return { kind, updateId, body: parsed.data as ChatJoinRequest };
     if (kind === 'message') {
       const m = parsed.data as z.infer<typeof MigrationMessage>;
-      if (m.migrate_to_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.chat.id, toChatId: m.migrate_to_chat_id } };
-      if (m.migrate_from_chat_id !== undefined) return { kind: 'chat_migrated', updateId, body: { fromChatId: m.migrate_from_chat_id, toChatId: m.chat.id } };
+      if (m.migrate_to_chat_id !== undefined)
+        return {
+          kind: 'chat_migrated',
+          updateId,
+          body: { fromChatId: m.chat.id, toChatId: m.migrate_to_chat_id },
+        };
+      if (m.migrate_from_chat_id !== undefined)
+        return {
+          kind: 'chat_migrated',
+          updateId,
+          body: { fromChatId: m.migrate_from_chat_id, toChatId: m.chat.id },
+        };
       // Only /start means anything: other messages are not even recorded as seen (no write per chat message).
-      if (m.chat.type === 'private' && m.from !== undefined && m.from.is_bot !== true && m.text?.startsWith('/start') && m.chat.id === m.from.id) {
+      if (
+        m.chat.type === 'private' &&
+        m.from !== undefined &&
+        m.from.is_bot !== true &&
+        m.text?.startsWith('/start') &&
+        m.chat.id === m.from.id
+      ) {
         return { kind: 'private_message', updateId, body: { userId: m.from.id, text: m.text } };
       }
-      return { kind: 'ignored', updateId, reason: 'a message that is neither a chat migration nor a private message to the bot', routine: true };
+      return {
+        kind: 'ignored',
+        updateId,
+        reason: 'a message that is neither a chat migration nor a private message to the bot',
+        routine: true,
+      };
     }
     return { kind, updateId, body: parsed.data as ChatMemberUpdated };
   }
   const payload = Object.keys(obj).find((k) => k !== 'update_id');
-  return { kind: 'ignored', updateId, reason: payload ? `unhandled update type ${payload.slice(0, 40)}` : 'update without payload' };
+  return {
+    kind: 'ignored',
+    updateId,
+    reason: payload ? `unhandled update type ${payload.slice(0, 40)}` : 'update without payload',
+  };
 }

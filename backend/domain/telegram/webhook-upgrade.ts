@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { hashApiKey } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
-import { ALLOWED_UPDATES, TelegramError, allowedUpdatesFor, createTelegramClient } from '../../telegram/client.js';
+import {
+  ALLOWED_UPDATES,
+  TelegramError,
+  allowedUpdatesFor,
+  createTelegramClient,
+} from '../../telegram/client.js';
 
 /**
  * Bots whose webhook was set with fewer update types than Capigram now asks for (registered
@@ -15,7 +20,9 @@ import { ALLOWED_UPDATES, TelegramError, allowedUpdatesFor, createTelegramClient
  */
 export const UPGRADE_WEBHOOKS_TASK = 'telegram_upgrade_webhooks';
 
-export async function upgradeWebhooks(deps: Pick<Deps, 'pool' | 'box' | 'config' | 'log'>): Promise<{ upgraded: number; failed: number }> {
+export async function upgradeWebhooks(
+  deps: Pick<Deps, 'pool' | 'box' | 'config' | 'log'>,
+): Promise<{ upgraded: number; failed: number }> {
   // Every list Capigram sets holds ALLOWED_UPDATES (a forwarding bot's holds every type): a bot
   // whose recorded list lacks one of them was set before it was added.
   const { rows } = await deps.pool.query<{ id: string }>(
@@ -29,18 +36,40 @@ export async function upgradeWebhooks(deps: Pick<Deps, 'pool' | 'box' | 'config'
     try {
       const done = await withTx(deps.pool, async (tx) => {
         // The row lock serialises this with `bot webhook` and a second worker doing the same.
-        const { rows: locked } = await tx.query<{ token_enc: string; webhook_url: string; webhook_allowed_updates: string[] | null; forward_url: string | null }>(
+        const { rows: locked } = await tx.query<{
+          token_enc: string;
+          webhook_url: string;
+          webhook_allowed_updates: string[] | null;
+          forward_url: string | null;
+        }>(
           `SELECT token_enc, webhook_url, webhook_allowed_updates, forward_url FROM bots
            WHERE id = $1 AND removed_at IS NULL AND webhook_set_at IS NOT NULL AND webhook_url IS NOT NULL FOR UPDATE`,
           [id],
         );
         const bot = locked[0];
-        if (!bot || (bot.webhook_allowed_updates !== null && ALLOWED_UPDATES.every((u) => bot.webhook_allowed_updates!.includes(u)))) return false;
+        if (
+          !bot ||
+          (bot.webhook_allowed_updates !== null &&
+            ALLOWED_UPDATES.every((u) => bot.webhook_allowed_updates!.includes(u)))
+        )
+          return false;
         const allowed = allowedUpdatesFor(bot.forward_url !== null);
         const secret = randomBytes(32).toString('base64url');
-        await tx.query('UPDATE bots SET webhook_secret_hash = $2, webhook_allowed_updates = $3 WHERE id = $1', [id, hashApiKey(secret), allowed]);
-        const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: deps.box.open(bot.token_enc), timeoutMs: 10_000 });
-        await tg.setWebhook({ url: bot.webhook_url, secret_token: secret, allowed_updates: allowed, max_connections: 40 });
+        await tx.query(
+          'UPDATE bots SET webhook_secret_hash = $2, webhook_allowed_updates = $3 WHERE id = $1',
+          [id, hashApiKey(secret), allowed],
+        );
+        const tg = createTelegramClient({
+          baseUrl: deps.config.TELEGRAM_API_URL,
+          token: deps.box.open(bot.token_enc),
+          timeoutMs: 10_000,
+        });
+        await tg.setWebhook({
+          url: bot.webhook_url,
+          secret_token: secret,
+          allowed_updates: allowed,
+          max_connections: 40,
+        });
         return true;
       });
       if (done) {
@@ -50,7 +79,10 @@ export async function upgradeWebhooks(deps: Pick<Deps, 'pool' | 'box' | 'config'
     } catch (err) {
       failed++;
       const why = err instanceof TelegramError ? err.message : String(err);
-      deps.log.warn({ botId: id, err: why }, 'could not set the webhook again with the new update types; will retry');
+      deps.log.warn(
+        { botId: id, err: why },
+        'could not set the webhook again with the new update types; will retry',
+      );
     }
   }
   return { upgraded, failed };

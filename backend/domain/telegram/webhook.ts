@@ -33,23 +33,35 @@ const SECRET_RE = /^[A-Za-z0-9_-]{1,256}$/;
 const DECOY_HASH = createHash('sha256').update(randomBytes(32)).digest();
 
 /** The bot a webhook call is for, if the secret token matches; 401 alike for unknown bots and bad secrets. */
-export async function authenticateWebhook(deps: Pick<Deps, 'pool'>, botId: string, secret: string | undefined): Promise<WebhookBot> {
+export async function authenticateWebhook(
+  deps: Pick<Deps, 'pool'>,
+  botId: string,
+  secret: string | undefined,
+): Promise<WebhookBot> {
   const bot = await findBot(deps.pool, botId);
   const presented = secret !== undefined && SECRET_RE.test(secret) ? secret : '';
   const matches = secretMatchesHash(presented, bot?.webhook_secret_hash ?? DECOY_HASH);
-  if (!bot || !matches || presented === '') throw new ApiError('UNAUTHORIZED', 'missing or invalid X-Telegram-Bot-Api-Secret-Token');
+  if (!bot || !matches || presented === '')
+    throw new ApiError('UNAUTHORIZED', 'missing or invalid X-Telegram-Bot-Api-Secret-Token');
   return { id: bot.id, telegramBotId: bot.telegram_bot_id, forwards: bot.forward_url !== null };
 }
 
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
-export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>, bot: WebhookBot, body: string): Promise<UpdateOutcome> {
+export async function handleWebhookUpdate(
+  deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>,
+  bot: WebhookBot,
+  body: string,
+): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(body);
   } catch {
     raw = undefined;
   }
-  const update = raw === undefined ? ({ kind: 'ignored', updateId: null, reason: 'body is not JSON' } as const) : parseUpdate(raw);
+  const update =
+    raw === undefined
+      ? ({ kind: 'ignored', updateId: null, reason: 'body is not JSON' } as const)
+      : parseUpdate(raw);
   const log = deps.log.child({ botId: bot.id, updateId: update.updateId });
   if (update.kind === 'ignored') {
     // Answered 200 all the same: an error would only make Telegram resend it for a day.
@@ -58,7 +70,8 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
     if (bot.forwards && update.updateId !== null) {
       const updateId = update.updateId;
       await withTx(deps.pool, async (tx) => {
-        if (await claimUpdate(tx, bot.id, updateId, 'forward_only')) await enqueueForward(tx, deps.box, bot.id, updateId, body, raw);
+        if (await claimUpdate(tx, bot.id, updateId, 'forward_only'))
+          await enqueueForward(tx, deps.box, bot.id, updateId, body, raw);
       });
     } else if ('routine' in update) {
       log.debug({ reason: update.reason }, 'telegram update ignored');
@@ -69,7 +82,13 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   }
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
     if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return 'duplicate';
-    const ctx: UpdateContext = { tx, bot, now: deps.now(), log, attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS };
+    const ctx: UpdateContext = {
+      tx,
+      bot,
+      now: deps.now(),
+      log,
+      attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS,
+    };
     const handled = await handleParsed(ctx, update);
     // After Capigram's own handling, in its transaction: forwarded exactly when it was handled.
     if (bot.forwards) await enqueueForward(tx, deps.box, bot.id, update.updateId, body, raw);
@@ -82,7 +101,10 @@ export async function handleWebhookUpdate(deps: Pick<Deps, 'pool' | 'log' | 'now
   return outcome;
 }
 
-async function handleParsed(ctx: UpdateContext, update: Exclude<ParsedUpdate, { kind: 'ignored' }>): Promise<UpdateOutcome> {
+async function handleParsed(
+  ctx: UpdateContext,
+  update: Exclude<ParsedUpdate, { kind: 'ignored' }>,
+): Promise<UpdateOutcome> {
   const { tx, bot, log } = ctx;
   switch (update.kind) {
     case 'chat_member':
@@ -94,7 +116,9 @@ async function handleParsed(ctx: UpdateContext, update: Exclude<ParsedUpdate, { 
     case 'private_message':
       return handlePrivateMessage(ctx, update.body, update.updateId);
     case 'chat_migrated':
-      return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0 ? 'chat_migrated' : 'ignored';
+      return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0
+        ? 'chat_migrated'
+        : 'ignored';
   }
 }
 
@@ -117,12 +141,21 @@ const MAX_WARNED_CHATS = 10_000;
  * (bot, chat) and process. A stream of them usually means a channel's chat id changed (a basic
  * group upgraded to a supergroup) or a channel was added under the wrong id.
  */
-function noteUnknownChat(deps: Pick<Deps, 'metrics' | 'local'>, botId: string, kind: string, chatId: number | null, log: Deps['log']): void {
+function noteUnknownChat(
+  deps: Pick<Deps, 'metrics' | 'local'>,
+  botId: string,
+  kind: string,
+  chatId: number | null,
+  log: Deps['log'],
+): void {
   deps.metrics.telegramUnknownChatUpdates.inc({ kind });
   const warnedChats = deps.local.warnedChats;
   const key = `${botId}:${chatId}`;
   if (warnedChats.has(key)) return;
   if (warnedChats.size >= MAX_WARNED_CHATS) warnedChats.clear();
   warnedChats.add(key);
-  log.warn({ chatId, kind }, 'telegram update from a chat no channel of this bot is in (logged once per chat)');
+  log.warn(
+    { chatId, kind },
+    'telegram update from a chat no channel of this bot is in (logged once per chat)',
+  );
 }

@@ -30,7 +30,10 @@ export function createForwarderKeys(db: Queryable, now: () => number = Date.now)
       );
       const row = rows[0];
       // The hash is compared in constant time, and a wrong secret under a right prefix is as unknown as a wrong prefix.
-      const verdict = row !== undefined && apiKeyMatches(key, row.secret_hash) && row.revoked_at === null ? { siteId: row.site_id } : null;
+      const verdict =
+        row !== undefined && apiKeyMatches(key, row.secret_hash) && row.revoked_at === null
+          ? { siteId: row.site_id }
+          : null;
       if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!);
       verdicts.set(key, { verdict, until: now() + VERDICT_TTL_MS });
       return verdict;

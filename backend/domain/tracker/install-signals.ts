@@ -21,14 +21,31 @@ export interface InstallSignals {
 const MAX_TRACKED = 10_000;
 const MAX_HOST = 253;
 
-export function createInstallSignals(pool: Pool, log: Logger, opts: { intervalMs?: number } = {}): InstallSignals {
+export function createInstallSignals(
+  pool: Pool,
+  log: Logger,
+  opts: { intervalMs?: number } = {},
+): InstallSignals {
   const intervalMs = opts.intervalMs ?? 60_000;
   const visitWritten = new Map<string, number>();
-  const refusals = new Map<string, { siteId: string; host: string; count: number; firstAt: Date; lastAt: Date; writtenAt: number; timer?: NodeJS.Timeout }>();
+  const refusals = new Map<
+    string,
+    {
+      siteId: string;
+      host: string;
+      count: number;
+      firstAt: Date;
+      lastAt: Date;
+      writtenAt: number;
+      timer?: NodeJS.Timeout;
+    }
+  >();
   const inFlight = new Set<Promise<unknown>>();
   let refusalQueue: Promise<unknown> = Promise.resolve();
   const track = (p: Promise<unknown>) => {
-    const q = p.catch((err: unknown) => log.warn({ err: String(err) }, 'install check not recorded')).finally(() => inFlight.delete(q));
+    const q = p
+      .catch((err: unknown) => log.warn({ err: String(err) }, 'install check not recorded'))
+      .finally(() => inFlight.delete(q));
     inFlight.add(q);
   };
 
@@ -42,17 +59,19 @@ export function createInstallSignals(pool: Pool, log: Logger, opts: { intervalMs
     r.timer = undefined;
     // One refusal write at a time per process: the 20-host bound is checked by each statement, and
     // concurrent ones would each see room for one more.
-    refusalQueue = refusalQueue.then(() =>
-      pool.query(
-        `INSERT INTO site_refused_hosts (site_id, host, refused, first_at, last_at)
+    refusalQueue = refusalQueue
+      .then(() =>
+        pool.query(
+          `INSERT INTO site_refused_hosts (site_id, host, refused, first_at, last_at)
          SELECT $1, $2, $3, $4, $5
           WHERE EXISTS (SELECT 1 FROM site_refused_hosts WHERE site_id = $1 AND host = $2)
              OR (SELECT count(*) FROM site_refused_hosts WHERE site_id = $1) < 20
          ON CONFLICT (site_id, host) DO UPDATE
            SET refused = site_refused_hosts.refused + EXCLUDED.refused, last_at = greatest(site_refused_hosts.last_at, EXCLUDED.last_at)`,
-        [siteId, host, count, firstAt, lastAt],
-      ),
-    ).catch((err: unknown) => log.warn({ err: String(err) }, 'install check not recorded'));
+          [siteId, host, count, firstAt, lastAt],
+        ),
+      )
+      .catch((err: unknown) => log.warn({ err: String(err) }, 'install check not recorded'));
     track(refusalQueue);
   }
 
@@ -108,18 +127,35 @@ export interface SiteInstallState {
 }
 
 /** The install checks of some sites, by site id (sites with nothing recorded are absent). */
-export async function installStates(db: Pick<Pool, 'query'>, siteIds: string[]): Promise<Map<string, SiteInstallState>> {
+export async function installStates(
+  db: Pick<Pool, 'query'>,
+  siteIds: string[],
+): Promise<Map<string, SiteInstallState>> {
   const out = new Map<string, SiteInstallState>();
   if (siteIds.length === 0) return out;
-  const state = (id: string) => out.get(id) ?? out.set(id, { firstVisitAt: null, lastVisitAt: null, refusedHosts: [] }).get(id)!;
+  const state = (id: string) =>
+    out.get(id) ?? out.set(id, { firstVisitAt: null, lastVisitAt: null, refusedHosts: [] }).get(id)!;
   const [seen, refused] = await Promise.all([
-    db.query<{ site_id: string; first_visit_at: Date; last_visit_at: Date }>('SELECT site_id, first_visit_at, last_visit_at FROM site_visits_seen WHERE site_id = ANY($1::uuid[])', [siteIds]),
+    db.query<{ site_id: string; first_visit_at: Date; last_visit_at: Date }>(
+      'SELECT site_id, first_visit_at, last_visit_at FROM site_visits_seen WHERE site_id = ANY($1::uuid[])',
+      [siteIds],
+    ),
     db.query<{ site_id: string; host: string; refused: string; first_at: Date; last_at: Date }>(
       'SELECT site_id, host, refused::text, first_at, last_at FROM site_refused_hosts WHERE site_id = ANY($1::uuid[]) ORDER BY last_at DESC',
       [siteIds],
     ),
   ]);
-  for (const r of seen.rows) Object.assign(state(r.site_id), { firstVisitAt: r.first_visit_at.toISOString(), lastVisitAt: r.last_visit_at.toISOString() });
-  for (const r of refused.rows) state(r.site_id).refusedHosts.push({ host: r.host, refused: Number(r.refused), firstAt: r.first_at.toISOString(), lastAt: r.last_at.toISOString() });
+  for (const r of seen.rows)
+    Object.assign(state(r.site_id), {
+      firstVisitAt: r.first_visit_at.toISOString(),
+      lastVisitAt: r.last_visit_at.toISOString(),
+    });
+  for (const r of refused.rows)
+    state(r.site_id).refusedHosts.push({
+      host: r.host,
+      refused: Number(r.refused),
+      firstAt: r.first_at.toISOString(),
+      lastAt: r.last_at.toISOString(),
+    });
   return out;
 }

@@ -13,12 +13,18 @@ export interface InviteOutcome extends HandedOut {
   visitId: string;
 }
 
-async function requireChannel(db: Queryable, siteId: string, channelId: string | undefined): Promise<InviteChannel> {
+async function requireChannel(
+  db: Queryable,
+  siteId: string,
+  channelId: string | undefined,
+): Promise<InviteChannel> {
   const channel = await findSiteChannel(db, siteId, channelId);
   if (channel !== null) return channel;
   throw new ApiError(
     'NOT_FOUND',
-    channelId === undefined ? 'the site has no default channel; name one with channel' : `channel ${channelId} is not an active channel of this site`,
+    channelId === undefined
+      ? 'the site has no default channel; name one with channel'
+      : `channel ${channelId} is not an active channel of this site`,
   );
 }
 
@@ -29,13 +35,29 @@ async function requireChannel(db: Queryable, siteId: string, channelId: string |
  */
 export async function inviteClick(
   deps: InviteDeps,
-  q: { siteId: string; tempId: string; sessionId: string; channelId?: string | undefined; click: VisitAttribution },
+  q: {
+    siteId: string;
+    tempId: string;
+    sessionId: string;
+    channelId?: string | undefined;
+    click: VisitAttribution;
+  },
 ): Promise<InviteOutcome> {
-  const [channel, found] = await Promise.all([requireChannel(deps.pool, q.siteId, q.channelId), findClickVisit(deps.pool, q)]);
+  const [channel, found] = await Promise.all([
+    requireChannel(deps.pool, q.siteId, q.channelId),
+    findClickVisit(deps.pool, q),
+  ]);
   const visitId =
     found ??
-    (await recordVisit(deps, { siteId: q.siteId, tempId: q.tempId, sessionId: q.sessionId, kind: 'pageview', attribution: q.click }))
-      .visitId;
+    (
+      await recordVisit(deps, {
+        siteId: q.siteId,
+        tempId: q.tempId,
+        sessionId: q.sessionId,
+        kind: 'pageview',
+        attribution: q.click,
+      })
+    ).visitId;
   return { visitId, ...(await inviteForVisit(deps, { visitId, channel, mode: 'usable' })) };
 }
 
@@ -65,6 +87,12 @@ export async function directInvite(
     channelId: asked.id,
     attribution: q.attribution,
   });
-  const routed = visit.channelId === null || visit.channelId === asked.id ? asked : ((await findChannel(deps.pool, visit.channelId)) ?? asked);
-  return { visitId: visit.visitId, ...(await inviteForVisit(deps, { visitId: visit.visitId, channel: routed, mode: 'any' })) };
+  const routed =
+    visit.channelId === null || visit.channelId === asked.id
+      ? asked
+      : ((await findChannel(deps.pool, visit.channelId)) ?? asked);
+  return {
+    visitId: visit.visitId,
+    ...(await inviteForVisit(deps, { visitId: visit.visitId, channel: routed, mode: 'any' })),
+  };
 }

@@ -21,7 +21,10 @@ export interface SiteDirectory {
   byIdOrWebsiteId(idOrWebsiteId: string): Promise<TrackerSite | null>;
 }
 
-export function createSiteDirectory(db: Queryable, opts: { ttlMs?: number; maxEntries?: number } = {}): SiteDirectory {
+export function createSiteDirectory(
+  db: Queryable,
+  opts: { ttlMs?: number; maxEntries?: number } = {},
+): SiteDirectory {
   const ttlMs = opts.ttlMs ?? 5000;
   const maxEntries = opts.maxEntries ?? 10_000;
   const cache = new Map<string, { site: TrackerSite | null; until: number }>();

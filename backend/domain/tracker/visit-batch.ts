@@ -3,7 +3,15 @@ import type { Pool, PoolClient } from '../../db/pool.js';
 import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
 import { ApiError } from '../../errors.js';
 import type { DeliveryWaker } from '../outbox/delivery-wake.js';
-import { recordVisitAlone, settleVisit, visitCall, type NewVisit, type RecordedVisit, type VisitAdmission, type VisitStatementRow } from './visits.js';
+import {
+  recordVisitAlone,
+  settleVisit,
+  visitCall,
+  type NewVisit,
+  type RecordedVisit,
+  type VisitAdmission,
+  type VisitStatementRow,
+} from './visits.js';
 
 /**
  * `track/init`'s visits, several to a transaction when they arrive together.
@@ -100,15 +108,21 @@ export class VisitBatcher {
     if (this.expiry !== undefined || this.queue.length === 0) return;
     // The queue stays in arrival order (`take` keeps the order of what it leaves): its head is the oldest.
     const due = this.queue[0]!.queuedAt + this.queueWaitMs;
-    this.expiry = setTimeout(() => {
-      this.expiry = undefined;
-      const cutoff = performance.now() - this.queueWaitMs;
-      const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
-      const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
-      const error = new ApiError('UNAVAILABLE', 'the database is too busy to record this visit now; retry shortly');
-      for (const job of expired) job.reject(error);
-      this.armExpiry();
-    }, Math.max(0, due - performance.now()));
+    this.expiry = setTimeout(
+      () => {
+        this.expiry = undefined;
+        const cutoff = performance.now() - this.queueWaitMs;
+        const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
+        const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
+        const error = new ApiError(
+          'UNAVAILABLE',
+          'the database is too busy to record this visit now; retry shortly',
+        );
+        for (const job of expired) job.reject(error);
+        this.armExpiry();
+      },
+      Math.max(0, due - performance.now()),
+    );
     this.expiry.unref();
   }
 
@@ -139,7 +153,10 @@ export class VisitBatcher {
     }
     this.queue = rest;
     // The counters in key order (see above); visits of one counter keep their arrival order.
-    return batch.map((job, i) => ({ job, i })).sort((a, b) => compare(a.job.keys[0] ?? '', b.job.keys[0] ?? '') || a.i - b.i).map((p) => p.job);
+    return batch
+      .map((job, i) => ({ job, i }))
+      .sort((a, b) => compare(a.job.keys[0] ?? '', b.job.keys[0] ?? '') || a.i - b.i)
+      .map((p) => p.job);
   }
 
   private async run(jobs: Job[]): Promise<void> {
@@ -160,7 +177,11 @@ export class VisitBatcher {
       client = undefined;
       this.report(jobs.length, 'committed');
       if (jobs.some((_, i) => (results[i + 1]!.rows[0]?.sends ?? 0) > 0)) this.waker.wake();
-      await Promise.all(jobs.map((job, i) => settleVisit(this.pool, results[i + 1]!.rows[0], job.admission).then(job.resolve, job.reject)));
+      await Promise.all(
+        jobs.map((job, i) =>
+          settleVisit(this.pool, results[i + 1]!.rows[0], job.admission).then(job.resolve, job.reject),
+        ),
+      );
     } catch (error) {
       if (sent && !(error instanceof pg.DatabaseError)) {
         // The round trip broke after it was sent: whether it committed is unknown, as for a lone visit.
@@ -209,6 +230,10 @@ function compare(a: string, b: string): number {
  * `recordVisit`, batched with the other visits of this process that wait at the same time (same
  * arguments, same results and errors).
  */
-export function recordVisitBatched(deps: { local: { visitBatches: VisitBatcher } }, visit: NewVisit, admission?: VisitAdmission): Promise<RecordedVisit> {
+export function recordVisitBatched(
+  deps: { local: { visitBatches: VisitBatcher } },
+  visit: NewVisit,
+  admission?: VisitAdmission,
+): Promise<RecordedVisit> {
   return deps.local.visitBatches.record(visit, admission);
 }

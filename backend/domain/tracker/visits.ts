@@ -90,7 +90,9 @@ const FIXED_COLUMNS = ['site_id', 'temp_id', 'session_id', 'visit_request_id', '
 const FIXED_CASTS = ['uuid', 'uuid', 'uuid', 'uuid', 'text', 'uuid'] as const;
 const COLUMNS = [...FIXED_COLUMNS, ...ATTRIBUTION_COLUMNS.map(([, column]) => column)];
 const VALUES = COLUMNS.map((_, i) => `$${i + 1}::${FIXED_CASTS[i] ?? 'text'}`).join(', ');
-const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.${c}, EXCLUDED.${c})`).join(', ');
+const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.${c}, EXCLUDED.${c})`).join(
+  ', ',
+);
 
 /**
  * A check the visit's own statement makes before writing it (track/init's rate-limit counter),
@@ -206,14 +208,27 @@ export interface VisitDeps {
  * Records a visit; a new visit gets its PageView sends in the same statement, which commits on its
  * own (hence a pool, never a transaction's client), and then wakes the delivery worker.
  */
-export async function recordVisit(deps: VisitDeps, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+export async function recordVisit(
+  deps: VisitDeps,
+  v: NewVisit,
+  admission: VisitAdmission = ADMIT_ALL,
+): Promise<RecordedVisit> {
   return recordVisitAlone(deps.pool, deps.local.waker, v, admission);
 }
 
 /** `recordVisit` with its parts named: the pool and the wake-up after the commit. */
-export async function recordVisitAlone(pool: Pool, waker: Pick<DeliveryWaker, 'wake'>, v: NewVisit, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+export async function recordVisitAlone(
+  pool: Pool,
+  waker: Pick<DeliveryWaker, 'wake'>,
+  v: NewVisit,
+  admission: VisitAdmission = ADMIT_ALL,
+): Promise<RecordedVisit> {
   const call = visitCall(v, admission);
-  const { rows } = await pool.query<VisitStatementRow>({ name: call.name, text: call.sql, values: [...call.values] });
+  const { rows } = await pool.query<VisitStatementRow>({
+    name: call.name,
+    text: call.sql,
+    values: [...call.values],
+  });
   const row = rows[0];
   if (row !== undefined && row.sends > 0) waker.wake();
   return settleVisit(pool, row, admission);
@@ -223,7 +238,11 @@ export async function recordVisitAlone(pool: Pool, waker: Pick<DeliveryWaker, 'w
  * The answer to a visit from its statement's committed row: the admission's refusal, a mismatch,
  * or the visit (the delivery worker already woken by the caller when the row made sends).
  */
-export async function settleVisit(pool: Pool, row: VisitStatementRow | undefined, admission: VisitAdmission = ADMIT_ALL): Promise<RecordedVisit> {
+export async function settleVisit(
+  pool: Pool,
+  row: VisitStatementRow | undefined,
+  admission: VisitAdmission = ADMIT_ALL,
+): Promise<RecordedVisit> {
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
   if (row === undefined || row.id === null) {
     throw new ApiError(
@@ -235,7 +254,9 @@ export async function settleVisit(pool: Pool, row: VisitStatementRow | undefined
     visitId: row.id,
     created: row.created === true,
     channelId: row.channel_id,
-    pageViewEventId: (await hasMetaPageView(pool, row.id, row)) ? eventIdFor({ kind: 'visit', id: row.id }) : null,
+    pageViewEventId: (await hasMetaPageView(pool, row.id, row))
+      ? eventIdFor({ kind: 'visit', id: row.id })
+      : null,
   };
 }
 
@@ -244,10 +265,16 @@ export async function settleVisit(pool: Pool, row: VisitStatementRow | undefined
  * recorded at the same moment waited for that one's commit, but its snapshot predates it and so
  * misses the sends it made: a new statement (a new snapshot) sees them. Asked only then.
  */
-async function hasMetaPageView(db: Pool, visitId: string, row: { created: boolean | null; meta_page_view: boolean }): Promise<boolean> {
+async function hasMetaPageView(
+  db: Pool,
+  visitId: string,
+  row: { created: boolean | null; meta_page_view: boolean },
+): Promise<boolean> {
   if (row.meta_page_view || row.created === true) return row.meta_page_view;
   const { rows } = await db.query<{ meta: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM sends WHERE visit_id = $1 AND platform = 'meta') AS meta`, [visitId]);
+    `SELECT EXISTS (SELECT 1 FROM sends WHERE visit_id = $1 AND platform = 'meta') AS meta`,
+    [visitId],
+  );
   return rows[0]?.meta === true;
 }
 

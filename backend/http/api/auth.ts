@@ -36,7 +36,10 @@ type KeyRow = Omit<LookedUpKey, Prior> & Partial<Pick<LookedUpKey, Prior>> & { c
  * key. With `claimInWork` (endpoints whose transaction claims the key itself) the look-up only
  * reads what is stored under it, so that a stored answer is replayed without another round trip.
  */
-export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
+export function apiAuth(
+  deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>,
+  { claimInWork = false } = {},
+): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     const key = bearerToken(c.req.header('authorization'));
     const prefix = key === undefined ? null : apiKeyPrefix(key);
@@ -50,7 +53,15 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>, { cl
     const row: KeyRow | undefined = claimInWork
       ? await deps.local.keyLookups.find({ prefix, claimKey, hash: hashApiKey(key) })
       : (
-          await deps.pool.query<KeyRow>(keyLookupAndClaimStatement({ prefix, claimKey, now, hash: hashApiKey(key), endpoint: endpointOf(c) }))
+          await deps.pool.query<KeyRow>(
+            keyLookupAndClaimStatement({
+              prefix,
+              claimKey,
+              now,
+              hash: hashApiKey(key),
+              endpoint: endpointOf(c),
+            }),
+          )
         ).rows[0];
     const matches = apiKeyMatches(key, row?.secret_hash ?? DUMMY_HASH);
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();
@@ -64,7 +75,12 @@ export function apiAuth(deps: Pick<Deps, 'pool' | 'now' | 'log' | 'local'>, { cl
     if (row.claimed === true && claimKey !== null) c.set('earlyClaim', { key: claimKey, claimedAt: now });
     if (claimInWork && claimKey !== null) {
       const prior = row.prior_at
-        ? { createdAt: row.prior_at, status: row.prior_status ?? null, body: row.prior_body ?? null, endpoint: row.prior_endpoint ?? null }
+        ? {
+            createdAt: row.prior_at,
+            status: row.prior_status ?? null,
+            body: row.prior_body ?? null,
+            endpoint: row.prior_endpoint ?? null,
+          }
         : null;
       c.set('priorClaim', { key: claimKey, row: prior });
     }

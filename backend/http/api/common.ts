@@ -50,7 +50,10 @@ export function eventJson(deps: ApiDeps): MiddlewareHandler<ApiEnv>[] {
 export const UNSAFE_CHARS = /[\p{Cc}\p{Cs}]/u;
 
 export function text(max: number) {
-  return z.string().max(max, `must be at most ${max} characters`).refine((s) => !UNSAFE_CHARS.test(s), 'must not contain control characters');
+  return z
+    .string()
+    .max(max, `must be at most ${max} characters`)
+    .refine((s) => !UNSAFE_CHARS.test(s), 'must not contain control characters');
 }
 
 /** Trimmed, blank as absent. */
@@ -63,21 +66,25 @@ export const TelegramUserIdParam = z
   .string()
   .regex(/^[1-9][0-9]{0,15}$/, 'must be a positive integer')
   .refine((s) => Number.isSafeInteger(Number(s)), 'is too large')
-  .openapi({ param: { name: 'telegramUserId', in: 'path' }, example: '123456789', description: 'Telegram user id' });
+  .openapi({
+    param: { name: 'telegramUserId', in: 'path' },
+    example: '123456789',
+    description: 'Telegram user id',
+  });
 
 export const SiteQuery = z.object({
-  siteId: text(100).optional().openapi({ description: 'site id (or websiteId); account-scoped keys only need it to choose a site' }),
+  siteId: text(100)
+    .optional()
+    .openapi({ description: 'site id (or websiteId); account-scoped keys only need it to choose a site' }),
   websiteId: text(100).optional().openapi({ description: 'public website id, alternative to siteId' }),
 });
 
 export const IdempotencyHeaders = z.object({
-  'idempotency-key': z
-    .string()
-    .optional()
-    .openapi({
-      description: '1–128 printable ASCII characters; replays the stored response for 24 h; bound to the endpoint it was first used on (elsewhere: 422 IDEMPOTENCY_KEY_REUSED)',
-      example: 'order-1042',
-    }),
+  'idempotency-key': z.string().optional().openapi({
+    description:
+      '1–128 printable ASCII characters; replays the stored response for 24 h; bound to the endpoint it was first used on (elsewhere: 422 IDEMPOTENCY_KEY_REUSED)',
+    example: 'order-1042',
+  }),
 });
 
 const Problem = z
@@ -97,11 +104,25 @@ const problemContent = { 'application/problem+json': { schema: Problem } };
 /** OpenAPI responses for the error codes an endpoint can answer, grouped by status. */
 export function problems(...codes: ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) byStatus.set(ERROR_CODES[code].status, [...(byStatus.get(ERROR_CODES[code].status) ?? []), code]);
+  for (const code of codes)
+    byStatus.set(ERROR_CODES[code].status, [...(byStatus.get(ERROR_CODES[code].status) ?? []), code]);
   return Object.fromEntries(
-    [...byStatus].map(([status, list]) => [status, { description: list.join(', '), content: problemContent }]),
-  ) as Record<400 | 401 | 403 | 404 | 409 | 413 | 422 | 503, { description: string; content: typeof problemContent }>;
+    [...byStatus].map(([status, list]) => [
+      status,
+      { description: list.join(', '), content: problemContent },
+    ]),
+  ) as Record<
+    400 | 401 | 403 | 404 | 409 | 413 | 422 | 503,
+    { description: string; content: typeof problemContent }
+  >;
 }
 
 /** What every business endpoint can answer besides its own errors. */
-export const COMMON_ERRORS: ErrorCode[] = ['UNAUTHORIZED', 'VALIDATION_FAILED', 'IDEMPOTENCY_KEY_INVALID', 'IDEMPOTENCY_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED', 'UNAVAILABLE'];
+export const COMMON_ERRORS: ErrorCode[] = [
+  'UNAUTHORIZED',
+  'VALIDATION_FAILED',
+  'IDEMPOTENCY_KEY_INVALID',
+  'IDEMPOTENCY_IN_PROGRESS',
+  'IDEMPOTENCY_KEY_REUSED',
+  'UNAVAILABLE',
+];

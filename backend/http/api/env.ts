@@ -11,7 +11,12 @@ export interface EarlyClaim {
 export interface PriorClaim {
   key: string;
   /** The key's row, or null when the key is new. */
-  row: { createdAt: Date; status: number | null; body: { contentType: string; text: string } | null; endpoint: string | null } | null;
+  row: {
+    createdAt: Date;
+    status: number | null;
+    body: { contentType: string; text: string } | null;
+    endpoint: string | null;
+  } | null;
 }
 
 /**
@@ -45,5 +50,11 @@ export function endpointOf(c: Context<ApiEnv>): string {
  * the request holds.
  */
 export type ApiEnv = {
-  Variables: { requestId: string; caller: ApiCaller; earlyClaim?: EarlyClaim; priorClaim?: PriorClaim; heldClaim?: HeldClaim };
+  Variables: {
+    requestId: string;
+    caller: ApiCaller;
+    earlyClaim?: EarlyClaim;
+    priorClaim?: PriorClaim;
+    heldClaim?: HeldClaim;
+  };
 };

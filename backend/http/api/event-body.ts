@@ -1,7 +1,12 @@
 import { z } from '@hono/zod-openapi';
 import { normalizeIp } from '../../../shared/client-ip.js';
 import { clientContext } from '../../domain/conversions/client-context.js';
-import { MAX_VALUE, MIN_VALUE, normalizeCurrency, valueProblem } from '../../domain/conversions/currencies.js';
+import {
+  MAX_VALUE,
+  MIN_VALUE,
+  normalizeCurrency,
+  valueProblem,
+} from '../../domain/conversions/currencies.js';
 import { CONVERSION_EVENT_TYPES } from '../../platforms/types.js';
 import type { BusinessEvent } from '../../domain/conversions/submit-event.js';
 import { IdempotencyHeaders, UNSAFE_CHARS, orNull, text } from './common.js';
@@ -43,22 +48,32 @@ export const Pii = z
   .object({
     email: piiText(320).nullish(),
     phone: piiText(64).nullish().openapi({
-      description: "international (+44 20 7946 0958, 0044 …) or national with `country` or the site's default country; otherwise dropped with a warning",
+      description:
+        "international (+44 20 7946 0958, 0044 …) or national with `country` or the site's default country; otherwise dropped with a warning",
     }),
     firstName: piiText(200).nullish(),
     lastName: piiText(200).nullish(),
-    country: piiText(64).nullish().openapi({ description: 'ISO 3166-1 alpha-2, e.g. DE; also the country of a national phone number' }),
+    country: piiText(64)
+      .nullish()
+      .openapi({ description: 'ISO 3166-1 alpha-2, e.g. DE; also the country of a national phone number' }),
     city: piiText(200).nullish(),
     state: piiText(200).nullish().openapi({ description: 'US/Canada: the two-letter code or the name' }),
     zip: piiText(32).nullish(),
     dateOfBirth: piiText(64).nullish().openapi({ description: 'YYYY-MM-DD' }),
     gender: piiText(16).nullish().openapi({ description: 'f or m' }),
   })
-  .openapi('Pii', { description: 'Raw or already SHA-256-hashed; normalised and hashed on receipt, never stored raw' });
+  .openapi('Pii', {
+    description: 'Raw or already SHA-256-hashed; normalised and hashed on receipt, never stored raw',
+  });
 
 const eventFields = {
-  channelId: z.uuid().nullish().openapi({ description: 'destination channel; optional when the lead history resolves it' }),
-  siteId: text(100).nullish().openapi({ description: 'site override; required for a cold lead with an account-scoped key' }),
+  channelId: z
+    .uuid()
+    .nullish()
+    .openapi({ description: 'destination channel; optional when the lead history resolves it' }),
+  siteId: text(100)
+    .nullish()
+    .openapi({ description: 'site override; required for a cold lead with an account-scoped key' }),
   websiteId: text(100).nullish().openapi({ description: 'public website id, alternative to siteId' }),
   eventType: z.enum(CONVERSION_EVENT_TYPES),
   customEventName: text(50).nullish().openapi({ description: 'required when eventType is Custom' }),
@@ -67,44 +82,79 @@ const eventFields = {
     .min(0)
     .max(MAX_VALUE)
     .nullish()
-    .openapi({ description: `required (at least ${MIN_VALUE}) when eventType is Purchase; 0 or at least ${MIN_VALUE} otherwise; kept to 4 decimal places` }),
+    .openapi({
+      description: `required (at least ${MIN_VALUE}) when eventType is Purchase; 0 or at least ${MIN_VALUE} otherwise; kept to 4 decimal places`,
+    }),
   currency: Currency.nullish(),
   contentName: text(500).nullish(),
   pii: Pii.nullish(),
   externalUserId: text(256).nullish(),
-  eventTime: z.number().int().nullish().openapi({ description: 'Unix milliseconds; defaults to now; at most 5 minutes ahead, 90 days back' }),
+  eventTime: z
+    .number()
+    .int()
+    .nullish()
+    .openapi({ description: 'Unix milliseconds; defaults to now; at most 5 minutes ahead, 90 days back' }),
   fbc: text(512).nullish(),
   fbp: text(256).nullish(),
   gclid: text(512).nullish(),
-  gbraid: text(512).nullish().openapi({ description: "Google's click id for iOS app traffic; used when there is no gclid" }),
-  wbraid: text(512).nullish().openapi({ description: "Google's click id for iOS web traffic; used when there is no gclid or gbraid" }),
+  gbraid: text(512)
+    .nullish()
+    .openapi({ description: "Google's click id for iOS app traffic; used when there is no gclid" }),
+  wbraid: text(512)
+    .nullish()
+    .openapi({ description: "Google's click id for iOS web traffic; used when there is no gclid or gbraid" }),
   ttclid: text(512).nullish(),
   sccid: text(512).nullish(),
   ttp: text(512).nullish().openapi({ description: "TikTok's _ttp cookie" }),
   scid: text(512).nullish().openapi({ description: "Snapchat's _scid cookie" }),
-  clientIp: text(64).refine(isIp, 'must be an IP address').nullish().openapi({ description: 'X-Capigram-Client-IP wins when both are sent' }),
-  userAgent: text(1024).nullish().openapi({ description: 'X-Capigram-Client-User-Agent wins when both are sent' }),
+  clientIp: text(64)
+    .refine(isIp, 'must be an IP address')
+    .nullish()
+    .openapi({ description: 'X-Capigram-Client-IP wins when both are sent' }),
+  userAgent: text(1024)
+    .nullish()
+    .openapi({ description: 'X-Capigram-Client-User-Agent wins when both are sent' }),
   eventSourceUrl: text(2048).refine(isHttpUrl, 'must be an http(s) URL').nullish(),
 };
 
 type EventFields = z.infer<z.ZodObject<typeof eventFields>>;
 
-function addValueProblem(ctx: z.core.$RefinementCtx<EventFields>, value: number, subject: string, opts: { positive: boolean }): void {
+function addValueProblem(
+  ctx: z.core.$RefinementCtx<EventFields>,
+  value: number,
+  subject: string,
+  opts: { positive: boolean },
+): void {
   const problem = valueProblem(value, opts);
   if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: `${subject} ${problem}` });
 }
 
 function eventRules(b: EventFields, ctx: z.core.$RefinementCtx<EventFields>): void {
   if (b.eventType === 'Purchase') {
-    if (b.value === null || b.value === undefined) ctx.addIssue({ code: 'custom', path: ['value'], message: 'value is required when eventType is Purchase' });
+    if (b.value === null || b.value === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['value'],
+        message: 'value is required when eventType is Purchase',
+      });
     else addValueProblem(ctx, b.value, 'a Purchase value', { positive: true });
-    if (!b.currency) ctx.addIssue({ code: 'custom', path: ['currency'], message: 'currency is required when eventType is Purchase' });
+    if (!b.currency)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['currency'],
+        message: 'currency is required when eventType is Purchase',
+      });
   } else if (b.value !== null && b.value !== undefined) {
     addValueProblem(ctx, b.value, 'value', { positive: false });
-    if (!b.currency) ctx.addIssue({ code: 'custom', path: ['currency'], message: 'currency is required with a value' });
+    if (!b.currency)
+      ctx.addIssue({ code: 'custom', path: ['currency'], message: 'currency is required with a value' });
   }
   if (b.eventType === 'Custom' && !b.customEventName?.trim()) {
-    ctx.addIssue({ code: 'custom', path: ['customEventName'], message: 'customEventName is required when eventType is Custom' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['customEventName'],
+      message: 'customEventName is required when eventType is Custom',
+    });
   }
 }
 
@@ -116,20 +166,37 @@ export const ConversionEventBody = z
 export const LeadEventBody = z.object(eventFields).superRefine(eventRules).openapi('LeadEvent');
 
 export const EventHeaders = IdempotencyHeaders.extend({
-  'x-capigram-client-ip': text(64).refine(isIp, 'must be an IP address').optional().openapi({ description: "the end user's IP" }),
+  'x-capigram-client-ip': text(64)
+    .refine(isIp, 'must be an IP address')
+    .optional()
+    .openapi({ description: "the end user's IP" }),
   'x-capigram-client-user-agent': text(1024).optional().openapi({ description: "the end user's User-Agent" }),
 });
 
 export const ConversionResult = z
   .object({
     conversionId: z.string(),
-    capiStatus: z.enum(['pending', 'skipped', 'sent', 'failed']).openapi({ description: '`sent` only on a reused, already sent conversion' }),
+    capiStatus: z
+      .enum(['pending', 'skipped', 'sent', 'failed'])
+      .openapi({ description: '`sent` only on a reused, already sent conversion' }),
     coldLead: z.boolean(),
-    dispatched: z.boolean().openapi({ description: 'a send was scheduled (not that a platform accepted it)' }),
-    deduplicated: z.boolean().openapi({ description: 'an existing matching conversion was reused or updated' }),
-    updatedExisting: z.boolean().openapi({ description: 'a pending, failed or skipped matching conversion was updated' }),
-    warning: z.string().optional().openapi({ description: 'why nothing was dispatched, and what of the PII was not used' }),
-    piiWarnings: z.array(z.string()).optional().openapi({ description: 'what of the PII was not used and why (never the value)' }),
+    dispatched: z
+      .boolean()
+      .openapi({ description: 'a send was scheduled (not that a platform accepted it)' }),
+    deduplicated: z
+      .boolean()
+      .openapi({ description: 'an existing matching conversion was reused or updated' }),
+    updatedExisting: z
+      .boolean()
+      .openapi({ description: 'a pending, failed or skipped matching conversion was updated' }),
+    warning: z
+      .string()
+      .optional()
+      .openapi({ description: 'why nothing was dispatched, and what of the PII was not used' }),
+    piiWarnings: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: 'what of the PII was not used and why (never the value)' }),
     sends: z.array(z.object({ sendId: z.string(), platform: z.string() })),
   })
   .openapi('ConversionResult');
@@ -138,7 +205,10 @@ export const ConversionResult = z
 export function toBusinessEvent(
   telegramUserId: number,
   b: EventFields,
-  headers: { 'x-capigram-client-ip'?: string | undefined; 'x-capigram-client-user-agent'?: string | undefined },
+  headers: {
+    'x-capigram-client-ip'?: string | undefined;
+    'x-capigram-client-user-agent'?: string | undefined;
+  },
 ): BusinessEvent {
   const currency = orNull(b.currency);
   return {
@@ -164,7 +234,17 @@ export function toBusinessEvent(
     },
     externalUserId: orNull(b.externalUserId),
     eventTimeMs: b.eventTime ?? null,
-    clickIds: { fbc: orNull(b.fbc), fbp: orNull(b.fbp), gclid: orNull(b.gclid), gbraid: orNull(b.gbraid), wbraid: orNull(b.wbraid), ttclid: orNull(b.ttclid), sccid: orNull(b.sccid), ttp: orNull(b.ttp), scid: orNull(b.scid) },
+    clickIds: {
+      fbc: orNull(b.fbc),
+      fbp: orNull(b.fbp),
+      gclid: orNull(b.gclid),
+      gbraid: orNull(b.gbraid),
+      wbraid: orNull(b.wbraid),
+      ttclid: orNull(b.ttclid),
+      sccid: orNull(b.sccid),
+      ttp: orNull(b.ttp),
+      scid: orNull(b.scid),
+    },
     client: clientContext({
       headerIp: headers['x-capigram-client-ip'],
       headerUserAgent: headers['x-capigram-client-user-agent'],

@@ -1,5 +1,9 @@
 import type { Context } from 'hono';
-import { submitBusinessEvent, type BusinessEvent, type EventOutcome } from '../../domain/conversions/submit-event.js';
+import {
+  submitBusinessEvent,
+  type BusinessEvent,
+  type EventOutcome,
+} from '../../domain/conversions/submit-event.js';
 import type { EventMode } from '../../domain/conversions/target.js';
 import type { ApiEnv } from './env.js';
 import { answerRecorder } from './idempotency.js';
@@ -14,9 +18,20 @@ export function eventAnswer(outcome: EventOutcome): { status: 200 | 201; body: E
  * Runs a business event for the request's caller. With an Idempotency-Key, a new key is claimed
  * and its answer stored in the event's own transaction (see `answerRecorder`).
  */
-export async function submitEvent(c: Context<ApiEnv>, deps: ApiDeps, event: BusinessEvent, mode: EventMode): Promise<EventOutcome> {
+export async function submitEvent(
+  c: Context<ApiEnv>,
+  deps: ApiDeps,
+  event: BusinessEvent,
+  mode: EventMode,
+): Promise<EventOutcome> {
   const recorder = answerRecorder(c, deps, eventAnswer);
-  const outcome = await submitBusinessEvent(deps, { caller: c.get('caller'), event, mode, persist: recorder?.persist, claim: recorder?.claim });
+  const outcome = await submitBusinessEvent(deps, {
+    caller: c.get('caller'),
+    event,
+    mode,
+    persist: recorder?.persist,
+    claim: recorder?.claim,
+  });
   recorder?.committed();
   return outcome;
 }

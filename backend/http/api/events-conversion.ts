@@ -16,7 +16,7 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
       'attributed to a visit); a supplied channel is kept only when it belongs to that site. A cold lead (no',
       'earlier conversion on the site) must name its site (siteId or websiteId, or a site-scoped key) and',
       'channelId; its fbc, fbp, click ids, client IP and User-Agent are stored as its attribution.',
-      'A recent matching conversion (same site, user, channel and event type within the site\'s dedup window)',
+      "A recent matching conversion (same site, user, channel and event type within the site's dedup window)",
       'is reused: updated and dispatched again when pending, failed or skipped (200, `updatedExisting`),',
       'returned untouched when already sent (200, `deduplicated`, `dispatched: false`).',
     ].join(' '),
@@ -27,9 +27,22 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
       body: { required: true, content: { 'application/json': { schema: ConversionEventBody } } },
     },
     responses: {
-      201: { description: 'Conversion created', content: { 'application/json': { schema: ConversionResult } } },
-      200: { description: 'A recent matching conversion was reused or updated', content: { 'application/json': { schema: ConversionResult } } },
-      ...problems(...COMMON_ERRORS, 'SITE_REQUIRED', 'CHANNEL_REQUIRED', 'FORBIDDEN', 'UNKNOWN_WEBSITE', 'PAYLOAD_TOO_LARGE'),
+      201: {
+        description: 'Conversion created',
+        content: { 'application/json': { schema: ConversionResult } },
+      },
+      200: {
+        description: 'A recent matching conversion was reused or updated',
+        content: { 'application/json': { schema: ConversionResult } },
+      },
+      ...problems(
+        ...COMMON_ERRORS,
+        'SITE_REQUIRED',
+        'CHANNEL_REQUIRED',
+        'FORBIDDEN',
+        'UNKNOWN_WEBSITE',
+        'PAYLOAD_TOO_LARGE',
+      ),
     },
   });
 

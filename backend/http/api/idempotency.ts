@@ -73,16 +73,28 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
     const key = c.req.header('idempotency-key');
     if (key === undefined) return next();
     if (!isIdempotencyKey(key)) {
-      throw new ApiError('IDEMPOTENCY_KEY_INVALID', 'Idempotency-Key must be 1 to 128 printable ASCII characters', {
-        errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 128 printable ASCII characters' }],
-      });
+      throw new ApiError(
+        'IDEMPOTENCY_KEY_INVALID',
+        'Idempotency-Key must be 1 to 128 printable ASCII characters',
+        {
+          errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 128 printable ASCII characters' }],
+        },
+      );
     }
     const apiKeyId = c.get('caller').keyId;
     const endpoint = endpointOf(c);
     const prior = claimInWork ? c.get('priorClaim') : undefined;
-    if (prior?.key === key && prior.row !== null && boundElsewhere(prior.row, endpoint, deps.now())) throw reused();
+    if (prior?.key === key && prior.row !== null && boundElsewhere(prior.row, endpoint, deps.now()))
+      throw reused();
     if (prior?.key === key && prior.row === null) {
-      const held: HeldClaim = { apiKeyId, key, claimedAt: deps.now(), storedWithWork: false, inWork: true, endpoint };
+      const held: HeldClaim = {
+        apiKeyId,
+        key,
+        claimedAt: deps.now(),
+        storedWithWork: false,
+        inWork: true,
+        endpoint,
+      };
       c.set('heldClaim', held);
       await next();
       await settleInWork(deps, c, held);
@@ -92,11 +104,21 @@ export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): Midd
     if (stored !== undefined) return replay(stored.status, stored.stored);
     // The API key look-up usually claimed it already (one round trip for both).
     const early = c.get('earlyClaim');
-    const claim: Claim = early?.key === key ? { kind: 'claimed', claimedAt: early.claimedAt } : await acquire(deps, apiKeyId, key, endpoint);
+    const claim: Claim =
+      early?.key === key
+        ? { kind: 'claimed', claimedAt: early.claimedAt }
+        : await acquire(deps, apiKeyId, key, endpoint);
     if (claim.kind === 'busy') throw inProgress();
     if (claim.kind === 'reused') throw reused();
     if (claim.kind === 'replay') return replay(claim.status, claim.stored);
-    const held: HeldClaim = { apiKeyId, key, claimedAt: claim.claimedAt, storedWithWork: false, inWork: false, endpoint };
+    const held: HeldClaim = {
+      apiKeyId,
+      key,
+      claimedAt: claim.claimedAt,
+      storedWithWork: false,
+      inWork: false,
+      endpoint,
+    };
     c.set('heldClaim', held);
     await next();
     if (!held.storedWithWork) await settle(deps, apiKeyId, key, claim.claimedAt, c.res);
@@ -110,25 +132,45 @@ function inProgress(): ApiError {
 }
 
 function reused(): ApiError {
-  return new ApiError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was first used on another endpoint in the last 24 hours; use a new key for this request');
+  return new ApiError(
+    'IDEMPOTENCY_KEY_REUSED',
+    'this Idempotency-Key was first used on another endpoint in the last 24 hours; use a new key for this request',
+  );
 }
 
 /** A key first used on another endpoint within the replay window (a row without an endpoint binds to none). */
-function boundElsewhere(row: { createdAt: Date; endpoint: string | null }, endpoint: string, now: Date): boolean {
-  return row.endpoint !== null && row.endpoint !== endpoint && now.getTime() - row.createdAt.getTime() < IDEMPOTENCY_REPLAY_WINDOW_MS;
+function boundElsewhere(
+  row: { createdAt: Date; endpoint: string | null },
+  endpoint: string,
+  now: Date,
+): boolean {
+  return (
+    row.endpoint !== null &&
+    row.endpoint !== endpoint &&
+    now.getTime() - row.createdAt.getTime() < IDEMPOTENCY_REPLAY_WINDOW_MS
+  );
 }
 
 function replay(status: number, stored: StoredResponse): Response {
-  return new Response(stored.text, { status, headers: { 'content-type': stored.contentType, [REPLAY_HEADER]: 'true' } });
+  return new Response(stored.text, {
+    status,
+    headers: { 'content-type': stored.contentType, [REPLAY_HEADER]: 'true' },
+  });
 }
 
 /** What is stored of an answer: its media type and exact bytes (the response itself still goes out). */
 async function storedOf(res: Response): Promise<StoredResponse> {
-  return { contentType: res.headers.get('content-type') ?? 'application/json', text: await res.clone().text() };
+  return {
+    contentType: res.headers.get('content-type') ?? 'application/json',
+    text: await res.clone().text(),
+  };
 }
 
 /** A stored answer still within the replay window. */
-function replayable(row: PriorClaim['row'], now: Date): { status: number; stored: StoredResponse } | undefined {
+function replayable(
+  row: PriorClaim['row'],
+  now: Date,
+): { status: number; stored: StoredResponse } | undefined {
   if (row === null || row.status === null || row.body === null) return undefined;
   if (now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_REPLAY_WINDOW_MS) return undefined;
   return { status: row.status, stored: row.body };
@@ -164,7 +206,11 @@ async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim
   const res = c.res;
   if (res.status >= 500) return;
   try {
-    await claimWithAnswer(deps.pool, held, { status: res.status, stored: await storedOf(res), completedAt: deps.now() });
+    await claimWithAnswer(deps.pool, held, {
+      status: res.status,
+      stored: await storedOf(res),
+      completedAt: deps.now(),
+    });
   } catch (err) {
     deps.log.warn({ err: String(err) }, 'could not store the idempotent response');
   }
@@ -197,7 +243,11 @@ export function answerRecorder<T>(
   /** What is stored of the answer `c.json` will send. */
   const answered = (outcome: T) => {
     const { status, body } = answer(outcome);
-    return { status, stored: { contentType: 'application/json', text: JSON.stringify(body) }, completedAt: deps.now() };
+    return {
+      status,
+      stored: { contentType: 'application/json', text: JSON.stringify(body) },
+      completedAt: deps.now(),
+    };
   };
   return {
     ...(held.inWork
@@ -223,7 +273,8 @@ async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint:
   const deadline = Date.now() + IDEMPOTENCY_WAIT_MS;
   for (;;) {
     const now = deps.now();
-    if (await claimKey(deps.pool, { apiKeyId, key, claimedAt: now, endpoint })) return { kind: 'claimed', claimedAt: now };
+    if (await claimKey(deps.pool, { apiKeyId, key, claimedAt: now, endpoint }))
+      return { kind: 'claimed', claimedAt: now };
 
     const row = await readClaim(deps.pool, apiKeyId, key);
     if (!row) continue; // released or purged in between: claim again
@@ -234,7 +285,8 @@ async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint:
     }
     if (age >= IDEMPOTENCY_REPLAY_WINDOW_MS || (row.status === null && age >= IDEMPOTENCY_ABANDONED_MS)) {
       // Expired, or abandoned by a request that died: take it over (one taker wins the race).
-      if (await takeOverClaim(deps.pool, { apiKeyId, key, claimedAt: row.createdAt }, now, endpoint)) return { kind: 'claimed', claimedAt: now };
+      if (await takeOverClaim(deps.pool, { apiKeyId, key, claimedAt: row.createdAt }, now, endpoint))
+        return { kind: 'claimed', claimedAt: now };
       continue;
     }
     if (Date.now() >= deadline) return { kind: 'busy' };
@@ -243,13 +295,23 @@ async function acquire(deps: StoreDeps, apiKeyId: string, key: string, endpoint:
 }
 
 /** Stores a final answer, or releases the claim after a 5xx. Only the claim's own holder may do either. */
-async function settle(deps: StoreDeps, apiKeyId: string, key: string, claimedAt: Date, res: Response): Promise<void> {
+async function settle(
+  deps: StoreDeps,
+  apiKeyId: string,
+  key: string,
+  claimedAt: Date,
+  res: Response,
+): Promise<void> {
   try {
     if (res.status >= 500) {
       await releaseClaim(deps.pool, { apiKeyId, key, claimedAt });
       return;
     }
-    await storeAnswer(deps.pool, { apiKeyId, key, claimedAt }, { status: res.status, stored: await storedOf(res), completedAt: deps.now() });
+    await storeAnswer(
+      deps.pool,
+      { apiKeyId, key, claimedAt },
+      { status: res.status, stored: await storedOf(res), completedAt: deps.now() },
+    );
   } catch (err) {
     // The work is done and its answer goes out; a retry then meets the unfinished claim (409, then
     // after a minute a re-run that the recent-conversion match turns into a reuse).

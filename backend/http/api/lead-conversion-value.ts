@@ -1,7 +1,22 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { MAX_VALUE, MIN_VALUE, normalizeCurrency, valueProblem } from '../../domain/conversions/currencies.js';
+import {
+  MAX_VALUE,
+  MIN_VALUE,
+  normalizeCurrency,
+  valueProblem,
+} from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
-import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, TelegramUserIdParam, keyedJson, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
+import {
+  COMMON_ERRORS,
+  IdempotencyHeaders,
+  SECURITY,
+  TelegramUserIdParam,
+  keyedJson,
+  orNull,
+  problems,
+  type ApiApp,
+  type ApiDeps,
+} from './common.js';
 import { Currency, Pii } from './event-body.js';
 
 /** `POST /api/v1/leads/{telegramUserId}/conversions/{conversionId}/value`: the value a Purchase waited for. */
@@ -12,11 +27,15 @@ export function registerConversionValue(api: ApiApp, deps: ApiDeps): void {
     operationId: 'submitConversionValue',
     tags: ['Leads'],
     summary: 'Submit the value of a conversion awaiting manual input',
-    description: 'Sets the value of a Purchase in `awaitingManualInput`, then dispatches it (the dashboard\'s "Submit value").',
+    description:
+      'Sets the value of a Purchase in `awaitingManualInput`, then dispatches it (the dashboard\'s "Submit value").',
     security: SECURITY,
     middleware: keyedJson(deps),
     request: {
-      params: z.object({ telegramUserId: TelegramUserIdParam, conversionId: z.uuid().openapi({ param: { name: 'conversionId', in: 'path' } }) }),
+      params: z.object({
+        telegramUserId: TelegramUserIdParam,
+        conversionId: z.uuid().openapi({ param: { name: 'conversionId', in: 'path' } }),
+      }),
       headers: IdempotencyHeaders,
       body: {
         required: true,
@@ -41,7 +60,10 @@ export function registerConversionValue(api: ApiApp, deps: ApiDeps): void {
       },
     },
     responses: {
-      200: { description: 'Value stored and dispatched', content: { 'application/json': { schema: z.object({ success: z.boolean() }) } } },
+      200: {
+        description: 'Value stored and dispatched',
+        content: { 'application/json': { schema: z.object({ success: z.boolean() }) } },
+      },
       ...problems(...COMMON_ERRORS, 'CONVERSION_NOT_FOUND', 'NOT_AWAITING_VALUE', 'PAYLOAD_TOO_LARGE'),
     },
   });
@@ -54,7 +76,12 @@ export function registerConversionValue(api: ApiApp, deps: ApiDeps): void {
       conversionId,
       value: body.value,
       currency: normalizeCurrency(body.currency) ?? body.currency,
-      pii: { email: orNull(body.pii?.email), phone: orNull(body.pii?.phone), firstName: orNull(body.pii?.firstName), lastName: orNull(body.pii?.lastName) },
+      pii: {
+        email: orNull(body.pii?.email),
+        phone: orNull(body.pii?.phone),
+        firstName: orNull(body.pii?.firstName),
+        lastName: orNull(body.pii?.lastName),
+      },
     });
     return c.json({ success: true }, 200);
   });

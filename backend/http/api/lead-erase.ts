@@ -1,7 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { eraseLead } from '../../domain/erasure/erase-lead.js';
 import { apiAuth } from './auth.js';
-import { COMMON_ERRORS, SECURITY, SiteQuery, TelegramUserIdParam, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
+import {
+  COMMON_ERRORS,
+  SECURITY,
+  SiteQuery,
+  TelegramUserIdParam,
+  orNull,
+  problems,
+  type ApiApp,
+  type ApiDeps,
+} from './common.js';
 
 /**
  * `DELETE /api/v1/leads/{telegramUserId}`: erases the person on the resolved site (as the GET
@@ -30,8 +39,17 @@ export function registerEraseLead(api: ApiApp, deps: ApiDeps): void {
   api.openapi(route, async (c) => {
     const q = c.req.valid('query');
     const caller = c.get('caller');
-    const out = await eraseLead(deps.pool, caller, Number(c.req.valid('param').telegramUserId), { siteId: orNull(q.siteId), websiteId: orNull(q.websiteId) }, `api-key:${caller.keyId}`);
-    deps.log.info({ requestId: c.get('requestId'), erasureId: out.erasureId, siteId: out.siteId }, 'lead erased');
+    const out = await eraseLead(
+      deps.pool,
+      caller,
+      Number(c.req.valid('param').telegramUserId),
+      { siteId: orNull(q.siteId), websiteId: orNull(q.websiteId) },
+      `api-key:${caller.keyId}`,
+    );
+    deps.log.info(
+      { requestId: c.get('requestId'), erasureId: out.erasureId, siteId: out.siteId },
+      'lead erased',
+    );
     return c.body(null, 204);
   });
 }

@@ -1,5 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { COMMON_ERRORS, SECURITY, TelegramUserIdParam, eventJson, problems, type ApiApp, type ApiDeps } from './common.js';
+import {
+  COMMON_ERRORS,
+  SECURITY,
+  TelegramUserIdParam,
+  eventJson,
+  problems,
+  type ApiApp,
+  type ApiDeps,
+} from './common.js';
 import { ConversionResult, EventHeaders, LeadEventBody, toBusinessEvent } from './event-body.js';
 import { eventAnswer, submitEvent } from './event-submit.js';
 
@@ -24,9 +32,22 @@ export function registerLeadEvent(api: ApiApp, deps: ApiDeps): void {
       body: { required: true, content: { 'application/json': { schema: LeadEventBody } } },
     },
     responses: {
-      201: { description: 'Conversion created', content: { 'application/json': { schema: ConversionResult } } },
-      200: { description: 'A recent matching conversion was reused or updated', content: { 'application/json': { schema: ConversionResult } } },
-      ...problems(...COMMON_ERRORS, 'SITE_REQUIRED', 'CHANNEL_REQUIRED', 'FORBIDDEN', 'UNKNOWN_WEBSITE', 'PAYLOAD_TOO_LARGE'),
+      201: {
+        description: 'Conversion created',
+        content: { 'application/json': { schema: ConversionResult } },
+      },
+      200: {
+        description: 'A recent matching conversion was reused or updated',
+        content: { 'application/json': { schema: ConversionResult } },
+      },
+      ...problems(
+        ...COMMON_ERRORS,
+        'SITE_REQUIRED',
+        'CHANNEL_REQUIRED',
+        'FORBIDDEN',
+        'UNKNOWN_WEBSITE',
+        'PAYLOAD_TOO_LARGE',
+      ),
     },
   });
 

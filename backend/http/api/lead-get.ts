@@ -1,8 +1,32 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getLead } from '../../domain/leads.js';
-import { COMMON_ERRORS, IdempotencyHeaders, SECURITY, SiteQuery, TelegramUserIdParam, keyed, orNull, problems, type ApiApp, type ApiDeps } from './common.js';
+import {
+  COMMON_ERRORS,
+  IdempotencyHeaders,
+  SECURITY,
+  SiteQuery,
+  TelegramUserIdParam,
+  keyed,
+  orNull,
+  problems,
+  type ApiApp,
+  type ApiDeps,
+} from './common.js';
 
-const OVERRIDE_FIELDS = ['fbc', 'fbp', 'clientIp', 'userAgent', 'gclid', 'gbraid', 'wbraid', 'ttclid', 'sccid', 'ttp', 'scid', 'eventSourceUrl'] as const;
+const OVERRIDE_FIELDS = [
+  'fbc',
+  'fbp',
+  'clientIp',
+  'userAgent',
+  'gclid',
+  'gbraid',
+  'wbraid',
+  'ttclid',
+  'sccid',
+  'ttp',
+  'scid',
+  'eventSourceUrl',
+] as const;
 
 const ConversionSummary = z
   .object({
@@ -20,7 +44,12 @@ const ConversionSummary = z
     contentName: z.string().optional(),
     source: z.enum(['tracker', 'webhook', 'api']),
     apiVisitOverride: z
-      .object(Object.fromEntries(OVERRIDE_FIELDS.map((f) => [f, z.string().nullish()])) as Record<(typeof OVERRIDE_FIELDS)[number], z.ZodOptional<z.ZodNullable<z.ZodString>>>)
+      .object(
+        Object.fromEntries(OVERRIDE_FIELDS.map((f) => [f, z.string().nullish()])) as Record<
+          (typeof OVERRIDE_FIELDS)[number],
+          z.ZodOptional<z.ZodNullable<z.ZodString>>
+        >,
+      )
       .optional()
       .openapi({ description: "a cold lead's supplied attribution" }),
   })
@@ -45,10 +74,15 @@ export function registerGetLead(api: ApiApp, deps: ApiDeps): void {
     operationId: 'getLead',
     tags: ['Leads'],
     summary: 'Everything known about a lead on the resolved site',
-    description: 'An account-scoped key names the site with siteId or websiteId when the user is a lead on several sites.',
+    description:
+      'An account-scoped key names the site with siteId or websiteId when the user is a lead on several sites.',
     security: SECURITY,
     middleware: keyed(deps),
-    request: { params: z.object({ telegramUserId: TelegramUserIdParam }), query: SiteQuery, headers: IdempotencyHeaders },
+    request: {
+      params: z.object({ telegramUserId: TelegramUserIdParam }),
+      query: SiteQuery,
+      headers: IdempotencyHeaders,
+    },
     responses: {
       200: { description: 'The lead', content: { 'application/json': { schema: Lead } } },
       ...problems(...COMMON_ERRORS, 'LEAD_NOT_FOUND', 'SITE_REQUIRED', 'FORBIDDEN', 'UNKNOWN_WEBSITE'),

@@ -22,7 +22,8 @@ function refName(ref: string): string {
 /** A short, linked type expression: `string`, `Pii | null`, `array of Channel`, `"a" | "b"`. */
 function typeOf(s: unknown): string {
   if (!isObj(s)) return 'any';
-  if (typeof s.$ref === 'string') return `<a href="#schema-${esc(refName(s.$ref))}">${esc(refName(s.$ref))}</a>`;
+  if (typeof s.$ref === 'string')
+    return `<a href="#schema-${esc(refName(s.$ref))}">${esc(refName(s.$ref))}</a>`;
   const union = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
   if (Array.isArray(union)) return union.map(typeOf).join(' | ');
   if (Array.isArray(s.enum)) return s.enum.map((e) => `<code>${esc(JSON.stringify(e))}</code>`).join(' | ');
@@ -40,7 +41,13 @@ function typeOf(s: unknown): string {
 
 function constraints(s: Json): string {
   const out: string[] = [];
-  for (const [k, label] of [['minLength', 'min length'], ['maxLength', 'max length'], ['minimum', 'min'], ['maximum', 'max'], ['exclusiveMinimum', '&gt;']] as const) {
+  for (const [k, label] of [
+    ['minLength', 'min length'],
+    ['maxLength', 'max length'],
+    ['minimum', 'min'],
+    ['maximum', 'max'],
+    ['exclusiveMinimum', '&gt;'],
+  ] as const) {
     if (s[k] !== undefined) out.push(`${label} ${esc(s[k])}`);
   }
   if (s.pattern !== undefined) out.push(`pattern <code>${esc(s.pattern)}</code>`);
@@ -69,10 +76,16 @@ function operation(path: string, method: string, op: Json): string {
   const params = Array.isArray(op.parameters) ? (op.parameters as Json[]) : [];
   const paramRows = params.map((p) => {
     const schema = isObj(p.schema) ? p.schema : {};
-    const notes = [p.description ?? schema.description, constraints(schema)].filter(Boolean).map((n) => (typeof n === 'string' ? n : '')).join('; ');
+    const notes = [p.description ?? schema.description, constraints(schema)]
+      .filter(Boolean)
+      .map((n) => (typeof n === 'string' ? n : ''))
+      .join('; ');
     return `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${typeOf(schema)}</td><td>${p.required ? 'yes' : ''}</td><td>${esc(notes)}</td></tr>`;
   });
-  const body = isObj(op.requestBody) && isObj(op.requestBody.content) ? op.requestBody.content['application/json'] : undefined;
+  const body =
+    isObj(op.requestBody) && isObj(op.requestBody.content)
+      ? op.requestBody.content['application/json']
+      : undefined;
   const responses = isObj(op.responses) ? op.responses : {};
   const responseRows = Object.entries(responses).map(([status, r]) => {
     const resp = isObj(r) ? r : {};
@@ -103,12 +116,15 @@ export function renderReference(doc: Json): string {
       const op = item[method];
       if (!isObj(op)) continue;
       ops.push(operation(path, method, op));
-      toc.push(`<li><a href="#op-${esc(op.operationId ?? `${method}-${path}`)}">${esc(method.toUpperCase())} ${esc(path)}</a></li>`);
+      toc.push(
+        `<li><a href="#op-${esc(op.operationId ?? `${method}-${path}`)}">${esc(method.toUpperCase())} ${esc(path)}</a></li>`,
+      );
     }
   }
   const schemas = isObj(doc.components) && isObj(doc.components.schemas) ? doc.components.schemas : {};
   const schemaSections = Object.entries(schemas).map(
-    ([name, s]) => `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${isObj(s) && s.description ? `<p>${esc(s.description)}</p>` : ''}${isObj(s) ? propertiesTable(s) : ''}</section>`,
+    ([name, s]) =>
+      `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${isObj(s) && s.description ? `<p>${esc(s.description)}</p>` : ''}${isObj(s) ? propertiesTable(s) : ''}</section>`,
   );
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -1,4 +1,6 @@
 import type { AppEnv } from '../env.js';
 
 /** Hono variables of the dashboard: the app's, plus the signed-in session and its form token. */
-export type DashEnv = AppEnv & { Variables: AppEnv['Variables'] & { formToken: string; session: string | null } };
+export type DashEnv = AppEnv & {
+  Variables: AppEnv['Variables'] & { formToken: string; session: string | null };
+};

@@ -8,14 +8,17 @@ type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 export function heldRequestsSection(siteId: string, requests: HeldRequestLine[], formToken: string): Html {
   const token = html`<input type="hidden" name="_token" value="${formToken}">`;
   const rows = requests.map((r) => {
-    const action = (decision: string) => `/dashboard/sites/${siteId}/channels/${r.channelId}/requests/${r.telegramUserId}/${decision}`;
+    const action = (decision: string) =>
+      `/dashboard/sites/${siteId}/channels/${r.channelId}/requests/${r.telegramUserId}/${decision}`;
     return html`<tr><td>${r.requestedAt.replace('T', ' ').slice(0, 19)}</td><td>${r.channelTitle}</td><td>${r.telegramUserId}</td>
 <td>${r.attributed ? html`<span class="ok">yes</span>` : html`<span class="muted">no</span>`}</td>
 <td><form class="inline" method="post" action="${action('approve')}">${token}<button>Approve</button></form></td>
 <td><form class="inline" method="post" action="${action('decline')}">${token}<button>Decline</button></form></td></tr>`;
   });
   return html`<h2>Held join requests (${requests.length})</h2>
-${requests.length === 0
+${
+  requests.length === 0
     ? html`<p class="muted">No join request waits for you.</p>`
-    : html`<table id="held-requests"><thead><tr><th>requested (UTC)</th><th>channel</th><th>Telegram user</th><th>through Capigram</th><th></th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`;
+    : html`<table id="held-requests"><thead><tr><th>requested (UTC)</th><th>channel</th><th>Telegram user</th><th>through Capigram</th><th></th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+}`;
 }

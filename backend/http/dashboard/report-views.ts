@@ -25,7 +25,13 @@ export interface ReportsPageData {
   now: Date;
 }
 
-const GROUP_LABELS: Record<GroupBy, string> = { day: 'day', utm_source: 'utm_source', utm_campaign: 'utm_campaign', channel: 'channel', platform: 'ad platform' };
+const GROUP_LABELS: Record<GroupBy, string> = {
+  day: 'day',
+  utm_source: 'utm_source',
+  utm_campaign: 'utm_campaign',
+  channel: 'channel',
+  platform: 'ad platform',
+};
 
 export function rate(n: number, of: number): string {
   return of === 0 ? '–' : `${((n / of) * 100).toFixed(1)} %`;
@@ -33,13 +39,19 @@ export function rate(n: number, of: number): string {
 
 function money(v: Record<string, number>): string {
   const parts = Object.entries(v).sort(([a], [b]) => a.localeCompare(b));
-  return parts.length === 0 ? '–' : parts.map(([c, n]) => `${n.toLocaleString('en-US', { maximumFractionDigits: 2 })} ${c}`).join(' · ');
+  return parts.length === 0
+    ? '–'
+    : parts.map(([c, n]) => `${n.toLocaleString('en-US', { maximumFractionDigits: 2 })} ${c}`).join(' · ');
 }
 
 function ago(at: Date | null, now: Date): string {
   if (at === null) return 'none in 30 days';
   const min = Math.round((now.getTime() - at.getTime()) / 60_000);
-  return min < 60 ? `${min} min ago` : min < 2880 ? `${Math.round(min / 60)} h ago` : `${Math.round(min / 1440)} days ago`;
+  return min < 60
+    ? `${min} min ago`
+    : min < 2880
+      ? `${Math.round(min / 60)} h ago`
+      : `${Math.round(min / 1440)} days ago`;
 }
 
 /** A row's name for people: a channel's title, `(none)` where the visits had no value. */
@@ -69,22 +81,34 @@ function dataBlock(value: unknown): Html {
 export function reportsPage(d: ReportsPageData, session: { formToken: string }): Html {
   const { funnel: f, site } = d;
   const q = `from=${f.from}&to=${f.to}&groupBy=${d.groupBy}${f.channelId ? `&channelId=${f.channelId}` : ''}`;
-  const rows = f.rows.map((r) => html`<tr>${funnelCells(keyLabel(d.groupBy, r.key, d.channelTitles), r)}</tr>`);
+  const rows = f.rows.map(
+    (r) => html`<tr>${funnelCells(keyLabel(d.groupBy, r.key, d.channelTitles), r)}</tr>`,
+  );
   const retention = d.retention.map(
-    (r) => html`<tr><td data-label="campaign">${r.campaign ?? '(none)'}</td><td class="num" data-label="joins">${r.joins}</td>
+    (
+      r,
+    ) => html`<tr><td data-label="campaign">${r.campaign ?? '(none)'}</td><td class="num" data-label="joins">${r.joins}</td>
 <td class="num" data-label="after 1 day">${share(r.retained.d1)}</td><td class="num" data-label="after 7 days">${share(r.retained.d7)}</td><td class="num" data-label="after 30 days">${share(r.retained.d30)}</td></tr>`,
   );
   const quality = d.matchQuality.map(
-    (r) => html`<tr><td data-label="platform">${r.platform}</td><td data-label="event">${r.eventType}</td><td class="num" data-label="sent">${r.sent}</td>
+    (
+      r,
+    ) => html`<tr><td data-label="platform">${r.platform}</td><td data-label="event">${r.eventType}</td><td class="num" data-label="sent">${r.sent}</td>
 ${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] as const).map((k) => html`<td class="num" data-label="${k}">${share(r.shares[k])}</td>`)}</tr>`,
   );
-  const advice = d.matchQuality.flatMap((r) => r.advice.map((a) => html`<li><strong>${r.platform} ${r.eventType}</strong>: ${withCode(a)}</li>`));
+  const advice = d.matchQuality.flatMap((r) =>
+    r.advice.map((a) => html`<li><strong>${r.platform} ${r.eventType}</strong>: ${withCode(a)}</li>`),
+  );
   const coverage = d.coverage.map(
-    (c) => html`<tr><td data-label="channel">${c.title}${c.isPublic ? ' (public)' : ''}</td><td class="num" data-label="attributed joins">${c.attributedJoins}</td>
+    (
+      c,
+    ) => html`<tr><td data-label="channel">${c.title}${c.isPublic ? ' (public)' : ''}</td><td class="num" data-label="attributed joins">${c.attributedJoins}</td>
 <td class="num" data-label="organic joins">${c.organicJoins}</td><td class="num" data-label="attributed share">${share(c.share)}</td><td data-label="">${c.warning ? html`<span class="warn">${c.warning}</span>` : ''}</td></tr>`,
   );
   const pixels = d.pixels.map(
-    (p) => html`<tr><td data-label="pixel">${p.label}${p.active ? '' : html` <span class="muted">(inactive)</span>`}</td>
+    (
+      p,
+    ) => html`<tr><td data-label="pixel">${p.label}${p.active ? '' : html` <span class="muted">(inactive)</span>`}</td>
 <td data-label="last success">${p.lastSuccessAt === null ? html`<span class="warn">none in 30 days</span>` : ago(p.lastSuccessAt, d.now)}</td>
 <td data-label="last error">${p.lastError === null ? html`<span class="muted">none in 30 days</span>` : html`${ago(p.lastErrorAt, d.now)}: <span class="warn">${p.lastError}</span>`}</td>
 <td class="num" data-label="last 24 h">${p.last24h.sent} sent · ${p.last24h.failed} failed · ${p.last24h.skipped} skipped${p.last24h.pending > 0 ? ` · ${p.last24h.pending} pending` : ''}</td></tr>`,
@@ -95,7 +119,13 @@ ${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] 
     inviteClicks: d.byDay.rows.map((r) => r.inviteClicks),
     joins: d.byDay.rows.map((r) => r.joins),
     conversions: d.byDay.rows.map((r) => r.conversions),
-    funnel: { visits: f.totals.visits, inviteClicks: f.totals.inviteClicks, joins: f.totals.joins, retained: f.totals.retained, conversions: f.totals.conversions },
+    funnel: {
+      visits: f.totals.visits,
+      inviteClicks: f.totals.inviteClicks,
+      joins: f.totals.joins,
+      retained: f.totals.retained,
+      conversions: f.totals.conversions,
+    },
   };
   return page(
     `Reports · ${site.name}`,
@@ -111,8 +141,12 @@ ${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] 
 <div class="chart"><canvas id="chart-funnel" role="img" aria-label="The funnel: visits, invite clicks, joins, retained, conversions"></canvas></div></div>
 <table id="funnel"><thead>${FUNNEL_HEAD}</thead><tbody>${rows}</tbody><tfoot><tr>${funnelCells('Total', f.totals)}</tr></tfoot></table>
 <h2>Retention per campaign</h2>
-${d.retention.length === 0 ? html`<p class="muted">No join in the range.</p>` : html`<table><thead><tr><th>campaign</th><th>joins</th><th>after 1 day</th><th>after 7 days</th><th>after 30 days</th></tr></thead><tbody>${retention}</tbody></table>
-<p class="muted">The share of the range's joins still members that long after joining; "–" until that long has passed for a day's joins.</p>`}
+${
+  d.retention.length === 0
+    ? html`<p class="muted">No join in the range.</p>`
+    : html`<table><thead><tr><th>campaign</th><th>joins</th><th>after 1 day</th><th>after 7 days</th><th>after 30 days</th></tr></thead><tbody>${retention}</tbody></table>
+<p class="muted">The share of the range's joins still members that long after joining; "–" until that long has passed for a day's joins.</p>`
+}
 <h2>Match quality</h2>
 ${d.matchQuality.length === 0 ? html`<p class="muted">No event delivered in the range.</p>` : html`<table><thead><tr><th>platform</th><th>event</th><th>sent</th><th>fbc</th><th>fbp</th><th>IP</th><th>User-Agent</th><th>e-mail</th><th>phone</th><th>external id</th><th>click id</th></tr></thead><tbody>${quality}</tbody></table>`}
 ${advice.length === 0 ? '' : html`<ul class="advice">${advice}</ul>`}
@@ -144,8 +178,38 @@ function cell(v: string | number): string {
 /** The funnel table as CSV, one column per currency's value. */
 export function funnelCsv(f: Funnel, groupBy: GroupBy, titles: Record<string, string>): string {
   const currencies = [...new Set([...f.rows.flatMap((r) => Object.keys(r.value))])].sort();
-  const head = [groupBy, 'visits', 'invite_clicks', 'joins', 'attributed_joins', 'organic_joins', 'leaves', 'retained', 'conversions', ...currencies.map((c) => `value_${c}`)];
+  const head = [
+    groupBy,
+    'visits',
+    'invite_clicks',
+    'joins',
+    'attributed_joins',
+    'organic_joins',
+    'leaves',
+    'retained',
+    'conversions',
+    ...currencies.map((c) => `value_${c}`),
+  ];
   const line = (label: string, r: FunnelCounts) =>
-    [label, r.visits, r.inviteClicks, r.joins, r.attributedJoins, r.organicJoins, r.leaves, r.retained, r.conversions, ...currencies.map((c) => r.value[c] ?? 0)].map(cell).join(',');
-  return [head.join(','), ...f.rows.map((r) => line(keyLabel(groupBy, r.key, titles), r)), line('total', f.totals)].join('\r\n') + '\r\n';
+    [
+      label,
+      r.visits,
+      r.inviteClicks,
+      r.joins,
+      r.attributedJoins,
+      r.organicJoins,
+      r.leaves,
+      r.retained,
+      r.conversions,
+      ...currencies.map((c) => r.value[c] ?? 0),
+    ]
+      .map(cell)
+      .join(',');
+  return (
+    [
+      head.join(','),
+      ...f.rows.map((r) => line(keyLabel(groupBy, r.key, titles), r)),
+      line('total', f.totals),
+    ].join('\r\n') + '\r\n'
+  );
 }

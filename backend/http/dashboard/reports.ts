@@ -35,20 +35,40 @@ export function registerDashboardReports(
   });
 
   /** The range and grouping a request asks for, or the 400 page saying what is wrong. */
-  const params = async (c: Context<DashEnv>, siteId: string): Promise<{ from: string; to: string; groupBy: GroupBy; channelId: string | null } | Response> => {
+  const params = async (
+    c: Context<DashEnv>,
+    siteId: string,
+  ): Promise<{ from: string; to: string; groupBy: GroupBy; channelId: string | null } | Response> => {
     const groupBy = (c.req.query('groupBy') ?? 'day') as GroupBy;
     try {
-      if (!GROUP_BYS.includes(groupBy)) throw new ApiError('VALIDATION_FAILED', `group by one of ${GROUP_BYS.join(', ')}`);
-      const channelId = await reportChannel(deps.pool, siteId, c.req.query('channelId')?.slice(0, 100) || null);
-      return { ...reportRange({ from: c.req.query('from') || null, to: c.req.query('to') || null }, deps.now()), groupBy, channelId };
+      if (!GROUP_BYS.includes(groupBy))
+        throw new ApiError('VALIDATION_FAILED', `group by one of ${GROUP_BYS.join(', ')}`);
+      const channelId = await reportChannel(
+        deps.pool,
+        siteId,
+        c.req.query('channelId')?.slice(0, 100) || null,
+      );
+      return {
+        ...reportRange({ from: c.req.query('from') || null, to: c.req.query('to') || null }, deps.now()),
+        groupBy,
+        channelId,
+      };
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      return c.html(notFoundPage(`That is not a range of days the reports can show: ${err.detail ?? err.message}.`, { formToken: c.get('formToken') }), 400);
+      return c.html(
+        notFoundPage(`That is not a range of days the reports can show: ${err.detail ?? err.message}.`, {
+          formToken: c.get('formToken'),
+        }),
+        400,
+      );
     }
   };
 
   const channelTitles = async (siteId: string) => {
-    const { rows } = await deps.pool.query<{ id: string; title: string }>('SELECT id, title FROM channels WHERE site_id = $1', [siteId]);
+    const { rows } = await deps.pool.query<{ id: string; title: string }>(
+      'SELECT id, title FROM channels WHERE site_id = $1',
+      [siteId],
+    );
     return Object.fromEntries(rows.map((r) => [r.id, r.title]));
   };
 
@@ -60,14 +80,20 @@ export function registerDashboardReports(
     const q = { siteId: site.id, from: p.from, to: p.to };
     const now = deps.now();
     const funnel = await funnelReport(deps.pool, { ...q, groupBy: p.groupBy, channelId: p.channelId });
-    const byDay = p.groupBy === 'day' ? funnel : await funnelReport(deps.pool, { ...q, groupBy: 'day', channelId: p.channelId });
+    const byDay =
+      p.groupBy === 'day'
+        ? funnel
+        : await funnelReport(deps.pool, { ...q, groupBy: 'day', channelId: p.channelId });
     const page = reportsPage(
       {
         site: { id: site.id, name: site.name },
         groupBy: p.groupBy,
         funnel,
         byDay,
-        retention: await campaignRetention(deps.pool, { ...q, today: utcDay(now) > p.to ? utcDay(now) : p.to }),
+        retention: await campaignRetention(deps.pool, {
+          ...q,
+          today: utcDay(now) > p.to ? utcDay(now) : p.to,
+        }),
         matchQuality: await matchQualityReport(deps.pool, q),
         coverage: await attributionCoverage(deps.pool, q),
         pixels: await pixelHealth(deps.pool, site.id, now),
@@ -85,9 +111,18 @@ export function registerDashboardReports(
     if (site instanceof Response) return site;
     const p = await params(c, site.id);
     if (p instanceof Response) return p;
-    const funnel = await funnelReport(deps.pool, { siteId: site.id, from: p.from, to: p.to, groupBy: p.groupBy, channelId: p.channelId });
+    const funnel = await funnelReport(deps.pool, {
+      siteId: site.id,
+      from: p.from,
+      to: p.to,
+      groupBy: p.groupBy,
+      channelId: p.channelId,
+    });
     c.header('content-type', 'text/csv; charset=utf-8');
-    c.header('content-disposition', `attachment; filename="funnel-${site.website_id}-${p.from}-${p.to}-${p.groupBy}.csv"`);
+    c.header(
+      'content-disposition',
+      `attachment; filename="funnel-${site.website_id}-${p.from}-${p.to}-${p.groupBy}.csv"`,
+    );
     return c.body(funnelCsv(funnel, p.groupBy, await channelTitles(site.id)));
   });
 }

@@ -12,7 +12,9 @@ export const SESSION_COOKIE = 'capigram_admin';
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
 function mac(adminToken: string, purpose: string, payload: string): string {
-  return createHmac('sha256', adminToken).update(`capigram-dashboard:${purpose}:${payload}`).digest('base64url');
+  return createHmac('sha256', adminToken)
+    .update(`capigram-dashboard:${purpose}:${payload}`)
+    .digest('base64url');
 }
 
 /** Equal strings, compared in constant time (of their SHA-256, so lengths leak nothing either). */
@@ -43,5 +45,7 @@ export function formToken(adminToken: string, session: string): string {
 }
 
 export function formTokenValid(adminToken: string, session: string, token: unknown): boolean {
-  return typeof token === 'string' && token.length <= 200 && sameSecret(token, formToken(adminToken, session));
+  return (
+    typeof token === 'string' && token.length <= 200 && sameSecret(token, formToken(adminToken, session))
+  );
 }

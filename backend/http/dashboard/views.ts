@@ -73,14 +73,22 @@ function bad(n: number, label: string): Html {
   return n > 0 ? html`<span class="warn">${n} ${label}</span>` : html`<span class="muted">0 ${label}</span>`;
 }
 
-export function overviewPage(sites: SiteOverview[], sinceHours: number, session: { formToken: string }): Html {
+export function overviewPage(
+  sites: SiteOverview[],
+  sinceHours: number,
+  session: { formToken: string },
+): Html {
   const rows = sites.map(
-    (s) => html`<tr><td>${s.accountName}</td><td><a href="/dashboard/sites/${s.siteId}">${s.name}</a><br><code>${s.websiteId}</code></td>
+    (
+      s,
+    ) => html`<tr><td>${s.accountName}</td><td><a href="/dashboard/sites/${s.siteId}">${s.name}</a><br><code>${s.websiteId}</code></td>
 <td>${s.domains.join(', ')}</td><td class="num">${s.channels}${s.channelsWithoutInviteRights > 0 ? html`<br><span class="warn">${s.channelsWithoutInviteRights} without invite rights</span>` : ''}</td>
 <td class="num">${s.activePixels === 0 ? html`<span class="warn">none</span>` : s.activePixels}</td>
 <td class="num">${s.sends.sent} sent · ${s.sends.pending} pending · ${s.sends.skipped} skipped · ${s.sends.failed} failed</td>
 <td>${s.install.lastVisitAt === null ? html`<span class="warn">waiting for the first visit</span>` : html`last ${when(new Date(s.install.lastVisitAt))}`}${
-      s.install.refusedHosts.length > 0 ? html`<br><span class="warn">refused: ${s.install.refusedHosts.map((h) => h.host).join(', ')}</span>` : ''
+      s.install.refusedHosts.length > 0
+        ? html`<br><span class="warn">refused: ${s.install.refusedHosts.map((h) => h.host).join(', ')}</span>`
+        : ''
     }</td>
 <td>${bad(s.awaitingValue, 'awaiting a value')}<br>${bad(s.failedSends, 'failed sends')}</td></tr>`,
   );
@@ -105,7 +113,9 @@ function money(c: ConversionLine): string {
 
 function conversionRows(list: ConversionLine[]): Html[] {
   return list.map(
-    (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${eventName(c)}</td><td class="num">${money(c)}</td><td>${c.telegramUserId}</td>
+    (
+      c,
+    ) => html`<tr><td>${when(c.receivedAt)}</td><td>${eventName(c)}</td><td class="num">${money(c)}</td><td>${c.telegramUserId}</td>
 <td>${c.channelTitle ?? html`<span class="muted">deleted</span>`}</td><td>${c.source}${c.coldLead ? ' (cold)' : ''}</td>
 <td>${c.attributed ? html`<span class="ok">yes</span>` : html`<span class="muted">no</span>`}</td>
 <td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td><td><code>${c.conversionId}</code></td></tr>`,
@@ -136,7 +146,8 @@ function installSection(d: SiteDetail): Html {
       ? ''
       : html`<p class="warn">Requests from pages on other domains were refused (add the domain to the site if it is yours: <code>npm run admin -- site update --site ${site.id} --add-domain …</code>):</p>
 <table id="refused-hosts"><thead><tr><th>host</th><th>refused</th><th>first (UTC)</th><th>latest</th></tr></thead><tbody>${install.refusedHosts.map(
-          (h) => html`<tr><td><code>${h.host}</code></td><td class="num">${h.refused}</td><td>${when(new Date(h.firstAt))}</td><td>${when(new Date(h.lastAt))}</td></tr>`,
+          (h) =>
+            html`<tr><td><code>${h.host}</code></td><td class="num">${h.refused}</td><td>${when(new Date(h.firstAt))}</td><td>${when(new Date(h.lastAt))}</td></tr>`,
         )}</tbody></table>`;
   return html`<h2>Install</h2>${seen}${refused}`;
 }
@@ -146,12 +157,16 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
   const action = (path: string) => `/dashboard/sites/${site.id}/${path}`;
   const token = html`<input type="hidden" name="_token" value="${state.formToken}">`;
   const channels = d.channels.map(
-    (c) => html`<tr><td>${c.title}${c.isDefault ? ' (default)' : ''}</td><td><code>${c.telegramChannelId}</code></td><td>${c.eventType}</td>
+    (
+      c,
+    ) => html`<tr><td>${c.title}${c.isDefault ? ' (default)' : ''}</td><td><code>${c.telegramChannelId}</code></td><td>${c.eventType}</td>
 <td>${c.botIsAdmin === false || c.botCanInvite === false ? html`<span class="warn">${c.botStatus ?? 'not admin'}: cannot invite</span>` : c.botIsAdmin === null ? html`<span class="muted">unknown</span>` : html`<span class="ok">admin</span>`}</td>
 <td class="num">${c.poolSize === 0 ? html`<span class="warn">0</span>` : c.poolSize}</td><td><code>${c.channelId}</code></td></tr>`,
   );
   const pixels = d.pixels.map(
-    (p) => html`<tr><td>${p.platform}</td><td><code>${JSON.stringify(p.publicConfig)}</code></td><td>${p.testEventCode ?? ''}</td>
+    (
+      p,
+    ) => html`<tr><td>${p.platform}</td><td><code>${JSON.stringify(p.publicConfig)}</code></td><td>${p.testEventCode ?? ''}</td>
 <td>${p.active ? html`<span class="ok">active</span>` : html`<span class="muted">inactive</span>`}</td><td><code>${p.pixelId}</code></td></tr>`,
   );
   const awaiting = d.awaiting.map((c) => {
@@ -163,7 +178,9 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
 <button>Submit value</button></form></td></tr>`;
   });
   const failed = d.failedSends.map(
-    (s) => html`<tr><td>${when(s.updatedAt)}</td><td>${s.platform}</td><td class="num">${s.attempts}</td><td>${s.reason ?? ''}</td><td>${s.subject}</td>
+    (
+      s,
+    ) => html`<tr><td>${when(s.updatedAt)}</td><td>${s.platform}</td><td class="num">${s.attempts}</td><td>${s.reason ?? ''}</td><td>${s.subject}</td>
 <td><form class="inline" method="post" action="${action(`sends/${s.sendId}/retry`)}">${token}<button>Retry</button></form></td></tr>`,
   );
   return page(
@@ -189,7 +206,11 @@ ${d.pixels.length === 0 ? html`<p class="warn">No pixel: nothing is sent to any 
 }
 
 export function notFoundPage(what: string, session: { formToken: string }): Html {
-  return page('Not found', html`<h1>Not found</h1><p>${what}</p><p><a href="/dashboard">All sites</a></p>`, session);
+  return page(
+    'Not found',
+    html`<h1>Not found</h1><p>${what}</p><p><a href="/dashboard">All sites</a></p>`,
+    session,
+  );
 }
 
 function visitCell(v: VisitSignals | null): Html {
@@ -200,21 +221,40 @@ function visitCell(v: VisitSignals | null): Html {
 }
 
 /** Everything known about one Telegram user, or the search form's answer when there is nothing. */
-export function journeyPage(query: string, journey: LeadJourney | null, session: { formToken: string }, error?: string, notice?: string): Html {
+export function journeyPage(
+  query: string,
+  journey: LeadJourney | null,
+  session: { formToken: string },
+  error?: string,
+  notice?: string,
+): Html {
   const heading = html`<h1>Telegram user ${query}</h1>${notice ? html`<p class="ok">${notice}</p>` : ''}${journey !== null && error ? html`<p class="error">${error}</p>` : ''}`;
-  if (journey === null) return page('Find a user', html`${heading}${error ? html`<p class="error">${error}</p>` : ''}`, session);
-  const empty = journey.leads.length === 0 && journey.memberships.length === 0 && journey.conversions.length === 0;
-  if (empty) return page(`User ${query}`, html`${heading}<p>Nothing is known about this user: no join, no conversion, on any site.</p>`, session);
+  if (journey === null)
+    return page('Find a user', html`${heading}${error ? html`<p class="error">${error}</p>` : ''}`, session);
+  const empty =
+    journey.leads.length === 0 && journey.memberships.length === 0 && journey.conversions.length === 0;
+  if (empty)
+    return page(
+      `User ${query}`,
+      html`${heading}<p>Nothing is known about this user: no join, no conversion, on any site.</p>`,
+      session,
+    );
   const leads = journey.leads.map(
-    (l) => html`<tr><td><a href="/dashboard/sites/${l.siteId}">${l.siteName}</a></td><td>${when(l.firstSeenAt)}</td><td>${when(l.lastSeenAt)}</td><td>${l.externalUserId ?? ''}</td>
+    (
+      l,
+    ) => html`<tr><td><a href="/dashboard/sites/${l.siteId}">${l.siteName}</a></td><td>${when(l.firstSeenAt)}</td><td>${when(l.lastSeenAt)}</td><td>${l.externalUserId ?? ''}</td>
 <td><form class="inline" method="post" action="/dashboard/sites/${l.siteId}/leads/${query}/erase"><input type="hidden" name="_token" value="${session.formToken}"><label><input type="checkbox" name="confirm" value="yes" required> erase for good</label><button>Erase data</button></form></td></tr>`,
   );
   const memberships = journey.memberships.map(
-    (m) => html`<tr><td>${when(m.at)}</td><td>${m.siteName}</td><td>${m.channelTitle}</td><td>${m.kind}${m.viaJoinRequest ? ' (join request)' : ''}</td>
+    (
+      m,
+    ) => html`<tr><td>${when(m.at)}</td><td>${m.siteName}</td><td>${m.channelTitle}</td><td>${m.kind}${m.viaJoinRequest ? ' (join request)' : ''}</td>
 <td>${m.kind === 'leave' ? '' : m.attributed ? html`<span class="ok">yes</span>` : html`<span class="warn">no</span>`}</td><td>${visitCell(m.visit)}</td></tr>`,
   );
   const conversions = journey.conversions.map(
-    (c) => html`<tr><td>${when(c.receivedAt)}</td><td>${c.siteName}</td><td>${c.channelTitle ?? ''}</td><td>${c.eventType}</td><td class="num">${c.value === null ? '' : `${c.value} ${c.currency ?? ''}`}</td>
+    (
+      c,
+    ) => html`<tr><td>${when(c.receivedAt)}</td><td>${c.siteName}</td><td>${c.channelTitle ?? ''}</td><td>${c.eventType}</td><td class="num">${c.value === null ? '' : `${c.value} ${c.currency ?? ''}`}</td>
 <td>${c.source}${c.coldLead ? ' (cold)' : ''}</td><td>${c.visit !== null ? visitCell(c.visit) : c.override.length > 0 ? html`override: ${c.override.join(', ')}` : html`<span class="warn">none</span>`}</td>
 <td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td>
 <td>${c.sends.length === 0 ? html`<span class="muted">none</span>` : c.sends.map((x) => html`<div>${x.pixel}: ${x.status}${x.attempts > 1 ? ` (${x.attempts} attempts)` : ''}${x.reason ? html` <span class="muted">${x.reason}</span>` : ''}</div>`)}${c.piiWarnings.map((w) => html`<div class="muted">not sent: ${w}</div>`)}</td>

@@ -13,7 +13,11 @@ function clip(value: string | undefined): string | undefined {
   return trimmed === '' ? undefined : trimmed.slice(0, WIRE_LIMITS.userAgent);
 }
 
-function resolveBrowser(c: Context, trust: TrustedProxies, forwarderSiteId: string | undefined): BrowserContext {
+function resolveBrowser(
+  c: Context,
+  trust: TrustedProxies,
+  forwarderSiteId: string | undefined,
+): BrowserContext {
   const chain = resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust);
   let ip = chain.clientIp;
   // The sender itself is a trusted proxy only when every hop, down to the first, is trusted.
@@ -29,7 +33,10 @@ function resolveBrowser(c: Context, trust: TrustedProxies, forwarderSiteId: stri
   };
 }
 
-export function clientContext(trust: TrustedProxies, forwarders: ForwarderKeys): MiddlewareHandler<KeylessEnv> {
+export function clientContext(
+  trust: TrustedProxies,
+  forwarders: ForwarderKeys,
+): MiddlewareHandler<KeylessEnv> {
   return async (c, next) => {
     const key = c.req.header(FORWARDER_KEY_HEADER);
     let forwarderSiteId: string | undefined;
@@ -37,7 +44,11 @@ export function clientContext(trust: TrustedProxies, forwarders: ForwarderKeys):
       // A wrong key is refused, not ignored: the forwarder's operator must learn it at once,
       // rather than from visits that all carry the forwarder's own IP.
       const verdict = await forwarders.check(key.slice(0, 200));
-      if (verdict === null) throw new ApiError('UNAUTHORIZED', `${FORWARDER_KEY_HEADER} is not a valid forwarder key (unknown or revoked)`);
+      if (verdict === null)
+        throw new ApiError(
+          'UNAUTHORIZED',
+          `${FORWARDER_KEY_HEADER} is not a valid forwarder key (unknown or revoked)`,
+        );
       forwarderSiteId = verdict.siteId;
     }
     c.set('browser', resolveBrowser(c, trust, forwarderSiteId));
@@ -47,5 +58,9 @@ export function clientContext(trust: TrustedProxies, forwarders: ForwarderKeys):
 
 /** The visitor's User-Agent: a proxy's forwarding header, else the body's field, else the request's. */
 export function userAgentOf(browser: BrowserContext, bodyUserAgent: string | undefined): string | undefined {
-  return browser.forwardedUserAgent ?? (bodyUserAgent === undefined || bodyUserAgent === '' ? undefined : bodyUserAgent) ?? browser.requestUserAgent;
+  return (
+    browser.forwardedUserAgent ??
+    (bodyUserAgent === undefined || bodyUserAgent === '' ? undefined : bodyUserAgent) ??
+    browser.requestUserAgent
+  );
 }

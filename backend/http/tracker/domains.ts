@@ -13,7 +13,10 @@ export function hostOf(url: string): string | null {
     return null;
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return null;
-  const host = parsed.hostname.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
+  const host = parsed.hostname
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^\[(.*)\]$/, '$1');
   return host === '' ? null : host;
 }
 
@@ -36,26 +39,51 @@ export interface RequestOrigins {
 }
 
 export type DomainVerdict =
-  | { ok: true; /** The Origin to answer CORS with, when the request had one. */ corsOrigin: string | undefined }
-  | { ok: false; code: 'DOMAIN_NOT_ALLOWED' | 'VALIDATION_FAILED'; detail: string; /** The refused page host, for the site's install checks. */ host?: string };
+  | {
+      ok: true /** The Origin to answer CORS with, when the request had one. */;
+      corsOrigin: string | undefined;
+    }
+  | {
+      ok: false;
+      code: 'DOMAIN_NOT_ALLOWED' | 'VALIDATION_FAILED';
+      detail: string /** The refused page host, for the site's install checks. */;
+      host?: string;
+    };
 
 export function checkDomains(req: RequestOrigins, domains: readonly string[]): DomainVerdict {
   const { origin, referer, href } = req;
   if (origin !== undefined && origin !== '') {
     const host = hostOf(origin);
     if (host === null || !hostAllowed(host, domains)) {
-      return { ok: false, code: 'DOMAIN_NOT_ALLOWED', detail: `Origin ${origin.slice(0, 200)} is not one of the site's domains`, host: host ?? origin.slice(0, 200) };
+      return {
+        ok: false,
+        code: 'DOMAIN_NOT_ALLOWED',
+        detail: `Origin ${origin.slice(0, 200)} is not one of the site's domains`,
+        host: host ?? origin.slice(0, 200),
+      };
     }
   } else if (referer !== undefined && referer !== '') {
     const host = hostOf(referer);
     if (host === null || !hostAllowed(host, domains)) {
-      return { ok: false, code: 'DOMAIN_NOT_ALLOWED', detail: "the Referer is not on one of the site's domains", ...(host === null ? {} : { host }) };
+      return {
+        ok: false,
+        code: 'DOMAIN_NOT_ALLOWED',
+        detail: "the Referer is not on one of the site's domains",
+        ...(host === null ? {} : { host }),
+      };
     }
   }
   if (href !== undefined && href !== '') {
     const host = hostOf(href);
-    if (host === null) return { ok: false, code: 'VALIDATION_FAILED', detail: 'body: href: must be an absolute http(s) URL' };
-    if (!hostAllowed(host, domains)) return { ok: false, code: 'DOMAIN_NOT_ALLOWED', detail: `href host ${host} is not one of the site's domains`, host };
+    if (host === null)
+      return { ok: false, code: 'VALIDATION_FAILED', detail: 'body: href: must be an absolute http(s) URL' };
+    if (!hostAllowed(host, domains))
+      return {
+        ok: false,
+        code: 'DOMAIN_NOT_ALLOWED',
+        detail: `href host ${host} is not one of the site's domains`,
+        host,
+      };
   }
   return { ok: true, corsOrigin: origin === undefined || origin === '' ? undefined : origin };
 }

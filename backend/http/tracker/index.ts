@@ -1,7 +1,16 @@
 import { Hono, type Context } from 'hono';
 import { parseTrustedProxies } from '../../../shared/client-ip.js';
 import { hasNul } from '../../../shared/text.js';
-import { FBC_COOKIE, readCookies, SESSION_ID_COOKIE, SESSION_ID_MAX_AGE_SECONDS, serializeTrackingCookie, TEMP_ID_COOKIE, TEMP_ID_MAX_AGE_SECONDS, isUuid } from '../../../shared/cookies.js';
+import {
+  FBC_COOKIE,
+  readCookies,
+  SESSION_ID_COOKIE,
+  SESSION_ID_MAX_AGE_SECONDS,
+  serializeTrackingCookie,
+  TEMP_ID_COOKIE,
+  TEMP_ID_MAX_AGE_SECONDS,
+  isUuid,
+} from '../../../shared/cookies.js';
 import {
   resolveVisitRequestId,
   trackAppBodySchema,
@@ -81,24 +90,35 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
   /** A forwarder key vouches for one site's requests only. */
   function vouched(c: Context<KeylessEnv>, site: TrackerSite): void {
     const forwarderSiteId = c.get('browser').forwarderSiteId;
-    if (forwarderSiteId !== undefined && forwarderSiteId !== site.id) throw new ApiError('FORBIDDEN', 'this forwarder key belongs to another site');
+    if (forwarderSiteId !== undefined && forwarderSiteId !== site.id)
+      throw new ApiError('FORBIDDEN', 'this forwarder key belongs to another site');
   }
 
   /** Domain validation; on success the Origin (if any) is answered by CORS, errors included. */
   function admit(c: Context<KeylessEnv>, site: TrackerSite, href?: string): void {
     vouched(c, site);
-    const verdict = checkDomains({ origin: c.req.header('origin'), referer: c.req.header('referer'), href }, site.domains);
+    const verdict = checkDomains(
+      { origin: c.req.header('origin'), referer: c.req.header('referer'), href },
+      site.domains,
+    );
     if (!verdict.ok) {
-      if (verdict.code === 'DOMAIN_NOT_ALLOWED' && verdict.host !== undefined) install.domainRefused(site.id, verdict.host, deps.now());
+      if (verdict.code === 'DOMAIN_NOT_ALLOWED' && verdict.host !== undefined)
+        install.domainRefused(site.id, verdict.host, deps.now());
       throw new ApiError(verdict.code, verdict.detail);
     }
     c.set('corsOrigin', verdict.corsOrigin);
   }
 
-  function requestIdOf(body: { visitRequestId?: string | undefined; gatewayRequestId?: string | undefined }): string | undefined {
+  function requestIdOf(body: {
+    visitRequestId?: string | undefined;
+    gatewayRequestId?: string | undefined;
+  }): string | undefined {
     const resolved = resolveVisitRequestId(body);
     if (!resolved.ok) {
-      throw new ApiError('REQUEST_ID_MISMATCH', 'visitRequestId and gatewayRequestId must hold the same UUID when both are sent');
+      throw new ApiError(
+        'REQUEST_ID_MISMATCH',
+        'visitRequestId and gatewayRequestId must hold the same UUID when both are sent',
+      );
     }
     return resolved.visitRequestId;
   }
@@ -137,7 +157,14 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     // arrive together share a round trip and a commit (visit-batch.ts).
     const visit = await recordVisitBatched(
       deps,
-      { siteId: site.id, tempId: body.tempId, sessionId: body.sessionId, visitRequestId, kind: 'pageview', attribution: attributionOf(c, body) },
+      {
+        siteId: site.id,
+        tempId: body.tempId,
+        sessionId: body.sessionId,
+        visitRequestId,
+        kind: 'pageview',
+        attribution: attributionOf(c, body),
+      },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );
     install.visitSeen(site.id, deps.now());
@@ -149,7 +176,9 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     const site = await siteFor(body.websiteId);
     admit(c, site);
     await limiter.consume('fbp', site.id, c.get('browser').ip);
-    return c.json({ updated: await patchLatestVisitFbp(deps.pool, { siteId: site.id, tempId: body.tempId, fbp: body.fbp }) });
+    return c.json({
+      updated: await patchLatestVisitFbp(deps.pool, { siteId: site.id, tempId: body.tempId, fbp: body.fbp }),
+    });
   });
 
   keyless.get('/backend/track/invite', async (c) => {
@@ -218,7 +247,12 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
   keyless.get('/r/:siteId/entry/:entryId', async (c) => {
     let siteId: string | undefined;
     try {
-      const click = await adClick(c, c.req.param('siteId'), `entry:${c.req.param('entryId')}`, (id) => (siteId = id));
+      const click = await adClick(
+        c,
+        c.req.param('siteId'),
+        `entry:${c.req.param('entryId')}`,
+        (id) => (siteId = id),
+      );
       if (click instanceof Response) return click;
       const outcome = await entryRedirect(deps, { ...click.visit, entryId: c.req.param('entryId') });
       click.setCookies();
@@ -234,11 +268,19 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
    * Only when the site and the entry are known; anything else, and any non-navigation, gets the
    * error.
    */
-  async function entryNavigationFallback(c: Context<KeylessEnv>, err: unknown, siteId: string | undefined, entryId: string | undefined): Promise<Response> {
+  async function entryNavigationFallback(
+    c: Context<KeylessEnv>,
+    err: unknown,
+    siteId: string | undefined,
+    entryId: string | undefined,
+  ): Promise<Response> {
     if (!isBrowserNavigation(c) || siteId === undefined) throw err;
     const url = await entryFallbackUrl(deps.pool, siteId, entryId);
     if (url === null) throw err;
-    deps.log.info({ siteId, err: err instanceof ApiError ? err.code : String(err) }, 'entry click answered with the bot itself');
+    deps.log.info(
+      { siteId, err: err instanceof ApiError ? err.code : String(err) },
+      'entry click answered with the bot itself',
+    );
     return redirect(c, url);
   }
 
@@ -254,7 +296,8 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     const body = await readJson(c, trackDirectInviteBodySchema);
     // One visit per visitRequestId is the point of this endpoint: one of the two names is required.
     const visitRequestId = requestIdOf(body);
-    if (visitRequestId === undefined) throw new ApiError('VALIDATION_FAILED', 'body: visitRequestId: required');
+    if (visitRequestId === undefined)
+      throw new ApiError('VALIDATION_FAILED', 'body: visitRequestId: required');
     const site = await siteFor(body.websiteId);
     admit(c, site);
     await limiter.consume('invite', site.id, c.get('browser').ip);
@@ -274,7 +317,12 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     const channelParam = c.req.param('channelId');
     const target: FallbackTarget = { siteId: undefined, channelId: channelParam };
     try {
-      return await redirectClickRoute(c, c.req.param('siteId'), channelParam, (siteId) => (target.siteId = siteId));
+      return await redirectClickRoute(
+        c,
+        c.req.param('siteId'),
+        channelParam,
+        (siteId) => (target.siteId = siteId),
+      );
     } catch (err) {
       if (!isBrowserNavigation(c)) throw err;
       return navigationFallback(c, err, target, deps);
@@ -282,7 +330,12 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
   });
 
   /** `/r/{siteId}/{channelId}`; tells `siteFound` the site as soon as it is known (for the fallback). */
-  async function redirectClickRoute(c: Context<KeylessEnv>, siteParam: string, channelParam: string, siteFound: (siteId: string) => void): Promise<Response> {
+  async function redirectClickRoute(
+    c: Context<KeylessEnv>,
+    siteParam: string,
+    channelParam: string,
+    siteFound: (siteId: string) => void,
+  ): Promise<Response> {
     const click = await adClick(c, siteParam, channelParam, siteFound);
     if (click instanceof Response) return click;
     const outcome = await directInvite(deps, { ...click.visit, channelId: channelParam, kind: 'redirect' });
@@ -296,8 +349,16 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
    * the visitRequestId that makes a reload the same visit. A link lookup is answered at once.
    * `target` names what the click is for (a channel id, `entry:<id>`), part of that request id.
    */
-  async function adClick(c: Context<KeylessEnv>, siteParam: string, target: string, siteFound: (siteId: string) => void = () => undefined) {
-    const site = siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam) ? await sites.byIdOrWebsiteId(siteParam) : null;
+  async function adClick(
+    c: Context<KeylessEnv>,
+    siteParam: string,
+    target: string,
+    siteFound: (siteId: string) => void = () => undefined,
+  ) {
+    const site =
+      siteParam.length <= WIRE_LIMITS.websiteId && !hasNul(siteParam)
+        ? await sites.byIdOrWebsiteId(siteParam)
+        : null;
     if (site === null) throw new ApiError('UNKNOWN_WEBSITE', 'this link names no known site');
     siteFound(site.id);
     vouched(c, site);
@@ -319,7 +380,13 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       siteId: site.id,
       tempId,
       sessionId,
-      visitRequestId: clickRequestId({ siteId: site.id, channelId: target, tempId, sessionId, clickId: click.clickId }),
+      visitRequestId: clickRequestId({
+        siteId: site.id,
+        channelId: target,
+        tempId,
+        sessionId,
+        clickId: click.clickId,
+      }),
       attribution: {
         ...click.attribution,
         href: href.length <= WIRE_LIMITS.url ? href : undefined,
@@ -331,8 +398,16 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     };
     const setCookies = () => {
       const scope = { secure: secureCookies };
-      c.header('set-cookie', serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
-      c.header('set-cookie', serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope), { append: true });
+      c.header(
+        'set-cookie',
+        serializeTrackingCookie(TEMP_ID_COOKIE, tempId, TEMP_ID_MAX_AGE_SECONDS, nowMs, scope),
+        { append: true },
+      );
+      c.header(
+        'set-cookie',
+        serializeTrackingCookie(SESSION_ID_COOKIE, sessionId, SESSION_ID_MAX_AGE_SECONDS, nowMs, scope),
+        { append: true },
+      );
       c.header('cache-control', 'no-store');
     };
     return { visit, setCookies };
@@ -350,7 +425,9 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
 function linkLookupAnswer(c: Context<KeylessEnv>): Response {
   c.header('cache-control', 'no-store');
   c.header('x-robots-tag', 'noindex');
-  return c.html('<!doctype html><meta charset="utf-8"><meta name="robots" content="noindex"><title>Telegram</title><p>This link opens a Telegram channel.</p>');
+  return c.html(
+    '<!doctype html><meta charset="utf-8"><meta name="robots" content="noindex"><title>Telegram</title><p>This link opens a Telegram channel.</p>',
+  );
 }
 
 function redirect(c: Context<KeylessEnv>, location: string): Response {

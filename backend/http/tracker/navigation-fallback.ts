@@ -38,14 +38,21 @@ export async function navigationFallback(
     location = channel === null ? null : fallbackUrl(channel);
   }
   deps.log.warn(
-    { requestId: c.get('requestId'), code, path: c.req.path, siteId: target.siteId, fallback: location === null ? 'page' : 'public link' },
+    {
+      requestId: c.get('requestId'),
+      code,
+      path: c.req.path,
+      siteId: target.siteId,
+      fallback: location === null ? 'page' : 'public link',
+    },
     'join click refused; the visitor was sent on without attribution',
   );
   c.header('cache-control', 'no-store');
   c.header('referrer-policy', 'no-referrer');
   if (location !== null) return c.redirect(location, 302);
   const status = err instanceof ApiError ? err.status : 503;
-  if (err instanceof ApiError && err.extra.headers !== undefined) for (const [k, v] of Object.entries(err.extra.headers)) c.header(k, v);
+  if (err instanceof ApiError && err.extra.headers !== undefined)
+    for (const [k, v] of Object.entries(err.extra.headers)) c.header(k, v);
   return c.html(FALLBACK_PAGE, status);
 }
 

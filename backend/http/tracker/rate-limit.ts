@@ -51,7 +51,9 @@ export function rateLimitSettings(source: object): RateLimitSettings {
   const parsed = SettingsSchema.safeParse(picked);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new Error(`${String(issue?.path[0] ?? 'TRACKER_RATE_LIMIT_*')} must be a whole number between 0 and 1000000`);
+    throw new Error(
+      `${String(issue?.path[0] ?? 'TRACKER_RATE_LIMIT_*')} must be a whole number between 0 and 1000000`,
+    );
   }
   const s = parsed.data;
   return {
@@ -78,9 +80,13 @@ const burstPrefixOf = (group: LimitGroup) => `kl_${group}_burst`;
 
 function rateLimited(group: LimitGroup, msBeforeNext: number): ApiError {
   const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
-  return new ApiError('RATE_LIMITED', `too many ${group} requests from this address for this site; retry after ${retryAfter} s`, {
-    headers: { 'Retry-After': retryAfter },
-  });
+  return new ApiError(
+    'RATE_LIMITED',
+    `too many ${group} requests from this address for this site; retry after ${retryAfter} s`,
+    {
+      headers: { 'Retry-After': retryAfter },
+    },
+  );
 }
 
 /**
@@ -100,9 +106,15 @@ function counterUpsert(key: string, seconds: string, now: string, source: string
  * BurstyRateLimiter's rule in SQL: the minute's counter first; only once it is spent, the burst
  * counter. Allowed while either is within its budget; otherwise retry when the sooner one resets.
  */
-function counterSql(settings: RateLimitSettings, group: LimitGroup, key: string, firstParam: number): SqlFragment {
+function counterSql(
+  settings: RateLimitSettings,
+  group: LimitGroup,
+  key: string,
+  firstParam: number,
+): SqlFragment {
   const perMinute = settings.perMinute[group];
-  if (perMinute === 0) return { text: 'admission AS (SELECT true AS allowed, 0::bigint AS retry_ms)', params: [] };
+  if (perMinute === 0)
+    return { text: 'admission AS (SELECT true AS allowed, 0::bigint AS retry_ms)', params: [] };
   const [k, now, limit, bk, burst] = [0, 1, 2, 3, 4].map((i) => `$${firstParam + i}`);
   const nowMs = `${now}::bigint`;
   const sustained = [`${prefixOf(group)}:${key}`, Date.now(), perMinute];
@@ -128,7 +140,15 @@ type Limiter = Pick<RateLimiterPostgres, 'consume'>;
 
 export function createRateLimiter(pool: Pool, settings: RateLimitSettings): KeylessRateLimiter {
   const store = (keyPrefix: string, points: number, duration: number) =>
-    new RateLimiterPostgres({ storeClient: pool, storeType: 'pool', tableName: TABLE, tableCreated: true, keyPrefix, points, duration });
+    new RateLimiterPostgres({
+      storeClient: pool,
+      storeType: 'pool',
+      tableName: TABLE,
+      tableCreated: true,
+      keyPrefix,
+      points,
+      duration,
+    });
   const limiters = new Map<LimitGroup, Limiter>();
   for (const group of ['init', 'fbp', 'invite'] as const) {
     const perMinute = settings.perMinute[group];
@@ -137,7 +157,10 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
     limiters.set(
       group,
       settings.burstPerTenMinutes > 0
-        ? new BurstyRateLimiter(sustained, store(burstPrefixOf(group), settings.burstPerTenMinutes, BURST_SECONDS))
+        ? new BurstyRateLimiter(
+            sustained,
+            store(burstPrefixOf(group), settings.burstPerTenMinutes, BURST_SECONDS),
+          )
         : sustained,
     );
   }
@@ -154,7 +177,11 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
     },
     visitAdmission(group, siteId, ip) {
       const key = `${siteId}:${clientBudgetKey(ip)}`;
-      return { sql: (firstParam) => counterSql(settings, group, key, firstParam), refusal: (ms) => rateLimited(group, ms), key: `${group}:${key}` };
+      return {
+        sql: (firstParam) => counterSql(settings, group, key, firstParam),
+        refusal: (ms) => rateLimited(group, ms),
+        key: `${group}:${key}`,
+      };
     },
   };
 }

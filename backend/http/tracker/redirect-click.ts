@@ -42,7 +42,16 @@ export function redirectClick(
     utmContent: fit(query('utm_content'), WIRE_LIMITS.utm),
     utmTerm: fit(query('utm_term'), WIRE_LIMITS.utm),
   };
-  return { attribution, clickId: fbclid ?? attribution.gclid ?? attribution.gbraid ?? attribution.wbraid ?? attribution.ttclid ?? attribution.sccid };
+  return {
+    attribution,
+    clickId:
+      fbclid ??
+      attribution.gclid ??
+      attribution.gbraid ??
+      attribution.wbraid ??
+      attribution.ttclid ??
+      attribution.sccid,
+  };
 }
 
 /**
@@ -50,9 +59,21 @@ export function redirectClick(
  * same browser session (the cookies this redirect set) is the same visit, so a reload or a double tap neither counts twice nor
  * spends a second link; anything else is a new click with a fresh id.
  */
-export function clickRequestId(q: { siteId: string; channelId: string; tempId: string; sessionId: string; clickId: string | undefined }): string {
+export function clickRequestId(q: {
+  siteId: string;
+  channelId: string;
+  tempId: string;
+  sessionId: string;
+  clickId: string | undefined;
+}): string {
   if (q.clickId === undefined) return randomUUID();
-  const identity = [q.siteId, q.channelId.toLowerCase(), q.tempId.toLowerCase(), q.sessionId.toLowerCase(), q.clickId].join('\n');
+  const identity = [
+    q.siteId,
+    q.channelId.toLowerCase(),
+    q.tempId.toLowerCase(),
+    q.sessionId.toLowerCase(),
+    q.clickId,
+  ].join('\n');
   const hex = createHash('sha256').update(identity).digest('hex');
   // An RFC 9562 version 8 (custom) UUID built from the hash.
   const variant = ((parseInt(hex[16] ?? '0', 16) & 0x3) | 0x8).toString(16);

@@ -43,7 +43,10 @@ export function createTaskList(deps: Deps): TaskList {
     if (n.signals + n.others > 0) deps.log.info(n, 'purged dead jobs');
   };
   const retention: Task = async () => {
-    const out = await runRetention(deps.pool, deps.now(), { days: deps.config.RETENTION_DAYS, until: Date.now() + RETENTION_RUN_MS });
+    const out = await runRetention(deps.pool, deps.now(), {
+      days: deps.config.RETENTION_DAYS,
+      until: Date.now() + RETENTION_RUN_MS,
+    });
     const total = Object.values(out.cleared).reduce((a, b) => a + b, 0) + out.sendsDeleted;
     if (total > 0 || !out.done) deps.log.info(out, 'retention: old raw identifiers erased');
   };
@@ -53,5 +56,14 @@ export function createTaskList(deps: Deps): TaskList {
     const out = await runRollup(deps.pool, deps.now(), { until: Date.now() + RETENTION_RUN_MS });
     if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days folded');
   };
-  return { [TASKS.reportRollup]: reportRollup, [TASKS.purgeIdempotency]: purge, [TASKS.purgeDeadJobs]: purgeDead, [TASKS.retention]: retention, ...telegramActionTasks(deps), ...deliveryTasks(deps), ...refillInviteTasks(deps), ...forwardUpdateTasks(deps) };
+  return {
+    [TASKS.reportRollup]: reportRollup,
+    [TASKS.purgeIdempotency]: purge,
+    [TASKS.purgeDeadJobs]: purgeDead,
+    [TASKS.retention]: retention,
+    ...telegramActionTasks(deps),
+    ...deliveryTasks(deps),
+    ...refillInviteTasks(deps),
+    ...forwardUpdateTasks(deps),
+  };
 }

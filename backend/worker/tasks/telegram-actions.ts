@@ -1,6 +1,11 @@
 import type { JobHelpers, Task, TaskList } from 'graphile-worker';
 import { isUuid } from '../../../shared/ids.js';
-import { TELEGRAM_TASKS, revokeInviteLink, type ActionDeps, type ActionOutcome } from '../../domain/telegram/actions.js';
+import {
+  TELEGRAM_TASKS,
+  revokeInviteLink,
+  type ActionDeps,
+  type ActionOutcome,
+} from '../../domain/telegram/actions.js';
 import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
 import { SEND_WELCOME_TASK, sendWelcome } from '../../domain/entries/welcome.js';
 import { JOIN_WELCOME_TASK, sendJoinWelcome } from '../../domain/telegram/join-welcome.js';
@@ -39,7 +44,9 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
     [JOIN_WELCOME_TASK]: task(JOIN_WELCOME_TASK, sendJoinWelcome),
     [RIGHTS_CHECK_TASK]: async (payload) => {
       const channelId = (payload as { channelId?: unknown } | null)?.channelId;
-      await checkRights(deps, { channelId: typeof channelId === 'string' && isUuid(channelId) ? channelId : undefined });
+      await checkRights(deps, {
+        channelId: typeof channelId === 'string' && isUuid(channelId) ? channelId : undefined,
+      });
     },
     [UPGRADE_WEBHOOKS_TASK]: async () => {
       await upgradeWebhooks(deps);
@@ -53,7 +60,10 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
 
 async function settle(deps: ActionDeps, name: string, r: ActionOutcome, helpers: JobHelpers): Promise<void> {
   if (r.outcome === 'retry_after') {
-    await helpers.addJob(name, r.payload, { runAt: new Date(Date.now() + r.seconds * 1000), maxAttempts: helpers.job.max_attempts });
+    await helpers.addJob(name, r.payload, {
+      runAt: new Date(Date.now() + r.seconds * 1000),
+      maxAttempts: helpers.job.max_attempts,
+    });
   } else if (r.outcome === 'gave_up') {
     deps.log.warn({ task: name, jobId: helpers.job.id, reason: r.reason }, 'telegram action given up');
   }

@@ -21,7 +21,8 @@ export function send(
   return new Promise((resolve, reject) => {
     const headers = { ...options.headers };
     const framed = Object.keys(headers).some((name) => /^(content-length|transfer-encoding)$/i.test(name));
-    if (options.body !== undefined && !framed) headers['content-length'] = String(Buffer.byteLength(options.body));
+    if (options.body !== undefined && !framed)
+      headers['content-length'] = String(Buffer.byteLength(options.body));
     const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: false }, (res) => {
       const headMs = performance.now() - started;
       const chunks: Buffer[] = [];
@@ -48,8 +49,13 @@ export function send(
 export const NAVIGATION_ACCEPT =
   'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 
-export function cookieNamed(setCookies: string[], name: string): ReturnType<typeof parseSetCookie> | undefined {
-  return setCookies.map((line) => parseSetCookie(line, { decode: (raw) => raw })).find((cookie) => cookie.name === name);
+export function cookieNamed(
+  setCookies: string[],
+  name: string,
+): ReturnType<typeof parseSetCookie> | undefined {
+  return setCookies
+    .map((line) => parseSetCookie(line, { decode: (raw) => raw }))
+    .find((cookie) => cookie.name === name);
 }
 
 /**

@@ -39,9 +39,16 @@ function edit(text: string, from: string, to: string): string {
   return text.replace(from, to);
 }
 
-export async function startNginx(o: { tracker: string; websiteId: string; origin: string; fallback?: string }): Promise<RunningNginx> {
+export async function startNginx(o: {
+  tracker: string;
+  websiteId: string;
+  origin: string;
+  fallback?: string;
+}): Promise<RunningNginx> {
   if (!existsSync(NGINX) || !existsSync(JS_MODULE)) {
-    throw new Error(`nginx with the njs module is needed (${NGINX}, ${JS_MODULE}): apt-get install nginx-light libnginx-mod-http-js (.ci/run does)`);
+    throw new Error(
+      `nginx with the njs module is needed (${NGINX}, ${JS_MODULE}): apt-get install nginx-light libnginx-mod-http-js (.ci/run does)`,
+    );
   }
   const dir = scratchDir('nginx');
   const port = await freePort();
@@ -51,7 +58,11 @@ export async function startNginx(o: { tracker: string; websiteId: string; origin
   if (o.fallback !== undefined) js = edit(js, "const FALLBACK = '';", `const FALLBACK = '${o.fallback}';`);
   writeFileSync(join(dir, 'capigram.js'), js);
   let conf = readFileSync(new URL('capigram.conf', RECIPE), 'utf8');
-  conf = edit(conf, 'js_import capigram from /etc/nginx/capigram.js;', `js_import capigram from ${join(dir, 'capigram.js')};`);
+  conf = edit(
+    conf,
+    'js_import capigram from /etc/nginx/capigram.js;',
+    `js_import capigram from ${join(dir, 'capigram.js')};`,
+  );
   conf = edit(conf, 'server 127.0.0.1:3001;', `server ${new URL(o.origin).host};`);
   conf = edit(conf, 'listen 80;', `listen 127.0.0.1:${port};`);
   writeFileSync(join(dir, 'capigram.conf'), conf);
@@ -73,7 +84,9 @@ export async function startNginx(o: { tracker: string; websiteId: string; origin
       '',
     ].join('\n'),
   );
-  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
@@ -88,7 +101,8 @@ export async function startNginx(o: { tracker: string; websiteId: string; origin
       () => false,
     );
     if (up) break;
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`nginx did not start:\n${errorLog()}`);
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`nginx did not start:\n${errorLog()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   return {

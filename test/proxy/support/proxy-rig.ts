@@ -10,7 +10,10 @@ export const WEBSITE_ID = 'ws_test_site';
 /** A pino logger whose lines are kept for assertions. */
 export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'debug' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { logger, lines };
 }
 
@@ -68,7 +71,11 @@ export async function startRig(overrides: Partial<CapigramProxyOptions> = {}): P
     logs: lines,
     navigate: (path, headers = {}) =>
       send(`${proxy.url}${path}`, {
-        headers: { accept: NAVIGATION_ACCEPT, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0', ...headers },
+        headers: {
+          accept: NAVIGATION_ACCEPT,
+          'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0',
+          ...headers,
+        },
       }),
     async settle() {
       const deadline = Date.now() + 2_000;

@@ -11,7 +11,8 @@ export interface UpstreamRequest {
   body: Buffer;
 }
 
-export const HOME_HTML = '<!doctype html><html><head><title>Sample shop</title></head><body><h1>Welcome</h1><a id="join" href="/capigram/invite">Join our channel</a></body></html>';
+export const HOME_HTML =
+  '<!doctype html><html><head><title>Sample shop</title></head><body><h1>Welcome</h1><a id="join" href="/capigram/invite">Join our channel</a></body></html>';
 export const GZIP_TEXT = 'compressible '.repeat(500);
 export const GZIPPED = gzipSync(Buffer.from(GZIP_TEXT));
 
@@ -79,7 +80,11 @@ export async function startSampleUpstream(): Promise<SampleUpstream> {
           res.end(JSON.stringify(req.headers));
           return;
         case '/gzip':
-          res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip', 'content-length': GZIPPED.length });
+          res.writeHead(200, {
+            'content-type': 'text/plain',
+            'content-encoding': 'gzip',
+            'content-length': GZIPPED.length,
+          });
           res.end(GZIPPED);
           return;
         case '/stream':

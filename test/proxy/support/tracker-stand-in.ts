@@ -52,7 +52,8 @@ export async function startTrackerStandIn(): Promise<TrackerStandIn> {
     async waitFor(path, n = 1, timeoutMs = 3_000) {
       const deadline = Date.now() + timeoutMs;
       while (state.of(path).length < n) {
-        if (Date.now() > deadline) throw new Error(`expected ${n} calls of ${path}, got ${state.of(path).length}`);
+        if (Date.now() > deadline)
+          throw new Error(`expected ${n} calls of ${path}, got ${state.of(path).length}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       return state.of(path);
@@ -100,7 +101,10 @@ export async function startTrackerStandIn(): Promise<TrackerStandIn> {
           json(200, { updated: true });
           return;
         case 'GET /backend/track/invite': {
-          const answer = state.inviteAnswer ?? { status: 302, location: `https://t.me/+stand-in-${calls.length}` };
+          const answer = state.inviteAnswer ?? {
+            status: 302,
+            location: `https://t.me/+stand-in-${calls.length}`,
+          };
           res.writeHead(answer.status, answer.location === undefined ? {} : { location: answer.location });
           res.end();
           return;

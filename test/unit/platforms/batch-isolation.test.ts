@@ -8,9 +8,21 @@ describe('bisect', () => {
   it.each([
     [[], [[]]],
     [['a'], [['a']]],
-    [['a', 'b'], [['a'], ['b']]],
-    [['a', 'b', 'c'], [['a', 'b'], ['c']]],
-    [['a', 'b', 'c', 'd'], [['a', 'b'], ['c', 'd']]],
+    [
+      ['a', 'b'],
+      [['a'], ['b']],
+    ],
+    [
+      ['a', 'b', 'c'],
+      [['a', 'b'], ['c']],
+    ],
+    [
+      ['a', 'b', 'c', 'd'],
+      [
+        ['a', 'b'],
+        ['c', 'd'],
+      ],
+    ],
   ])('%j → %j', (batch, halves) => {
     expect(bisect(batch)).toEqual(halves);
   });
@@ -18,13 +30,41 @@ describe('bisect', () => {
 
 describe('decideIsolation', () => {
   const failed = (id: string, isolate: boolean): EventOutcome =>
-    isolate ? { eventId: id, outcome: 'failed', error: 'bad', isolate: true } : { eventId: id, outcome: 'failed', error: 'bad' };
+    isolate
+      ? { eventId: id, outcome: 'failed', error: 'bad', isolate: true }
+      : { eventId: id, outcome: 'failed', error: 'bad' };
 
   it.each<[string, string[], EventOutcome[], ReturnType<typeof decideIsolation<string>>]>([
-    ['delivered outcomes stand', ['a', 'b'], [{ eventId: 'a', outcome: 'delivered' }, { eventId: 'b', outcome: 'delivered' }], { action: 'final' }],
-    ['retries stand', ['a', 'b'], [{ eventId: 'a', outcome: 'retry', error: 'x' }, { eventId: 'b', outcome: 'retry', error: 'x' }], { action: 'final' }],
-    ['a failure that applies to all stands', ['a', 'b'], [failed('a', false), failed('b', false)], { action: 'final' }],
-    ['a whole-batch rejection splits', ['a', 'b', 'c'], [failed('a', true), failed('b', true), failed('c', true)], { action: 'split', batches: [['a', 'b'], ['c']] }],
+    [
+      'delivered outcomes stand',
+      ['a', 'b'],
+      [
+        { eventId: 'a', outcome: 'delivered' },
+        { eventId: 'b', outcome: 'delivered' },
+      ],
+      { action: 'final' },
+    ],
+    [
+      'retries stand',
+      ['a', 'b'],
+      [
+        { eventId: 'a', outcome: 'retry', error: 'x' },
+        { eventId: 'b', outcome: 'retry', error: 'x' },
+      ],
+      { action: 'final' },
+    ],
+    [
+      'a failure that applies to all stands',
+      ['a', 'b'],
+      [failed('a', false), failed('b', false)],
+      { action: 'final' },
+    ],
+    [
+      'a whole-batch rejection splits',
+      ['a', 'b', 'c'],
+      [failed('a', true), failed('b', true), failed('c', true)],
+      { action: 'split', batches: [['a', 'b'], ['c']] },
+    ],
     ['a single event is never split', ['a'], [failed('a', true)], { action: 'final' }],
   ])('%s', (_name, batch, outcomes, expected) => {
     expect(decideIsolation(batch, outcomes)).toStrictEqual(expected);

@@ -31,19 +31,27 @@ export function event(overrides: Partial<DeliveryEvent> = {}): DeliveryEvent {
   };
 }
 
-export function reply(status: number, body: unknown = '', headers: Record<string, string> = {}): PlatformResponse {
+export function reply(
+  status: number,
+  body: unknown = '',
+  headers: Record<string, string> = {},
+): PlatformResponse {
   return { status, headers, bodyText: typeof body === 'string' ? body : JSON.stringify(body) };
 }
 
 export function retryAll(events: DeliveryEvent[], error: string, delayMs?: number): EventOutcome[] {
   return events.map((e) =>
-    delayMs === undefined ? { eventId: e.eventId, outcome: 'retry', error } : { eventId: e.eventId, outcome: 'retry', error, delayMs },
+    delayMs === undefined
+      ? { eventId: e.eventId, outcome: 'retry', error }
+      : { eventId: e.eventId, outcome: 'retry', error, delayMs },
   );
 }
 
 export function failAll(events: DeliveryEvent[], error: string, isolate = false): EventOutcome[] {
   return events.map((e) =>
-    isolate ? { eventId: e.eventId, outcome: 'failed', error, isolate: true } : { eventId: e.eventId, outcome: 'failed', error },
+    isolate
+      ? { eventId: e.eventId, outcome: 'failed', error, isolate: true }
+      : { eventId: e.eventId, outcome: 'failed', error },
   );
 }
 

@@ -29,8 +29,21 @@ describe('googleDateTime', () => {
 describe('google buildRequest', () => {
   it('builds uploadClickConversions with partialFailure, orderId and the conversion action resource name', () => {
     const events = [
-      gEvent({ eventId: 'e1', eventType: 'Purchase', value: 120.5, currency: 'usd', orderId: 'cnv_42', hashed: { em: HASH.email } }),
-      gEvent({ eventId: 'e2', eventType: 'Subscribe', gclid: 'Cj0-second', eventTimeMs: NOW - 61_000, orderId: null }),
+      gEvent({
+        eventId: 'e1',
+        eventType: 'Purchase',
+        value: 120.5,
+        currency: 'usd',
+        orderId: 'cnv_42',
+        hashed: { em: HASH.email },
+      }),
+      gEvent({
+        eventId: 'e2',
+        eventType: 'Subscribe',
+        gclid: 'Cj0-second',
+        eventTimeMs: NOW - 61_000,
+        orderId: null,
+      }),
     ];
     const req = googleAdapter.buildRequest(events, { ...pixel, loginCustomerId: '111-222-3333' }, `${BASE}/`);
     expect(req.url).toBe(`${BASE}/v25/customers/1234567890:uploadClickConversions`);
@@ -79,9 +92,17 @@ describe('google buildRequest', () => {
     );
   });
 
-  it('rejects another platform\'s pixel and too big a batch', () => {
-    expect(() => googleAdapter.buildRequest([gEvent()], { platform: 'meta', pixelId: 'p', accessToken: 't' }, BASE)).toThrow(TypeError);
-    expect(() => googleAdapter.buildRequest(Array.from({ length: 2001 }, () => gEvent()), pixel, BASE)).toThrow(RangeError);
+  it("rejects another platform's pixel and too big a batch", () => {
+    expect(() =>
+      googleAdapter.buildRequest([gEvent()], { platform: 'meta', pixelId: 'p', accessToken: 't' }, BASE),
+    ).toThrow(TypeError);
+    expect(() =>
+      googleAdapter.buildRequest(
+        Array.from({ length: 2001 }, () => gEvent()),
+        pixel,
+        BASE,
+      ),
+    ).toThrow(RangeError);
   });
 });
 
@@ -89,35 +110,81 @@ describe('google precheck', () => {
   it.each<[string, Partial<DeliveryEvent>, { ok: true } | { ok: false; skipReason: string }]>([
     ['a conversion with a gclid', {}, { ok: true }],
     ['no user agent or URL (Google needs neither)', { userAgent: null, eventSourceUrl: null }, { ok: true }],
-    ['no click id and no e-mail or phone', { gclid: null }, { ok: false, skipReason: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' }],
-    ['a blank gclid', { gclid: ' ', hashed: { fn: HASH.email } }, { ok: false, skipReason: 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with' }],
-    ['no click id but an e-mail (enhanced conversions)', { gclid: null, hashed: { em: HASH.email } }, { ok: true }],
+    [
+      'no click id and no e-mail or phone',
+      { gclid: null },
+      {
+        ok: false,
+        skipReason:
+          'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
+      },
+    ],
+    [
+      'a blank gclid',
+      { gclid: ' ', hashed: { fn: HASH.email } },
+      {
+        ok: false,
+        skipReason:
+          'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
+      },
+    ],
+    [
+      'no click id but an e-mail (enhanced conversions)',
+      { gclid: null, hashed: { em: HASH.email } },
+      { ok: true },
+    ],
     ['no click id but a phone in E.164', { gclid: null, hashed: { phE164: HASH.email } }, { ok: true }],
     ['a gbraid alone', { gclid: null, gbraid: 'GBRAID_1' }, { ok: true }],
     ['a wbraid alone', { gclid: null, wbraid: 'WBRAID_1' }, { ok: true }],
-    ['a page view', { eventType: 'PageView' }, { ok: false, skipReason: 'page views are not uploaded to Google Ads' }],
+    [
+      'a page view',
+      { eventType: 'PageView' },
+      { ok: false, skipReason: 'page views are not uploaded to Google Ads' },
+    ],
     ['an event 90 days old', { eventTimeMs: NOW - 90 * DAY }, { ok: true }],
-    ['an event older than 90 days', { eventTimeMs: NOW - 90 * DAY - 1 }, { ok: false, skipReason: "event is older than Google Ads' 90-day window" }],
-    ['an event in the future', { eventTimeMs: NOW + DAY }, { ok: false, skipReason: 'event time is more than 5 minutes in the future' }],
+    [
+      'an event older than 90 days',
+      { eventTimeMs: NOW - 90 * DAY - 1 },
+      { ok: false, skipReason: "event is older than Google Ads' 90-day window" },
+    ],
+    [
+      'an event in the future',
+      { eventTimeMs: NOW + DAY },
+      { ok: false, skipReason: 'event time is more than 5 minutes in the future' },
+    ],
   ])('%s', (_name, overrides, expected) => {
     expect(googleAdapter.precheck(gEvent(overrides), NOW)).toStrictEqual(expected);
   });
 
   it('skips an event type the pixel maps to no conversion action, naming the missing mapping', () => {
-    const mapped: PixelConfig = { ...pixel, conversionActions: { Subscribe: '1', Purchase: '2', 'Custom:Demo': '3' } };
-    expect(googleAdapter.precheck(gEvent({ eventType: 'Purchase' }), NOW, mapped)).toStrictEqual({ ok: true });
+    const mapped: PixelConfig = {
+      ...pixel,
+      conversionActions: { Subscribe: '1', Purchase: '2', 'Custom:Demo': '3' },
+    };
+    expect(googleAdapter.precheck(gEvent({ eventType: 'Purchase' }), NOW, mapped)).toStrictEqual({
+      ok: true,
+    });
     expect(googleAdapter.precheck(gEvent({ eventType: 'Lead' }), NOW, mapped)).toStrictEqual({
       ok: false,
-      skipReason: 'no Google Ads conversion action for Lead on this pixel (map one with pixel update --conversion-action Lead=ACTION_ID)',
+      skipReason:
+        'no Google Ads conversion action for Lead on this pixel (map one with pixel update --conversion-action Lead=ACTION_ID)',
     });
-    expect(googleAdapter.precheck(gEvent({ eventType: 'Custom', customEventName: 'Demo' }), NOW, mapped)).toStrictEqual({ ok: true });
-    expect(googleAdapter.precheck(gEvent({ eventType: 'Custom', customEventName: 'Other' }), NOW, mapped)).toMatchObject({ ok: false, skipReason: expect.stringContaining('Custom:Other=ACTION_ID') });
+    expect(
+      googleAdapter.precheck(gEvent({ eventType: 'Custom', customEventName: 'Demo' }), NOW, mapped),
+    ).toStrictEqual({ ok: true });
+    expect(
+      googleAdapter.precheck(gEvent({ eventType: 'Custom', customEventName: 'Other' }), NOW, mapped),
+    ).toMatchObject({ ok: false, skipReason: expect.stringContaining('Custom:Other=ACTION_ID') });
   });
 });
 
 describe('google conversions per event type, click ids, identifiers, consent, test mode', () => {
-  const mapped: PixelConfig = { ...pixel, conversionActions: { Subscribe: '11', Purchase: '22', Custom: '33', 'Custom:Demo': '44' } };
-  const rows = (events: DeliveryEvent[], p: PixelConfig = mapped, opts = {}) => JSON.parse(googleAdapter.buildRequest(events, p, BASE, opts).body);
+  const mapped: PixelConfig = {
+    ...pixel,
+    conversionActions: { Subscribe: '11', Purchase: '22', Custom: '33', 'Custom:Demo': '44' },
+  };
+  const rows = (events: DeliveryEvent[], p: PixelConfig = mapped, opts = {}) =>
+    JSON.parse(googleAdapter.buildRequest(events, p, BASE, opts).body);
 
   it('sends each event to the action of its type, the most specific mapping first', () => {
     const body = rows([
@@ -126,8 +193,12 @@ describe('google conversions per event type, click ids, identifiers, consent, te
       gEvent({ eventId: 'c', eventType: 'Custom', customEventName: 'Demo' }),
       gEvent({ eventId: 'd', eventType: 'Custom', customEventName: 'Webinar' }),
     ]);
-    expect(body.conversions.map((c: { conversionAction: string }) => c.conversionAction.split('/').pop())).toEqual(['11', '22', '44', '33']);
-    expect(() => googleAdapter.buildRequest([gEvent({ eventType: 'Lead' })], mapped, BASE)).toThrow(/no Google Ads conversion action for Lead/);
+    expect(
+      body.conversions.map((c: { conversionAction: string }) => c.conversionAction.split('/').pop()),
+    ).toEqual(['11', '22', '44', '33']);
+    expect(() => googleAdapter.buildRequest([gEvent({ eventType: 'Lead' })], mapped, BASE)).toThrow(
+      /no Google Ads conversion action for Lead/,
+    );
   });
 
   it('carries one click id at most, the gclid first, then gbraid, then wbraid', () => {
@@ -138,12 +209,27 @@ describe('google conversions per event type, click ids, identifiers, consent, te
       gEvent({ eventId: 'd', gclid: null, hashed: { em: HASH.email } }),
     ]);
     const ids = body.conversions.map((c: Record<string, unknown>) => [c.gclid, c.gbraid, c.wbraid]);
-    expect(ids).toEqual([['G1', undefined, undefined], [undefined, 'GB2', undefined], [undefined, undefined, 'WB3'], [undefined, undefined, undefined]]);
+    expect(ids).toEqual([
+      ['G1', undefined, undefined],
+      [undefined, 'GB2', undefined],
+      [undefined, undefined, 'WB3'],
+      [undefined, undefined, undefined],
+    ]);
   });
 
   it("sends Google's e-mail digest when stored (else the common one) and the E.164 phone digest; never names", () => {
     const [a, b] = rows([
-      gEvent({ eventId: 'a', hashed: { em: 'e'.repeat(64), emGoogle: 'f'.repeat(64), ph: '1'.repeat(64), phE164: '2'.repeat(64), fn: '3'.repeat(64), ln: '4'.repeat(64) } }),
+      gEvent({
+        eventId: 'a',
+        hashed: {
+          em: 'e'.repeat(64),
+          emGoogle: 'f'.repeat(64),
+          ph: '1'.repeat(64),
+          phE164: '2'.repeat(64),
+          fn: '3'.repeat(64),
+          ln: '4'.repeat(64),
+        },
+      }),
       gEvent({ eventId: 'b', hashed: { em: 'e'.repeat(64) } }),
     ]).conversions;
     expect(a.userIdentifiers).toEqual([
@@ -155,7 +241,11 @@ describe('google conversions per event type, click ids, identifiers, consent, te
   });
 
   it("sends the site's consent, else the configured default, else none", () => {
-    const [a, b] = rows([gEvent({ eventId: 'a', adUserDataConsent: 'DENIED' }), gEvent({ eventId: 'b' })], mapped, { adUserDataConsent: 'GRANTED' }).conversions;
+    const [a, b] = rows(
+      [gEvent({ eventId: 'a', adUserDataConsent: 'DENIED' }), gEvent({ eventId: 'b' })],
+      mapped,
+      { adUserDataConsent: 'GRANTED' },
+    ).conversions;
     expect(a.consent).toEqual({ adUserData: 'DENIED' });
     expect(b.consent).toEqual({ adUserData: 'GRANTED' });
     expect(rows([gEvent()]).conversions[0].consent).toBeUndefined();
@@ -176,7 +266,9 @@ function rowError(index: number | undefined, errorCode: Record<string, string>, 
   return {
     errorCode,
     message,
-    ...(index === undefined ? {} : { location: { fieldPathElements: [{ fieldName: 'conversions', index }, { fieldName: 'gclid' }] } }),
+    ...(index === undefined
+      ? {}
+      : { location: { fieldPathElements: [{ fieldName: 'conversions', index }, { fieldName: 'gclid' }] } }),
   };
 }
 
@@ -186,7 +278,13 @@ function partial(errors: unknown[]) {
     partialFailureError: {
       code: 3,
       message: 'summary',
-      details: [{ '@type': 'type.googleapis.com/google.ads.googleads.v21.errors.GoogleAdsFailure', errors, requestId: 'r' }],
+      details: [
+        {
+          '@type': 'type.googleapis.com/google.ads.googleads.v21.errors.GoogleAdsFailure',
+          errors,
+          requestId: 'r',
+        },
+      ],
     },
   };
 }
@@ -196,7 +294,9 @@ describe('google classify', () => {
   const two = five.slice(0, 2);
 
   it('200 without partial failure → delivered; an empty 200 body too', () => {
-    expect(googleAdapter.classify(reply(200, { results: [{ gclid: 'a' }, { gclid: 'b' }] }), two, NOW)).toStrictEqual(deliveredAll(two));
+    expect(
+      googleAdapter.classify(reply(200, { results: [{ gclid: 'a' }, { gclid: 'b' }] }), two, NOW),
+    ).toStrictEqual(deliveredAll(two));
     expect(googleAdapter.classify(reply(200, ''), two, NOW)).toStrictEqual(deliveredAll(two));
   });
 
@@ -221,13 +321,19 @@ describe('google classify', () => {
 
   it.each([
     [{ conversionUploadError: 'CLICK_CONVERSION_ALREADY_EXISTS' }, { outcome: 'delivered' }],
-    [{ conversionUploadError: 'TOO_RECENT_CONVERSION_ACTION' }, { outcome: 'retry', error: 'TOO_RECENT_CONVERSION_ACTION: m' }],
+    [
+      { conversionUploadError: 'TOO_RECENT_CONVERSION_ACTION' },
+      { outcome: 'retry', error: 'TOO_RECENT_CONVERSION_ACTION: m' },
+    ],
     [{ conversionUploadError: 'TOO_RECENT_EVENT' }, { outcome: 'retry', error: 'TOO_RECENT_EVENT: m' }],
     [{ quotaError: 'RESOURCE_EXHAUSTED' }, { outcome: 'retry', error: 'RESOURCE_EXHAUSTED: m' }],
     [{ internalError: 'INTERNAL_ERROR' }, { outcome: 'retry', error: 'INTERNAL_ERROR: m' }],
     [{ conversionUploadError: 'UNPARSEABLE_GCLID' }, { outcome: 'failed', error: 'UNPARSEABLE_GCLID: m' }],
     [{ conversionUploadError: 'EXPIRED_EVENT' }, { outcome: 'failed', error: 'EXPIRED_EVENT: m' }],
-    [{ conversionUploadError: 'CONVERSION_PRECEDES_EVENT' }, { outcome: 'failed', error: 'CONVERSION_PRECEDES_EVENT: m' }],
+    [
+      { conversionUploadError: 'CONVERSION_PRECEDES_EVENT' },
+      { outcome: 'failed', error: 'CONVERSION_PRECEDES_EVENT: m' },
+    ],
     [{ fieldError: 'REQUIRED' }, { outcome: 'failed', error: 'REQUIRED: m' }],
     [{}, { outcome: 'failed', error: 'UNKNOWN: m' }],
   ])('row error %j → %j', (errorCode, expected) => {
@@ -253,13 +359,21 @@ describe('google classify', () => {
       { eventId: 'r0', outcome: 'failed', error: 'EXPIRED_EVENT: expired' },
       { eventId: 'r1', outcome: 'retry', error: 'RESOURCE_EXHAUSTED: quota' },
     ]);
-    const unplaced = reply(200, partial([rowError(undefined, { conversionUploadError: 'TOO_RECENT_EVENT' }, 'all')]));
+    const unplaced = reply(
+      200,
+      partial([rowError(undefined, { conversionUploadError: 'TOO_RECENT_EVENT' }, 'all')]),
+    );
     expect(googleAdapter.classify(unplaced, two, NOW)).toStrictEqual(retryAll(two, 'TOO_RECENT_EVENT: all'));
   });
 
   it('a partial failure with no details fails every row with its summary', () => {
-    const res = reply(200, { results: [{}, {}], partialFailureError: { code: 3, message: 'Something went wrong at conversions[0]' } });
-    expect(googleAdapter.classify(res, two, NOW)).toStrictEqual(failAll(two, 'UNKNOWN: Something went wrong at conversions[0]'));
+    const res = reply(200, {
+      results: [{}, {}],
+      partialFailureError: { code: 3, message: 'Something went wrong at conversions[0]' },
+    });
+    expect(googleAdapter.classify(res, two, NOW)).toStrictEqual(
+      failAll(two, 'UNKNOWN: Something went wrong at conversions[0]'),
+    );
   });
 
   const quota = {
@@ -281,12 +395,18 @@ describe('google classify', () => {
       ],
     },
   };
-  const quotaText = 'HTTP 429: RESOURCE_EXHAUSTED: Resource has been exhausted (e.g. check quota). (RESOURCE_EXHAUSTED: Too many requests.)';
+  const quotaText =
+    'HTTP 429: RESOURCE_EXHAUSTED: Resource has been exhausted (e.g. check quota). (RESOURCE_EXHAUSTED: Too many requests.)';
 
   it.each([
     ['429 with retryDelay', reply(429, quota), quotaText, 30_000],
     ['429 with Retry-After, which wins', reply(429, quota, { 'Retry-After': '5' }), quotaText, 5_000],
-    ['500', reply(500, { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } }), 'HTTP 500: INTERNAL: Internal error encountered.', undefined],
+    [
+      '500',
+      reply(500, { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } }),
+      'HTTP 500: INTERNAL: Internal error encountered.',
+      undefined,
+    ],
     ['503', reply(503, ''), 'HTTP 503', undefined],
     ['a network error', { networkError: 'ECONNREFUSED' }, 'network error: ECONNREFUSED', undefined],
     ['an unreadable 200', reply(200, 'garbage'), 'HTTP 200: unexpected body: garbage', undefined],
@@ -297,11 +417,35 @@ describe('google classify', () => {
   it.each([
     [
       401,
-      { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED', details: [{ errors: [{ errorCode: { authenticationError: 'OAUTH_TOKEN_INVALID' }, message: 'Oauth token is invalid.' }] }] } },
+      {
+        error: {
+          code: 401,
+          message: 'Request had invalid authentication credentials.',
+          status: 'UNAUTHENTICATED',
+          details: [
+            {
+              errors: [
+                {
+                  errorCode: { authenticationError: 'OAUTH_TOKEN_INVALID' },
+                  message: 'Oauth token is invalid.',
+                },
+              ],
+            },
+          ],
+        },
+      },
       'HTTP 401: UNAUTHENTICATED: Request had invalid authentication credentials. (OAUTH_TOKEN_INVALID: Oauth token is invalid.)',
     ],
-    [403, { error: { code: 403, message: 'The caller does not have permission', status: 'PERMISSION_DENIED' } }, 'HTTP 403: PERMISSION_DENIED: The caller does not have permission'],
-    [400, { error: { code: 400, message: 'Request contains an invalid argument.', status: 'INVALID_ARGUMENT' } }, 'HTTP 400: INVALID_ARGUMENT: Request contains an invalid argument.'],
+    [
+      403,
+      { error: { code: 403, message: 'The caller does not have permission', status: 'PERMISSION_DENIED' } },
+      'HTTP 403: PERMISSION_DENIED: The caller does not have permission',
+    ],
+    [
+      400,
+      { error: { code: 400, message: 'Request contains an invalid argument.', status: 'INVALID_ARGUMENT' } },
+      'HTTP 400: INVALID_ARGUMENT: Request contains an invalid argument.',
+    ],
   ])('%i → failed all', (status, b, text) => {
     expect(googleAdapter.classify(reply(status, b), two, NOW)).toStrictEqual(failAll(two, text));
   });

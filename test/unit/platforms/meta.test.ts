@@ -1,7 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { META_RETRY_CODES, metaAdapter, metaUsageDelayMs } from '../../../backend/platforms/meta.js';
 import type { DeliveryEvent, PixelConfig } from '../../../backend/platforms/types.js';
-import { DAY, FBC, FBP, HASH, NOW, NOW_S, UA, deliveredAll, event, failAll, reply, retryAll } from './fixtures.js';
+import {
+  DAY,
+  FBC,
+  FBP,
+  HASH,
+  NOW,
+  NOW_S,
+  UA,
+  deliveredAll,
+  event,
+  failAll,
+  reply,
+  retryAll,
+} from './fixtures.js';
 
 const BASE = 'https://graph.example.test';
 const pixel: PixelConfig = { platform: 'meta', pixelId: '1234567890', accessToken: 'EAAB-token' };
@@ -11,7 +24,7 @@ function body(events: DeliveryEvent[], p: PixelConfig = pixel, opts = {}): unkno
 }
 
 describe('meta buildRequest', () => {
-  it('reproduces the PLATFORMS.md sample byte for byte, with the visit\'s referrer as referrer_url', () => {
+  it("reproduces the PLATFORMS.md sample byte for byte, with the visit's referrer as referrer_url", () => {
     const sample = `{"data":[{"event_name":"Subscribe","event_time":1763776800,"event_id":"cnv_01JD…",
       "action_source":"website","event_source_url":"https://shop.example.com/landing?fbclid=IwAR2F4",
       "referrer_url":"https://l.facebook.com/",
@@ -62,7 +75,14 @@ describe('meta buildRequest', () => {
       fbp: FBP,
       gclid: 'gclid-ignored',
       ttclid: 'ttclid-ignored',
-      hashed: { em: HASH.email, ph: HASH.ph, phE164: HASH.phE164, fn: HASH.fn, ln: HASH.ln, externalId: HASH.externalId },
+      hashed: {
+        em: HASH.email,
+        ph: HASH.ph,
+        phE164: HASH.phE164,
+        fn: HASH.fn,
+        ln: HASH.ln,
+        externalId: HASH.externalId,
+      },
       value: 49.9,
       currency: 'eur',
       contentName: 'VIP channel',
@@ -106,7 +126,14 @@ describe('meta buildRequest', () => {
   });
 
   it('leaves out custom_data, test_event_code and empty fields when there is nothing to send', () => {
-    const e = event({ eventType: 'PageView', clientIp: '', fbc: null, contentName: '  ', value: 10, currency: null });
+    const e = event({
+      eventType: 'PageView',
+      clientIp: '',
+      fbc: null,
+      contentName: '  ',
+      value: 10,
+      currency: null,
+    });
     expect(body([e], { ...pixel, testEventCode: null })).toStrictEqual({
       data: [
         {
@@ -132,11 +159,21 @@ describe('meta buildRequest', () => {
     ]);
   });
 
-  it('rejects programming errors: another platform\'s pixel, an empty or oversized batch, a nameless Custom', () => {
-    expect(() => metaAdapter.buildRequest([event()], { platform: 'snapchat', pixelId: 'p', accessToken: 't' }, BASE)).toThrow(TypeError);
+  it("rejects programming errors: another platform's pixel, an empty or oversized batch, a nameless Custom", () => {
+    expect(() =>
+      metaAdapter.buildRequest([event()], { platform: 'snapchat', pixelId: 'p', accessToken: 't' }, BASE),
+    ).toThrow(TypeError);
     expect(() => metaAdapter.buildRequest([], pixel, BASE)).toThrow(RangeError);
-    expect(() => metaAdapter.buildRequest(Array.from({ length: 1001 }, () => event()), pixel, BASE)).toThrow(RangeError);
-    expect(() => metaAdapter.buildRequest([event({ eventType: 'Custom' })], pixel, BASE)).toThrow(/customEventName/);
+    expect(() =>
+      metaAdapter.buildRequest(
+        Array.from({ length: 1001 }, () => event()),
+        pixel,
+        BASE,
+      ),
+    ).toThrow(RangeError);
+    expect(() => metaAdapter.buildRequest([event({ eventType: 'Custom' })], pixel, BASE)).toThrow(
+      /customEventName/,
+    );
   });
 });
 
@@ -144,17 +181,49 @@ describe('meta precheck', () => {
   it.each<[string, Partial<DeliveryEvent>, { ok: true } | { ok: false; skipReason: string }]>([
     ['a complete event', {}, { ok: true }],
     ['an event exactly 7 days old', { eventTimeMs: NOW - 7 * DAY }, { ok: true }],
-    ['an event 7 days and 1 ms old', { eventTimeMs: NOW - 7 * DAY - 1 }, { ok: false, skipReason: "event is older than Meta's 7-day window" }],
+    [
+      'an event 7 days and 1 ms old',
+      { eventTimeMs: NOW - 7 * DAY - 1 },
+      { ok: false, skipReason: "event is older than Meta's 7-day window" },
+    ],
     ['an event 5 minutes ahead', { eventTimeMs: NOW + 5 * 60_000 }, { ok: true }],
-    ['an event further ahead', { eventTimeMs: NOW + 5 * 60_000 + 1 }, { ok: false, skipReason: 'event time is more than 5 minutes in the future' }],
+    [
+      'an event further ahead',
+      { eventTimeMs: NOW + 5 * 60_000 + 1 },
+      { ok: false, skipReason: 'event time is more than 5 minutes in the future' },
+    ],
     ['a NaN time', { eventTimeMs: Number.NaN }, { ok: false, skipReason: 'event time is not a number' }],
-    ['no user agent', { userAgent: null }, { ok: false, skipReason: 'missing user agent (required for website events)' }],
-    ['a blank user agent', { userAgent: '  ' }, { ok: false, skipReason: 'missing user agent (required for website events)' }],
-    ['no source URL', { eventSourceUrl: undefined }, { ok: false, skipReason: 'missing event source URL (required for website events)' }],
-    ['a Custom event without name', { eventType: 'Custom', customEventName: ' ' }, { ok: false, skipReason: 'Custom event without customEventName' }],
+    [
+      'no user agent',
+      { userAgent: null },
+      { ok: false, skipReason: 'missing user agent (required for website events)' },
+    ],
+    [
+      'a blank user agent',
+      { userAgent: '  ' },
+      { ok: false, skipReason: 'missing user agent (required for website events)' },
+    ],
+    [
+      'no source URL',
+      { eventSourceUrl: undefined },
+      { ok: false, skipReason: 'missing event source URL (required for website events)' },
+    ],
+    [
+      'a Custom event without name',
+      { eventType: 'Custom', customEventName: ' ' },
+      { ok: false, skipReason: 'Custom event without customEventName' },
+    ],
     ['a named Custom event', { eventType: 'Custom', customEventName: 'Vip' }, { ok: true }],
-    ['a Purchase without currency', { eventType: 'Purchase', value: 5 }, { ok: false, skipReason: 'Purchase requires value and currency' }],
-    ['a Purchase without value', { eventType: 'Purchase', currency: 'USD' }, { ok: false, skipReason: 'Purchase requires value and currency' }],
+    [
+      'a Purchase without currency',
+      { eventType: 'Purchase', value: 5 },
+      { ok: false, skipReason: 'Purchase requires value and currency' },
+    ],
+    [
+      'a Purchase without value',
+      { eventType: 'Purchase', currency: 'USD' },
+      { ok: false, skipReason: 'Purchase requires value and currency' },
+    ],
     ['a Purchase with both', { eventType: 'Purchase', value: 0, currency: 'USD' }, { ok: true }],
     ['no gclid (Meta does not need one)', { gclid: null }, { ok: true }],
   ])('%s', (_name, overrides, expected) => {
@@ -163,12 +232,17 @@ describe('meta precheck', () => {
 
   it('is usable detached from the adapter object', () => {
     const { precheck } = metaAdapter;
-    expect(precheck(event({ userAgent: null }), NOW)).toStrictEqual({ ok: false, skipReason: 'missing user agent (required for website events)' });
+    expect(precheck(event({ userAgent: null }), NOW)).toStrictEqual({
+      ok: false,
+      skipReason: 'missing user agent (required for website events)',
+    });
   });
 });
 
 function graphError(code: number, extra: Record<string, unknown> = {}) {
-  return { error: { message: 'Invalid parameter', type: 'OAuthException', code, fbtrace_id: 'AbC', ...extra } };
+  return {
+    error: { message: 'Invalid parameter', type: 'OAuthException', code, fbtrace_id: 'AbC', ...extra },
+  };
 }
 
 describe('meta classify', () => {
@@ -176,7 +250,9 @@ describe('meta classify', () => {
   const two = [event({ eventId: 'e1' }), event({ eventId: 'e2' })];
 
   it('2xx → delivered', () => {
-    expect(metaAdapter.classify(reply(200, { events_received: 2, messages: [], fbtrace_id: 'x' }), two, NOW)).toStrictEqual(deliveredAll(two));
+    expect(
+      metaAdapter.classify(reply(200, { events_received: 2, messages: [], fbtrace_id: 'x' }), two, NOW),
+    ).toStrictEqual(deliveredAll(two));
   });
 
   it('network error → retry', () => {
@@ -196,21 +272,37 @@ describe('meta classify', () => {
   });
 
   it('5xx → retry, honouring Retry-After in seconds', () => {
-    const res = reply(503, graphError(2, { message: 'Service temporarily unavailable', is_transient: true }), { 'Retry-After': '120' });
-    expect(metaAdapter.classify(res, one, NOW)).toStrictEqual(retryAll(one, 'Service temporarily unavailable (code 2)', 120_000));
+    const res = reply(
+      503,
+      graphError(2, { message: 'Service temporarily unavailable', is_transient: true }),
+      { 'Retry-After': '120' },
+    );
+    expect(metaAdapter.classify(res, one, NOW)).toStrictEqual(
+      retryAll(one, 'Service temporarily unavailable (code 2)', 120_000),
+    );
   });
 
   it('5xx with an HTML body → retry with the body as the error', () => {
     const res = reply(502, '<html>Bad Gateway</html>', { 'retry-after': 'Sat, 22 Nov 2025 02:00:30 GMT' });
-    expect(metaAdapter.classify(res, one, NOW)).toStrictEqual(retryAll(one, 'HTTP 502: <html>Bad Gateway</html>', 30_000));
+    expect(metaAdapter.classify(res, one, NOW)).toStrictEqual(
+      retryAll(one, 'HTTP 502: <html>Bad Gateway</html>', 30_000),
+    );
   });
 
-  it('throttling without Retry-After → retry after the usage header\'s estimated_time_to_regain_access', () => {
-    const usage = JSON.stringify({ '1234567890': [{ type: 'ads_management', call_count: 100, estimated_time_to_regain_access: 3 }] });
-    const res = reply(429, graphError(17, { message: 'User request limit reached', error_subcode: 2446079, is_transient: true }), {
-      'x-business-use-case-usage': usage,
+  it("throttling without Retry-After → retry after the usage header's estimated_time_to_regain_access", () => {
+    const usage = JSON.stringify({
+      '1234567890': [{ type: 'ads_management', call_count: 100, estimated_time_to_regain_access: 3 }],
     });
-    expect(metaAdapter.classify(res, two, NOW)).toStrictEqual(retryAll(two, 'User request limit reached (code 17/2446079)', 180_000));
+    const res = reply(
+      429,
+      graphError(17, { message: 'User request limit reached', error_subcode: 2446079, is_transient: true }),
+      {
+        'x-business-use-case-usage': usage,
+      },
+    );
+    expect(metaAdapter.classify(res, two, NOW)).toStrictEqual(
+      retryAll(two, 'User request limit reached (code 17/2446079)', 180_000),
+    );
   });
 
   it('code 100 → failed with message and user message, isolating when the batch has several events', () => {
@@ -225,7 +317,10 @@ describe('meta classify', () => {
   });
 
   it('code 190 (bad token) → failed, no isolation: every event would fail the same way', () => {
-    const res = reply(401, graphError(190, { message: 'Error validating access token: Session has expired.', error_subcode: 463 }));
+    const res = reply(
+      401,
+      graphError(190, { message: 'Error validating access token: Session has expired.', error_subcode: 463 }),
+    );
     expect(metaAdapter.classify(res, two, NOW)).toStrictEqual(
       failAll(two, 'Error validating access token: Session has expired. (code 190/463)'),
     );
@@ -252,9 +347,17 @@ describe('metaUsageDelayMs', () => {
   it.each([
     [{}, undefined],
     [{ 'x-business-use-case-usage': 'not json' }, undefined],
-    [{ 'X-Business-Use-Case-Usage': JSON.stringify({ a: [{ estimated_time_to_regain_access: 0 }] }) }, undefined],
     [
-      { 'x-business-use-case-usage': JSON.stringify({ a: [{ estimated_time_to_regain_access: 2 }], b: [{ estimated_time_to_regain_access: 5 }] }) },
+      { 'X-Business-Use-Case-Usage': JSON.stringify({ a: [{ estimated_time_to_regain_access: 0 }] }) },
+      undefined,
+    ],
+    [
+      {
+        'x-business-use-case-usage': JSON.stringify({
+          a: [{ estimated_time_to_regain_access: 2 }],
+          b: [{ estimated_time_to_regain_access: 5 }],
+        }),
+      },
       300_000,
     ],
   ])('%j → %s', (headers, expected) => {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { adapters, parseRetryAfterMs, pixelConfigSchema, PLATFORMS } from '../../../backend/platforms/index.js';
+import {
+  adapters,
+  parseRetryAfterMs,
+  pixelConfigSchema,
+  PLATFORMS,
+} from '../../../backend/platforms/index.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -30,7 +35,16 @@ describe('pixelConfigSchema', () => {
     [{ platform: 'meta', pixelId: '1', accessToken: 't', testEventCode: 'TEST1' }],
     [{ platform: 'tiktok', pixelCode: 'C1', accessToken: 't' }],
     [{ platform: 'snapchat', pixelId: 's', accessToken: 't' }],
-    [{ platform: 'google', customerId: '123-456-7890', conversionActions: { '*': '9', Purchase: '10' }, developerToken: 'd', oauthToken: 'o', loginCustomerId: null }],
+    [
+      {
+        platform: 'google',
+        customerId: '123-456-7890',
+        conversionActions: { '*': '9', Purchase: '10' },
+        developerToken: 'd',
+        oauthToken: 'o',
+        loginCustomerId: null,
+      },
+    ],
   ])('accepts %j', (config) => {
     expect(pixelConfigSchema.parse(config)).toEqual(config);
   });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_ERROR_LENGTH, headerValue, parseRetryAfterMs, truncateError } from '../../../backend/platforms/response.js';
+import {
+  MAX_ERROR_LENGTH,
+  headerValue,
+  parseRetryAfterMs,
+  truncateError,
+} from '../../../backend/platforms/response.js';
 import { NOW } from './fixtures.js';
 
 describe('parseRetryAfterMs', () => {

@@ -18,7 +18,14 @@ describe('snapchat buildRequest', () => {
       eventTimeMs: NOW - 3_000,
       clientIp: '198.51.100.4',
       sccid: 'a1B2-c3D4_e5',
-      hashed: { em: HASH.email, ph: HASH.ph, phE164: HASH.phE164, fn: HASH.fn, ln: HASH.ln, externalId: HASH.externalId },
+      hashed: {
+        em: HASH.email,
+        ph: HASH.ph,
+        phE164: HASH.phE164,
+        fn: HASH.fn,
+        ln: HASH.ln,
+        externalId: HASH.externalId,
+      },
       value: 5,
       currency: 'gbp',
       contentName: 'not sent to Snapchat',
@@ -76,13 +83,29 @@ describe('snapchat buildRequest', () => {
     ['Subscribe', 'SUBSCRIBE'],
     ['Custom', 'CUSTOM_EVENT_2'],
   ] as const)('names %s as %s', (eventType, name) => {
-    const data = (body([event({ eventType, customEventName: 'Ignored' })]) as { data: Array<{ event_name: string }> }).data;
+    const data = (
+      body([event({ eventType, customEventName: 'Ignored' })]) as { data: Array<{ event_name: string }> }
+    ).data;
     expect(data[0]?.event_name).toBe(name);
   });
 
   it('accepts 2000 events and no more', () => {
-    expect(JSON.parse(snapchatAdapter.buildRequest(Array.from({ length: 2000 }, () => event()), pixel, BASE).body).data).toHaveLength(2000);
-    expect(() => snapchatAdapter.buildRequest(Array.from({ length: 2001 }, () => event()), pixel, BASE)).toThrow(RangeError);
+    expect(
+      JSON.parse(
+        snapchatAdapter.buildRequest(
+          Array.from({ length: 2000 }, () => event()),
+          pixel,
+          BASE,
+        ).body,
+      ).data,
+    ).toHaveLength(2000);
+    expect(() =>
+      snapchatAdapter.buildRequest(
+        Array.from({ length: 2001 }, () => event()),
+        pixel,
+        BASE,
+      ),
+    ).toThrow(RangeError);
   });
 });
 
@@ -90,10 +113,26 @@ describe('snapchat precheck', () => {
   it.each<[string, Partial<DeliveryEvent>, { ok: true } | { ok: false; skipReason: string }]>([
     ['a complete event', {}, { ok: true }],
     ['an event 37 days old', { eventTimeMs: NOW - 37 * DAY }, { ok: true }],
-    ['an event older than 37 days', { eventTimeMs: NOW - 37 * DAY - 1 }, { ok: false, skipReason: "event is older than Snapchat's 37-day window" }],
-    ['an event in the future', { eventTimeMs: NOW + 6 * 60_000 }, { ok: false, skipReason: 'event time is more than 5 minutes in the future' }],
-    ['no user agent', { userAgent: null }, { ok: false, skipReason: 'missing user agent (required for website events)' }],
-    ['no source URL', { eventSourceUrl: null }, { ok: false, skipReason: 'missing event source URL (required for website events)' }],
+    [
+      'an event older than 37 days',
+      { eventTimeMs: NOW - 37 * DAY - 1 },
+      { ok: false, skipReason: "event is older than Snapchat's 37-day window" },
+    ],
+    [
+      'an event in the future',
+      { eventTimeMs: NOW + 6 * 60_000 },
+      { ok: false, skipReason: 'event time is more than 5 minutes in the future' },
+    ],
+    [
+      'no user agent',
+      { userAgent: null },
+      { ok: false, skipReason: 'missing user agent (required for website events)' },
+    ],
+    [
+      'no source URL',
+      { eventSourceUrl: null },
+      { ok: false, skipReason: 'missing event source URL (required for website events)' },
+    ],
     ['a Custom event without name (Snapchat sends a slot)', { eventType: 'Custom' }, { ok: true }],
   ])('%s', (_name, overrides, expected) => {
     expect(snapchatAdapter.precheck(event({ eventTimeMs: NOW, ...overrides }), NOW)).toStrictEqual(expected);
@@ -105,13 +144,22 @@ describe('snapchat classify', () => {
   const two = [event({ eventId: 'e1' }), event({ eventId: 'e2' })];
 
   it('200 VALID → delivered', () => {
-    expect(snapchatAdapter.classify(reply(200, { status: 'VALID', reason: '' }), two, NOW)).toStrictEqual(deliveredAll(two));
+    expect(snapchatAdapter.classify(reply(200, { status: 'VALID', reason: '' }), two, NOW)).toStrictEqual(
+      deliveredAll(two),
+    );
   });
 
   it('INVALID → failed with the reason, isolating in a batch', () => {
-    const invalid = { status: 'INVALID', reason: 'data[1].event_time 1763776800000 is in the future; it must be in seconds' };
+    const invalid = {
+      status: 'INVALID',
+      reason: 'data[1].event_time 1763776800000 is in the future; it must be in seconds',
+    };
     expect(snapchatAdapter.classify(reply(400, invalid), two, NOW)).toStrictEqual(
-      failAll(two, 'HTTP 400: INVALID: data[1].event_time 1763776800000 is in the future; it must be in seconds', true),
+      failAll(
+        two,
+        'HTTP 400: INVALID: data[1].event_time 1763776800000 is in the future; it must be in seconds',
+        true,
+      ),
     );
     expect(snapchatAdapter.classify(reply(200, invalid), one, NOW)).toStrictEqual(
       failAll(one, 'INVALID: data[1].event_time 1763776800000 is in the future; it must be in seconds'),
@@ -127,9 +175,21 @@ describe('snapchat classify', () => {
 
   it.each([
     [{ networkError: 'socket hang up' }, 'network error: socket hang up', undefined],
-    [reply(429, { status: 'INVALID', reason: 'Too many requests' }, { 'retry-after': '30' }), 'HTTP 429: INVALID: Too many requests', 30_000],
-    [reply(500, { status: 'INVALID', reason: 'Internal server error' }), 'HTTP 500: INVALID: Internal server error', undefined],
-    [reply(502, 'Bad gateway', { 'Retry-After': 'Sat, 22 Nov 2025 01:00:00 GMT' }), 'HTTP 502: Bad gateway', 0],
+    [
+      reply(429, { status: 'INVALID', reason: 'Too many requests' }, { 'retry-after': '30' }),
+      'HTTP 429: INVALID: Too many requests',
+      30_000,
+    ],
+    [
+      reply(500, { status: 'INVALID', reason: 'Internal server error' }),
+      'HTTP 500: INVALID: Internal server error',
+      undefined,
+    ],
+    [
+      reply(502, 'Bad gateway', { 'Retry-After': 'Sat, 22 Nov 2025 01:00:00 GMT' }),
+      'HTTP 502: Bad gateway',
+      0,
+    ],
     [reply(200, '{}'), 'HTTP 200: unexpected body: {}', undefined],
   ])('transport trouble %# → retry', (res, error, delay) => {
     expect(snapchatAdapter.classify(res, one, NOW)).toStrictEqual(retryAll(one, error, delay));

@@ -49,7 +49,10 @@ describe('tiktok buildRequest', () => {
               ip: '203.0.113.7',
               user_agent: UA,
             },
-            page: { url: 'https://shop.example.com/landing?fbclid=IwAR2F4-AbC_dEf', referrer: 'https://www.tiktok.com/' },
+            page: {
+              url: 'https://shop.example.com/landing?fbclid=IwAR2F4-AbC_dEf',
+              referrer: 'https://www.tiktok.com/',
+            },
             properties: { value: 19.99, currency: 'USD', content_name: 'VIP' },
           },
         ],
@@ -87,10 +90,20 @@ describe('tiktok buildRequest', () => {
     expect(data[0]?.event).toBe(name);
   });
 
-  it('honours apiVersion and rejects another platform\'s pixel or too big a batch', () => {
-    expect(tiktokAdapter.buildRequest([event()], pixel, BASE, { apiVersion: 'v1.4' }).url).toBe(`${BASE}/open_api/v1.4/event/track/`);
-    expect(() => tiktokAdapter.buildRequest([event()], { platform: 'meta', pixelId: 'p', accessToken: 't' }, BASE)).toThrow(TypeError);
-    expect(() => tiktokAdapter.buildRequest(Array.from({ length: 1001 }, () => event()), pixel, BASE)).toThrow(RangeError);
+  it("honours apiVersion and rejects another platform's pixel or too big a batch", () => {
+    expect(tiktokAdapter.buildRequest([event()], pixel, BASE, { apiVersion: 'v1.4' }).url).toBe(
+      `${BASE}/open_api/v1.4/event/track/`,
+    );
+    expect(() =>
+      tiktokAdapter.buildRequest([event()], { platform: 'meta', pixelId: 'p', accessToken: 't' }, BASE),
+    ).toThrow(TypeError);
+    expect(() =>
+      tiktokAdapter.buildRequest(
+        Array.from({ length: 1001 }, () => event()),
+        pixel,
+        BASE,
+      ),
+    ).toThrow(RangeError);
   });
 });
 
@@ -98,11 +111,31 @@ describe('tiktok precheck', () => {
   it.each<[string, Partial<DeliveryEvent>, { ok: true } | { ok: false; skipReason: string }]>([
     ['a complete event', {}, { ok: true }],
     ['an event exactly 7 days old', { eventTimeMs: NOW - 7 * DAY }, { ok: true }],
-    ['an event older than 7 days', { eventTimeMs: NOW - 7 * DAY - 1 }, { ok: false, skipReason: "event is older than TikTok's 7-day window" }],
-    ['an event in the future', { eventTimeMs: NOW + 10 * 60_000 }, { ok: false, skipReason: 'event time is more than 5 minutes in the future' }],
-    ['no user agent', { userAgent: undefined }, { ok: false, skipReason: 'missing user agent (required for website events)' }],
-    ['no page URL', { eventSourceUrl: '' }, { ok: false, skipReason: 'missing event source URL (required for website events)' }],
-    ['a Custom event without name', { eventType: 'Custom' }, { ok: false, skipReason: 'Custom event without customEventName' }],
+    [
+      'an event older than 7 days',
+      { eventTimeMs: NOW - 7 * DAY - 1 },
+      { ok: false, skipReason: "event is older than TikTok's 7-day window" },
+    ],
+    [
+      'an event in the future',
+      { eventTimeMs: NOW + 10 * 60_000 },
+      { ok: false, skipReason: 'event time is more than 5 minutes in the future' },
+    ],
+    [
+      'no user agent',
+      { userAgent: undefined },
+      { ok: false, skipReason: 'missing user agent (required for website events)' },
+    ],
+    [
+      'no page URL',
+      { eventSourceUrl: '' },
+      { ok: false, skipReason: 'missing event source URL (required for website events)' },
+    ],
+    [
+      'a Custom event without name',
+      { eventType: 'Custom' },
+      { ok: false, skipReason: 'Custom event without customEventName' },
+    ],
     ['a Purchase without value (TikTok allows it)', { eventType: 'Purchase' }, { ok: true }],
   ])('%s', (_name, overrides, expected) => {
     expect(tiktokAdapter.precheck(event({ eventTimeMs: NOW, ...overrides }), NOW)).toStrictEqual(expected);
@@ -122,12 +155,16 @@ describe('tiktok classify', () => {
     [40100, 'Too many requests. Please retry in some time.'],
     [40700, 'Internal service error. Please retry later.'],
   ])('200 with code %i → retry', (code, message) => {
-    expect(tiktokAdapter.classify(reply(200, envelope(code, message)), two, NOW)).toStrictEqual(retryAll(two, `${message} (code ${code})`));
+    expect(tiktokAdapter.classify(reply(200, envelope(code, message)), two, NOW)).toStrictEqual(
+      retryAll(two, `${message} (code ${code})`),
+    );
   });
 
   it('a retry honours Retry-After', () => {
     const res = reply(200, envelope(40100, 'Too many requests.'), { 'retry-after': '7' });
-    expect(tiktokAdapter.classify(res, one, NOW)).toStrictEqual(retryAll(one, 'Too many requests. (code 40100)', 7000));
+    expect(tiktokAdapter.classify(res, one, NOW)).toStrictEqual(
+      retryAll(one, 'Too many requests. (code 40100)', 7000),
+    );
   });
 
   it('code 40002 (invalid) → failed, isolating in a batch', () => {
@@ -143,11 +180,15 @@ describe('tiktok classify', () => {
     [40105, 'Access token is incorrect or has been revoked.'],
     [51234, 'Something else'],
   ])('code %i → failed without isolation', (code, message) => {
-    expect(tiktokAdapter.classify(reply(200, envelope(code, message)), two, NOW)).toStrictEqual(failAll(two, `${message} (code ${code})`));
+    expect(tiktokAdapter.classify(reply(200, envelope(code, message)), two, NOW)).toStrictEqual(
+      failAll(two, `${message} (code ${code})`),
+    );
   });
 
   it('a code without a message still names the code', () => {
-    expect(tiktokAdapter.classify(reply(200, { code: 40001 }), one, NOW)).toStrictEqual(failAll(one, 'error (code 40001)'));
+    expect(tiktokAdapter.classify(reply(200, { code: 40001 }), one, NOW)).toStrictEqual(
+      failAll(one, 'error (code 40001)'),
+    );
   });
 
   it.each([

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeIp, parseTrustedProxies, resolveForwardedChain, TrustedProxiesError } from '../../../shared/client-ip.js';
+import {
+  normalizeIp,
+  parseTrustedProxies,
+  resolveForwardedChain,
+  TrustedProxiesError,
+} from '../../../shared/client-ip.js';
 
 describe('normalizeIp', () => {
   it.each([
@@ -52,10 +57,13 @@ describe('parseTrustedProxies', () => {
     }
   });
 
-  it.each(['localhost', '10.0.0.0/33', '10.0.0.0/8/1', '::1/129', '10.0.0.0/x'])('refuses %s with a clear message', (spec) => {
-    expect(() => parseTrustedProxies(spec)).toThrow(TrustedProxiesError);
-    expect(() => parseTrustedProxies(spec)).toThrow(/TRUSTED_PROXIES/);
-  });
+  it.each(['localhost', '10.0.0.0/33', '10.0.0.0/8/1', '::1/129', '10.0.0.0/x'])(
+    'refuses %s with a clear message',
+    (spec) => {
+      expect(() => parseTrustedProxies(spec)).toThrow(TrustedProxiesError);
+      expect(() => parseTrustedProxies(spec)).toThrow(/TRUSTED_PROXIES/);
+    },
+  );
 });
 
 describe('resolveForwardedChain', () => {

@@ -27,23 +27,32 @@ describe('serializeTrackingCookie', () => {
 
   it('sets Path=/, SameSite=Lax, Max-Age and a matching Expires, without Secure on HTTP', () => {
     const header = serializeTrackingCookie('capigram_sid', 'abc', 1800, now, { secure: false });
-    expect(header).toBe('capigram_sid=abc; Max-Age=1800; Path=/; Expires=Wed, 01 Jan 2025 12:30:00 GMT; SameSite=Lax');
+    expect(header).toBe(
+      'capigram_sid=abc; Max-Age=1800; Path=/; Expires=Wed, 01 Jan 2025 12:30:00 GMT; SameSite=Lax',
+    );
   });
 
   it('adds Secure on HTTPS and Domain only when asked', () => {
-    const header = serializeTrackingCookie('capigram_tid', 'v', 10, now, { secure: true, domain: 'example.com' });
+    const header = serializeTrackingCookie('capigram_tid', 'v', 10, now, {
+      secure: true,
+      domain: 'example.com',
+    });
     expect(header).toContain('; Secure');
     expect(header).toContain('; Domain=example.com');
     expect(header).not.toMatch(/HttpOnly/i);
   });
 
   it('refuses a value that would break the header', () => {
-    expect(() => serializeTrackingCookie('_fbc', 'a; Domain=evil.example', 1, now, { secure: false })).toThrow(TypeError);
+    expect(() =>
+      serializeTrackingCookie('_fbc', 'a; Domain=evil.example', 1, now, { secure: false }),
+    ).toThrow(TypeError);
   });
 
   it('keeps Expires exact to the second however the calls interleave (the dates are cached per second)', () => {
     const expires = (maxAge: number, at: number) =>
-      /Expires=([^;]+)/.exec(serializeTrackingCookie('capigram_sid', 'v', maxAge, at, { secure: false }))?.[1];
+      /Expires=([^;]+)/.exec(
+        serializeTrackingCookie('capigram_sid', 'v', maxAge, at, { secure: false }),
+      )?.[1];
     for (const at of [now, now + 999, now + 1000, now - 1, now + 1000, now]) {
       for (const maxAge of [SESSION_ID_MAX_AGE_SECONDS, TEMP_ID_MAX_AGE_SECONDS, 0]) {
         expect(expires(maxAge, at)).toBe(new Date(at + maxAge * 1000).toUTCString());
@@ -56,7 +65,9 @@ describe('serializeTrackingCookie', () => {
   });
 
   it('writes the value verbatim', () => {
-    expect(serializeTrackingCookie('_fbc', 'fb.1.5.a%2Bb', 1, now, { secure: false })).toMatch(/^_fbc=fb\.1\.5\.a%2Bb;/);
+    expect(serializeTrackingCookie('_fbc', 'fb.1.5.a%2Bb', 1, now, { secure: false })).toMatch(
+      /^_fbc=fb\.1\.5\.a%2Bb;/,
+    );
   });
 });
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { buildFbc, decideFbc, fbcMatchesFbclid, MAX_FBC_LENGTH, parseFbc, rawQueryParam } from '../../../shared/fbc.js';
+import {
+  buildFbc,
+  decideFbc,
+  fbcMatchesFbclid,
+  MAX_FBC_LENGTH,
+  parseFbc,
+  rawQueryParam,
+} from '../../../shared/fbc.js';
 
 describe('buildFbc', () => {
   it('writes fb.1.<ms>.<fbclid> with the fbclid byte for byte', () => {
@@ -65,7 +72,12 @@ describe('decideFbc', () => {
     ['no cookie, no fbclid', undefined, undefined, { fbc: undefined, built: false }],
     ['cookie only', 'fb.1.1.OLD', undefined, { fbc: 'fb.1.1.OLD', built: false }],
     ['matching cookie is kept', 'fb.1.1.SAME', 'SAME', { fbc: 'fb.1.1.SAME', built: false }],
-    ["a cookie with Meta's appendix keeps its click time", 'fb.1.1.SAME.AQxyz', 'SAME', { fbc: 'fb.1.1.SAME.AQxyz', built: false }],
+    [
+      "a cookie with Meta's appendix keeps its click time",
+      'fb.1.1.SAME.AQxyz',
+      'SAME',
+      { fbc: 'fb.1.1.SAME.AQxyz', built: false },
+    ],
     ['other click replaces cookie', 'fb.1.1.OLD', 'NEW', { fbc: `fb.1.${now}.NEW`, built: true }],
     ['fbclid without cookie', undefined, 'NEW', { fbc: `fb.1.${now}.NEW`, built: true }],
     ['malformed cookie is not a match', 'NEW', 'NEW', { fbc: `fb.1.${now}.NEW`, built: true }],

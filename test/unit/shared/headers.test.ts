@@ -12,7 +12,9 @@ describe('client context headers', () => {
       'X-Capigram-Client-IP': '203.0.113.9',
       'X-Capigram-Client-User-Agent': 'UA/1',
     });
-    expect(clientContextHeaders({ ip: '203.0.113.9', userAgent: '' })).toEqual({ 'X-Capigram-Client-IP': '203.0.113.9' });
+    expect(clientContextHeaders({ ip: '203.0.113.9', userAgent: '' })).toEqual({
+      'X-Capigram-Client-IP': '203.0.113.9',
+    });
     expect(clientContextHeaders({})).toEqual({});
   });
 });

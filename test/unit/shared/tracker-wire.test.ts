@@ -76,8 +76,24 @@ describe('track/init body', () => {
   it('lists the attribution fields shared with direct-invite', () => {
     expect([...ATTRIBUTION_FIELDS].sort()).toEqual(
       [
-        'href', 'landingPage', 'referrer', 'userAgent', 'fbc', 'fbp', 'gclid', 'gbraid', 'wbraid', 'ttclid', 'sccid', 'ttp', 'scid',
-        'utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm',
+        'href',
+        'landingPage',
+        'referrer',
+        'userAgent',
+        'fbc',
+        'fbp',
+        'gclid',
+        'gbraid',
+        'wbraid',
+        'ttclid',
+        'sccid',
+        'ttp',
+        'scid',
+        'utmSource',
+        'utmMedium',
+        'utmCampaign',
+        'utmContent',
+        'utmTerm',
       ].sort(),
     );
   });
@@ -142,7 +158,10 @@ describe('resolveVisitRequestId', () => {
     [{}, { ok: true, visitRequestId: undefined }],
     [{ visitRequestId: id }, { ok: true, visitRequestId: id }],
     [{ gatewayRequestId: id }, { ok: true, visitRequestId: id }],
-    [{ visitRequestId: id, gatewayRequestId: id.toUpperCase() }, { ok: true, visitRequestId: id }],
+    [
+      { visitRequestId: id, gatewayRequestId: id.toUpperCase() },
+      { ok: true, visitRequestId: id },
+    ],
     [{ visitRequestId: id.toUpperCase() }, { ok: true, visitRequestId: id }],
   ])('%o → %o', (body, expected) => {
     expect(resolveVisitRequestId(body)).toEqual(expected);
