@@ -25,7 +25,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { Hono } from 'hono';
-import pg from 'pg';
+import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { createAccount } from '../backend/domain/admin/accounts.js';

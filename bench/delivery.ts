@@ -31,7 +31,7 @@ import { once } from 'node:events';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import type pg from 'pg';
 import { createSecretBox, parseSecretKey } from '../backend/crypto/secret-box.js';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool, withTx, type Pool } from '../backend/db/pool.js';

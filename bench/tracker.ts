@@ -20,7 +20,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { Hono } from 'hono';
-import pg from 'pg';
+import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { createApp } from '../backend/http/app.js';

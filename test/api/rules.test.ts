@@ -1,7 +1,7 @@
 // The business API's pure rules, table by table: event time bounds, the currency whitelist, client
 // context precedence, attribution signals, and where an event lands (warm, known, cold).
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../backend/errors.js';
+import type { ApiError } from '../../backend/errors.js';
 import { clientContext } from '../../backend/domain/conversions/client-context.js';
 import { normalizeCurrency, valueProblem } from '../../backend/domain/conversions/currencies.js';
 import { eventTimeProblem } from '../../backend/domain/conversions/event-time.js';

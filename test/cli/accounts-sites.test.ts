@@ -87,7 +87,7 @@ describe('site create', () => {
       'blog.example.com',
     );
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^Site created: [0-9a-f-]{36}\n  websiteId: ws_\S+ /);
+    expect(r.stdout).toMatch(/^Site created: [0-9a-f-]{36}\n {2}websiteId: ws_\S+ /);
   });
 
   it('refuses a bad domain, a bad url, an unknown or malformed account', async () => {

@@ -93,7 +93,7 @@ describe('bot add', () => {
     const r = await w.run('bot', 'add', '--account', other, '--token', freshBot().token, '--no-webhook');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(
-      /^Bot added: [0-9a-f-]{36}\n  webhook: https:\/\/capigram\.example\.com\/backend\/telegram\/\S+ \(not set: --no-webhook\)\n$/,
+      /^Bot added: [0-9a-f-]{36}\n {2}webhook: https:\/\/capigram\.example\.com\/backend\/telegram\/\S+ \(not set: --no-webhook\)\n$/,
     );
   });
 

@@ -146,7 +146,7 @@ describe('site update', () => {
     const r = await w.run('site', 'update', '--site', siteId, '--google-ad-user-data', 'denied');
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(
-      /\n  Google ad user data consent: denied\n  default country: none\n  Telegram joins reported as: website\n$/,
+      /\n {2}Google ad user data consent: denied\n {2}default country: none\n {2}Telegram joins reported as: website\n$/,
     );
     expect(
       (await w.db.pool.query('SELECT google_ad_user_data FROM sites WHERE id = $1', [siteId])).rows[0]

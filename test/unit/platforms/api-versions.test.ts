@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../backend/config.js';
 import { openRuntime } from '../../../backend/runtime.js';
 import {
-  API_VERSIONS,
+  type API_VERSIONS,
   DEFAULT_API_VERSIONS,
   daysToSunset,
   knownVersion,
