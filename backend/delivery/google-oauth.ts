@@ -194,7 +194,7 @@ export function classifyTokenResponse(res: PlatformResponse, nowMs: number): Tok
         retry: true,
         error: `Google OAuth token refresh: HTTP ${res.status} without an access_token`,
       };
-    const expiresIn = json?.['expires_in'];
+    const expiresIn = json?.expires_in;
     const lifetimeMs =
       (typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
         ? expiresIn

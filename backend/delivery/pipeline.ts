@@ -178,7 +178,7 @@ class ClaimRun {
     ]);
     for (const r of rows) this.conversionOf.set(r.send_id, r.conversion_id);
 
-    if (!pixel || !pixel.active) {
+    if (!pixel?.active) {
       await this.write(
         ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })),
       );

@@ -27,7 +27,7 @@ export function conversionActionFor(
 ): string | undefined {
   const own = actions[mappingKey(eventType, customEventName)];
   if (own !== undefined) return own;
-  if (eventType === 'Custom' && actions['Custom'] !== undefined) return actions['Custom'];
+  if (eventType === 'Custom' && actions.Custom !== undefined) return actions.Custom;
   return actions[ANY_EVENT];
 }
 

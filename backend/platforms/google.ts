@@ -80,7 +80,7 @@ type RowVerdict = { outcome: 'delivered' } | { outcome: 'retry' | 'failed'; erro
 
 /** The `errorCode` object holds one key (`conversionUploadError`, `quotaError`, …) whose value is the code. */
 function errorCodeName(err: Record<string, unknown>): string {
-  const errorCode = err['errorCode'];
+  const errorCode = err.errorCode;
   if (isRecord(errorCode)) {
     const first = Object.values(errorCode).find((v) => typeof v === 'string');
     if (typeof first === 'string') return first;
@@ -89,15 +89,14 @@ function errorCodeName(err: Record<string, unknown>): string {
 }
 
 function rowIndex(err: Record<string, unknown>): number | undefined {
-  const location = err['location'];
-  const path = isRecord(location) ? location['fieldPathElements'] : undefined;
+  const location = err.location;
+  const path = isRecord(location) ? location.fieldPathElements : undefined;
   if (!Array.isArray(path)) return undefined;
   for (const el of path) {
-    if (isRecord(el) && el['fieldName'] === 'conversions' && typeof el['index'] === 'number')
-      return el['index'];
+    if (isRecord(el) && el.fieldName === 'conversions' && typeof el.index === 'number') return el.index;
   }
   for (const el of path) {
-    if (isRecord(el) && typeof el['index'] === 'number') return el['index'];
+    if (isRecord(el) && typeof el.index === 'number') return el.index;
   }
   return undefined;
 }
@@ -119,18 +118,18 @@ function worse(a: RowVerdict | undefined, b: RowVerdict): RowVerdict {
 }
 
 function partialFailureErrors(body: Record<string, unknown>): Record<string, unknown>[] {
-  const pfe = body['partialFailureError'];
+  const pfe = body.partialFailureError;
   if (!isRecord(pfe)) return [];
-  const details = pfe['details'];
+  const details = pfe.details;
   const errors: Record<string, unknown>[] = [];
   if (Array.isArray(details)) {
     for (const d of details) {
-      const list = isRecord(d) ? d['errors'] : undefined;
+      const list = isRecord(d) ? d.errors : undefined;
       if (Array.isArray(list)) errors.push(...list.filter(isRecord));
     }
   }
   // A partial failure with no row details still means something failed; Google's summary message names it.
-  if (errors.length === 0 && (stringField(pfe, 'message') !== undefined || typeof pfe['code'] === 'number')) {
+  if (errors.length === 0 && (stringField(pfe, 'message') !== undefined || typeof pfe.code === 'number')) {
     errors.push({
       errorCode: { unknown: 'UNKNOWN' },
       message: stringField(pfe, 'message') ?? 'partial failure',
@@ -160,18 +159,18 @@ function classifyRows(body: Record<string, unknown>, events: readonly DeliveryEv
 
 /** The `GoogleAdsFailure` errors inside a request-level error body (`error.details[].errors[]`). */
 function requestErrors(body: Record<string, unknown> | undefined): Record<string, unknown>[] {
-  const error = body?.['error'];
-  const details = isRecord(error) ? error['details'] : undefined;
+  const error = body?.error;
+  const details = isRecord(error) ? error.details : undefined;
   if (!Array.isArray(details)) return [];
   return details.flatMap((d) => {
-    const list = isRecord(d) ? d['errors'] : undefined;
+    const list = isRecord(d) ? d.errors : undefined;
     return Array.isArray(list) ? list.filter(isRecord) : [];
   });
 }
 
 /** `STATUS: message`, followed by the first specific error, which says what is actually wrong. */
 function googleErrorText(body: Record<string, unknown> | undefined): string | undefined {
-  const error = body?.['error'];
+  const error = body?.error;
   if (!isRecord(error)) return undefined;
   const status = stringField(error, 'status');
   const message = stringField(error, 'message');
@@ -186,9 +185,9 @@ function googleErrorText(body: Record<string, unknown> | undefined): string | un
 /** Google puts the wait of a quota error in `quotaErrorDetails.retryDelay` (e.g. `"30s"`), not in a header. */
 function quotaRetryDelayMs(body: Record<string, unknown> | undefined): number | undefined {
   for (const err of requestErrors(body)) {
-    const details = err['details'];
-    const quota = isRecord(details) ? details['quotaErrorDetails'] : undefined;
-    const delay = isRecord(quota) ? quota['retryDelay'] : undefined;
+    const details = err.details;
+    const quota = isRecord(details) ? details.quotaErrorDetails : undefined;
+    const delay = isRecord(quota) ? quota.retryDelay : undefined;
     const m = typeof delay === 'string' ? /^(\d+(?:\.\d+)?)s$/.exec(delay.trim()) : null;
     if (m?.[1] !== undefined) return Math.round(Number(m[1]) * 1000);
   }

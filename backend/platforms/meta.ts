@@ -137,7 +137,7 @@ export const metaAdapter: PlatformAdapter = {
     if (res.status >= 200 && res.status < 300) return allDelivered(events);
 
     const delay = retryAfterMs(res, nowMs) ?? metaUsageDelayMs(res.headers);
-    const errorObj = parseJsonObject(res.bodyText)?.['error'];
+    const errorObj = parseJsonObject(res.bodyText)?.error;
     const error = isRecord(errorObj) ? errorObj : undefined;
     const text = metaErrorText(error, res.status, res.bodyText);
     const code = numberField(error, 'code');
@@ -146,7 +146,7 @@ export const metaAdapter: PlatformAdapter = {
       res.status >= 500 ||
       res.status === 408 ||
       res.status === 429 ||
-      error?.['is_transient'] === true ||
+      error?.is_transient === true ||
       (code !== undefined && META_RETRY_CODES.has(code));
     if (transient) return allRetry(events, text, delay);
     return allFailed(events, text, code === META_EVENT_LEVEL_CODE);

@@ -161,7 +161,12 @@ describe('an account-scoped key', () => {
 describe('keys stay out of the logs', () => {
   it('neither a valid, a revoked nor a forged key appears in any log line, even at debug level', async () => {
     const lines: string[] = [];
-    const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) });
+    const sink = new Writable({
+      write: (chunk, _enc, done) => {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const deps = { ...testDeps(db.pool), log: pino({ level: 'debug' }, sink) };
     const app = createApp(deps);
     const server = await new Promise<ReturnType<typeof serve>>((ok) => {

@@ -15,7 +15,7 @@ let tenant: Tenant;
 let rival: Tenant;
 let site: SiteSeed;
 
-const DAY = 86_400_000;
+const _DAY = 86_400_000;
 const today = Date.UTC(2026, 10, 20); // the app's clock is real; the journeys are dated well before it
 const D1 = new Date(Date.UTC(2026, 9, 10, 9)); // 2026-10-10
 const D2 = new Date(Date.UTC(2026, 9, 11, 15)); // 2026-10-11

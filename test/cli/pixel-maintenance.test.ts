@@ -7,7 +7,7 @@ import { SECRET_KEY_HEX, cliWorld, type CliWorld } from './harness.js';
 
 let w: CliWorld;
 let siteId: string;
-let websiteId: string;
+let _websiteId: string;
 const box = createSecretBox(parseSecretKey(SECRET_KEY_HEX));
 
 const GOOGLE = [
@@ -45,7 +45,7 @@ const SECRETS = [
 beforeAll(async () => {
   w = await cliWorld();
   const { accountId } = await w.ok('account', 'create', '--name', 'Maintenance');
-  ({ siteId, websiteId } = await w.ok(
+  ({ siteId, _websiteId } = await w.ok(
     'site',
     'create',
     '--account',

@@ -42,7 +42,12 @@ afterAll(async () => {
   await pool?.end().catch(() => undefined);
 });
 
-const SLOW = { slow_test_task: async () => void (await new Promise((r) => setTimeout(r, 400)), ran++) };
+const SLOW = {
+  slow_test_task: async () => {
+    await new Promise((r) => setTimeout(r, 400));
+    ran++;
+  },
+};
 
 async function addJobs(n: number): Promise<void> {
   for (let i = 0; i < n; i++)

@@ -221,7 +221,7 @@ export class TelegramFake extends FakeServer {
    */
   upgradeToSupergroup(chatId: number, newChatId: number): { inOld: TgUpdate; inNew: TgUpdate } {
     const old = this.chats.get(chatId);
-    if (!old || old.type !== 'group') throw new Error(`telegram fake: ${chatId} is not a basic group`);
+    if (old?.type !== 'group') throw new Error(`telegram fake: ${chatId} is not a basic group`);
     this.chats.set(newChatId, { ...old, id: newChatId, type: 'supergroup', admins: { ...old.admins } });
     old.migratedTo = newChatId;
     const date = nowSec();

@@ -113,6 +113,7 @@ describe('a Chromium visitor', () => {
 
     // The pixel would now write _fbp; the click patches it into the visit.
     await page.evaluate(() => {
+      // biome-ignore lint/suspicious/noDocumentCookie: the page's own pixel writing its cookie is what is simulated
       document.cookie = '_fbp=fb.1.1717236000000.555666777; path=/';
     });
     // Telegram itself is out of reach offline: that Chromium asked for the invite link, as the

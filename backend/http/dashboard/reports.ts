@@ -92,6 +92,7 @@ export function registerDashboardReports(
         byDay,
         retention: await campaignRetention(deps.pool, {
           ...q,
+          // biome-ignore lint/complexity/useMathMinMax: YYYY-MM-DD strings (they compare as dates), not numbers
           today: utcDay(now) > p.to ? utcDay(now) : p.to,
         }),
         matchQuality: await matchQualityReport(deps.pool, q),
