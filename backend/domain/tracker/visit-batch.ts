@@ -19,8 +19,8 @@ import {
  * A visit is one statement, but alone it still costs a round trip and a commit (a WAL flush) of
  * its own, which at 50 clients weigh more than its rows (docs/benchmarks.md#tracker). So visits
  * that wait while others are in flight go together, as business events do
- * (`conversions/lead-lock-batch.ts`): `BEGIN`, each visit's statement, `COMMIT`, in one round
- * trip. A lone visit (nothing in flight) runs at once as it always did, in a statement of its own.
+ * (`db/transaction-batch.ts`, `conversions/event-batches.ts`): `BEGIN`, each visit's statement,
+ * `COMMIT`, in one round trip. A lone visit (nothing in flight) runs at once as it always did, in a statement of its own.
  *
  * What keeps the batch equal to the visits recorded one by one:
  * - each statement runs on its own, after the ones before it in the batch, and answers as it would
