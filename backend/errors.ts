@@ -59,7 +59,7 @@ export function validationError(err: z.ZodError, where = 'body'): ApiError {
   const errors = fieldErrors(err);
   const first = errors[0];
   const detail = first
-    ? `${where}: ${first.path === '(root)' ? '' : first.path + ': '}${first.message}`
+    ? `${where}: ${first.path === '(root)' ? '' : `${first.path}: `}${first.message}`
     : `${where} is invalid`;
   return new ApiError('VALIDATION_FAILED', detail, { errors });
 }

@@ -26,7 +26,7 @@ async function main(): Promise<void> {
       'Capigram is up',
     );
     process.stdout.write(
-      [
+      `${[
         `Capigram listening on ${listening}`,
         `  public URL:     ${deps.config.PUBLIC_URL}`,
         `  business API:   ${deps.config.PUBLIC_URL}/api/v1`,
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
         '',
       ]
         .filter((l) => l !== '')
-        .join('\n') + '\n',
+        .join('\n')}\n`,
     );
   });
   answerUnparseableRequests(server);

@@ -88,7 +88,7 @@ export async function runCli(
     cmd.check?.(parsed.values);
     const level = env.LOG_LEVEL && LOG_LEVELS.includes(env.LOG_LEVEL) ? env.LOG_LEVEL : 'warn';
     const log = createLogger(level, { write: (line: string) => void io.stderr.write(line) });
-    const warn = (message: string) => void io.stderr.write(message + '\n');
+    const warn = (message: string) => void io.stderr.write(`${message}\n`);
     const fresh = await refuseSecondDatabase(env);
     runtime = await openRuntime({ env, log, poolSize: 3 });
     if (fresh !== null)
@@ -102,7 +102,7 @@ export async function runCli(
         `generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`,
       );
     const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
-    io.stdout.write(parsed.json ? JSON.stringify(result.json) + '\n' : result.human + '\n');
+    io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
     return result.exitCode ?? 0;
   } catch (err) {
     io.stderr.write(`error: ${describeError(cmd, err)}\n`);

@@ -17,7 +17,7 @@ function readOrCreate(file: string, make: () => string): { value: string; create
   const value = make();
   // 'wx' fails if another process created it first; then read theirs.
   try {
-    writeFileSync(file, value + '\n', { mode: 0o600, flag: 'wx' });
+    writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
     return { value, created: true };
   } catch {
     return { value: readFileSync(file, 'utf8').trim(), created: false };

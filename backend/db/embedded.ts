@@ -298,7 +298,7 @@ async function initdb(
 ): Promise<void> {
   mkdirSync(pgdata, { recursive: true, mode: 0o700 });
   const pwfile = join(root, `.initdb-pw-${process.pid}`);
-  writeFileSync(pwfile, password + '\n', { mode: 0o600 });
+  writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
   if (user.uid !== undefined && user.gid !== undefined) {
     // (In a user namespace root's files already belong to PostgreSQL's user.)
     chownSync(root, user.uid, user.gid);

@@ -90,7 +90,7 @@ function setCookie(name, value, maxAge, url) {
 
 // Meta's newer pixel appends `.<appendix>` to the fbclid in `_fbc`: the same click, kept as it is.
 function sameClick(recorded, fbclid) {
-  return recorded === fbclid || recorded.indexOf(fbclid + '.') === 0;
+  return recorded === fbclid || recorded.indexOf(`${fbclid}.`) === 0;
 }
 
 function readVisitor(request, url) {

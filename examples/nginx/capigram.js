@@ -14,9 +14,7 @@ function uuid() {
   b[8] = (b[8] & 0x3f) | 0x80;
   let h = '';
   for (let i = 0; i < 16; i++) h += (b[i] < 16 ? '0' : '') + b[i].toString(16);
-  return (
-    h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20)
-  );
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 function cookies(r) {
@@ -73,7 +71,7 @@ function cookie(name, value, maxAge, secure) {
 // and the mirror subrequest sees the same value).
 // Meta's newer pixel appends `.<appendix>` to the fbclid in `_fbc`: the same click, kept as it is.
 function sameClick(recorded, fbclid) {
-  return recorded === fbclid || recorded.indexOf(fbclid + '.') === 0;
+  return recorded === fbclid || recorded.indexOf(`${fbclid}.`) === 0;
 }
 
 function plan(r) {
@@ -95,7 +93,7 @@ function plan(r) {
   p.fbc = c._fbc && c._fbc.length <= 512 ? c._fbc : undefined;
   const fbclid = rawParam('fbclid', r.variables.args);
   if (fbclid && !(p.fbc && sameClick(p.fbc.split('.').slice(3).join('.'), fbclid))) {
-    const built = 'fb.1.' + Date.now() + '.' + fbclid;
+    const built = `fb.1.${Date.now()}.${fbclid}`;
     if (built.length <= 512) {
       p.fbc = built;
       if (/^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/.test(built))
@@ -118,7 +116,7 @@ function setCookie(i) {
 function headers(r, json) {
   const h = {
     'X-Capigram-Client-IP': r.remoteAddress,
-    Origin: r.variables.scheme + '://' + r.variables.host,
+    Origin: `${r.variables.scheme}://${r.variables.host}`,
   };
   if (r.headersIn['User-Agent']) h['X-Capigram-Client-User-Agent'] = r.headersIn['User-Agent'];
   if (json) h['Content-Type'] = 'application/json';
@@ -135,7 +133,7 @@ function initBody(r, p) {
     tempId: p.tid,
     sessionId: p.sid,
     visitRequestId: p.visitRequestId,
-    href: pick(r.variables.scheme + '://' + r.variables.host + target, 2048),
+    href: pick(`${r.variables.scheme}://${r.variables.host}${target}`, 2048),
     landingPage: pick(target, 2048),
     referrer: pick(r.headersIn.Referer, 2048),
     userAgent: pick(r.headersIn['User-Agent'], 1024),
@@ -163,9 +161,9 @@ async function post(r, path, body) {
     try {
       const res = await ngx.fetch(TRACKER + path, { method: 'POST', headers: headers(r, true), body: body });
       if (res.status < 500 && res.status !== 429) return;
-      r.warn('capigram ' + path + ': HTTP ' + res.status);
+      r.warn(`capigram ${path}: HTTP ${res.status}`);
     } catch (e) {
-      r.warn('capigram ' + path + ': ' + e.message);
+      r.warn(`capigram ${path}: ${e.message}`);
       if (/timed out/.test(e.message)) return;
     }
   }
@@ -206,15 +204,15 @@ async function invite(r) {
       p.tid +
       '&sid=' +
       p.sid +
-      (channel ? '&channel=' + encodeURIComponent(channel) : '');
+      (channel ? `&channel=${encodeURIComponent(channel)}` : '');
     const h = headers(r, false);
     if (r.headersIn.Referer) h.Referer = r.headersIn.Referer;
-    const res = await ngx.fetch(TRACKER + '/backend/track/invite?' + query, { headers: h });
+    const res = await ngx.fetch(`${TRACKER}/backend/track/invite?${query}`, { headers: h });
     const location = res.headers.get('Location');
     if (res.status >= 300 && res.status < 400 && /^(https?|tg):/i.test(location || ''))
       return r.return(302, location);
   } catch (e) {
-    r.warn('capigram invite: ' + e.message);
+    r.warn(`capigram invite: ${e.message}`);
   }
   if (FALLBACK) return r.return(302, FALLBACK);
   r.headersOut['Content-Type'] = 'text/html; charset=utf-8';

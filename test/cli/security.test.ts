@@ -119,7 +119,7 @@ async function dumpDatabase(): Promise<string> {
     const { rows } = await w.db.pool.query(
       `SELECT row_to_json(x)::text AS j FROM "${t.schema}"."${t.name}" x`,
     );
-    dump += rows.map((r) => r.j).join('\n') + '\n';
+    dump += `${rows.map((r) => r.j).join('\n')}\n`;
   }
   return dump;
 }

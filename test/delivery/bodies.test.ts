@@ -198,7 +198,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
     expect(req.path).toBe(`/v25/customers/${GOOGLE_CUSTOMER}:uploadClickConversions`);
     expect(req.headers.authorization).toBe('Bearer google-oauth-token');
     expect(req.headers['developer-token']).toBe('google-dev-token');
-    const dt = eventTime.toISOString().slice(0, 19).replace('T', ' ') + '+00:00';
+    const dt = `${eventTime.toISOString().slice(0, 19).replace('T', ' ')}+00:00`;
     expect(req.body).toEqual({
       conversions: [
         {

@@ -196,7 +196,7 @@ describe('the Cloudflare Worker recipe', () => {
   it('sends its forwarder key with every tracker call when it has one, and none otherwise', async () => {
     await run('/landing', { headers: { accept: 'text/html' } });
     expect(tracker.of('/backend/track/init')[0]?.headers['x-capigram-forwarder-key']).toBeUndefined();
-    env.CAPIGRAM_FORWARDER_KEY = 'cgf_AAAAAAAAAAAA_' + 'k'.repeat(43);
+    env.CAPIGRAM_FORWARDER_KEY = `cgf_AAAAAAAAAAAA_${'k'.repeat(43)}`;
     tracker.calls.length = 0;
     await run('/landing', {
       headers: { accept: 'text/html', cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.6` },

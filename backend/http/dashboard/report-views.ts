@@ -205,11 +205,9 @@ export function funnelCsv(f: Funnel, groupBy: GroupBy, titles: Record<string, st
     ]
       .map(cell)
       .join(',');
-  return (
-    [
-      head.join(','),
-      ...f.rows.map((r) => line(keyLabel(groupBy, r.key, titles), r)),
-      line('total', f.totals),
-    ].join('\r\n') + '\r\n'
-  );
+  return `${[
+    head.join(','),
+    ...f.rows.map((r) => line(keyLabel(groupBy, r.key, titles), r)),
+    line('total', f.totals),
+  ].join('\r\n')}\r\n`;
 }

@@ -47,7 +47,7 @@
   }
 
   function writeCookie(name, value, maxAgeSeconds) {
-    document.cookie = name + '=' + value + '; Max-Age=' + maxAgeSeconds + '; Path=/; SameSite=Lax' + (secure ? '; Secure' : '');
+    document.cookie = `${name}=${value}; Max-Age=${maxAgeSeconds}; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
   }
 
   function uuid() {
@@ -61,7 +61,7 @@
     b[8] = (b[8] & 0x3f) | 0x80;
     var h = '';
     for (var j = 0; j < 16; j++) h += (b[j] + 0x100).toString(16).slice(1);
-    return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   }
 
   /** The browser id (a year) and the session id (30 minutes, renewed on every use). */
@@ -100,8 +100,8 @@
     if (!fbclid || fbclid.length > MAX_CLICK_ID) return existing;
     var match = /^fb\.\d\.\d+\.(.+)$/.exec(existing);
     // Meta's newer pixel appends `.<appendix>` after the fbclid: still the same click.
-    if (match && (match[1] === fbclid || match[1].indexOf(fbclid + '.') === 0)) return existing;
-    var built = 'fb.1.' + Date.now() + '.' + fbclid;
+    if (match && (match[1] === fbclid || match[1].indexOf(`${fbclid}.`) === 0)) return existing;
+    var built = `fb.1.${Date.now()}.${fbclid}`;
     writeCookie('_fbc', built, FBC_MAX_AGE);
     return built;
   }
@@ -266,7 +266,7 @@
       abort.abort();
       go(fallback);
     }, INVITE_WAIT_MS);
-    fetch(inviteUrl(link) + '&format=json', { credentials: 'omit', signal: abort.signal })
+    fetch(`${inviteUrl(link)}&format=json`, { credentials: 'omit', signal: abort.signal })
       .then(function (res) {
         return res.ok ? res.json() : null;
       })
