@@ -19,21 +19,21 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
  * one transaction takes their locks and their reads in one round trip, runs each event's rules
  * in turn on the rows it read, and sends every event's write with the COMMIT in another (with
  * Idempotency-Keys, one more: the answers to store need the writes' rows, so the writes go alone
- * and the answers, each with its key's claim, travel with the COMMIT). A lone event is a batch of
- * one, with the round trips the work alone (`withLeadLock`) would take.
+ * and the answers, each with its key's claim in the same row, travel with the COMMIT). A lone
+ * event is a batch of one, with the round trips the work alone (`withLeadLock`) would take.
  *
  * What keeps the batch equal to the events run one by one:
  * - one batch never holds two events of one (account, Telegram user), nor two of one
  *   Idempotency-Key, and none that a batch in flight holds; so no event's read can miss another
  *   event of the batch that it would have seen, and no batch waits on another of this process;
  * - every lock is taken in the one order of docs/architecture.md#lock-order, the order a lone
- *   event and delivery follow too: the lead locks in the order of their keys, then the
- *   Idempotency-Keys' claims in the order of theirs (in the first round trip, with the reads), then
- *   the existing conversions the events may change, by id, with their sends, by id (`locks`, in
- *   one more round trip when there are two or more), before any event's rules run. So batches,
- *   lone events and delivery's outcome writes (of this or other processes) that meet wait for
- *   each other rather than deadlock;
- * - a key another request (of another process) holds is not claimed: the batch is rolled back;
+ *   event and delivery follow too: the lead locks in the order of their keys (in the first round
+ *   trip, with the reads), then the existing conversions the events may change, by id, with their
+ *   sends, by id (`locks`, in one more round trip when there are two or more), before any event's
+ *   rules run; the Idempotency-Keys' claims come last, in the order of their keys, written with
+ *   their answers in the round trip of the COMMIT. So batches, lone events and delivery's outcome
+ *   writes (of this or other processes) that meet wait for each other rather than deadlock;
+ * - a key another request (of another process) holds fails its claim: the batch is rolled back;
  * - a batch PostgreSQL ends for a deadlock or a serialization failure anyway kept nothing and is
  *   run again as it was, a few times, before its events are run alone;
  * - any other failure before the COMMIT was sent (an event's rule refusing it, a statement
@@ -47,17 +47,18 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
 export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
 
 /**
- * A claim the transaction makes right after the lock (the business API's Idempotency-Key): an
- * insert that returns a row when it claimed. A concurrent holder of the same claim makes the insert
- * wait for its transaction; if that one commits, nothing is claimed, the transaction is rolled
- * back and `taken()` is thrown. After the lock, not before: a transaction holding a claim never
- * waits for a lock, so a claim and a lock can never be held crosswise by two transactions (the
- * batches take them in the same order).
+ * A claim the transaction makes (the business API's Idempotency-Key), written by the work's
+ * `persist` with its answer: one insert, sent with the COMMIT, that fails with a unique violation
+ * (`isClaimConflict`) when another request holds the claim. A concurrent holder makes the insert
+ * wait for its transaction; if that one commits, the transaction is rolled back and `taken()` is
+ * thrown. Last, after every other lock: a transaction waiting for a claim holds all its other
+ * locks already, and the holder it waits for, past all of its own, waits for nothing but claims,
+ * which every transaction takes in the order of their ids; so no two transactions ever hold a
+ * claim and a lock crosswise.
  */
 export interface LockedClaim {
   /** What the claim claims (two claims with one id never run in one batch). */
   id: string;
-  call: PreparedCall;
   taken: () => Error;
 }
 
@@ -112,9 +113,6 @@ export const QUEUE_WAIT_MS = 10_000;
 
 type Fn<T, R> = LockedWork<T, R>['fn'];
 type RowLocks<R> = (rows: R[]) => readonly string[];
-
-/** Thrown inside a batch whose Idempotency-Key another request holds (the batch is then rolled back). */
-class ClaimHeld extends Error {}
 
 interface Job {
   /** `performance.now()` when it was queued. */
@@ -305,7 +303,7 @@ export class TransactionBatcher {
       const [only] = jobs;
       if (jobs.length === 1 && error instanceof ApiError) {
         // A lone event its rules refused: alone it would be refused the same way (its key, if it
-        // has one, was claimed before the rules ran, as alone), so it is not run again.
+        // has one, is claimed only with the COMMIT, as alone), so it is not run again.
         this.report(1, 'refused');
         only!.reject(error);
         return 'settled';
@@ -336,25 +334,18 @@ export class TransactionBatcher {
   /** The batch's transaction, up to its COMMIT; each event's result is left in its place. */
   private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
     for (const p of placed) await ensurePrepared(client, p.job.read);
-    const claims = placed
-      .filter((p) => p.job.claim !== undefined)
-      .sort((a, b) => compare(a.job.claimId!, b.job.claimId!));
-    for (const p of claims) await ensurePrepared(client, p.job.claim!.call);
     const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
-    // The lead locks, then the claims, then the reads: one round trip, in the one lock order.
+    // The lead locks, then the reads: one round trip.
     const opened = results(
       await client.query(
         [
           'BEGIN',
           this.locking.lockStatement(lockKeys),
-          ...claims.map((p) => execute(client, p.job.claim!.call)),
           ...placed.map((p) => execute(client, p.job.read)),
         ].join('; '),
       ),
     );
-    // Another request holds one of the keys: the batch is rolled back and its events run alone.
-    if (claims.some((_, i) => opened[2 + i]!.rows.length === 0)) throw new ClaimHeld();
-    const read = (i: number) => opened[2 + claims.length + i]!.rows;
+    const read = (i: number) => opened[2 + i]!.rows;
     // The existing conversions the events may change, and their sends, locked before any event's
     // rules run, in id order: each event alone would lock its own in the batch's event order.
     const rowLocks = [...new Set(placed.flatMap((p, i) => p.job.locks?.(read(i)) ?? []))];
@@ -377,10 +368,13 @@ export class TransactionBatcher {
       settle(results(await client.query([...writeSql, 'COMMIT'].join('; '))));
       return;
     }
-    // The answers to store need the writes' rows: the writes go first, the answers with the COMMIT.
+    // The answers to store need the writes' rows: the writes go first, the answers with the COMMIT,
+    // those that claim a key in the order of their keys (the one order of claims). A key another
+    // request holds fails its claim, and the batch is rolled back and run alone.
     settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))));
     const answers: PreparedCall[] = [];
-    for (const p of placed) {
+    const claimOrder = (p: Placed) => p.job.claimId ?? '';
+    for (const p of [...placed].sort((a, b) => compare(claimOrder(a), claimOrder(b)))) {
       const call = p.job.persist?.(p.result) ?? null;
       if (call === null) continue;
       await ensurePrepared(client, call);

@@ -145,13 +145,25 @@ export async function claimWithAnswer(
   });
 }
 
-/** The claim made inside the work's own transaction, right after its lock: returns a row when it claimed. */
-export function claimInWorkCall(claim: ClaimRef & { endpoint: string }): PreparedCall {
+/**
+ * The claim of a new key and its answer, made by the work's own transaction with its COMMIT: the
+ * row is written once, whole. A plain INSERT, so that a key another request holds fails it (a
+ * unique violation, `isClaimConflict`) and the transaction is rolled back with its work; a holder
+ * that has not committed yet makes it wait for that one's end.
+ */
+export function claimWithAnswerCall(claim: ClaimRef & { endpoint: string }, answer: Answer): PreparedCall {
   return {
-    name: 'capigram_idempotency_claim_in_work',
-    sql: 'INSERT INTO idempotency_keys (api_key_id, key, created_at, endpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1 AS claimed',
-    values: [claim.apiKeyId, claim.key, claim.claimedAt, claim.endpoint],
+    name: 'capigram_idempotency_claim_with_work',
+    sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+          VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    values: [...answerValues(claim, answer), claim.endpoint],
   };
+}
+
+/** Whether `error` is `claimWithAnswerCall` meeting a key another request holds. */
+export function isClaimConflict(error: unknown): boolean {
+  const e = error as { code?: unknown; constraint?: unknown } | null;
+  return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';
 }
 
 /**

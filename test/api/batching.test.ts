@@ -225,6 +225,36 @@ describe('events that arrive together', () => {
     ).toBe(leads.length);
   });
 
+  it("with Idempotency-Keys: each key's row is written once, claim and answer in one insert, shared or alone", async () => {
+    // Every UPDATE of a key's row is noted: a claim written first and answered later would show here.
+    await db.pool.query(`
+      CREATE TABLE key_updates (key text);
+      CREATE FUNCTION note_key_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO key_updates VALUES (NEW.key); RETURN NEW; END $$;
+      CREATE TRIGGER note_key_update BEFORE UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION note_key_update();`);
+    try {
+      const leads = await Promise.all(Array.from({ length: 5 }, () => warmUser()));
+      const keys = leads.map((_, i) => `once-${Date.now()}-${i}`);
+      const { sent } = await queuedTogether(() =>
+        Promise.all(leads.slice(1).map(({ user }, i) => post(purchase(user), keys[i + 1]))),
+      );
+      const shared = await sent;
+      const alone = await post(purchase(leads[0]!.user), keys[0]);
+      for (const a of [alone, ...shared]) expect(a.status).toBe(201);
+      const { rows } = await db.pool.query<{ key: string; response_body: unknown }>(
+        'SELECT key, response_body FROM idempotency_keys WHERE key = ANY($1::text[]) ORDER BY key',
+        [keys],
+      );
+      expect(rows.map((r) => r.key)).toEqual([...keys].sort());
+      for (const r of rows) expect(r.response_body).not.toBeNull();
+      expect(await count(db.pool, 'key_updates')).toBe(0);
+    } finally {
+      await db.pool.query(
+        'DROP TRIGGER note_key_update ON idempotency_keys; DROP FUNCTION note_key_update(); DROP TABLE key_updates',
+      );
+    }
+  });
+
   it('one Idempotency-Key sent twice at once runs once, whatever the bodies', async () => {
     const [a, b] = await Promise.all([warmUser(), warmUser()]);
     const key = `batch-twice-${Date.now()}`;

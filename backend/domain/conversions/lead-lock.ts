@@ -2,6 +2,7 @@ import type { Pool } from '../../db/pool.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
 import type { LockedClaim, LockedFinish, LockedWork } from '../../db/transaction-batch.js';
+import { isClaimConflict } from '../idempotency.js';
 
 /**
  * Business events for one Telegram user of one account run one at a time: their transaction starts
@@ -17,8 +18,8 @@ import type { LockedClaim, LockedFinish, LockedWork } from '../../db/transaction
  * checked before it is written into the text.
  *
  * Locks are taken in the one order every transaction of Capigram follows
- * (docs/architecture.md#lock-order): the lead lock, then the Idempotency-Key's claim, then rows
- * (conversions by id, then their sends by id). A transaction PostgreSQL ends for a deadlock or a
+ * (docs/architecture.md#lock-order): the lead lock, then rows (conversions by id, then their sends
+ * by id), and last the Idempotency-Key's claim, written with the answer. A transaction PostgreSQL ends for a deadlock or a
  * serialization failure anyway is run again (`retryLockConflicts`): it kept nothing.
  */
 export const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
@@ -52,8 +53,9 @@ export interface LeadWork<T, R> extends LockedWork<T, R> {
 }
 
 /**
- * The work alone in its transaction. A claim (the business API's Idempotency-Key) is made right
- * after the lead lock, before the read; `persist` records the result with the COMMIT. A lone event
+ * The work alone in its transaction. `persist` records the result with the COMMIT; with a claim
+ * (the business API's Idempotency-Key) that record is the claim, and a key another request holds
+ * fails it: the work is rolled back and `claim.taken()` thrown. A lone event
  * locks at most one existing conversion (taken by the work itself, conversion then sends), so
  * `locks` matters only to the batches of `event-batches.ts`, which lock all of theirs first.
  */
@@ -65,17 +67,10 @@ export async function withLeadLock<T, R>(
   return retryLockConflicts(() =>
     withSession(pool, async (client) => {
       await ensurePrepared(client, read);
-      if (claim !== undefined) await ensurePrepared(client, claim.call);
       const lock = leadLockStatement([key]);
-      const opened = (await client.query(
-        claim === undefined
-          ? `BEGIN; ${lock}; ${execute(client, read)}`
-          : `BEGIN; ${lock}; ${execute(client, claim.call)}; ${execute(client, read)}`,
-      )) as unknown as { rows: R[] }[];
-      if (claim !== undefined && opened[2]!.rows.length === 0) {
-        await client.query('ROLLBACK');
-        throw claim.taken();
-      }
+      const opened = (await client.query(`BEGIN; ${lock}; ${execute(client, read)}`)) as unknown as {
+        rows: R[];
+      }[];
       const finish = await fn(client, opened.at(-1)!.rows);
       if ('last' in finish) await ensurePrepared(client, finish.last);
       if ('last' in finish && persist === undefined) {
@@ -95,7 +90,13 @@ export async function withLeadLock<T, R>(
           : finish.result;
       const record = persist?.(result) ?? null;
       if (record !== null) await ensurePrepared(client, record);
-      await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
+      try {
+        await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
+      } catch (error) {
+        // The session rolls the work back.
+        if (claim !== undefined && isClaimConflict(error)) throw claim.taken();
+        throw error;
+      }
       return result;
     }),
   );

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { PreparedCall } from '../../db/prepared-batch.js';
 import type { LockedClaim } from '../../domain/conversions/lead-lock.js';
 import {
-  claimInWorkCall,
+  claimWithAnswerCall,
   claimKey,
   claimWithAnswer,
   IDEMPOTENCY_REPLAY_WINDOW_MS,
@@ -38,9 +38,10 @@ import { ApiError } from '../errors.js';
  * days) counts as new: the request runs again and its result replaces the old one.
  *
  * The event endpoints claim a new key inside their own transaction instead (`claimInWork`), which
- * changes two of the rules above for them: nothing is claimed before the work, and a
- * duplicate waits for as long as the first request takes (behind it in this process's queue of
- * events, or on the lead's lock and then the claim's row; see `db/transaction-batch.ts`).
+ * changes two of the rules above for them: nothing is claimed before the work (the claim is
+ * written with the answer, by the COMMIT's round trip), and a duplicate waits for as long as the
+ * first request takes (behind it in this process's queue of events, or on the lead's lock, or at
+ * its own claim, which then fails and rolls its work back; see `db/transaction-batch.ts`).
  */
 export const IDEMPOTENCY_WAIT_MS = 1000;
 export const IDEMPOTENCY_ABANDONED_MS = 60 * 1000;
@@ -66,7 +67,7 @@ type StoreDeps = Pick<Deps, 'pool' | 'now' | 'log'>;
  * (`answerRecorder`'s `claim`), together with the key look-up's `claimInWork`. A new key is then
  * claimed, worked on and answered in that one transaction: a request that dies leaves nothing
  * behind, so its retry runs at once instead of meeting an unfinished claim. A duplicate that
- * arrives meanwhile waits (on the lead's lock, then the claim's row), then replays the answer.
+ * arrives meanwhile waits (on the lead's lock, or at its own claim's row), then replays the answer.
  */
 export function idempotency(deps: StoreDeps, { claimInWork = false } = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
@@ -221,7 +222,7 @@ export interface AnswerRecorder<T> {
   persist(outcome: T): PreparedCall;
   /** Call once the work's transaction committed: the middleware then stores nothing more. */
   committed(): void;
-  /** For a key claimed in the work's transaction: the claim, made in it right after the lead lock. */
+  /** For a key claimed in the work's transaction: the claim, written with the answer by `persist`. */
   claim?: LockedClaim;
 }
 
@@ -254,14 +255,16 @@ export function answerRecorder<T>(
       ? {
           claim: {
             id: `${held.apiKeyId}:${held.key}`,
-            call: claimInWorkCall(held),
             taken: () => new ClaimTaken(),
           },
         }
       : {}),
     persist(outcome) {
       persisted = true;
-      return storeAnswerCall(held, answered(outcome));
+      // A key claimed by the work's transaction is written once, claim and answer together.
+      return held.inWork
+        ? claimWithAnswerCall(held, answered(outcome))
+        : storeAnswerCall(held, answered(outcome));
     },
     committed() {
       if (persisted) held.storedWithWork = true;
