@@ -2,6 +2,7 @@ import pg from 'pg';
 import { ApiError } from '../errors.js';
 import { conflictPause, isLockConflict, LOCK_CONFLICT_TRIES } from './lock-conflict.js';
 import type { Pool, PoolClient } from './pool.js';
+import { QueueExpiry } from './queue-expiry.js';
 import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js';
 
 /**
@@ -146,7 +147,11 @@ export class TransactionBatcher {
   private queueWaitMs = QUEUE_WAIT_MS;
   private queue: Job[] = [];
   /** Armed while events wait: one timer for all of them, not one per event. */
-  private expiry: NodeJS.Timeout | undefined;
+  private readonly expiry = new QueueExpiry<Job>(
+    () => this.queue,
+    () => this.queueWaitMs,
+    'the database is too busy to take this event now; retry shortly',
+  );
   private inFlight = 0;
   private readonly heldLocks = new Set<string>();
   private readonly heldClaims = new Set<string>();
@@ -173,45 +178,21 @@ export class TransactionBatcher {
         reject,
       });
       this.pump();
-      this.armExpiry();
+      this.expiry.arm();
     });
   }
 
   /** The process is closing: the expiry timer goes (events still queued are answered as they run). */
   close(): void {
-    clearTimeout(this.expiry);
-    this.expiry = undefined;
+    this.expiry.disarm();
   }
 
   /** Replaces `QUEUE_WAIT_MS` (tests). */
   setQueueWait(ms: number): void {
     this.queueWaitMs = ms;
     // The armed timer was set for the old wait.
-    clearTimeout(this.expiry);
-    this.expiry = undefined;
-    this.armExpiry();
-  }
-
-  private armExpiry(): void {
-    if (this.expiry !== undefined || this.queue.length === 0) return;
-    // The queue stays in arrival order (`take` keeps the order of what it leaves), so its head is the oldest.
-    const due = this.queue[0]!.queuedAt + this.queueWaitMs;
-    this.expiry = setTimeout(
-      () => {
-        this.expiry = undefined;
-        const cutoff = performance.now() - this.queueWaitMs;
-        const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
-        const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
-        const error = new ApiError(
-          'UNAVAILABLE',
-          'the database is too busy to take this event now; retry shortly',
-        );
-        for (const job of expired) job.reject(error);
-        this.armExpiry();
-      },
-      Math.max(0, due - performance.now()),
-    );
-    this.expiry.unref();
+    this.expiry.disarm();
+    this.expiry.arm();
   }
 
   /** Starts batches while there is room and work that no batch in flight conflicts with. */

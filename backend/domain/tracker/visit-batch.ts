@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
+import { QueueExpiry } from '../../db/queue-expiry.js';
 import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
-import { ApiError } from '../../errors.js';
 import type { DeliveryWaker } from '../outbox/delivery-wake.js';
 import {
   recordVisitAlone,
@@ -77,7 +77,11 @@ export class VisitBatcher {
   /** How long a visit may wait; `VISIT_QUEUE_WAIT_MS` unless a test shortens it. */
   queueWaitMs = VISIT_QUEUE_WAIT_MS;
   private queue: Job[] = [];
-  private expiry: NodeJS.Timeout | undefined;
+  private readonly expiry = new QueueExpiry<Job>(
+    () => this.queue,
+    () => this.queueWaitMs,
+    'the database is too busy to record this visit now; retry shortly',
+  );
   private inFlight = 0;
   private readonly held = new Set<string>();
 
@@ -88,8 +92,7 @@ export class VisitBatcher {
 
   /** Stops the expiry timer (the process is closing; what is in flight finishes on its own). */
   close(): void {
-    clearTimeout(this.expiry);
-    this.expiry = undefined;
+    this.expiry.disarm();
   }
 
   record(visit: NewVisit, admission: VisitAdmission | undefined): Promise<RecordedVisit> {
@@ -100,30 +103,8 @@ export class VisitBatcher {
     return new Promise<RecordedVisit>((resolve, reject) => {
       this.queue.push({ queuedAt: performance.now(), visit, admission, call, keys, resolve, reject });
       this.pump();
-      this.armExpiry();
+      this.expiry.arm();
     });
-  }
-
-  private armExpiry(): void {
-    if (this.expiry !== undefined || this.queue.length === 0) return;
-    // The queue stays in arrival order (`take` keeps the order of what it leaves): its head is the oldest.
-    const due = this.queue[0]!.queuedAt + this.queueWaitMs;
-    this.expiry = setTimeout(
-      () => {
-        this.expiry = undefined;
-        const cutoff = performance.now() - this.queueWaitMs;
-        const kept = this.queue.findIndex((j) => j.queuedAt > cutoff);
-        const expired = this.queue.splice(0, kept === -1 ? this.queue.length : kept);
-        const error = new ApiError(
-          'UNAVAILABLE',
-          'the database is too busy to record this visit now; retry shortly',
-        );
-        for (const job of expired) job.reject(error);
-        this.armExpiry();
-      },
-      Math.max(0, due - performance.now()),
-    );
-    this.expiry.unref();
   }
 
   private pump(): void {
