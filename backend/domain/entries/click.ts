@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
-import { findClickVisit, recordVisit, type VisitAttribution } from '../tracker/visits.js';
+import { clickVisitId, findClickVisit, recordVisit, type VisitAttribution } from '../tracker/visits.js';
 import { deepLink, newPayload } from './payload.js';
 
 /**
@@ -103,17 +103,7 @@ export async function entryClick(
     requireSiteEntry(deps.pool, q.siteId, q.entryId),
     findClickVisit(deps.pool, q),
   ]);
-  const visitId =
-    found ??
-    (
-      await recordVisit(deps, {
-        siteId: q.siteId,
-        tempId: q.tempId,
-        sessionId: q.sessionId,
-        kind: 'pageview',
-        attribution: q.click,
-      })
-    ).visitId;
+  const visitId = await clickVisitId(deps, q, found);
   return { visitId, url: await handOutPayload(deps.pool, { siteId: q.siteId, entry, visitId }) };
 }
 

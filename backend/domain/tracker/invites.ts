@@ -3,7 +3,13 @@ import { findChannel, findSiteChannel, type InviteChannel } from '../invites/inv
 import { inviteForVisit, type HandedOut } from '../invites/handout.js';
 import type { InviteDeps } from '../invites/telegram.js';
 import type { Queryable } from '../../db/pool.js';
-import { findClickVisit, recordVisit, type VisitAttribution, type VisitKind } from './visits.js';
+import {
+  clickVisitId,
+  findClickVisit,
+  recordVisit,
+  type VisitAttribution,
+  type VisitKind,
+} from './visits.js';
 
 /**
  * The tracker's two ways into a channel: an invite click from a tracked page, and a direct invite
@@ -47,17 +53,7 @@ export async function inviteClick(
     requireChannel(deps.pool, q.siteId, q.channelId),
     findClickVisit(deps.pool, q),
   ]);
-  const visitId =
-    found ??
-    (
-      await recordVisit(deps, {
-        siteId: q.siteId,
-        tempId: q.tempId,
-        sessionId: q.sessionId,
-        kind: 'pageview',
-        attribution: q.click,
-      })
-    ).visitId;
+  const visitId = await clickVisitId(deps, q, found);
   return { visitId, ...(await inviteForVisit(deps, { visitId, channel, mode: 'usable' })) };
 }
 

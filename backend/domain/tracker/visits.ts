@@ -295,3 +295,24 @@ export async function findClickVisit(
   );
   return rows[0]?.id ?? null;
 }
+
+/**
+ * A click's visit once its destination is known to exist: the one `findClickVisit` found, else a
+ * minimal visit recorded from the click itself (its init was lost or blocked), so that what the
+ * click leads to is still traced to it.
+ */
+export async function clickVisitId(
+  deps: VisitDeps,
+  q: { siteId: string; tempId: string; sessionId: string; click: VisitAttribution },
+  found: string | null,
+): Promise<string> {
+  if (found !== null) return found;
+  const visit = await recordVisit(deps, {
+    siteId: q.siteId,
+    tempId: q.tempId,
+    sessionId: q.sessionId,
+    kind: 'pageview',
+    attribution: q.click,
+  });
+  return visit.visitId;
+}

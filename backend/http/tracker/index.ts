@@ -191,17 +191,12 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       const browser = c.get('browser');
       if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
       await limiter.consume('invite', site.id, browser.ip);
-      const referer = c.req.header('referer');
       const outcome = await inviteClick(deps, {
         siteId: site.id,
         tempId: query.tid,
         sessionId: query.sid,
         channelId: query.channel,
-        click: {
-          href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
-          clientIp: browser.ip,
-          userAgent: userAgentOf(browser, undefined),
-        },
+        click: clickAttribution(c.req.header('referer'), browser),
       });
       // tracker.js asks for the link as JSON, so that it can send the visitor to the link's own
       // href instead whenever Capigram answers anything else, or not in time.
@@ -224,17 +219,12 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       const browser = c.get('browser');
       if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
       await limiter.consume('invite', site.id, browser.ip);
-      const referer = c.req.header('referer');
       const outcome = await entryClick(deps, {
         siteId: site.id,
         tempId: query.tid,
         sessionId: query.sid,
         entryId: query.entry,
-        click: {
-          href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
-          clientIp: browser.ip,
-          userAgent: userAgentOf(browser, undefined),
-        },
+        click: clickAttribution(c.req.header('referer'), browser),
       });
       if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
       return redirect(c, outcome.url);
@@ -433,4 +423,16 @@ function linkLookupAnswer(c: Context<KeylessEnv>): Response {
 function redirect(c: Context<KeylessEnv>, location: string): Response {
   c.header('referrer-policy', 'no-referrer');
   return c.redirect(location, 302);
+}
+
+/** What a click (invite or entry) tells of its visitor: the page it came from, its IP and User-Agent. */
+function clickAttribution(
+  referer: string | undefined,
+  browser: KeylessEnv['Variables']['browser'],
+): VisitAttribution {
+  return {
+    href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
+    clientIp: browser.ip,
+    userAgent: userAgentOf(browser, undefined),
+  };
 }
