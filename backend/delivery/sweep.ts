@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { WAKE_STATEMENT } from '../domain/outbox/delivery-wake.js';
 import { DUE_PIXELS_SQL } from './claim.js';
+import { runEvery } from '../periodic.js';
 
 /**
  * The backstop behind the wake-ups. Every worker process checks, at its poll interval, whether
@@ -21,16 +22,5 @@ export async function sweepDue(db: Queryable): Promise<boolean> {
 
 /** Runs the sweep every `intervalMs` until the returned function is called. Errors are reported, never thrown. */
 export function startSweep(db: Queryable, intervalMs: number, onError: (err: unknown) => void): () => void {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepDue(db)
-      .catch(onError)
-      .finally(() => {
-        running = false;
-      });
-  }, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return runEvery(intervalMs, () => sweepDue(db), onError);
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
+import { runEvery } from '../../periodic.js';
 import { forwardOrderKey } from './forward-order.js';
 
 /**
@@ -251,16 +252,5 @@ export function startForwardSweep(
   intervalMs: number,
   onError: (err: unknown) => void,
 ): () => void {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepForwards(db)
-      .catch(onError)
-      .finally(() => {
-        running = false;
-      });
-  }, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return runEvery(intervalMs, () => sweepForwards(db), onError);
 }
