@@ -32,7 +32,6 @@ import { createAccount } from '../backend/domain/admin/accounts.js';
 import { createApiKey } from '../backend/domain/admin/api-keys.js';
 import { createSite } from '../backend/domain/admin/sites.js';
 import { createApp } from '../backend/http/app.js';
-import { maybeSeedHistory } from './history.js';
 import {
   cheapestWrite,
   createCheapestTable,
@@ -48,7 +47,7 @@ import {
 
 const ROLE_ENV = 'CAPIGRAM_BENCH_API_ROLE';
 const POOL_SIZE = 20;
-const FIRST_USER = 900_000_000;
+export const FIRST_USER = 900_000_000;
 
 type Role = 'bare' | 'cheapest' | 'capigram';
 
@@ -201,7 +200,6 @@ export async function run(args: string[] = []): Promise<void> {
   try {
     await migrate(pool);
     await createCheapestTable(pool);
-    const history = await maybeSeedHistory(pool, args);
     const leads = warmup + 2 * perRound * rounds;
     const { siteId, apiKey } = await seed(pool, leads);
     const cheapest = await spawnRole(import.meta.url, ROLE_ENV, 'cheapest', [databaseUrl]);
@@ -259,7 +257,6 @@ export async function run(args: string[] = []): Promise<void> {
     );
 
     const lines = [
-      ...(history === null ? [] : [history, '']),
       `POST /api/v1/events/conversion: ${perRound * rounds} requests per row in ${rounds} interleaved rounds after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, a different warm lead per request, loopback, one PostgreSQL`,
       '',
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req | database CPU µs/req | failed |',

@@ -1,137 +1,237 @@
 /**
- * A year of a busy site in the benchmark database (`--history=N` of the tracker and api suites,
- * and the retention suite): N visits, N/10 leads with a join each, N/5 conversions and N sends
- * (one per conversion, and a PageView send for most visits), spread evenly in time over `days`
- * days ending `endDaysAgo` days ago, written in time order as production writes them. Every raw
- * field is filled (IP, User-Agent, URLs, click ids, a PII digest), so that rows have their
- * production width. The history lives on a site of its own account: the benchmarks' own sites see
- * the same tables and indexes, grown by the history.
+ * `npm run bench -- history`: what a year of history costs the write paths.
  *
- * Written in chunks of `CHUNK` visits, each one statement (`INSERT … SELECT generate_series`).
+ * Two databases on one PostgreSQL: one empty, one holding a busy site's year (`history-seed.ts`:
+ * `--visits` visits, a tenth as many leads with a join each, a fifth as many conversions, as many
+ * sends as visits, every raw field filled). Each gets the same benchmark sites (a site with a Meta
+ * pixel and its invite pool, a site with warm leads and an account API key) and its own Capigram
+ * server process (production's app, rate limits out of reach). The targets then take turns, empty
+ * and history alternating within every round, so that whatever else the machine does weighs on
+ * both alike and the ratio between them is the figure:
+ *
+ * - `POST /backend/track/init` at 50 concurrent clients, site with a Meta pixel (visit + PageView send);
+ * - `POST /api/v1/events/conversion` at 50 clients, a different warm lead per request, without and
+ *   with an Idempotency-Key;
+ * - `GET /backend/track/invite`, every click a different visit taking a link from the pool, one
+ *   client and 10 clients.
+ *
+ * Both databases share the server's shared_buffers, as every site of one deployment does: the
+ * history's indexes compete for the cache with the empty database's.
+ *
+ * Options: `--visits=N` (default 10000000), `--requests=N` (per target and database, default
+ * 12000), `--rounds=N` (default 4), `--clicks=N` (per database, default 3000), `--concurrency=N`
+ * (default 50), `--click-concurrency=N` (default 10).
  */
-import type pg from 'pg';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { migrate } from '../backend/db/migrate.js';
+import type { Pool } from '../backend/db/pool.js';
+import { FIRST_USER, seed as seedLeads } from './api.js';
+import { seedHistory } from './history-seed.js';
+import { openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
+import {
+  fillPool,
+  load,
+  measure,
+  ROLE_ENV,
+  seed as seedSite,
+  summarize,
+  type Call,
+  type Result,
+  type Sample,
+} from './tracker.js';
 
-const CHUNK = 100_000;
-const FIRST_USER = 2_000_000_000;
+const ORIGIN = 'https://shop.example.com';
+const USER_AGENT = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) CapigramBench/1.0';
 
-export interface HistoryOptions {
-  visits: number;
-  days?: number;
-  endDaysAgo?: number;
-  /** PageView sends for the visits (default true); without them only conversions have sends. */
-  pageViewSends?: boolean;
-  /** Progress lines go here. */
-  log?: (line: string) => void;
+type Target = 'init' | 'event' | 'keyed' | 'invite1' | 'invite';
+const TARGETS: Record<Target, string> = {
+  init: 'track/init, site with a Meta pixel',
+  event: 'events/conversion, no Idempotency-Key',
+  keyed: 'events/conversion, Idempotency-Key',
+  invite1: 'track/invite (302), 1 client',
+  invite: 'track/invite (302), 10 clients',
+};
+
+/** One database with its benchmark sites and its server. */
+interface Side {
+  name: 'empty' | 'history';
+  pool: Pool;
+  server: RoleChild;
+  websiteId: string;
+  channelId: string;
+  apiKey: string;
+  nextLead: number;
+  browsers: { tid: string; sid: string }[];
+  nextBrowser: number;
+  samples: Record<Target, Sample[]>;
 }
 
-export interface HistoryResult {
-  siteId: string;
-  seconds: number;
-  rows: { visits: number; leads: number; conversions: number; sends: number };
-}
-
-export async function seedHistory(pool: pg.Pool, o: HistoryOptions): Promise<HistoryResult> {
-  const started = performance.now();
-  const days = o.days ?? 365;
-  const endDaysAgo = o.endDaysAgo ?? 0;
-  const one = async (sql: string, params: unknown[]) =>
-    (await pool.query<{ id: string }>(sql, params)).rows[0]!.id;
-  const accountId = await one(`INSERT INTO accounts (name) VALUES ('history') RETURNING id`, []);
-  const siteId = await one(
-    `INSERT INTO sites (account_id, website_id, name, domains) VALUES ($1, 'ws_history_' || substr(md5(random()::text), 1, 10), 'Busy', '{busy.example.com}') RETURNING id`,
-    [accountId],
-  );
-  const botId = await one(
-    `INSERT INTO bots (account_id, telegram_bot_id, token_enc, webhook_secret_hash) VALUES ($1, 999777, 'unused', '\\x00') RETURNING id`,
-    [accountId],
-  );
-  const channelId = await one(
-    `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title) VALUES ($1, $2, -1009999999999, 'Busy') RETURNING id`,
-    [siteId, botId],
-  );
-  const pixelId = await one(
-    `INSERT INTO pixels (site_id, platform, public_config, secrets_enc) VALUES ($1, 'meta', '{"pixelId":"1234567890"}', 'unused') RETURNING id`,
-    [siteId],
-  );
-
-  const visits = o.visits;
-  const leads = Math.max(1, Math.floor(visits / 10));
-  const conversions = Math.max(1, Math.floor(visits / 5));
-  const spanMs = days * 86_400_000;
-  const endMs = Date.now() - endDaysAgo * 86_400_000;
-  const startMs = endMs - spanMs;
-  const at = (share: string) => `to_timestamp((${startMs}::float8 + (${share}) * ${spanMs}::float8) / 1000)`;
-  // PageView sends for this share of visits, so that all sends together come to N.
-  const pageViewShare = o.pageViewSends === false ? 0 : (visits - conversions) / visits;
-
-  for (let from = 1; from <= visits; from += CHUNK) {
-    const to = Math.min(visits, from + CHUNK - 1);
-    await pool.query(
-      `WITH v AS (
-         INSERT INTO visits (site_id, temp_id, session_id, visit_request_id, href, landing_page, referrer, client_ip, user_agent, fbc, fbp, gclid, utm_source, utm_campaign, channel_id, created_at, updated_at)
-         SELECT $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'https://busy.example.com/l?fbclid=IwAR' || g || '&utm_source=fb', '/l?fbclid=IwAR' || g,
-                'https://l.facebook.com/', '198.51.' || (g % 250) || '.' || (g % 199 + 1), 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) History/' || (g % 50),
-                'fb.1.1763776500000.IwAR' || g, 'fb.1.1763776500000.' || g, CASE WHEN g % 7 = 0 THEN 'Cj0KCQ' || g END, 'fb', 'spring', $2, t, t
-         FROM generate_series($3::int, $4::int) g, LATERAL (SELECT ${at(`g::float8 / $5`)} AS t) x
-         ORDER BY g
-         RETURNING id, created_at
-       )
-       INSERT INTO sends (visit_id, pixel_id, platform, event_id, status, attempts, created_at, updated_at, next_attempt_at, sent_at)
-       SELECT id, $6, 'meta', 'pv_' || id, 'sent', 1, created_at, created_at, created_at, created_at FROM v WHERE random() < $7`,
-      [siteId, channelId, from, to, visits, pixelId, pageViewShare],
-    );
-    o.log?.(`  visits ${to}/${visits}`);
-  }
-
-  await pool.query(
-    `WITH l AS (
-       INSERT INTO leads (site_id, telegram_user_id, external_user_id, first_seen_at, last_seen_at)
-       SELECT $1, ${FIRST_USER}::bigint + g, 'crm-' || g, t, t FROM generate_series(1, $3::int) g, LATERAL (SELECT ${at('g::float8 / $3')} AS t) x
-       RETURNING id, telegram_user_id, first_seen_at
-     )
-     INSERT INTO memberships (channel_id, telegram_user_id, lead_id, kind, attributed, occurred_at, created_at)
-     SELECT $2, telegram_user_id, id, 'join', true, first_seen_at, first_seen_at FROM l`,
-    [siteId, channelId, leads],
-  );
-  o.log?.(`  leads ${leads}`);
-
-  for (let from = 1; from <= conversions; from += CHUNK) {
-    const to = Math.min(conversions, from + CHUNK - 1);
-    await pool.query(
-      `WITH c AS (
-         INSERT INTO conversions (site_id, channel_id, telegram_user_id, event_type, value, currency, pii_hashed, client_ip, user_agent, event_source_url,
-                                  event_time, attributed_at, received_at, created_at, updated_at, capi_status, source)
-         SELECT $1, $2, ${FIRST_USER}::bigint + (g % $5) + 1, CASE WHEN g % 2 = 0 THEN 'Purchase' ELSE 'Lead' END, CASE WHEN g % 2 = 0 THEN 49.9 END, CASE WHEN g % 2 = 0 THEN 'EUR' END,
-                jsonb_build_object('em', md5(g::text) || md5((g + 1)::text)), '198.51.100.' || (g % 250), 'Mozilla/5.0 History', 'https://busy.example.com/thanks',
-                t, t, t, t, t, 'sent', 'api'
-         FROM generate_series($3::int, $4::int) g, LATERAL (SELECT ${at('g::float8 / $6')} AS t) x
-         ORDER BY g
-         RETURNING id, received_at
-       )
-       INSERT INTO sends (conversion_id, pixel_id, platform, event_id, status, attempts, created_at, updated_at, next_attempt_at, sent_at)
-       SELECT id, $7, 'meta', 'cnv_' || id, 'sent', 1, received_at, received_at, received_at, received_at FROM c`,
-      [siteId, channelId, from, to, leads, conversions, pixelId],
-    );
-    o.log?.(`  conversions ${to}/${conversions}`);
-  }
+async function prepare(
+  name: Side['name'],
+  pool: Pool,
+  databaseUrl: string,
+  leads: number,
+  links: number,
+): Promise<Side> {
+  const { websiteId, channelId } = await seedSite(pool, true);
+  const { apiKey } = await seedLeads(pool, leads);
+  await fillPool(pool, channelId, links);
   await pool.query('VACUUM ANALYZE');
-  const { rows } = await pool.query<{ visits: number; leads: number; conversions: number; sends: number }>(
-    `SELECT (SELECT count(*)::int FROM visits WHERE site_id = $1) AS visits, (SELECT count(*)::int FROM leads WHERE site_id = $1) AS leads,
-            (SELECT count(*)::int FROM conversions WHERE site_id = $1) AS conversions,
-            (SELECT count(*)::int FROM sends WHERE pixel_id = $2) AS sends`,
-    [siteId, pixelId],
-  );
-  return { siteId, seconds: (performance.now() - started) / 1000, rows: rows[0]! };
+  const server = await spawnRole(new URL('./tracker.ts', import.meta.url).href, ROLE_ENV, 'capigram', [
+    databaseUrl,
+  ]);
+  const samples = { init: [], event: [], keyed: [], invite1: [], invite: [] };
+  return {
+    name,
+    pool,
+    server,
+    websiteId,
+    channelId,
+    apiKey,
+    nextLead: 0,
+    browsers: [],
+    nextBrowser: 0,
+    samples,
+  };
 }
 
-/** `--history=N` among the arguments: seed N visits of history (and the rest in proportion) first. */
-export async function maybeSeedHistory(pool: pg.Pool, args: string[]): Promise<string | null> {
-  const raw = args.find((a) => a.startsWith('--history='))?.split('=')[1];
-  const visits = raw === undefined ? 0 : Number(raw);
-  if (!(Number.isInteger(visits) && visits > 0)) return null;
-  const h = await seedHistory(pool, { visits, log: (l) => process.stderr.write(`${l}\n`) });
-  const size = await pool.query<{ size: string }>(
-    'SELECT pg_size_pretty(pg_database_size(current_database())) AS size',
-  );
-  return `history loaded: ${h.rows.visits} visits, ${h.rows.leads} leads, ${h.rows.conversions} conversions, ${h.rows.sends} sends over a year, in ${h.seconds.toFixed(0)} s; database ${size.rows[0]!.size}`;
+function initCall(side: Side, client: number): Call {
+  const tid = randomUUID();
+  const sid = randomUUID();
+  side.browsers.push({ tid, sid });
+  return {
+    method: 'POST',
+    path: '/backend/track/init',
+    expect: 200,
+    headers: {
+      'content-type': 'application/json',
+      origin: ORIGIN,
+      'x-capigram-client-ip': `198.51.100.${client + 1}`,
+    },
+    body: JSON.stringify({
+      websiteId: side.websiteId,
+      tempId: tid,
+      sessionId: sid,
+      visitRequestId: randomUUID(),
+      href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
+      landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
+      referrer: 'https://l.facebook.com/',
+      userAgent: USER_AGENT,
+      fbc: `fb.1.${Date.now()}.IwAR2F4`,
+      fbp: 'fb.1.1763776500000.1116446470',
+      utmSource: 'fb',
+    }),
+  };
+}
+
+function eventCall(side: Side, keyed: boolean): Call {
+  side.nextLead += 1;
+  return {
+    method: 'POST',
+    path: '/api/v1/events/conversion',
+    expect: 201,
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${side.apiKey}`,
+      'x-capigram-client-ip': '203.0.113.10',
+      ...(keyed ? { 'idempotency-key': `bench-${randomBytes(8).toString('hex')}` } : {}),
+    },
+    body: JSON.stringify({
+      telegramUserId: FIRST_USER + side.nextLead,
+      eventType: 'Purchase',
+      value: 49.9,
+      currency: 'USD',
+      pii: { email: 'buyer@example.com' },
+    }),
+  };
+}
+
+function clickCall(side: Side, client: number): Call {
+  const b = side.browsers[side.nextBrowser++ % side.browsers.length]!;
+  return {
+    method: 'GET',
+    path: `/backend/track/invite?website=${side.websiteId}&tid=${b.tid}&sid=${b.sid}`,
+    expect: 302,
+    headers: { referer: `${ORIGIN}/landing`, 'x-capigram-client-ip': `198.51.100.${client + 1}` },
+  };
+}
+
+export async function run(args: string[] = []): Promise<void> {
+  const visits = option(args, 'visits', 10_000_000);
+  const total = option(args, 'requests', 12_000);
+  const rounds = option(args, 'rounds', 4);
+  const clicks = option(args, 'clicks', 3_000);
+  const concurrency = option(args, 'concurrency', 50);
+  const clickConcurrency = option(args, 'click-concurrency', 10);
+  const share = Math.ceil(total / rounds);
+  const clickShare = Math.ceil(clicks / rounds);
+  const warmup = Math.min(2_000, share);
+  const leads = 3 * warmup + 2 * share * rounds;
+
+  const db = await openBenchDatabase(4);
+  const sides: Side[] = [];
+  try {
+    const full = await db.sibling(4);
+    await migrate(db.pool);
+    await migrate(full.pool);
+    const h = await seedHistory(full.pool, {
+      visits,
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    const size = await full.pool.query<{ size: string }>(
+      'SELECT pg_size_pretty(pg_database_size(current_database())) AS size',
+    );
+    await full.pool.query('CHECKPOINT');
+    sides.push(await prepare('empty', db.pool, db.databaseUrl, leads, clicks + warmup));
+    sides.push(await prepare('history', full.pool, full.databaseUrl, leads, clicks + warmup));
+
+    for (const side of sides) {
+      await load(side.server.url, warmup, concurrency, (_i, client) => initCall(side, client));
+      await load(side.server.url, warmup, concurrency, () => eventCall(side, false));
+      await load(side.server.url, warmup, concurrency, () => eventCall(side, true));
+      await load(side.server.url, Math.min(warmup, clicks), clickConcurrency, (_i, client) =>
+        clickCall(side, client),
+      );
+    }
+    for (let r = 0; r < rounds; r++) {
+      // Which database goes first alternates too.
+      const order = r % 2 === 0 ? sides : [...sides].reverse();
+      for (const side of order) {
+        const s = side.samples;
+        s.init.push(await measure(side.server, share, concurrency, (_i, client) => initCall(side, client)));
+        s.event.push(await measure(side.server, share, concurrency, () => eventCall(side, false)));
+        s.keyed.push(await measure(side.server, share, concurrency, () => eventCall(side, true)));
+        s.invite1.push(await measure(side.server, clickShare, 1, (_i, client) => clickCall(side, client)));
+        s.invite.push(
+          await measure(side.server, clickShare, clickConcurrency, (_i, client) => clickCall(side, client)),
+        );
+      }
+    }
+
+    const [empty, history] = sides.map((side) =>
+      Object.fromEntries(Object.entries(side.samples).map(([k, v]) => [k, summarize(v)])),
+    ) as [Record<Target, Result>, Record<Target, Result>];
+    const row = (target: Target, name: string, r: Result) =>
+      `| ${TARGETS[target]}, ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.dbMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
+    const ratio = (t: Target) => (history[t].perSecond / empty[t].perSecond).toFixed(2);
+    const p99 = (t: Target) => (history[t].p99 / empty[t].p99).toFixed(2);
+    const lines = [
+      `history: ${h.rows.visits} visits, ${h.rows.leads} leads, ${h.rows.conversions} conversions, ${h.rows.sends} sends over a year, seeded in ${h.seconds.toFixed(0)} s; database ${size.rows[0]!.size}`,
+      `${share * rounds} requests per target and database (${clickShare * rounds} clicks) in ${rounds} rounds, empty and history alternating, ${concurrency} concurrent keep-alive clients`,
+      '',
+      '| target | req/s | p50 ms | p99 ms | server CPU µs/req | database CPU µs/req | failed |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+      ...(Object.keys(TARGETS) as Target[]).flatMap((t) => [
+        row(t, 'empty', empty[t]),
+        row(t, 'history', history[t]),
+      ]),
+      '',
+      `throughput with history / empty: track/init ${ratio('init')}, events/conversion ${ratio('event')} without key, ${ratio('keyed')} with key (targets >= 0.9)`,
+      `invite p99 with history / empty: ${p99('invite1')} one client, ${p99('invite')} with ${clickConcurrency} (target <= 1.2)`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    for (const side of sides) side.server.process.kill();
+    await db.close();
+  }
 }

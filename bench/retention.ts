@@ -15,7 +15,7 @@ import { createPool } from '../backend/db/pool.js';
 import { RETENTION_REST, runRetention } from '../backend/domain/erasure/retention.js';
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
-import { seedHistory } from './history.js';
+import { seedHistory } from './history-seed.js';
 import {
   openBenchDatabase,
   option,

@@ -30,7 +30,9 @@ export function option(args: string[], name: string, fallback: number): number {
 export interface BenchDatabase {
   databaseUrl: string;
   pool: Pool;
-  /** Ends the pool, drops the database, and stops the embedded server if one was started. */
+  /** Another fresh database on the same server, dropped by `close` too (the history suite's second one). */
+  sibling(poolSize: number): Promise<{ databaseUrl: string; pool: Pool }>;
+  /** Ends the pools, drops the databases, and stops the embedded server if one was started. */
   close(): Promise<void>;
 }
 
@@ -46,19 +48,28 @@ export async function openBenchDatabase(poolSize: number): Promise<BenchDatabase
       ? await startEmbedded({ dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'))) })
       : null;
   if (embedded) adminUrl = embedded.url;
-  const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(adminUrl!);
-  url.pathname = `/${database}`;
-  const pool = createPool(url.toString(), poolSize);
+  const made: { database: string; pool: Pool }[] = [];
+  const create = async (size: number) => {
+    const database = `capigram_bench_${randomBytes(4).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${database}`);
+    const url = new URL(adminUrl!);
+    url.pathname = `/${database}`;
+    const pool = createPool(url.toString(), size);
+    made.push({ database, pool });
+    return { databaseUrl: url.toString(), pool };
+  };
+  const { databaseUrl, pool } = await create(poolSize);
   return {
-    databaseUrl: url.toString(),
+    databaseUrl,
     pool,
+    sibling: create,
     async close() {
-      await pool.end();
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+      for (const { database, pool } of made) {
+        await pool.end();
+        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+      }
       await admin.end();
       await embedded?.stop();
       if (dataDir !== null) rmSync(dataDir, { recursive: true, force: true });

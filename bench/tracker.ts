@@ -25,7 +25,6 @@ import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
-import { maybeSeedHistory } from './history.js';
 import {
   cheapestWrite,
   createCheapestTable,
@@ -226,7 +225,7 @@ export async function seed(pool: pg.Pool, pixel: boolean): Promise<Seed> {
   return { websiteId, channelId };
 }
 
-async function fillPool(pool: pg.Pool, channelId: string, links: number): Promise<void> {
+export async function fillPool(pool: pg.Pool, channelId: string, links: number): Promise<void> {
   await pool.query(
     `INSERT INTO invitations (channel_id, invite_link, name, expires_at)
      SELECT $1, 'https://t.me/+bench' || md5(random()::text || g), 'cg-bench-' || g, now() + interval '1 day'
@@ -249,7 +248,6 @@ export async function run(args: string[] = []): Promise<void> {
   try {
     await migrate(pool);
     await createCheapestTable(pool);
-    const history = await maybeSeedHistory(pool, args);
     const { websiteId, channelId } = await seed(pool, true);
     const withoutPixels = await seed(pool, false);
     const cheapest = await spawnRole(import.meta.url, ROLE_ENV, 'cheapest', [databaseUrl]);
@@ -343,7 +341,6 @@ export async function run(args: string[] = []): Promise<void> {
     const row = (name: string, r: Result) =>
       `| ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.dbMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
     const lines = [
-      ...(history === null ? [] : [history, '']),
       `track/init: ${rounds * Math.ceil(total / rounds)} requests per row in ${rounds} alternating rounds after ${warmup} warm-up, ${concurrency} concurrent keep-alive clients, loopback, one PostgreSQL`,
       '',
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req | database CPU µs/req | failed |',
