@@ -110,106 +110,102 @@ export interface EventContextQuery {
   windowDays: number;
 }
 
-interface PriorJson {
-  id: string;
+/**
+ * Everything an event needs, in one round trip: the facts about the Telegram user in the account
+ * (acquisition evidence, their newest conversions, recent conversions of the event's type, the
+ * sites these name, the supplied channel), which `eventContextOf` turns into the context. The
+ * statement only reads rows by the user's indexes; every rule is in `eventContextOf`.
+ *
+ * Why facts and not the answer: the decisions as SQL (a CTE per decision, each excluding the
+ * expired ties' rows) made a plan of some eighty nodes whose set-up and tear-down PostgreSQL pays
+ * on every execution: 300 µs of the database's CPU per event, against about 60 for this
+ * statement (docs/benchmarks.md#business-api). Prepared once per connection: it runs on every
+ * business event.
+ *
+ * Row kinds (`kind`):
+ * - `a` attributed joins, `w` webhook conversions, `t` entry ties (every tie of the user, expired
+ *   or not: `flag` says whether it is within the window, `ok` whether its entry, site and visit
+ *   still hold), ordered by (`at`, `visit_at`), the order in which acquisitions are first;
+ * - `c` the user's newest conversions in the account, newest first, at most `$10` (`NEWEST_CONVERSIONS`,
+ *   or all of them);
+ * - `r` the user's conversions in the account with the event's type and custom name, within their
+ *   site's dedup window, newest first;
+ * - `s` the account's sites these rows name, and the named site;
+ * - `h` the supplied channel.
+ */
+export const NEWEST_CONVERSIONS = 32;
+
+const EVENT_FACTS_SQL = `
+  WITH acq AS MATERIALIZED (
+    SELECT 'a' AS kind, ch.site_id, m.channel_id, m.visit_id, m.occurred_at AS at, v.created_at AS visit_at, NULL::uuid AS id, NULL::boolean AS flag, true AS ok
+    FROM memberships m JOIN channels ch ON ch.id = m.channel_id JOIN visits v ON v.id = m.visit_id AND v.site_id = ch.site_id
+    WHERE m.telegram_user_id = $1 AND m.attributed AND m.kind <> 'leave'
+    UNION ALL
+    SELECT 'w', c.site_id, c.channel_id, c.visit_id, c.attributed_at, v.created_at, c.id, NULL, true
+    FROM conversions c JOIN visits v ON v.id = c.visit_id AND v.site_id = c.site_id
+    WHERE c.telegram_user_id = $1 AND c.source = 'webhook'
+    UNION ALL
+    SELECT 't', k.site_id, COALESCE(e.channel_id, s.default_channel_id), k.visit_id, k.used_at, v.created_at, k.conversion_id,
+           ${tieInWindow('k', '$8', '$9')}, e.id IS NOT NULL AND s.id IS NOT NULL AND v.id IS NOT NULL
+    FROM entry_clicks k LEFT JOIN entries e ON e.id = k.entry_id LEFT JOIN sites s ON s.id = k.site_id
+      LEFT JOIN visits v ON v.id = k.visit_id AND v.site_id = k.site_id
+    WHERE k.used_by = $1
+  ),
+  conv AS MATERIALIZED (
+    SELECT c.id, c.site_id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at
+    FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2
+    WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id DESC LIMIT $10::int
+  )
+  (SELECT kind, site_id, channel_id, visit_id, at, visit_at, id, flag, ok,
+          NULL::jsonb AS api_visit_override, NULL::text AS event_source_url, NULL::text AS capi_status,
+          NULL::text AS website_id, NULL::int AS dedup_window_seconds, NULL::text AS default_country, NULL::int AS active_pixels
+   FROM acq ORDER BY at, visit_at)
+  UNION ALL
+  SELECT 'c', site_id, channel_id, visit_id, received_at, NULL, id, NULL, NULL, api_visit_override, event_source_url, NULL, NULL, NULL, NULL, NULL
+  FROM conv
+  UNION ALL
+  (SELECT 'r', c.site_id, c.channel_id, c.visit_id, c.received_at, NULL, c.id, c.cold_lead, NULL, NULL, NULL, c.capi_status, NULL, NULL, NULL, NULL
+   FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2 AND x.dedup_window_seconds > 0
+   WHERE c.telegram_user_id = $1 AND c.event_type = $5 AND c.custom_event_name IS NOT DISTINCT FROM $6::text
+     AND c.received_at >= $7::timestamptz - make_interval(secs => x.dedup_window_seconds)
+   ORDER BY c.received_at DESC, c.id DESC)
+  UNION ALL
+  SELECT 's', s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.website_id, s.dedup_window_seconds, s.default_country,
+         (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active)
+  FROM sites s
+  WHERE s.account_id = $2 AND (s.id = $3::uuid OR s.id IN (SELECT site_id FROM acq) OR s.id IN (SELECT site_id FROM conv))
+  UNION ALL
+  SELECT 'h', ch.site_id, ch.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM channels ch WHERE ch.id = $4::uuid`;
+
+/** A row of the facts statement (see there for what each kind fills). */
+export interface EventFactRow {
+  kind: 'a' | 'w' | 't' | 'c' | 'r' | 's' | 'h';
+  site_id: string | null;
   channel_id: string | null;
   visit_id: string | null;
+  at: Date | null;
+  visit_at: Date | null;
+  id: string | null;
+  flag: boolean | null;
+  ok: boolean | null;
   api_visit_override: ApiVisitOverride | null;
   event_source_url: string | null;
-  received_at: string;
-}
-
-function prior(j: PriorJson | null): PriorConversion | null {
-  return j
-    ? {
-        conversionId: j.id,
-        channelId: j.channel_id,
-        visitId: j.visit_id,
-        apiVisitOverride: j.api_visit_override,
-        eventSourceUrl: j.event_source_url,
-        receivedAt: new Date(j.received_at),
-      }
-    : null;
-}
-
-const PRIOR_FIELDS =
-  'c.id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at';
-
-/**
- * Everything an event needs, in one round trip. Without a named site the event lands on the site
- * of the user's first verified acquisition in the account, else of their most recent conversion
- * there; null means neither exists (a cold lead that must name its site). An entry's tie past its
- * window leaves the lead as it would be without it: no acquisition, its event no earlier
- * conversion, and its visit carried forward by no later one. Prepared once per connection: it
- * runs on every business event.
- */
-const EVENT_CONTEXT_SQL = `
-  WITH acq_all AS (${acquisitions('$8', '$9')}),
-  expired AS (SELECT k.conversion_id, k.visit_id FROM entry_clicks k WHERE k.used_by = $1 AND NOT ${tieInWindow('k', '$8', '$9')}),
-  site AS (
-    SELECT s.id, s.website_id, s.dedup_window_seconds, s.default_country FROM sites s
-    WHERE s.account_id = $2 AND s.id = COALESCE(
-      $3::uuid,
-      (SELECT a.site_id FROM acq_all a JOIN sites x ON x.id = a.site_id AND x.account_id = $2 ORDER BY a.at, a.visit_created_at LIMIT 1),
-      (SELECT c.site_id FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2
-       WHERE c.telegram_user_id = $1 AND c.id NOT IN (SELECT conversion_id FROM expired WHERE conversion_id IS NOT NULL) ORDER BY c.received_at DESC, c.id DESC LIMIT 1))
-  ),
-  acq AS (SELECT a.site_id, a.channel_id, a.visit_id, a.at FROM acq_all a JOIN site ON a.site_id = site.id ORDER BY a.at, a.visit_created_at LIMIT 1),
-  latest AS (SELECT ${PRIOR_FIELDS} FROM conversions c JOIN site ON c.site_id = site.id
-             WHERE c.telegram_user_id = $1 AND c.id NOT IN (SELECT conversion_id FROM expired WHERE conversion_id IS NOT NULL)
-             ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
-  attributed AS (SELECT ${PRIOR_FIELDS} FROM conversions c JOIN site ON c.site_id = site.id
-                 WHERE c.telegram_user_id = $1 AND (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL)
-                   AND c.id NOT IN (SELECT conversion_id FROM expired WHERE conversion_id IS NOT NULL)
-                   AND (c.visit_id IS NULL OR c.visit_id NOT IN (SELECT visit_id FROM expired WHERE visit_id IS NOT NULL))
-                 ORDER BY c.received_at DESC, c.id DESC LIMIT 1),
-  recent AS (
-    SELECT DISTINCT ON (c.channel_id) c.id, c.channel_id, c.capi_status, c.cold_lead, c.visit_id, c.received_at
-    FROM conversions c JOIN site ON c.site_id = site.id
-    WHERE site.dedup_window_seconds > 0 AND c.telegram_user_id = $1 AND c.event_type = $5
-      AND c.custom_event_name IS NOT DISTINCT FROM $6::text
-      AND c.received_at >= $7::timestamptz - make_interval(secs => site.dedup_window_seconds)
-      AND c.channel_id IN ($4::uuid, (SELECT channel_id FROM acq), (SELECT channel_id FROM latest))
-    ORDER BY c.channel_id, c.received_at DESC, c.id DESC
-  )
-  SELECT site.id, site.website_id, site.dedup_window_seconds, site.default_country,
-    (SELECT count(*)::int FROM pixels p WHERE p.site_id = site.id AND p.active) AS active_pixels,
-    (SELECT row_to_json(acq) FROM acq) AS acq,
-    (SELECT row_to_json(latest) FROM latest) AS latest,
-    (SELECT row_to_json(attributed) FROM attributed) AS attributed,
-    CASE WHEN $4::uuid IS NULL THEN NULL
-         ELSE EXISTS (SELECT 1 FROM channels ch WHERE ch.id = $4::uuid AND ch.site_id = site.id) END AS channel_on_site,
-    (SELECT json_agg(recent) FROM recent) AS recent
-  FROM site`;
-
-/** The row the event context statement returns. */
-export interface EventContextRow {
-  id: string;
-  website_id: string;
-  dedup_window_seconds: number;
+  capi_status: CapiStatus | null;
+  website_id: string | null;
+  dedup_window_seconds: number | null;
   default_country: string | null;
-  active_pixels: number;
-  acq: { site_id: string; channel_id: string | null; visit_id: string; at: string } | null;
-  latest: PriorJson | null;
-  attributed: PriorJson | null;
-  channel_on_site: boolean | null;
-  recent:
-    | {
-        id: string;
-        channel_id: string;
-        capi_status: CapiStatus;
-        cold_lead: boolean;
-        visit_id: string | null;
-        received_at: string;
-      }[]
-    | null;
+  active_pixels: number | null;
 }
 
-/** The context read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round trip. */
-export function eventContextRead(q: EventContextQuery): PreparedCall {
+/** The facts read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round trip. */
+export function eventContextRead(
+  q: EventContextQuery,
+  newest: number | null = NEWEST_CONVERSIONS,
+): PreparedCall {
   return {
-    name: 'capigram_event_context_read',
-    sql: EVENT_CONTEXT_SQL,
+    name: 'capigram_event_facts_read',
+    sql: EVENT_FACTS_SQL,
     values: [
       q.telegramUserId,
       q.accountId,
@@ -220,42 +216,172 @@ export function eventContextRead(q: EventContextQuery): PreparedCall {
       q.now,
       q.eventTime,
       q.windowDays,
+      newest,
     ],
   };
 }
 
-/** The context from the statement's rows; null when no site resolved. */
-export function toEventContext(rows: readonly EventContextRow[]): EventContext | null {
-  const r = rows[0];
-  if (!r) return null;
-  return {
+/** What the newest conversions could not settle, because there may be older ones than those read. */
+export interface Unsettled {
+  /** No named site, no acquisition, and every conversion read is an expired tie's: the site is older. */
+  site: boolean;
+  latest: boolean;
+  attributed: boolean;
+}
+
+/**
+ * The context from the facts (pure): null when no site resolved. Without a named site the event
+ * lands on the site of the user's first verified acquisition in the account, else of their most
+ * recent conversion there. An entry's tie past its window leaves the lead as it would be without
+ * it: no acquisition, its event no earlier conversion, and its visit carried forward by no later
+ * one. `unsettled` is set when the answer may lie among conversions older than those read
+ * (`newestRead` of them); `loadEventContext` then reads them all.
+ */
+export function eventContextOf(
+  rows: readonly EventFactRow[],
+  named: { siteId: string | null; channelId: string | null },
+  newestRead: number | null = NEWEST_CONVERSIONS,
+): { context: EventContext | null; unsettled: Unsettled | null } {
+  const sites = new Map(rows.filter((r) => r.kind === 's').map((r) => [r.site_id!, r]));
+  const ties = rows.filter((r) => r.kind === 't');
+  const tieConversions = new Set(ties.flatMap((t) => (t.id === null ? [] : [t.id])));
+  const expired = ties.filter((t) => t.flag === false);
+  const expiredConversions = new Set(expired.flatMap((t) => (t.id === null ? [] : [t.id])));
+  const expiredVisits = new Set(expired.flatMap((t) => (t.visit_id === null ? [] : [t.visit_id])));
+  // In the statement's order: by (at, visit_at), first first.
+  const acquisitions = rows.filter(
+    (r) =>
+      sites.has(r.site_id!) &&
+      (r.kind === 'a' ||
+        (r.kind === 'w' && !tieConversions.has(r.id!)) ||
+        (r.kind === 't' && r.flag === true && r.ok === true)),
+  );
+  // Newest first, in the account (the statement joins the account's sites).
+  const newest = rows.filter((r) => r.kind === 'c');
+  const truncated = newestRead !== null && newest.length >= newestRead;
+  const live = newest.filter((c) => !expiredConversions.has(c.id!));
+
+  const siteId = named.siteId ?? acquisitions[0]?.site_id ?? live[0]?.site_id ?? null;
+  const site = siteId === null ? undefined : sites.get(siteId);
+  if (site === undefined) {
+    const unsettled = named.siteId === null && acquisitions.length === 0 && truncated;
+    return {
+      context: null,
+      unsettled: unsettled ? { site: true, latest: false, attributed: false } : null,
+    };
+  }
+  const acq = acquisitions.find((a) => a.site_id === siteId);
+  const onSite = live.filter((c) => c.site_id === siteId);
+  const latest = onSite[0];
+  const attributed = onSite.find(
+    (c) =>
+      (c.visit_id !== null || c.api_visit_override !== null) &&
+      (c.visit_id === null || !expiredVisits.has(c.visit_id)),
+  );
+  const context: EventContext = {
     site: {
-      id: r.id,
-      websiteId: r.website_id,
-      dedupWindowSeconds: r.dedup_window_seconds,
-      activePixels: r.active_pixels,
-      defaultCountry: r.default_country,
+      id: siteId!,
+      websiteId: site.website_id!,
+      dedupWindowSeconds: site.dedup_window_seconds!,
+      activePixels: site.active_pixels!,
+      defaultCountry: site.default_country,
     },
-    acquisition: r.acq
-      ? {
-          siteId: r.acq.site_id,
-          channelId: r.acq.channel_id,
-          visitId: r.acq.visit_id,
-          at: new Date(r.acq.at),
-        }
+    acquisition: acq
+      ? { siteId: acq.site_id!, channelId: acq.channel_id, visitId: acq.visit_id!, at: acq.at! }
       : null,
-    latest: prior(r.latest),
-    attributed: prior(r.attributed),
-    channelOnSite: r.channel_on_site,
-    recent: (r.recent ?? []).map((m) => ({
-      conversionId: m.id,
-      channelId: m.channel_id,
-      capiStatus: m.capi_status,
-      coldLead: m.cold_lead,
-      visitId: m.visit_id,
-      receivedAt: new Date(m.received_at),
-    })),
+    latest: latest ? priorOf(latest) : null,
+    attributed: attributed ? priorOf(attributed) : null,
+    channelOnSite: named.channelId === null ? null : rows.some((r) => r.kind === 'h' && r.site_id === siteId),
+    recent: [],
   };
+  context.recent = recentMatches(rows, context, named.channelId);
+  const unsettled =
+    truncated && (latest === undefined || attributed === undefined)
+      ? { site: false, latest: latest === undefined, attributed: attributed === undefined }
+      : null;
+  return { context, unsettled };
+}
+
+function priorOf(r: EventFactRow): PriorConversion {
+  return {
+    conversionId: r.id!,
+    channelId: r.channel_id,
+    visitId: r.visit_id,
+    apiVisitOverride: r.api_visit_override,
+    eventSourceUrl: r.event_source_url,
+    receivedAt: r.at!,
+  };
+}
+
+/**
+ * The newest matching conversion per candidate channel (the supplied one, the acquisition's, the
+ * latest conversion's) on the context's site, ordered by channel.
+ */
+function recentMatches(
+  rows: readonly EventFactRow[],
+  ctx: Pick<EventContext, 'site' | 'acquisition' | 'latest'>,
+  suppliedChannelId: string | null,
+): RecentMatch[] {
+  const candidates = new Set(
+    [suppliedChannelId, ctx.acquisition?.channelId, ctx.latest?.channelId].filter(
+      (c): c is string => typeof c === 'string',
+    ),
+  );
+  const byChannel = new Map<string, RecentMatch>();
+  for (const r of rows) {
+    if (r.kind !== 'r' || r.site_id !== ctx.site.id || r.channel_id === null) continue;
+    if (!candidates.has(r.channel_id) || byChannel.has(r.channel_id)) continue;
+    byChannel.set(r.channel_id, {
+      conversionId: r.id!,
+      channelId: r.channel_id,
+      capiStatus: r.capi_status!,
+      coldLead: r.flag!,
+      visitId: r.visit_id,
+      receivedAt: r.at!,
+    });
+  }
+  return [...byChannel.values()].sort((a, b) => compare(a.channelId, b.channelId));
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The conversions an event may lock before its rules run (a shared transaction locks those of all
+ * its events first): the recent matches not sent yet. While the context is unsettled, every recent
+ * conversion of the user not sent yet (a superset: the latest conversion, and so a candidate
+ * channel, may be among the older ones).
+ */
+export function recentToLock(
+  rows: readonly EventFactRow[],
+  named: { siteId: string | null; channelId: string | null },
+): string[] {
+  const { context, unsettled } = eventContextOf(rows, named);
+  const recent =
+    unsettled === null
+      ? (context?.recent ?? [])
+      : rows.filter((r) => r.kind === 'r').map((r) => ({ conversionId: r.id!, capiStatus: r.capi_status! }));
+  return recent.filter((m) => m.capiStatus !== 'sent').map((m) => m.conversionId);
+}
+
+/**
+ * The context, reading the user's older conversions when the newest could not settle it (rare: a
+ * user with more than `NEWEST_CONVERSIONS` conversions in the account whose newest are on other
+ * sites, carry no attribution, or are expired ties' events): the facts again, with every
+ * conversion of the user in the account.
+ */
+export async function loadEventContext(
+  tx: Queryable,
+  rows: readonly EventFactRow[],
+  q: EventContextQuery,
+): Promise<EventContext | null> {
+  const named = { siteId: q.siteId, channelId: q.channelId };
+  const first = eventContextOf(rows, named);
+  if (first.unsettled === null) return first.context;
+  const all = eventContextRead(q, null);
+  const { rows: everything } = await tx.query<EventFactRow>({ text: all.sql, values: [...all.values] });
+  return eventContextOf(everything, named, null).context;
 }
 
 /**

@@ -19,9 +19,10 @@ import { eventTimeProblem } from './event-time.js';
 import {
   eventContextRead,
   findAcquisitionBefore,
-  toEventContext,
+  loadEventContext,
+  recentToLock,
   type EventContext,
-  type EventContextRow,
+  type EventFactRow,
   type RecentMatch,
 } from './lead-history.js';
 import { withLeadLockBatched } from './event-batches.js';
@@ -128,7 +129,7 @@ export async function submitBusinessEvent(
   };
 
   const windowDays = deps.config.ATTRIBUTION_WINDOW_DAYS;
-  const read = eventContextRead({
+  const query = {
     accountId: caller.accountId,
     siteId: namedSite,
     telegramUserId: ev.telegramUserId,
@@ -138,13 +139,14 @@ export async function submitBusinessEvent(
     now,
     eventTime: p.eventTime,
     windowDays,
-  });
+  };
+  const named = { siteId: namedSite, channelId: ev.channelId };
   const outcome = await withLeadLockBatched(deps, {
     accountId: caller.accountId,
     telegramUserId: ev.telegramUserId,
-    read,
-    fn: async (tx, rows: EventContextRow[]) => {
-      const ctx = toEventContext(rows);
+    read: eventContextRead(query),
+    fn: async (tx, rows: EventFactRow[]) => {
+      const ctx = await loadEventContext(tx, rows, query);
       if (!ctx) {
         if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
         throw new ApiError(
@@ -172,7 +174,7 @@ export async function submitBusinessEvent(
     },
     persist,
     claim,
-    locks: matchesToLock,
+    locks: (rows: EventFactRow[]) => recentToLock(rows, named),
   });
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) deps.local.waker.wake();
@@ -185,16 +187,6 @@ function withPiiWarnings(outcome: EventOutcome, warnings: string[]): EventOutcom
   const r = outcome.result;
   const warning = [r.warning, ...warnings].filter((w): w is string => w !== undefined).join('; ');
   return { ...outcome, result: { ...r, warning, piiWarnings: warnings } };
-}
-
-/**
- * The conversions an event may lock (`sendsOfMatch`): the recent matches not sent yet. The event
- * locks one at most; a shared transaction locks those of all its events before any runs.
- */
-function matchesToLock(rows: EventContextRow[]): string[] {
-  return (toEventContext(rows)?.recent ?? [])
-    .filter((m) => m.capiStatus !== 'sent')
-    .map((m) => m.conversionId);
 }
 
 /** Why nothing was scheduled, for the answer's `warning`. */
