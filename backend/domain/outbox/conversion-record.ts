@@ -107,7 +107,9 @@ export async function upsertLead(
  * event of a lead carries the same `external_id`, and a retried send carries the one it was
  * recorded with even if the lead's changes meanwhile.
  */
-const SENDS = sendsCte('conversion', 'SELECT id, site_id FROM conversion WHERE $22::boolean');
+const SENDS = sendsCte('conversion', 'SELECT id, site_id FROM conversion WHERE $22::boolean', {
+  fresh: true,
+});
 
 const RECORD_CONVERSION_SQL = `
   WITH lead AS (${upsertLeadSql('$1', '$3', '$11', '$19')}),

@@ -42,15 +42,18 @@ export interface SqlFragment {
  * a data-modifying statement when something reads it. One send per active pixel, at most one per
  * subject and pixel however often this runs. It takes no parameters (`params` is empty) but keeps
  * the fragment's shape so callers number theirs the same way.
+ *
+ * `fresh`: the subjects are rows the same statement has just inserted, so none can have a send
+ * yet, and the insert skips ON CONFLICT's arbiter checks and speculative insertion (the unique
+ * keys still refuse a duplicate).
  */
-export function sendsCte(kind: SendSubject['kind'], subjects: string): SqlFragment {
+export function sendsCte(kind: SendSubject['kind'], subjects: string, { fresh = false } = {}): SqlFragment {
   const column = kind === 'conversion' ? 'conversion_id' : 'visit_id';
   return {
     text: `created_sends AS (
        INSERT INTO sends (${column}, pixel_id, platform, event_id)
        SELECT s.id, p.id, p.platform, '${EVENT_ID_PREFIX[kind]}' || s.id FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
-       ORDER BY s.id, p.created_at, p.id
-       ON CONFLICT DO NOTHING
+       ORDER BY s.id, p.created_at, p.id${fresh ? '' : ' ON CONFLICT DO NOTHING'}
        RETURNING id AS send_id, platform, pixel_id)`,
     params: [],
   };

@@ -121,7 +121,7 @@ const ADMIT_ALL: VisitAdmission = {
 // creates no sends. `elsewhere` refuses a visitRequestId another site already used (a changed
 // websiteId); the conflict's WHERE refuses a changed browser or session. Either way no visit
 // comes back.
-const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created');
+const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', { fresh: true });
 const ADMISSION_FIRST_PARAM = COLUMNS.length + SENDS.params.length + 1;
 
 const UPSERT_VISIT = `
