@@ -44,8 +44,35 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
  *   reported to every event of the batch, as a lone event reports it.
  */
 
+/**
+ * A last write that the works of a batch share: the writes of one `kind` go as one statement,
+ * `statement` of their inputs in the batch's order (alone, of the one input). Each work reads its
+ * own result from the whole statement's rows.
+ */
+export interface SharedWrite {
+  kind: string;
+  input: unknown;
+  statement: (inputs: unknown[]) => PreparedCall;
+}
+
 /** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
-export type LockedFinish<T> = { result: T } | { last: PreparedCall; result: (rows: never[]) => T };
+export type LockedFinish<T> = { result: T } | { last: SharedWrite; result: (rows: never[]) => T };
+
+/** The statements for the writes of `finishes` (one per kind, in order of first use), and each finish's statement. */
+export function sharedStatements(finishes: readonly { last: SharedWrite }[]): {
+  calls: PreparedCall[];
+  callOf: number[];
+} {
+  const kinds = new Map<string, { at: number; write: SharedWrite; inputs: unknown[] }>();
+  const callOf = finishes.map(({ last }) => {
+    let group = kinds.get(last.kind);
+    if (group === undefined) kinds.set(last.kind, (group = { at: kinds.size, write: last, inputs: [] }));
+    group.inputs.push(last.input);
+    return group.at;
+  });
+  const calls = [...kinds.values()].map((g) => g.write.statement(g.inputs));
+  return { calls, callOf };
+}
 
 /**
  * A claim the transaction makes (the business API's Idempotency-Key), written by the work's
@@ -331,16 +358,18 @@ export class TransactionBatcher {
     // rules run, in id order: each event alone would lock its own in the batch's event order.
     const rowLocks = [...new Set(placed.flatMap((p, i) => p.job.locks?.(read(i)) ?? []))];
     if (rowLocks.length > 1) await this.locking.lockRows(client, rowLocks);
-    for (const [i, p] of placed.entries()) {
-      p.finish = await p.job.fn(client, read(i));
-      if ('last' in p.finish) await ensurePrepared(client, p.finish.last);
-    }
+    for (const [i, p] of placed.entries()) p.finish = await p.job.fn(client, read(i));
+    // The events' last writes, one statement per kind for all of them.
     const writes = placed.filter((p) => 'last' in p.finish!);
-    const writeSql = writes.map((p) => execute(client, (p.finish as { last: PreparedCall }).last));
+    const { calls, callOf } = sharedStatements(writes.map((p) => p.finish as { last: SharedWrite }));
+    for (const call of calls) await ensurePrepared(client, call);
+    const writeSql = calls.map((call) => execute(client, call));
     const settle = (rows: { rows: unknown[] }[]) => {
       writes.forEach(
         (p, i) =>
-          (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(rows[i]!.rows as never[])),
+          (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(
+            rows[callOf[i]!]!.rows as never[],
+          )),
       );
       for (const p of placed) if (!('last' in p.finish!)) p.result = p.finish!.result;
     };

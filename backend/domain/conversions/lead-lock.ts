@@ -1,7 +1,7 @@
 import type { Pool } from '../../db/pool.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
-import type { LockedClaim, LockedFinish, LockedWork } from '../../db/transaction-batch.js';
+import type { LockedClaim, LockedFinish, LockedWork, SharedWrite } from '../../db/transaction-batch.js';
 import { isClaimConflict } from '../idempotency.js';
 
 /**
@@ -25,7 +25,7 @@ import { isClaimConflict } from '../idempotency.js';
 export const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export type { LockedClaim, LockedFinish, PreparedCall };
+export type { LockedClaim, LockedFinish, PreparedCall, SharedWrite };
 
 /** The text the lead lock is taken on: one per (account, Telegram user). */
 export function leadLockKey(accountId: string, telegramUserId: number): string {
@@ -72,9 +72,10 @@ export async function withLeadLock<T, R>(
         rows: R[];
       }[];
       const finish = await fn(client, opened.at(-1)!.rows);
-      if ('last' in finish) await ensurePrepared(client, finish.last);
+      const last = 'last' in finish ? finish.last.statement([finish.last.input]) : null;
+      if (last !== null) await ensurePrepared(client, last);
       if ('last' in finish && persist === undefined) {
-        const closed = (await client.query(`${execute(client, finish.last)}; COMMIT`)) as unknown as {
+        const closed = (await client.query(`${execute(client, last!)}; COMMIT`)) as unknown as {
           rows: never[];
         }[];
         return finish.result(closed[0]!.rows);
@@ -84,9 +85,7 @@ export async function withLeadLock<T, R>(
       // record on its own, but one commit, and nothing committed without its record).
       const result =
         'last' in finish
-          ? finish.result(
-              ((await client.query(execute(client, finish.last))) as unknown as { rows: never[] }).rows,
-            )
+          ? finish.result(((await client.query(execute(client, last!))) as unknown as { rows: never[] }).rows)
           : finish.result;
       const record = persist?.(result) ?? null;
       if (record !== null) await ensurePrepared(client, record);

@@ -3,7 +3,9 @@ import type { PoolClient } from '../../db/pool.js';
 import { ApiError } from '../../errors.js';
 import { capiStatusOf, type CapiStatus, type SendStatus } from '../outbox/capi-status.js';
 import {
-  recordConversionStatement,
+  recordConversionsStatement,
+  recordedOf,
+  type ConversionToRecord,
   upsertLead,
   type ApiVisitOverride,
   type EventTypeName,
@@ -337,36 +339,37 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
     piiHashed: p.piiHashed,
     externalUserId: ev.externalUserId,
   });
-  const statement = recordConversionStatement(
-    {
-      siteId: ctx.site.id,
-      channelId: target.channelId,
-      telegramUserId: ev.telegramUserId,
-      visitId: target.visitId,
-      eventType: ev.eventType,
-      customEventName: p.customEventName,
-      value: ev.value,
-      currency: ev.currency,
-      contentName: ev.contentName,
-      piiHashed: p.piiHashed,
-      piiWarnings: p.piiWarnings,
-      externalUserId: ev.externalUserId,
-      eventSourceUrl: ev.eventSourceUrl,
-      clientIp: ev.client.clientIp,
-      userAgent: ev.client.userAgent,
-      apiVisitOverride: target.apiVisitOverride,
-      coldLead: target.coldLead,
-      eventTime: p.eventTime,
-      attributedAt: p.eventTime,
-      receivedAt: p.now,
-      source: 'api',
-    },
-    signals,
-  );
+  const conversion = {
+    siteId: ctx.site.id,
+    channelId: target.channelId,
+    telegramUserId: ev.telegramUserId,
+    visitId: target.visitId,
+    eventType: ev.eventType,
+    customEventName: p.customEventName,
+    value: ev.value,
+    currency: ev.currency,
+    contentName: ev.contentName,
+    piiHashed: p.piiHashed,
+    piiWarnings: p.piiWarnings,
+    externalUserId: ev.externalUserId,
+    eventSourceUrl: ev.eventSourceUrl,
+    clientIp: ev.client.clientIp,
+    userAgent: ev.client.userAgent,
+    apiVisitOverride: target.apiVisitOverride,
+    coldLead: target.coldLead,
+    eventTime: p.eventTime,
+    attributedAt: p.eventTime,
+    receivedAt: p.now,
+    source: 'api' as const,
+  };
   return {
-    // Not the driver's name for the same statement: SQL-level and protocol-level prepared statements share one namespace.
-    last: { name: 'capigram_record_conversion_sql', sql: statement.text, values: statement.values },
-    result: (rows: RecordRow[]) => created(ctx, target, signals, statement.result(rows)),
+    // One statement for the conversions of every event of a shared transaction.
+    last: {
+      kind: 'conversion',
+      input: { conversion, dispatch: signals } satisfies ConversionToRecord,
+      statement: (inputs) => recordConversionsStatement(inputs as ConversionToRecord[]),
+    },
+    result: (rows: RecordRow[]) => created(ctx, target, signals, recordedOf(rows, conversion)),
   };
 }
 

@@ -38,7 +38,7 @@ export interface SqlFragment {
  * The outbox write as a common table expression, for a statement that also writes its subjects:
  * `subjects` is SQL yielding the `(id, site_id)` of the subjects that get sends (a CTE of the
  * caller's statement, or parameters). It defines `created_sends` (one row per send: `send_id`,
- * `platform`, `pixel_id`); the statement must read it, since PostgreSQL only runs a CTE without
+ * `platform`, `pixel_id`, and the subject's id as `subject_id`); the statement must read it, since PostgreSQL only runs a CTE without
  * a data-modifying statement when something reads it. One send per active pixel, at most one per
  * subject and pixel however often this runs. It takes no parameters (`params` is empty) but keeps
  * the fragment's shape so callers number theirs the same way.
@@ -54,7 +54,7 @@ export function sendsCte(kind: SendSubject['kind'], subjects: string, { fresh = 
        INSERT INTO sends (${column}, pixel_id, platform, event_id)
        SELECT s.id, p.id, p.platform, '${EVENT_ID_PREFIX[kind]}' || s.id FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
        ORDER BY s.id, p.created_at, p.id${fresh ? '' : ' ON CONFLICT DO NOTHING'}
-       RETURNING id AS send_id, platform, pixel_id)`,
+       RETURNING id AS send_id, ${column} AS subject_id, platform, pixel_id)`,
     params: [],
   };
 }
