@@ -45,33 +45,47 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
  */
 
 /**
- * A last write that the works of a batch share: the writes of one `kind` go as one statement,
- * `statement` of their inputs in the batch's order (alone, of the one input). Each work reads its
- * own result from the whole statement's rows.
+ * A statement the works of a batch share: the statements of one `kind` go as one, `statement` of
+ * their inputs in the batch's order (alone, of the one input), which PostgreSQL runs for the
+ * price of one statement's set-up (docs/benchmarks.md#business-api).
  */
-export interface SharedWrite {
+export interface SharedStatement {
   kind: string;
   input: unknown;
   statement: (inputs: unknown[]) => PreparedCall;
 }
 
+/** A read the works of a batch share; `rowsOf` picks the rows of the `i`-th input from the statement's. */
+export interface SharedRead<R> extends SharedStatement {
+  rowsOf: (rows: readonly unknown[], i: number) => R[];
+}
+
+/** A last write the works of a batch share; each work reads its own result from all the statement's rows. */
+export type SharedWrite = SharedStatement;
+
 /** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
 export type LockedFinish<T> = { result: T } | { last: SharedWrite; result: (rows: never[]) => T };
 
-/** The statements for the writes of `finishes` (one per kind, in order of first use), and each finish's statement. */
-export function sharedStatements(finishes: readonly { last: SharedWrite }[]): {
+/**
+ * The statements for `shared` (one per kind, in order of first use), the statement of each, and
+ * its place among that statement's inputs.
+ */
+export function shareStatements(shared: readonly SharedStatement[]): {
   calls: PreparedCall[];
   callOf: number[];
+  inputOf: number[];
 } {
-  const kinds = new Map<string, { at: number; write: SharedWrite; inputs: unknown[] }>();
-  const callOf = finishes.map(({ last }) => {
-    let group = kinds.get(last.kind);
-    if (group === undefined) kinds.set(last.kind, (group = { at: kinds.size, write: last, inputs: [] }));
-    group.inputs.push(last.input);
+  const kinds = new Map<string, { at: number; first: SharedStatement; inputs: unknown[] }>();
+  const inputOf: number[] = [];
+  const callOf = shared.map((one) => {
+    let group = kinds.get(one.kind);
+    if (group === undefined) kinds.set(one.kind, (group = { at: kinds.size, first: one, inputs: [] }));
+    inputOf.push(group.inputs.length);
+    group.inputs.push(one.input);
     return group.at;
   });
-  const calls = [...kinds.values()].map((g) => g.write.statement(g.inputs));
-  return { calls, callOf };
+  const calls = [...kinds.values()].map((g) => g.first.statement(g.inputs));
+  return { calls, callOf, inputOf };
 }
 
 /**
@@ -92,8 +106,8 @@ export interface LockedClaim {
 
 /** Work in one transaction under a lock (`withLeadLock` alone, or batched here). */
 export interface LockedWork<T, R> {
-  /** The first read, in the lock's round trip. */
-  read: PreparedCall;
+  /** The first read, in the lock's round trip (one statement for the reads of a batch). */
+  read: SharedRead<R>;
   /** The work on the rows read. */
   fn: (tx: PoolClient, rows: R[]) => Promise<LockedFinish<T>>;
   /**
@@ -147,7 +161,7 @@ interface Job {
   queuedAt: number;
   lockKey: string;
   claimId: string | undefined;
-  read: PreparedCall;
+  read: SharedRead<unknown>;
   fn: Fn<unknown, unknown>;
   persist: ((result: unknown) => PreparedCall | null) | undefined;
   claim: LockedClaim | undefined;
@@ -341,7 +355,8 @@ export class TransactionBatcher {
 
   /** The batch's transaction, up to its COMMIT; each event's result is left in its place. */
   private async steps(client: PoolClient, placed: Placed[], sendingCommit: () => void): Promise<void> {
-    for (const p of placed) await ensurePrepared(client, p.job.read);
+    const reads = shareStatements(placed.map((p) => p.job.read));
+    for (const call of reads.calls) await ensurePrepared(client, call);
     const lockKeys = [...new Set(placed.map((p) => p.job.lockKey))].sort(compare);
     // The lead locks, then the reads: one round trip.
     const opened = results(
@@ -349,11 +364,12 @@ export class TransactionBatcher {
         [
           'BEGIN',
           this.locking.lockStatement(lockKeys),
-          ...placed.map((p) => execute(client, p.job.read)),
+          ...reads.calls.map((call) => execute(client, call)),
         ].join('; '),
       ),
     );
-    const read = (i: number) => opened[2 + i]!.rows;
+    const read = (i: number) =>
+      placed[i]!.job.read.rowsOf(opened[2 + reads.callOf[i]!]!.rows, reads.inputOf[i]!);
     // The existing conversions the events may change, and their sends, locked before any event's
     // rules run, in id order: each event alone would lock its own in the batch's event order.
     const rowLocks = [...new Set(placed.flatMap((p, i) => p.job.locks?.(read(i)) ?? []))];
@@ -361,7 +377,7 @@ export class TransactionBatcher {
     for (const [i, p] of placed.entries()) p.finish = await p.job.fn(client, read(i));
     // The events' last writes, one statement per kind for all of them.
     const writes = placed.filter((p) => 'last' in p.finish!);
-    const { calls, callOf } = sharedStatements(writes.map((p) => p.finish as { last: SharedWrite }));
+    const { calls, callOf } = shareStatements(writes.map((p) => (p.finish as { last: SharedWrite }).last));
     for (const call of calls) await ensurePrepared(client, call);
     const writeSql = calls.map((call) => execute(client, call));
     const settle = (rows: { rows: unknown[] }[]) => {

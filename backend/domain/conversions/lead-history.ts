@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
 import type { CapiStatus } from '../outbox/capi-status.js';
 import type { ApiVisitOverride, EventTypeName } from '../outbox/conversion-record.js';
-import type { PreparedCall } from './lead-lock.js';
+import type { PreparedCall, SharedRead } from './lead-lock.js';
 
 /**
  * What the database knows about a Telegram user that decides where a business event goes: the
@@ -126,7 +126,7 @@ export interface EventContextQuery {
  * - `a` attributed joins, `w` webhook conversions, `t` entry ties (every tie of the user, expired
  *   or not: `flag` says whether it is within the window, `ok` whether its entry, site and visit
  *   still hold), ordered by (`at`, `visit_at`), the order in which acquisitions are first;
- * - `c` the user's newest conversions in the account, newest first, at most `$10` (`NEWEST_CONVERSIONS`,
+ * - `c` the user's newest conversions in the account, newest first, at most the input's `newest` (`NEWEST_CONVERSIONS`,
  *   or all of them);
  * - `r` the user's conversions in the account with the event's type and custom name, within their
  *   site's dedup window, newest first;
@@ -135,51 +135,68 @@ export interface EventContextQuery {
  */
 export const NEWEST_CONVERSIONS = 32;
 
+const QUERY_COLUMNS = `n int, telegram_user_id bigint, account_id uuid, site_id uuid, channel_id uuid, event_type text,
+  custom_event_name text, now timestamptz, event_time timestamptz, window_days int, newest int`;
+
+// Each event's facts are read by a LATERAL subquery fenced with OFFSET 0, so that every one is an
+// index look-up by the event's user whatever the planner thinks of the input's size (it takes a
+// set-returning function for a hundred rows, and would rather hash-join whole tables).
 const EVENT_FACTS_SQL = `
-  WITH acq AS MATERIALIZED (
-    SELECT 'a' AS kind, ch.site_id, m.channel_id, m.visit_id, m.occurred_at AS at, v.created_at AS visit_at, NULL::uuid AS id, NULL::boolean AS flag, true AS ok
-    FROM memberships m JOIN channels ch ON ch.id = m.channel_id JOIN visits v ON v.id = m.visit_id AND v.site_id = ch.site_id
-    WHERE m.telegram_user_id = $1 AND m.attributed AND m.kind <> 'leave'
-    UNION ALL
-    SELECT 'w', c.site_id, c.channel_id, c.visit_id, c.attributed_at, v.created_at, c.id, NULL, true
-    FROM conversions c JOIN visits v ON v.id = c.visit_id AND v.site_id = c.site_id
-    WHERE c.telegram_user_id = $1 AND c.source = 'webhook'
-    UNION ALL
-    SELECT 't', k.site_id, COALESCE(e.channel_id, s.default_channel_id), k.visit_id, k.used_at, v.created_at, k.conversion_id,
-           ${tieInWindow('k', '$8', '$9')}, e.id IS NOT NULL AND s.id IS NOT NULL AND v.id IS NOT NULL
-    FROM entry_clicks k LEFT JOIN entries e ON e.id = k.entry_id LEFT JOIN sites s ON s.id = k.site_id
-      LEFT JOIN visits v ON v.id = k.visit_id AND v.site_id = k.site_id
-    WHERE k.used_by = $1
+  WITH q AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS q(${QUERY_COLUMNS})),
+  acq AS MATERIALIZED (
+    SELECT q.n, a.* FROM q CROSS JOIN LATERAL (
+      SELECT 'a' AS kind, ch.site_id, m.channel_id, m.visit_id, m.occurred_at AS at, v.created_at AS visit_at, NULL::uuid AS id, NULL::boolean AS flag, true AS ok
+      FROM memberships m JOIN channels ch ON ch.id = m.channel_id JOIN visits v ON v.id = m.visit_id AND v.site_id = ch.site_id
+      WHERE m.telegram_user_id = q.telegram_user_id AND m.attributed AND m.kind <> 'leave'
+      UNION ALL
+      SELECT 'w', c.site_id, c.channel_id, c.visit_id, c.attributed_at, v.created_at, c.id, NULL, true
+      FROM conversions c JOIN visits v ON v.id = c.visit_id AND v.site_id = c.site_id
+      WHERE c.telegram_user_id = q.telegram_user_id AND c.source = 'webhook'
+      UNION ALL
+      SELECT 't', k.site_id, COALESCE(e.channel_id, s.default_channel_id), k.visit_id, k.used_at, v.created_at, k.conversion_id,
+             ${tieInWindow('k', 'q.event_time', 'q.window_days')}, e.id IS NOT NULL AND s.id IS NOT NULL AND v.id IS NOT NULL
+      FROM entry_clicks k LEFT JOIN entries e ON e.id = k.entry_id LEFT JOIN sites s ON s.id = k.site_id
+        LEFT JOIN visits v ON v.id = k.visit_id AND v.site_id = k.site_id
+      WHERE k.used_by = q.telegram_user_id
+      OFFSET 0) a
   ),
   conv AS MATERIALIZED (
-    SELECT c.id, c.site_id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at
-    FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2
-    WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id DESC LIMIT $10::int
+    SELECT q.n, c.* FROM q CROSS JOIN LATERAL (
+      SELECT c.id, c.site_id, c.channel_id, c.visit_id, c.api_visit_override, c.event_source_url, c.received_at
+      FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = q.account_id
+      WHERE c.telegram_user_id = q.telegram_user_id ORDER BY c.received_at DESC, c.id DESC LIMIT q.newest) c
   )
-  (SELECT kind, site_id, channel_id, visit_id, at, visit_at, id, flag, ok,
+  (SELECT n, kind, site_id, channel_id, visit_id, at, visit_at, id, flag, ok,
           NULL::jsonb AS api_visit_override, NULL::text AS event_source_url, NULL::text AS capi_status,
           NULL::text AS website_id, NULL::int AS dedup_window_seconds, NULL::text AS default_country, NULL::int AS active_pixels
-   FROM acq ORDER BY at, visit_at)
+   FROM acq ORDER BY n, at, visit_at)
   UNION ALL
-  SELECT 'c', site_id, channel_id, visit_id, received_at, NULL, id, NULL, NULL, api_visit_override, event_source_url, NULL, NULL, NULL, NULL, NULL
-  FROM conv
+  (SELECT n, 'c', site_id, channel_id, visit_id, received_at, NULL, id, NULL, NULL, api_visit_override, event_source_url, NULL, NULL, NULL, NULL, NULL
+   FROM conv ORDER BY n, received_at DESC, id DESC)
   UNION ALL
-  (SELECT 'r', c.site_id, c.channel_id, c.visit_id, c.received_at, NULL, c.id, c.cold_lead, NULL, NULL, NULL, c.capi_status, NULL, NULL, NULL, NULL
-   FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = $2 AND x.dedup_window_seconds > 0
-   WHERE c.telegram_user_id = $1 AND c.event_type = $5 AND c.custom_event_name IS NOT DISTINCT FROM $6::text
-     AND c.received_at >= $7::timestamptz - make_interval(secs => x.dedup_window_seconds)
-   ORDER BY c.received_at DESC, c.id DESC)
+  (SELECT q.n, 'r', r.site_id, r.channel_id, r.visit_id, r.received_at, NULL, r.id, r.cold_lead, NULL, NULL, NULL, r.capi_status, NULL, NULL, NULL, NULL
+   FROM q CROSS JOIN LATERAL (
+     SELECT c.site_id, c.channel_id, c.visit_id, c.received_at, c.id, c.cold_lead, c.capi_status
+     FROM conversions c JOIN sites x ON x.id = c.site_id AND x.account_id = q.account_id AND x.dedup_window_seconds > 0
+     WHERE c.telegram_user_id = q.telegram_user_id AND c.event_type = q.event_type
+       AND c.custom_event_name IS NOT DISTINCT FROM q.custom_event_name
+       AND c.received_at >= q.now - make_interval(secs => x.dedup_window_seconds)
+     OFFSET 0) r
+   ORDER BY q.n, r.received_at DESC, r.id DESC)
   UNION ALL
-  SELECT 's', s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.website_id, s.dedup_window_seconds, s.default_country,
+  SELECT q.n, 's', s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.website_id, s.dedup_window_seconds, s.default_country,
          (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active)
-  FROM sites s
-  WHERE s.account_id = $2 AND (s.id = $3::uuid OR s.id IN (SELECT site_id FROM acq) OR s.id IN (SELECT site_id FROM conv))
+  FROM (SELECT n, site_id FROM q WHERE site_id IS NOT NULL UNION SELECT n, site_id FROM acq UNION SELECT n, site_id FROM conv) named
+    JOIN q ON q.n = named.n
+    CROSS JOIN LATERAL (SELECT * FROM sites s WHERE s.id = named.site_id AND s.account_id = q.account_id OFFSET 0) s
   UNION ALL
-  SELECT 'h', ch.site_id, ch.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM channels ch WHERE ch.id = $4::uuid`;
+  SELECT q.n, 'h', h.site_id, h.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM q CROSS JOIN LATERAL (SELECT ch.site_id, ch.id FROM channels ch WHERE ch.id = q.channel_id OFFSET 0) h`;
 
 /** A row of the facts statement (see there for what each kind fills). */
 export interface EventFactRow {
+  /** Which event of the statement's the row is about (1-based). */
+  n: number;
   kind: 'a' | 'w' | 't' | 'c' | 'r' | 's' | 'h';
   site_id: string | null;
   channel_id: string | null;
@@ -198,26 +215,42 @@ export interface EventFactRow {
   active_pixels: number | null;
 }
 
-/** The facts read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round trip. */
+/** One event's part of the facts statement's input. */
+function factsInput(q: EventContextQuery, newest: number | null) {
+  return {
+    telegram_user_id: q.telegramUserId,
+    account_id: q.accountId,
+    site_id: q.siteId,
+    channel_id: q.channelId,
+    event_type: q.eventType,
+    custom_event_name: q.customEventName,
+    now: q.now,
+    event_time: q.eventTime,
+    window_days: q.windowDays,
+    newest,
+  };
+}
+
+/** The facts statement for the events `inputs` (from `factsInput`). */
+function factsStatement(inputs: unknown[]): PreparedCall {
+  const numbered = inputs.map((input, i) => ({ ...(input as object), n: i + 1 }));
+  // As JSON text: the driver would send a bare array as a PostgreSQL array, not as jsonb.
+  return { name: 'capigram_event_facts_read', sql: EVENT_FACTS_SQL, values: [JSON.stringify(numbered)] };
+}
+
+/**
+ * The facts read for the lead lock (`withLeadLock`): it runs under the lock, in the lock's round
+ * trip; a shared event transaction reads the facts of all its events in one statement.
+ */
 export function eventContextRead(
   q: EventContextQuery,
   newest: number | null = NEWEST_CONVERSIONS,
-): PreparedCall {
+): SharedRead<EventFactRow> {
   return {
-    name: 'capigram_event_facts_read',
-    sql: EVENT_FACTS_SQL,
-    values: [
-      q.telegramUserId,
-      q.accountId,
-      q.siteId,
-      q.channelId,
-      q.eventType,
-      q.customEventName,
-      q.now,
-      q.eventTime,
-      q.windowDays,
-      newest,
-    ],
+    kind: 'event_facts',
+    input: factsInput(q, newest),
+    statement: factsStatement,
+    rowsOf: (rows, i) => (rows as EventFactRow[]).filter((r) => r.n === i + 1),
   };
 }
 
@@ -379,7 +412,7 @@ export async function loadEventContext(
   const named = { siteId: q.siteId, channelId: q.channelId };
   const first = eventContextOf(rows, named);
   if (first.unsettled === null) return first.context;
-  const all = eventContextRead(q, null);
+  const all = factsStatement([factsInput(q, null)]);
   const { rows: everything } = await tx.query<EventFactRow>({ text: all.sql, values: [...all.values] });
   return eventContextOf(everything, named, null).context;
 }

@@ -1,7 +1,13 @@
 import type { Pool } from '../../db/pool.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
-import type { LockedClaim, LockedFinish, LockedWork, SharedWrite } from '../../db/transaction-batch.js';
+import type {
+  LockedClaim,
+  LockedFinish,
+  LockedWork,
+  SharedRead,
+  SharedWrite,
+} from '../../db/transaction-batch.js';
 import { isClaimConflict } from '../idempotency.js';
 
 /**
@@ -25,7 +31,7 @@ import { isClaimConflict } from '../idempotency.js';
 export const LEAD_LOCK_CLASS = 4_040_001; // the two-int lock space never collides with single-bigint locks
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export type { LockedClaim, LockedFinish, PreparedCall, SharedWrite };
+export type { LockedClaim, LockedFinish, PreparedCall, SharedRead, SharedWrite };
 
 /** The text the lead lock is taken on: one per (account, Telegram user). */
 export function leadLockKey(accountId: string, telegramUserId: number): string {
@@ -66,12 +72,13 @@ export async function withLeadLock<T, R>(
   const key = leadLockKey(accountId, telegramUserId);
   return retryLockConflicts(() =>
     withSession(pool, async (client) => {
-      await ensurePrepared(client, read);
+      const readCall = read.statement([read.input]);
+      await ensurePrepared(client, readCall);
       const lock = leadLockStatement([key]);
-      const opened = (await client.query(`BEGIN; ${lock}; ${execute(client, read)}`)) as unknown as {
-        rows: R[];
+      const opened = (await client.query(`BEGIN; ${lock}; ${execute(client, readCall)}`)) as unknown as {
+        rows: unknown[];
       }[];
-      const finish = await fn(client, opened.at(-1)!.rows);
+      const finish = await fn(client, read.rowsOf(opened.at(-1)!.rows, 0));
       const last = 'last' in finish ? finish.last.statement([finish.last.input]) : null;
       if (last !== null) await ensurePrepared(client, last);
       if ('last' in finish && persist === undefined) {
