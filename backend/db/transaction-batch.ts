@@ -114,7 +114,7 @@ export interface LockedWork<T, R> {
    * A write that records the result in the same transaction (the business API's idempotent
    * answer): it travels with the COMMIT, so the answer is stored exactly when the work is.
    */
-  persist?: ((result: T) => PreparedCall | null) | undefined;
+  persist?: ((result: T) => SharedWrite | null) | undefined;
   claim?: LockedClaim | undefined;
   /**
    * The existing rows the work may lock, from its read's rows. Alone, the work locks its own; a
@@ -163,7 +163,7 @@ interface Job {
   claimId: string | undefined;
   read: SharedRead<unknown>;
   fn: Fn<unknown, unknown>;
-  persist: ((result: unknown) => PreparedCall | null) | undefined;
+  persist: ((result: unknown) => SharedWrite | null) | undefined;
   claim: LockedClaim | undefined;
   locks: RowLocks<unknown> | undefined;
   alone: () => Promise<unknown>;
@@ -211,7 +211,7 @@ export class TransactionBatcher {
         claimId: claim?.id,
         read,
         fn: fn as Fn<unknown, unknown>,
-        persist: persist as ((result: unknown) => PreparedCall | null) | undefined,
+        persist: persist as ((result: unknown) => SharedWrite | null) | undefined,
         claim,
         locks: locks as RowLocks<unknown> | undefined,
         alone,
@@ -398,14 +398,13 @@ export class TransactionBatcher {
     // those that claim a key in the order of their keys (the one order of claims). A key another
     // request holds fails its claim, and the batch is rolled back and run alone.
     settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))));
-    const answers: PreparedCall[] = [];
     const claimOrder = (p: Placed) => p.job.claimId ?? '';
-    for (const p of [...placed].sort((a, b) => compare(claimOrder(a), claimOrder(b)))) {
-      const call = p.job.persist?.(p.result) ?? null;
-      if (call === null) continue;
-      await ensurePrepared(client, call);
-      answers.push(call);
-    }
+    const records = [...placed]
+      .sort((a, b) => compare(claimOrder(a), claimOrder(b)))
+      .flatMap((p) => p.job.persist?.(p.result) ?? []);
+    // The answers of one kind in one statement, in that order.
+    const answers = shareStatements(records).calls;
+    for (const call of answers) await ensurePrepared(client, call);
     sendingCommit();
     await client.query([...answers.map((call) => execute(client, call)), 'COMMIT'].join('; '));
   }

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { PreparedCall } from '../db/prepared-batch.js';
+import type { SharedWrite } from '../db/transaction-batch.js';
 
 /**
  * Every statement on `idempotency_keys`, the store behind the business API's Idempotency-Key
@@ -98,7 +98,7 @@ export async function releaseClaim(db: Queryable, claim: ClaimRef): Promise<void
   ]);
 }
 
-/** The statement that stores an answer under the claim (`storeAnswer` and `storeAnswerCall`). */
+/** The statement that stores an answer under the claim (`storeAnswer` and `storeAnswerWrite`). */
 const STORE_SQL = `UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6
              WHERE api_key_id = $1 AND key = $2 AND created_at = $3`;
 
@@ -122,13 +122,14 @@ export async function storeAnswer(db: Queryable, claim: ClaimRef, answer: Answer
   });
 }
 
-/** `storeAnswer` as a statement for the work's own transaction (sent with its COMMIT). */
-export function storeAnswerCall(claim: ClaimRef, answer: Answer): PreparedCall {
-  return {
+/** `storeAnswer` as a write for the work's own transaction (sent with its COMMIT; one statement each). */
+export function storeAnswerWrite(claim: ClaimRef, answer: Answer): SharedWrite {
+  const call = {
     name: 'capigram_idempotency_store_with_work',
     sql: STORE_SQL,
     values: answerValues(claim, answer),
   };
+  return { kind: `idempotency_store ${claim.apiKeyId} ${claim.key}`, input: null, statement: () => call };
 }
 
 /** Claims the key and stores its answer in one statement, unless a row holds it. */
@@ -151,16 +152,32 @@ export async function claimWithAnswer(
  * unique violation, `isClaimConflict`) and the transaction is rolled back with its work; a holder
  * that has not committed yet makes it wait for that one's end.
  */
-export function claimWithAnswerCall(claim: ClaimRef & { endpoint: string }, answer: Answer): PreparedCall {
+export function claimWithAnswerWrite(claim: ClaimRef & { endpoint: string }, answer: Answer): SharedWrite {
   return {
-    name: 'capigram_idempotency_claim_with_work',
-    sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
-          VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    values: [...answerValues(claim, answer), claim.endpoint],
+    // The claims of a shared event transaction go as one statement, in the order given (the one
+    // order of claims): a conflict on any fails it, and the transaction with it.
+    kind: 'idempotency_claim',
+    input: {
+      api_key_id: claim.apiKeyId,
+      key: claim.key,
+      created_at: claim.claimedAt,
+      status_code: answer.status,
+      response_body: answer.stored,
+      completed_at: answer.completedAt,
+      endpoint: claim.endpoint,
+    },
+    statement: (inputs) => ({
+      name: 'capigram_idempotency_claims_with_work',
+      sql: `INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+            SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(api_key_id uuid, key text, created_at timestamptz,
+              status_code int, response_body jsonb, completed_at timestamptz, endpoint text)`,
+      // As JSON text: the driver would send a bare array as a PostgreSQL array, not as jsonb.
+      values: [JSON.stringify(inputs)],
+    }),
   };
 }
 
-/** Whether `error` is `claimWithAnswerCall` meeting a key another request holds. */
+/** Whether `error` is `claimWithAnswerWrite` meeting a key another request holds. */
 export function isClaimConflict(error: unknown): boolean {
   const e = error as { code?: unknown; constraint?: unknown } | null;
   return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';

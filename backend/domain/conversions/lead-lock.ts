@@ -94,7 +94,8 @@ export async function withLeadLock<T, R>(
         'last' in finish
           ? finish.result(((await client.query(execute(client, last!))) as unknown as { rows: never[] }).rows)
           : finish.result;
-      const record = persist?.(result) ?? null;
+      const written = persist?.(result) ?? null;
+      const record = written === null ? null : written.statement([written.input]);
       if (record !== null) await ensurePrepared(client, record);
       try {
         await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);

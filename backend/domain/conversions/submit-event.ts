@@ -28,7 +28,7 @@ import {
   type RecentMatch,
 } from './lead-history.js';
 import { withLeadLockBatched } from './event-batches.js';
-import type { LockedClaim, LockedFinish, PreparedCall } from './lead-lock.js';
+import type { LockedClaim, LockedFinish, SharedWrite } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
@@ -102,7 +102,7 @@ export interface EventSubmission {
    * Turns the outcome into a write committed with it (the caller's idempotent answer); without it
    * the outcome is only returned.
    */
-  persist?: ((outcome: EventOutcome) => PreparedCall | null) | undefined;
+  persist?: ((outcome: EventOutcome) => SharedWrite | null) | undefined;
   /** Made first in the same transaction (the caller's Idempotency-Key, see `withLeadLock`). */
   claim?: LockedClaim | undefined;
 }

@@ -1,15 +1,15 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { PreparedCall } from '../../db/prepared-batch.js';
+import type { SharedWrite } from '../../db/transaction-batch.js';
 import type { LockedClaim } from '../../domain/conversions/lead-lock.js';
 import {
-  claimWithAnswerCall,
+  claimWithAnswerWrite,
   claimKey,
   claimWithAnswer,
   IDEMPOTENCY_REPLAY_WINDOW_MS,
   readClaim,
   releaseClaim,
   storeAnswer,
-  storeAnswerCall,
+  storeAnswerWrite,
   takeOverClaim,
   type StoredResponse,
 } from '../../domain/idempotency.js';
@@ -219,7 +219,7 @@ async function settleInWork(deps: StoreDeps, c: Context<ApiEnv>, held: HeldClaim
 
 export interface AnswerRecorder<T> {
   /** The write to commit with the work: stores the answer `c.json` will send for this outcome. */
-  persist(outcome: T): PreparedCall;
+  persist(outcome: T): SharedWrite;
   /** Call once the work's transaction committed: the middleware then stores nothing more. */
   committed(): void;
   /** For a key claimed in the work's transaction: the claim, written with the answer by `persist`. */
@@ -263,8 +263,8 @@ export function answerRecorder<T>(
       persisted = true;
       // A key claimed by the work's transaction is written once, claim and answer together.
       return held.inWork
-        ? claimWithAnswerCall(held, answered(outcome))
-        : storeAnswerCall(held, answered(outcome));
+        ? claimWithAnswerWrite(held, answered(outcome))
+        : storeAnswerWrite(held, answered(outcome));
     },
     committed() {
       if (persisted) held.storedWithWork = true;
