@@ -146,8 +146,8 @@ const RECORD_CONVERSIONS_SQL = `
     RETURNING id, lead_id, site_id, telegram_user_id, capi_status),
   ${SENDS.text}
   SELECT c.id, c.lead_id, c.site_id, c.telegram_user_id, c.capi_status, s.send_id, s.platform, s.pixel_id
-  FROM conversion c LEFT JOIN created_sends s ON s.subject_id = c.id
-  ORDER BY c.id, s.send_id`;
+  FROM conversion c LEFT JOIN created_sends s ON s.subject_id = c.id LEFT JOIN pixels p ON p.id = s.pixel_id
+  ORDER BY c.id, p.created_at, p.id`;
 
 export interface RecordRow {
   id: string;
