@@ -1,7 +1,7 @@
 import { spawn, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { arch, platform } from 'node:os';
+import { arch, platform, totalmem } from 'node:os';
 import { dirname, resolve, join } from 'node:path';
 import net from 'node:net';
 import { promisify } from 'node:util';
@@ -190,6 +190,25 @@ async function waitReady(url: string, timeoutMs: number): Promise<void> {
   throw new Error(`embedded PostgreSQL did not become ready within ${timeoutMs} ms`);
 }
 
+/**
+ * PostgreSQL's page cache for this machine: a quarter of the memory this process may use (its
+ * cgroup's limit when it has one, as in a container), from PostgreSQL's own default of 128 MB up
+ * to 8 GB, the starting point PostgreSQL's documentation gives for a dedicated server. With the
+ * default 128 MB, a year of a busy site's visits and sends (indexes of several GB, written at
+ * random places by random UUIDs) missed the cache on nearly every index entry written, and each
+ * miss cost a page in and, often, a dirty page out (docs/benchmarks.md#a-year-of-history).
+ */
+export function sharedBuffersFor(memoryBytes: number): string {
+  const mb = Math.floor(memoryBytes / 4 / 2 ** 20);
+  return `${Math.min(8192, Math.max(128, mb))}MB`;
+}
+
+/** The memory this process may use: the machine's, or its cgroup's limit when lower. */
+function usableMemory(): number {
+  const limit = process.constrainedMemory?.() ?? 0;
+  return limit > 0 && limit < totalmem() ? limit : totalmem();
+}
+
 export interface EmbeddedOptions {
   dataDir: string;
   /** Called with PostgreSQL's own log lines (defaults to discarding them). */
@@ -236,6 +255,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedData
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',
     max_connections: '200',
+    shared_buffers: sharedBuffersFor(usableMemory()),
     ...opts.settings,
   };
   const args = [
