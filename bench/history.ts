@@ -214,8 +214,11 @@ export async function run(args: string[] = []): Promise<void> {
     const [empty, history] = sides.map((side) =>
       Object.fromEntries(Object.entries(side.samples).map(([k, v]) => [k, summarize(v)])),
     ) as [Record<Target, Result>, Record<Target, Result>];
+    // A PostgreSQL process that ends during a sample (an autovacuum worker) takes its CPU ticks
+    // with it, which can leave a sample's reading negative: no reading then.
+    const dbCpu = (r: Result) => (r.dbMicrosPerRequest >= 0 ? r.dbMicrosPerRequest.toFixed(0) : 'n/a');
     const row = (target: Target, name: string, r: Result) =>
-      `| ${TARGETS[target]}, ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${r.dbMicrosPerRequest.toFixed(0)} | ${r.failures} |`;
+      `| ${TARGETS[target]}, ${name} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.cpuMicrosPerRequest.toFixed(0)} | ${dbCpu(r)} | ${r.failures} |`;
     const ratio = (t: Target) => (history[t].perSecond / empty[t].perSecond).toFixed(2);
     const p99 = (t: Target) => (history[t].p99 / empty[t].p99).toFixed(2);
     const lines = [
