@@ -30,6 +30,7 @@ import { seedHistory } from './history-seed.js';
 import { openBenchDatabase, option, spawnRole, type RoleChild } from './support.js';
 import {
   fillPool,
+  initCall,
   load,
   measure,
   ROLE_ENV,
@@ -41,7 +42,6 @@ import {
 } from './tracker.js';
 
 const ORIGIN = 'https://shop.example.com';
-const USER_AGENT = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) CapigramBench/1.0';
 
 type Target = 'init' | 'event' | 'keyed' | 'invite1' | 'invite';
 const TARGETS: Record<Target, string> = {
@@ -95,33 +95,11 @@ async function prepare(
   };
 }
 
-function initCall(side: Side, client: number): Call {
-  const tid = randomUUID();
-  const sid = randomUUID();
-  side.browsers.push({ tid, sid });
-  return {
-    method: 'POST',
-    path: '/backend/track/init',
-    expect: 200,
-    headers: {
-      'content-type': 'application/json',
-      origin: ORIGIN,
-      'x-capigram-client-ip': `198.51.100.${client + 1}`,
-    },
-    body: JSON.stringify({
-      websiteId: side.websiteId,
-      tempId: tid,
-      sessionId: sid,
-      visitRequestId: randomUUID(),
-      href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
-      landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
-      referrer: 'https://l.facebook.com/',
-      userAgent: USER_AGENT,
-      fbc: `fb.1.${Date.now()}.IwAR2F4`,
-      fbp: 'fb.1.1763776500000.1116446470',
-      utmSource: 'fb',
-    }),
-  };
+/** A new visit of a new browser, kept for the clicks. */
+function visitCall(side: Side, client: number): Call {
+  const browser = { tid: randomUUID(), sid: randomUUID() };
+  side.browsers.push(browser);
+  return initCall(side.websiteId, client, browser);
 }
 
 function eventCall(side: Side, keyed: boolean): Call {
@@ -186,7 +164,7 @@ export async function run(args: string[] = []): Promise<void> {
     sides.push(await prepare('history', full.pool, full.databaseUrl, leads, clicks + warmup));
 
     for (const side of sides) {
-      await load(side.server.url, warmup, concurrency, (_i, client) => initCall(side, client));
+      await load(side.server.url, warmup, concurrency, (_i, client) => visitCall(side, client));
       await load(side.server.url, warmup, concurrency, () => eventCall(side, false));
       await load(side.server.url, warmup, concurrency, () => eventCall(side, true));
       await load(side.server.url, Math.min(warmup, clicks), clickConcurrency, (_i, client) =>
@@ -201,7 +179,7 @@ export async function run(args: string[] = []): Promise<void> {
       const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
         const s = side.samples;
-        s.init.push(await measure(side.server, share, concurrency, (_i, client) => initCall(side, client)));
+        s.init.push(await measure(side.server, share, concurrency, (_i, client) => visitCall(side, client)));
         s.event.push(await measure(side.server, share, concurrency, () => eventCall(side, false)));
         s.keyed.push(await measure(side.server, share, concurrency, () => eventCall(side, true)));
         s.invite1.push(await measure(side.server, clickShare, 1, (_i, client) => clickCall(side, client)));

@@ -18,16 +18,23 @@
  *    "with" rows runs at every quarter hour of the clock (`--fold-every=MS`, default 900000) as
  *    the cron does. The cost of one such run is timed apart.
  */
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
 import { funnelReport } from '../backend/domain/reports/funnel.js';
 import { FOLD_LAG_MS, FOLD_STEP_MS, runRollup } from '../backend/domain/reports/rollup.js';
 import { seedReportsHistory } from './reports-history.js';
 import { openBenchDatabase, option, spawnRole } from './support.js';
-import { ROLE_ENV, load, measure, seed, summarize, type Call, type Result, type Sample } from './tracker.js';
-
-const ORIGIN = 'https://shop.example.com';
+import {
+  ROLE_ENV,
+  initCall,
+  load,
+  measure,
+  seed,
+  summarize,
+  type Call,
+  type Result,
+  type Sample,
+} from './tracker.js';
 
 const rate = (s: Sample) => (s.requests / s.seconds).toFixed(0);
 
@@ -121,29 +128,7 @@ export async function run(args: string[] = []): Promise<void> {
     child = await spawnRole(new URL('./tracker.ts', import.meta.url).href, ROLE_ENV, 'capigram', [
       databaseUrl,
     ]);
-    const init = (_i: number, client: number): Call => ({
-      method: 'POST',
-      path: '/backend/track/init',
-      expect: 200,
-      headers: {
-        'content-type': 'application/json',
-        origin: ORIGIN,
-        'x-capigram-client-ip': `198.51.100.${client + 1}`,
-      },
-      body: JSON.stringify({
-        websiteId: site.websiteId,
-        tempId: randomUUID(),
-        sessionId: randomUUID(),
-        visitRequestId: randomUUID(),
-        href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
-        landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
-        referrer: 'https://l.facebook.com/',
-        userAgent: 'Mozilla/5.0 CapigramBench/1.0',
-        fbc: `fb.1.${Date.now()}.IwAR2F4`,
-        fbp: 'fb.1.1763776500000.1116446470',
-        utmSource: 'fb',
-      }),
-    });
+    const init = (_i: number, client: number): Call => initCall(site.websiteId, client);
     // The seeding's writes flushed and the server warmed up before the first row, which would
     // otherwise pay for them (it is a "with" row): with one row's warm-up, the first row still
     // ran a quarter slower than the rest in trial runs; with two, as fast.

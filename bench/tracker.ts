@@ -138,6 +138,40 @@ export async function measure(
   return { ...sample, cpuMicros: (await cpuOf(child)) - before, dbMicros };
 }
 
+/**
+ * A `track/init` as a proxy forwards it: a new visit of browser `browser` (new ids unless given),
+ * from client `client`'s own address, on a landing page reached from a Meta ad.
+ */
+export function initCall(
+  websiteId: string,
+  client: number,
+  browser: { tid: string; sid: string } = { tid: randomUUID(), sid: randomUUID() },
+): Call {
+  return {
+    method: 'POST',
+    path: '/backend/track/init',
+    expect: 200,
+    headers: {
+      'content-type': 'application/json',
+      origin: ORIGIN,
+      'x-capigram-client-ip': `198.51.100.${client + 1}`,
+    },
+    body: JSON.stringify({
+      websiteId,
+      tempId: browser.tid,
+      sessionId: browser.sid,
+      visitRequestId: randomUUID(),
+      href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
+      landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
+      referrer: 'https://l.facebook.com/',
+      userAgent: USER_AGENT,
+      fbc: `fb.1.${Date.now()}.IwAR2F4`,
+      fbp: 'fb.1.1763776500000.1116446470',
+      utmSource: 'fb',
+    }),
+  };
+}
+
 export interface Call {
   method: 'GET' | 'POST';
   path: string;
@@ -258,38 +292,13 @@ export async function run(args: string[] = []): Promise<void> {
     // Browsers with a visit, for the clicks: every click a different visit, as in production.
     const browsers: { tid: string; sid: string }[] = [];
     const browsersNeeded = warmup + Math.min(1_000, clicks) + clicks;
-    const initCall = (site: string): Call => {
-      const tid = randomUUID();
-      const sid = randomUUID();
-      if (site === websiteId && browsers.length < browsersNeeded) browsers.push({ tid, sid });
-      const body = JSON.stringify({
-        websiteId: site,
-        tempId: tid,
-        sessionId: sid,
-        visitRequestId: randomUUID(),
-        href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
-        landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
-        referrer: 'https://l.facebook.com/',
-        userAgent: USER_AGENT,
-        fbc: `fb.1.${Date.now()}.IwAR2F4`,
-        fbp: 'fb.1.1763776500000.1116446470',
-        utmSource: 'fb',
-      });
-      return {
-        method: 'POST',
-        path: '/backend/track/init',
-        body,
-        expect: 200,
-        headers: { 'content-type': 'application/json', origin: ORIGIN },
-      };
-    };
     // Each client is one browser address, as a proxy would forward it.
     const initOn =
       (site: string) =>
       (_i: number, client: number): Call => {
-        const call = initCall(site);
-        call.headers['x-capigram-client-ip'] = `198.51.100.${client + 1}`;
-        return call;
+        const browser = { tid: randomUUID(), sid: randomUUID() };
+        if (site === websiteId && browsers.length < browsersNeeded) browsers.push(browser);
+        return initCall(site, client, browser);
       };
 
     await load(cheapest.url, warmup, concurrency, initOn(websiteId));
