@@ -223,6 +223,11 @@ export class TransactionBatcher {
     });
   }
 
+  /** How many works wait for a transaction (none of them in one yet). */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   /** The process is closing: the expiry timer goes (events still queued are answered as they run). */
   close(): void {
     this.expiry.disarm();

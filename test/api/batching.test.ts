@@ -68,6 +68,8 @@ const advisoryWaiters = () =>
 async function queuedTogether<T>(
   send: () => T,
   holdMs?: number,
+  /** How many events `send` sends: held until all of them wait in the batcher (rather than `holdMs`). */
+  events?: number,
 ): Promise<{ sent: T; blockers: ApiResponse[] }> {
   const blockerUsers = await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, () => warmUser()));
   return queuedBehind(db.pool, {
@@ -82,6 +84,7 @@ async function queuedTogether<T>(
     ),
     send,
     ...(holdMs === undefined ? {} : { holdMs }),
+    ...(events === undefined ? {} : { until: () => t.deps.local.eventBatches.waiting >= events }),
   });
 }
 
@@ -97,8 +100,10 @@ async function writersOf(users: number[]): Promise<Map<number, string>> {
 describe('events that arrive together', () => {
   it('share one transaction, and each gets its own acquisition, conversion and sends', async () => {
     const leads = await Promise.all(Array.from({ length: 12 }, () => warmUser()));
-    const { sent, blockers } = await queuedTogether(() =>
-      Promise.all(leads.map(({ user }) => post(purchase(user)))),
+    const { sent, blockers } = await queuedTogether(
+      () => Promise.all(leads.map(({ user }) => post(purchase(user)))),
+      undefined,
+      leads.length,
     );
     const answers = await sent;
     for (const b of blockers) expect(b.status).toBe(201);
@@ -135,7 +140,11 @@ describe('events that arrive together', () => {
 
   it(`never more than ${MAX_BATCH_EVENTS} to a transaction`, async () => {
     const leads = await Promise.all(Array.from({ length: MAX_BATCH_EVENTS + 5 }, () => warmUser()));
-    const { sent } = await queuedTogether(() => Promise.all(leads.map(({ user }) => post(purchase(user)))));
+    const { sent } = await queuedTogether(
+      () => Promise.all(leads.map(({ user }) => post(purchase(user)))),
+      undefined,
+      leads.length,
+    );
     for (const a of await sent) expect(a.status).toBe(201);
     const perTransaction = new Map<string, number>();
     for (const xid of (await writersOf(leads.map((l) => l.user))).values())

@@ -306,6 +306,8 @@ export async function queuedBehind<T>(
     blockers: (() => Promise<ApiResponse>)[];
     send: () => T;
     holdMs?: number;
+    /** Instead of holding `holdMs`, hold until this holds (every request sent is queued, say). */
+    until?: () => boolean;
   },
 ): Promise<{ sent: T; blockers: ApiResponse[] }> {
   const holder = await pool.connect();
@@ -323,7 +325,8 @@ export async function queuedBehind<T>(
       );
     }
     const sent = q.send();
-    await new Promise((r) => setTimeout(r, q.holdMs ?? 300));
+    if (q.until === undefined) await new Promise((r) => setTimeout(r, q.holdMs ?? 300));
+    else await waitUntil(async () => q.until!(), 10_000, 'the requests sent to be queued');
     await holder.query('COMMIT');
     return { sent, blockers: await Promise.all(blockers) };
   } finally {

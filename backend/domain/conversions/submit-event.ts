@@ -279,15 +279,7 @@ async function updateMatch(
     tx,
     match.conversionId,
     {
-      value: ev.value,
-      currency: ev.currency,
-      contentName: ev.contentName,
-      piiHashed: p.piiHashed,
-      piiWarnings: p.piiWarnings,
-      externalUserId: ev.externalUserId,
-      eventSourceUrl: ev.eventSourceUrl,
-      clientIp: ev.client.clientIp,
-      userAgent: ev.client.userAgent,
+      ...eventFields(p),
       apiVisitOverride: compactOverride(p.requestOverride),
       recoveredVisitId: recovered?.visitId ?? null,
     },
@@ -346,15 +338,7 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
     visitId: target.visitId,
     eventType: ev.eventType,
     customEventName: p.customEventName,
-    value: ev.value,
-    currency: ev.currency,
-    contentName: ev.contentName,
-    piiHashed: p.piiHashed,
-    piiWarnings: p.piiWarnings,
-    externalUserId: ev.externalUserId,
-    eventSourceUrl: ev.eventSourceUrl,
-    clientIp: ev.client.clientIp,
-    userAgent: ev.client.userAgent,
+    ...eventFields(p),
     apiVisitOverride: target.apiVisitOverride,
     coldLead: target.coldLead,
     eventTime: p.eventTime,
@@ -370,6 +354,21 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
       statement: (inputs) => recordConversionsStatement(inputs as ConversionToRecord[]),
     },
     result: (rows: RecordRow[]) => created(ctx, target, signals, recordedOf(rows, conversion)),
+  };
+}
+
+/** What an event writes into its conversion, new or matched: its values, PII and client. */
+function eventFields({ ev, piiHashed, piiWarnings }: PreparedEvent) {
+  return {
+    value: ev.value,
+    currency: ev.currency,
+    contentName: ev.contentName,
+    piiHashed,
+    piiWarnings,
+    externalUserId: ev.externalUserId,
+    eventSourceUrl: ev.eventSourceUrl,
+    clientIp: ev.client.clientIp,
+    userAgent: ev.client.userAgent,
   };
 }
 
