@@ -196,7 +196,7 @@ async function waitReady(url: string, timeoutMs: number): Promise<void> {
  * to 8 GB, the starting point PostgreSQL's documentation gives for a dedicated server. With the
  * default 128 MB, a year of a busy site's visits and sends (indexes of several GB, written at
  * random places by random UUIDs) missed the cache on nearly every index entry written, and each
- * miss cost a page in and, often, a dirty page out (docs/benchmarks.md#a-year-of-history).
+ * miss cost a page in and, often, a dirty page out (docs/benchmarks.md#a-year-of-history-and-retention).
  */
 export function sharedBuffersFor(memoryBytes: number): string {
   const mb = Math.floor(memoryBytes / 4 / 2 ** 20);
