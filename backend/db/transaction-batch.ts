@@ -373,8 +373,10 @@ export class TransactionBatcher {
         ].join('; '),
       ),
     );
-    const read = (i: number) =>
-      placed[i]!.job.read.rowsOf(opened[2 + reads.callOf[i]!]!.rows, reads.inputOf[i]!);
+    const rowsRead = placed.map((p, i) =>
+      p.job.read.rowsOf(opened[2 + reads.callOf[i]!]!.rows, reads.inputOf[i]!),
+    );
+    const read = (i: number) => rowsRead[i]!;
     // The existing conversions the events may change, and their sends, locked before any event's
     // rules run, in id order: each event alone would lock its own in the batch's event order.
     const rowLocks = [...new Set(placed.flatMap((p, i) => p.job.locks?.(read(i)) ?? []))];
