@@ -65,18 +65,21 @@ export interface RecordedConversion {
   capiStatus: CapiStatus;
 }
 
-/** The lead upsert, with its parameters' placeholders: shared by `upsertLead` and `recordConversion`. */
-function upsertLeadSql(site: string, user: string, externalId: string, seenAt: string): string {
+/**
+ * The lead upsert of `rows` (SQL yielding site, Telegram user, external id, first and last seen):
+ * shared by `upsertLead` and the conversions' statement.
+ */
+function upsertLeadsSql(rows: string, returning: string): string {
   return `INSERT INTO leads (site_id, telegram_user_id, external_user_id, first_seen_at, last_seen_at)
-     VALUES (${site}, ${user}, ${externalId}, ${seenAt}, ${seenAt})
+     ${rows}
      ON CONFLICT (site_id, telegram_user_id) DO UPDATE
        SET last_seen_at = GREATEST(leads.last_seen_at, EXCLUDED.last_seen_at),
            first_seen_at = LEAST(leads.first_seen_at, EXCLUDED.first_seen_at),
            external_user_id = COALESCE(EXCLUDED.external_user_id, leads.external_user_id)
-     RETURNING id, external_user_id`;
+     RETURNING ${returning}`;
 }
 
-const UPSERT_LEAD_SQL = upsertLeadSql('$1', '$2', '$3', '$4');
+const UPSERT_LEAD_SQL = upsertLeadsSql('VALUES ($1, $2, $3, $4, $4)', 'id');
 
 /** Creates or touches the lead of (site, Telegram user); returns its id. */
 export async function upsertLead(
@@ -126,14 +129,10 @@ const INPUT_COLUMNS = `site_id uuid, channel_id uuid, telegram_user_id bigint, v
 
 const RECORD_CONVERSIONS_SQL = `
   WITH input AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(${INPUT_COLUMNS})),
-  lead AS (
-    INSERT INTO leads (site_id, telegram_user_id, external_user_id, first_seen_at, last_seen_at)
-    SELECT site_id, telegram_user_id, external_user_id, received_at, received_at FROM input
-    ON CONFLICT (site_id, telegram_user_id) DO UPDATE
-      SET last_seen_at = GREATEST(leads.last_seen_at, EXCLUDED.last_seen_at),
-          first_seen_at = LEAST(leads.first_seen_at, EXCLUDED.first_seen_at),
-          external_user_id = COALESCE(EXCLUDED.external_user_id, leads.external_user_id)
-    RETURNING id, site_id, telegram_user_id, external_user_id),
+  lead AS (${upsertLeadsSql(
+    'SELECT site_id, telegram_user_id, external_user_id, received_at, received_at FROM input',
+    'id, site_id, telegram_user_id, external_user_id',
+  )}),
   conversion AS (
     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
