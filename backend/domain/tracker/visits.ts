@@ -117,10 +117,11 @@ const ADMIT_ALL: VisitAdmission = {
 };
 
 // The whole write is one statement, so it commits atomically on its own (no BEGIN/COMMIT): the
-// admission check, the visit, and when the visit is new its PageView sends (`sendsCte`). A retry (a conflict on (site, visitRequestId)) fills missing attribution and
+// admission check, the visit, and when the visit is new its PageView sends (`sendsCte`). A retry
+// (a conflict on visitRequestId, unique across sites: migration 180) fills missing attribution and
 // creates no sends. `elsewhere` refuses a visitRequestId another site already used (a changed
-// websiteId); the conflict's WHERE refuses a changed browser or session. Either way no visit
-// comes back.
+// websiteId); the conflict's WHERE refuses a changed browser or session, and another site that
+// took the id in a race past `elsewhere`. Either way no visit comes back.
 const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', { fresh: true });
 const ADMISSION_FIRST_PARAM = COLUMNS.length + SENDS.params.length + 1;
 
@@ -129,8 +130,8 @@ const UPSERT_VISIT = `
   visit AS (
     INSERT INTO visits (${COLUMNS.join(', ')})
     SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere) AND (SELECT allowed FROM admission)
-    ON CONFLICT (site_id, visit_request_id) DO UPDATE SET ${FILL_MISSING}, updated_at = now()
-      WHERE visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
+    ON CONFLICT (visit_request_id) WHERE visit_request_id IS NOT NULL DO UPDATE SET ${FILL_MISSING}, updated_at = now()
+      WHERE visits.site_id = EXCLUDED.site_id AND visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
     RETURNING id, site_id, channel_id, (xmax = 0) AS created)`;
 
 const INSERT_VISIT = `
