@@ -110,24 +110,45 @@ export async function runRetention(pool: Pool, now: Date, opts: RetentionOptions
     rest: opts.rest ?? RETENTION_REST,
   };
   const result: RetentionResult = { cleared: {}, sendsDeleted: 0, done: true, seconds: {} };
-  try {
-    for (const walk of RETENTION_WALKS) {
+  /** One walk after another, each on its own table; false when one stopped before its end. */
+  const lane = async (walks: readonly RetentionWalk[], sends: boolean): Promise<boolean> => {
+    try {
+      for (const walk of walks) {
+        const started = performance.now();
+        const out = await walkTable(pool, walk, cutoff, pace);
+        result.cleared[walk.target] = out.cleared;
+        result.seconds[walk.target] = (performance.now() - started) / 1000;
+        if (!out.done) return false;
+      }
+      if (!sends) return true;
       const started = performance.now();
-      const out = await walkTable(pool, walk, cutoff, pace);
-      result.cleared[walk.target] = out.cleared;
-      result.seconds[walk.target] = (performance.now() - started) / 1000;
-      if (!out.done) return { ...result, done: false };
+      const out = await deleteFinishedSends(pool, cutoff, pace);
+      result.seconds.sends = (performance.now() - started) / 1000;
+      result.sendsDeleted = out.deleted;
+      return out.done;
+    } catch (err) {
+      if ((err as { code?: string }).code === '55P03') return false; // lock_timeout
+      throw err;
     }
-    const started = performance.now();
-    const sends = await deleteFinishedSends(pool, cutoff, pace);
-    result.seconds.sends = (performance.now() - started) / 1000;
-    result.sendsDeleted = sends.deleted;
-    result.done = sends.done;
-    return result;
-  } catch (err) {
-    if ((err as { code?: string }).code === '55P03') return { ...result, done: false }; // lock_timeout
-    throw err;
-  }
+  };
+  // The visits are most of the work, and no other walk depends on theirs: they go on one
+  // connection while the other walks and the sends follow each other on a second. Under a
+  // saturated database a walk's pace is its connection's share of the CPU (measured: the
+  // visits of a million expired ones cost 12 µs each alone and took 290 s beside 50 busy
+  // clients), so two lanes finish in the time of the longer one.
+  const [visits, others] = [
+    RETENTION_WALKS.filter((w) => w.table === 'visits'),
+    RETENTION_WALKS.filter((w) => w.table !== 'visits'),
+  ];
+  // Both lanes end before an error of either is thrown: none goes on behind the caller's back.
+  const lanes = await Promise.allSettled([lane(visits, false), lane(others, true)]);
+  for (const l of lanes) if (l.status === 'rejected') throw l.reason;
+  result.done = lanes.every((l) => l.status === 'fulfilled' && l.value);
+  // The walks' keys in their listed order, whichever lane finished first.
+  result.cleared = Object.fromEntries(
+    RETENTION_WALKS.filter((w) => w.target in result.cleared).map((w) => [w.target, result.cleared[w.target]!]),
+  );
+  return result;
 }
 
 interface Pace {
