@@ -146,7 +146,10 @@ export async function runRetention(pool: Pool, now: Date, opts: RetentionOptions
   result.done = lanes.every((l) => l.status === 'fulfilled' && l.value);
   // The walks' keys in their listed order, whichever lane finished first.
   result.cleared = Object.fromEntries(
-    RETENTION_WALKS.filter((w) => w.target in result.cleared).map((w) => [w.target, result.cleared[w.target]!]),
+    RETENTION_WALKS.filter((w) => w.target in result.cleared).map((w) => [
+      w.target,
+      result.cleared[w.target]!,
+    ]),
   );
   return result;
 }
