@@ -23,6 +23,7 @@ import {
   openBenchDatabase,
   option,
   roleDeps,
+  sampleDatabaseCpu,
   serveRoleApp,
   spawnRole,
   type Batch,
@@ -144,11 +145,23 @@ export async function run(args: string[] = []): Promise<void> {
         out.push(await initLoad(capigram.url, websiteId, requests, concurrency));
       return out;
     };
+    // The job's connections and the sampler's own carry names, so that the database's CPU can be
+    // told apart: the job's, the requests' (the server's pool), and PostgreSQL's own processes.
+    const named = (name: string) => {
+      const url = new URL(db.databaseUrl);
+      url.searchParams.set('application_name', name);
+      return url.toString();
+    };
+    const jobPool = createPool(named('job'), 4);
+    const probe = createPool(named('probe'), 1);
+    const sampler = await sampleDatabaseCpu(probe);
+    sampler.phase('before');
     const before = await windows(beforeSeconds);
 
+    sampler.phase('during');
     const started = performance.now();
     let finished = false;
-    const job = runRetention(db.pool, new Date(), { days: 400, rest }).then((r) => {
+    const job = runRetention(jobPool, new Date(), { days: 400, rest }).then((r) => {
       finished = true;
       return r;
     });
@@ -156,7 +169,14 @@ export async function run(args: string[] = []): Promise<void> {
     while (!finished) during.push(await initLoad(capigram.url, websiteId, requests, concurrency));
     const result = await job;
     const jobSeconds = (performance.now() - started) / 1000;
+    sampler.phase('after');
     const after = await windows(afterSeconds);
+    const cpu = await sampler.stop();
+    await jobPool.end();
+    await probe.end();
+    const kinds = [...new Set(Object.values(cpu.cpu).flatMap((k) => Object.keys(k)))].sort();
+    const cores = (phase: string, kind: string) =>
+      ((cpu.cpu[phase]?.[kind] ?? 0) / (cpu.seconds[phase] ?? Number.NaN)).toFixed(2);
 
     const { rows: left } = await db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM visits WHERE client_ip IS NOT NULL AND created_at < now() - interval '400 days'`,
@@ -173,6 +193,12 @@ export async function run(args: string[] = []): Promise<void> {
       `| while the job runs (${during.length} windows) | ${summary(during)} |`,
       `| after the job (${after.length} windows) | ${summary(after)} |`,
       `| before and after together | ${summary([...before, ...after])} |`,
+      '',
+      "The database's CPU, in cores busy on average (by process kind: `requests` are the server's connections, `job` the retention job's):",
+      '',
+      `| when | ${kinds.join(' | ')} |`,
+      `|---|${kinds.map(() => '---:').join('|')}|`,
+      ...['before', 'during', 'after'].map((p) => `| ${p} | ${kinds.map((k) => cores(p, k)).join(' | ')} |`),
       '',
       `track/init p99 while the job runs / before and after: ${(p99(during) / p99([...before, ...after])).toFixed(2)} (target <= 1.2); job ${jobSeconds.toFixed(0)} s (target < 300)`,
     ];
