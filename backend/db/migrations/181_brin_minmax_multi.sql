@@ -9,8 +9,7 @@
 -- 64,000 new visits, every one of which landed on an old page): the walk over the other half took
 -- 8.98 s with one interval, 3.07 s with several. A million expired visits beside 1,700 inserts a
 -- second had taken the walk 546 s. A range that holds old and new rows is now summarised as both,
--- and a window
--- between them skips it.
+-- and a window between them skips it.
 CREATE INDEX visits_created_brin_multi ON visits
   USING brin (created_at timestamptz_minmax_multi_ops) WITH (pages_per_range = 16, autosummarize = on);
 DROP INDEX visits_created_brin;
