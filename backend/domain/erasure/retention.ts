@@ -276,13 +276,23 @@ async function deleteFinishedSends(
     for (;;) {
       if (Date.now() >= until) return { deleted, done: false };
       const started = performance.now();
-      // The oldest first along sends_status (status, created_at); each batch its own statement.
-      const res = await pool.query(
-        `DELETE FROM sends WHERE id IN (SELECT id FROM sends WHERE status = $1 AND created_at < $2 ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
-        [status, cutoff, batch],
-      );
-      deleted += res.rowCount ?? 0;
-      if ((res.rowCount ?? 0) < batch) break;
+      // The oldest first along sends_status (status, created_at); each batch its own statement,
+      // with its lock timeout. The DELETE locks its rows itself (locking them first, FOR UPDATE,
+      // wrote every row twice); a send someone retries by hand meanwhile is waited for and then
+      // checked again: back to pending, it stays.
+      // One round trip, so the values are written into the text: a constant status, a timestamp
+      // Capigram computed and an integer.
+      const res = (await withSession(pool, (client) =>
+        client.query(
+          `BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}';
+           DELETE FROM sends s WHERE s.id IN (SELECT id FROM sends WHERE status = '${status}' AND created_at < '${cutoff.toISOString()}'::timestamptz ORDER BY created_at LIMIT ${Math.trunc(batch)})
+             AND s.status = '${status}';
+           COMMIT`,
+        ),
+      )) as unknown as { rowCount: number | null }[];
+      const n = res[2]!.rowCount ?? 0;
+      deleted += n;
+      if (n < batch) break;
       await breathe(pace, performance.now() - started);
     }
   }
