@@ -9,7 +9,9 @@
  * retention job runs in this process, and for `--after=S` seconds (default 90) after it. The
  * figures: the job's duration, and `track/init` p99 while it runs against the windows before and
  * after it together, which bracket what the run's own growth does to the machine meanwhile (the
- * load adds visits at a thousand or more a second; checkpoints come every five minutes).
+ * load adds visits at a thousand or more a second; checkpoints come every five minutes). The
+ * database's CPU per phase is split by process kind (`sampleDatabaseCpu`): the job's connections,
+ * the server's, and PostgreSQL's own workers.
  */
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
