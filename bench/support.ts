@@ -172,31 +172,25 @@ export function databaseCpuMicros(): number {
   }
   for (const pid of entries) {
     if (!/^\d+$/.test(pid)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    } catch {
-      continue;
-    }
-    // "pid (comm) state ppid …": comm may hold spaces, so split after its closing parenthesis.
-    const close = stat.lastIndexOf(')');
-    if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-    const fields = stat.slice(close + 2).split(' ');
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after "(comm) ".
-    ticks += Number(fields[11]) + Number(fields[12]);
+    const stat = procStat(pid);
+    if (stat?.comm === 'postgres') ticks += stat.ticks;
   }
   return (ticks * 1_000_000) / CLOCK_TICKS_PER_SECOND;
 }
 
-/** CPU ticks so far of one process, or undefined when it is gone. */
-function ticksOf(pid: number): number | undefined {
+/** One process's name and CPU ticks so far (user and system), or undefined when it is gone. */
+function procStat(pid: number | string): { comm: string; ticks: number } | undefined {
+  let stat: string;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   } catch {
     return undefined;
   }
+  // "pid (comm) state ppid …": comm may hold spaces, so split after its closing parenthesis.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after "(comm) ".
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), ticks: Number(fields[11]) + Number(fields[12]) };
 }
 
 /**
@@ -229,12 +223,12 @@ export async function sampleDatabaseCpu(pool: Pool, everyMs = 500): Promise<CpuS
       )
     ).rows;
   for (const r of await list()) {
-    const t = ticksOf(r.pid);
+    const t = procStat(r.pid)?.ticks;
     if (t !== undefined) last.set(r.pid, t);
   }
   const look = async () => {
     for (const r of await list()) {
-      const t = ticksOf(r.pid);
+      const t = procStat(r.pid)?.ticks;
       if (t === undefined) continue;
       const spent = t - (last.get(r.pid) ?? 0);
       last.set(r.pid, t);
