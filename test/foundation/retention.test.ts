@@ -190,6 +190,70 @@ describe('retention', () => {
   });
 });
 
+/** Runs `change` in a transaction that stays open until the retention run below waits for its lock. */
+async function changedWhileWaiting<T>(change: string, params: unknown[], run: () => Promise<T>): Promise<T> {
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(change, params);
+    const out = run();
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+      );
+      if (rows[0]!.n > 0) break;
+      if (Date.now() > deadline) throw new Error('the retention run never waited for the held row');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await holder.query('COMMIT');
+    return await out;
+  } finally {
+    holder.release();
+  }
+}
+
+describe('retention beside other writers', () => {
+  it('leaves what another transaction wrote into a row it waited for, and comes back for the row', async () => {
+    const old = await visitsAt(Array.from({ length: 6 }, (_, i) => 50 * DAY - i * 60_000));
+    // A late write to the second visit of the first batch (a retried track/init, say) holds it.
+    const out = await changedWhileWaiting(
+      `UPDATE visits SET utm_source = 'late', client_ip = '203.0.113.9' WHERE id = $1`,
+      [old[1]],
+      () => runRetention(db.pool, NOW, { days: DAYS, batch: 3 }),
+    );
+    expect(out).toMatchObject({ cleared: { visits: 6 }, done: true });
+    expect((await rawVisits()).size).toBe(0);
+    const { rows } = await db.pool.query(`SELECT utm_source FROM visits WHERE id = $1`, [old[1]]);
+    expect(rows[0].utm_source).toBe('late');
+    const { rows: progress } = await db.pool.query(
+      `SELECT done_before FROM retention_progress WHERE target = 'visits'`,
+    );
+    expect(progress[0].done_before).toEqual(new Date(CUTOFF));
+  });
+
+  it('deletes finished sends batch after batch, and keeps one retried by hand while it waited for it', async () => {
+    const visits = await visitsAt(Array.from({ length: 11 }, () => DAY));
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO sends (visit_id, pixel_id, platform, event_id, status, created_at)
+       SELECT v, $2, 'meta', 'e' || i, CASE WHEN i % 3 = 0 THEN 'failed' ELSE 'sent' END, $3::timestamptz - i * interval '1 minute'
+       FROM unnest($1::uuid[]) WITH ORDINALITY AS u(v, i) ORDER BY i RETURNING id`,
+      [visits, pixelId, new Date(NOW.getTime() - 40 * DAY)],
+    );
+    // Sent, in the third of the sent ones' batches (oldest first: 11 10 | 8 7 | 5 4 | 2 1): the
+    // batches after it go on.
+    const retried = rows[4]!.id;
+    const out = await changedWhileWaiting(
+      `UPDATE sends SET status = 'pending', attempts = 0 WHERE id = $1`,
+      [retried],
+      () => runRetention(db.pool, NOW, { days: DAYS, batch: 2 }),
+    );
+    expect(out).toMatchObject({ sendsDeleted: 10, done: true });
+    const { rows: left } = await db.pool.query('SELECT id, status FROM sends');
+    expect(left).toEqual([{ id: retried, status: 'pending' }]);
+  });
+});
+
 describe('entry clicks', () => {
   /** Entry clicks at the given ages (ms before NOW), each with its own visit; `used` ones tied to a Telegram user a minute later. */
   async function clicksAt(entryId: string, clicks: { age: number; used: boolean }[]): Promise<string[]> {

@@ -184,29 +184,33 @@ async function walkTable(
   let width = FIRST_WINDOW_MS;
   let cleared = 0;
   const end = cutoff.getTime();
-  // No FOR UPDATE on the batch's rows: the UPDATE locks each row itself (and waits for, then
-  // re-reads, a row someone else is changing), where locking them first wrote every row twice.
-  const [pending, change] =
+  // The batch's rows are reached by their ctid (a TID scan, no index descent per row, and no
+  // join the planner may turn into a scan of the whole table) and locked by the UPDATE or DELETE
+  // itself (locking them first, FOR UPDATE, wrote every row twice). A row someone else changes
+  // meanwhile has a new ctid once the statement has waited for it, so it is skipped, not
+  // clobbered: the walk's progress then stops before the first row skipped, and the next batch
+  // finds it again if it still holds anything.
+  const pending = 'clear' in w.action ? anyHeld(w.action.clear, 't') : `(${w.action.delete})`;
+  const change =
     'clear' in w.action
-      ? [
-          anyHeld(w.action.clear, 't'),
-          `UPDATE ${w.table} x SET ${setClause(w.action.clear)} FROM batch WHERE x.id = batch.id RETURNING batch.at`,
-        ]
-      : [
-          `(${w.action.delete})`,
-          `DELETE FROM ${w.table} x USING batch WHERE x.id = batch.id RETURNING batch.at`,
-        ];
+      ? `UPDATE ${w.table} x SET ${setClause(w.action.clear)}`
+      : `DELETE FROM ${w.table} x`;
   const call: PreparedCall = {
     name: `retention_${w.target}`,
-    sql: `WITH batch AS (
-      SELECT id, ${w.time} AS at FROM ${w.table} t
+    sql: `WITH batch AS MATERIALIZED (
+      SELECT ctid AS tid, id, ${w.time} AS at FROM ${w.table} t
       WHERE ${w.time} >= $1::timestamptz AND ${w.time} < $2::timestamptz AND ${pending}
       ORDER BY ${w.time} LIMIT $3::int
     ), done AS (
-      ${change}
+      ${change} WHERE x.ctid = ANY (ARRAY(SELECT tid FROM batch)) RETURNING x.id
+    ), skipped AS (
+      SELECT min(at) AS at FROM batch WHERE id NOT IN (SELECT id FROM done)
     ), progress AS (
       INSERT INTO retention_progress (target, done_before)
-      SELECT $4::text, CASE WHEN count(*) < $3::int THEN $2::timestamptz ELSE max(at) END FROM done
+      SELECT $4::text, CASE WHEN skipped.at IS NOT NULL THEN skipped.at
+                            WHEN (SELECT count(*) FROM batch) < $3::int THEN $2::timestamptz
+                            ELSE (SELECT max(at) FROM batch) END
+        FROM skipped
       ON CONFLICT (target) DO UPDATE SET done_before = EXCLUDED.done_before
       RETURNING done_before
     )
@@ -273,26 +277,38 @@ async function deleteFinishedSends(
   const { batch, until } = pace;
   let deleted = 0;
   for (const status of FINISHED_SENDS) {
+    // Where the last batch ended: each batch starts there, not at the head of the index, whose
+    // first pages hold nothing but the entries of rows deleted since (until VACUUM removes them)
+    // and which every batch would otherwise read again, longer each time.
+    let after = new Date(0);
     for (;;) {
       if (Date.now() >= until) return { deleted, done: false };
       const started = performance.now();
-      // The oldest first along sends_status (status, created_at); each batch its own statement,
-      // with its lock timeout. The DELETE locks its rows itself (locking them first, FOR UPDATE,
-      // wrote every row twice); a send someone retries by hand meanwhile is waited for and then
-      // checked again: back to pending, it stays.
-      // One round trip, so the values are written into the text: a constant status, a timestamp
-      // Capigram computed and an integer.
+      // The oldest first along sends_status (status, created_at), each reached by its ctid (no
+      // index descent per row); each batch its own statement, with its lock timeout. The DELETE
+      // locks its rows itself (locking them first, FOR UPDATE, wrote every row twice); a send
+      // someone retries by hand meanwhile has a new ctid once the DELETE has waited for it, and
+      // stays. One round trip, so the values are written into the text: a constant status,
+      // timestamps Capigram computed and an integer.
       const res = (await withSession(pool, (client) =>
         client.query(
           `BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}';
-           DELETE FROM sends s WHERE s.id IN (SELECT id FROM sends WHERE status = '${status}' AND created_at < '${cutoff.toISOString()}'::timestamptz ORDER BY created_at LIMIT ${Math.trunc(batch)})
-             AND s.status = '${status}';
+           WITH batch AS MATERIALIZED (
+             SELECT ctid AS tid, created_at FROM sends WHERE status = '${status}' AND created_at >= '${after.toISOString()}'::timestamptz
+               AND created_at < '${cutoff.toISOString()}'::timestamptz ORDER BY created_at LIMIT ${Math.trunc(batch)}
+           ), done AS (
+             DELETE FROM sends s WHERE s.ctid = ANY (ARRAY(SELECT tid FROM batch)) RETURNING 1
+           )
+           SELECT (SELECT count(*)::int FROM batch) AS found, (SELECT count(*)::int FROM done) AS n,
+                  (SELECT max(created_at) FROM batch) AS last;
            COMMIT`,
         ),
-      )) as unknown as { rowCount: number | null }[];
-      const n = res[2]!.rowCount ?? 0;
+      )) as unknown as { rows: { found: number; n: number; last: Date | null }[] }[];
+      const { found, n, last } = res[2]!.rows[0]!;
       deleted += n;
-      if (n < batch) break;
+      if (found < batch || last === null) break;
+      // Inclusive: sends created in the same instant as the last one may not all have fitted.
+      after = last;
       await breathe(pace, performance.now() - started);
     }
   }
