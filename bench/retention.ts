@@ -112,6 +112,30 @@ function summary(batches: Batch[]): string {
   return `${(all.length / seconds).toFixed(0)} | ${q(0.5).toFixed(2)} | ${q(0.99).toFixed(2)} | ${all.length} | ${failures}`;
 }
 
+interface WalMark {
+  at: number;
+  lsnBytes: bigint;
+  timed: number;
+  requested: number;
+}
+
+/** Where the WAL is and how many checkpoints have begun (pg_stat_checkpointer from 17, pg_stat_bgwriter before). */
+async function walMark(pool: ReturnType<typeof createPool>): Promise<WalMark> {
+  const at = performance.now();
+  const { rows: lsn } = await pool.query<{ b: string }>(
+    `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`,
+  );
+  const { rows: has } = await pool.query<{ v: boolean }>(
+    `SELECT to_regclass('pg_catalog.pg_stat_checkpointer') IS NOT NULL AS v`,
+  );
+  const { rows } = await pool.query<{ timed: number; requested: number }>(
+    has[0]!.v
+      ? 'SELECT num_timed::int AS timed, num_requested::int AS requested FROM pg_stat_checkpointer'
+      : 'SELECT checkpoints_timed::int AS timed, checkpoints_req::int AS requested FROM pg_stat_bgwriter',
+  );
+  return { at, lsnBytes: BigInt(lsn[0]!.b.split('.')[0]!), ...rows[0]! };
+}
+
 export async function run(args: string[] = []): Promise<void> {
   const expired = option(args, 'expired', 1_000_000);
   const requests = option(args, 'requests', 5_000);
@@ -157,9 +181,12 @@ export async function run(args: string[] = []): Promise<void> {
     const jobPool = createPool(named('job'), 4);
     const probe = createPool(named('probe'), 1);
     const sampler = await sampleDatabaseCpu(probe);
+    const marks: Record<string, WalMark> = {};
+    marks.before = await walMark(probe);
     sampler.phase('before');
     const before = await windows(beforeSeconds);
 
+    marks.during = await walMark(probe);
     sampler.phase('during');
     const started = performance.now();
     let finished = false;
@@ -171,9 +198,11 @@ export async function run(args: string[] = []): Promise<void> {
     while (!finished) during.push(await initLoad(capigram.url, websiteId, requests, concurrency));
     const result = await job;
     const jobSeconds = (performance.now() - started) / 1000;
+    marks.after = await walMark(probe);
     sampler.phase('after');
     const after = await windows(afterSeconds);
     const cpu = await sampler.stop();
+    marks.end = await walMark(probe);
     await jobPool.end();
     await probe.end();
     const kinds = [...new Set(Object.values(cpu.cpu).flatMap((k) => Object.keys(k)))].sort();
@@ -201,6 +230,22 @@ export async function run(args: string[] = []): Promise<void> {
       `| when | ${kinds.join(' | ')} |`,
       `|---|${kinds.map(() => '---:').join('|')}|`,
       ...['before', 'during', 'after'].map((p) => `| ${p} | ${kinds.map((k) => cores(p, k)).join(' | ')} |`),
+      '',
+      'WAL written and checkpoints begun (by time, or requested by WAL volume), per phase:',
+      '',
+      '| when | WAL MB/s | checkpoints timed | requested |',
+      '|---|---:|---:|---:|',
+      ...(
+        [
+          ['before', 'during'],
+          ['during', 'after'],
+          ['after', 'end'],
+        ] as const
+      ).map(([p, next]) => {
+        const [a, b] = [marks[p]!, marks[next]!];
+        const mbps = Number(b.lsnBytes - a.lsnBytes) / 2 ** 20 / ((b.at - a.at) / 1000);
+        return `| ${p} | ${mbps.toFixed(1)} | ${b.timed - a.timed} | ${b.requested - a.requested} |`;
+      }),
       '',
       `track/init p99 while the job runs / before and after: ${(p99(during) / p99([...before, ...after])).toFixed(2)} (target <= 1.2); job ${jobSeconds.toFixed(0)} s (target < 300)`,
     ];
