@@ -13,7 +13,9 @@
  * database's CPU per phase is split by process kind (`sampleDatabaseCpu`): the job's connections,
  * the server's, and PostgreSQL's own workers.
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
@@ -22,6 +24,7 @@ import { createApp } from '../backend/http/app.js';
 import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { seedHistory } from './history-seed.js';
 import {
+  cpuOf,
   openBenchDatabase,
   option,
   roleDeps,
@@ -41,7 +44,12 @@ async function serveRole(databaseUrl: string): Promise<void> {
   await serveRoleApp(createApp(roleDeps(pool, { DATABASE_URL: databaseUrl, ...unlimited })));
 }
 
-async function initLoad(url: string, websiteId: string, total: number, concurrency: number): Promise<Batch> {
+export async function initLoad(
+  url: string,
+  websiteId: string,
+  total: number,
+  concurrency: number,
+): Promise<Batch> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;
@@ -117,11 +125,42 @@ interface WalMark {
   lsnBytes: bigint;
   timed: number;
   requested: number;
+  /** CPU seconds so far: Capigram's server process, this process (the load, the job's client side). */
+  server: number;
+  load: number;
+  /** The machine's CPU seconds so far, from /proc/stat: busy (all but idle and iowait), and stolen by the hypervisor. */
+  busy: number;
+  steal: number;
+}
+
+/** The machine's CPU seconds so far (Linux; NaN elsewhere). */
+function machineCpu(): { busy: number; steal: number } {
+  try {
+    const line = readFileSync('/proc/stat', 'latin1').split('\n')[0]!;
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal …, in USER_HZ ticks.
+    const [user, nice, system, , , irq, softirq, steal] = f as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    return { busy: (user + nice + system + irq + softirq) / 100, steal: steal / 100 };
+  } catch {
+    return { busy: Number.NaN, steal: Number.NaN };
+  }
 }
 
 /** Where the WAL is and how many checkpoints have begun (pg_stat_checkpointer from 17, pg_stat_bgwriter before). */
-async function walMark(pool: ReturnType<typeof createPool>): Promise<WalMark> {
+async function walMark(pool: ReturnType<typeof createPool>, server: RoleChild): Promise<WalMark> {
   const at = performance.now();
+  const machine = machineCpu();
+  const own = process.cpuUsage();
+  const serverMicros = await cpuOf(server);
   const { rows: lsn } = await pool.query<{ b: string }>(
     `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`,
   );
@@ -133,7 +172,15 @@ async function walMark(pool: ReturnType<typeof createPool>): Promise<WalMark> {
       ? 'SELECT num_timed::int AS timed, num_requested::int AS requested FROM pg_stat_checkpointer'
       : 'SELECT checkpoints_timed::int AS timed, checkpoints_req::int AS requested FROM pg_stat_bgwriter',
   );
-  return { at, lsnBytes: BigInt(lsn[0]!.b.split('.')[0]!), ...rows[0]! };
+  return {
+    at,
+    lsnBytes: BigInt(lsn[0]!.b.split('.')[0]!),
+    ...rows[0]!,
+    server: serverMicros / 1e6,
+    load: (own.user + own.system) / 1e6,
+    busy: machine.busy,
+    steal: machine.steal,
+  };
 }
 
 export async function run(args: string[] = []): Promise<void> {
@@ -160,10 +207,15 @@ export async function run(args: string[] = []): Promise<void> {
        INSERT INTO sites (account_id, website_id, name, domains) SELECT id, 'ws_retention_bench', 'Bench', '{example.com}' FROM a RETURNING website_id`,
     );
     const websiteId = site[0]!.website_id;
+    // The seed's gigabytes of dirty pages are written out now, by a checkpoint and the kernel,
+    // not during the windows measured (where they slowed the windows before the job by up to a
+    // fifth, or the job's own when the first checkpoint fell there).
+    await db.pool.query('CHECKPOINT');
+    execFileSync('sync');
     const capigram = await spawnRole(import.meta.url, ROLE_ENV, 'capigram', [db.databaseUrl]);
     children.push(capigram);
 
-    await initLoad(capigram.url, websiteId, Math.min(2_000, requests), concurrency); // warm-up
+    await initLoad(capigram.url, websiteId, 10_000, concurrency); // warm-up
     const windows = async (seconds: number): Promise<Batch[]> => {
       const out: Batch[] = [];
       const until = performance.now() + seconds * 1000;
@@ -182,11 +234,11 @@ export async function run(args: string[] = []): Promise<void> {
     const probe = createPool(named('probe'), 1);
     const sampler = await sampleDatabaseCpu(probe);
     const marks: Record<string, WalMark> = {};
-    marks.before = await walMark(probe);
+    marks.before = await walMark(probe, capigram);
     sampler.phase('before');
     const before = await windows(beforeSeconds);
 
-    marks.during = await walMark(probe);
+    marks.during = await walMark(probe, capigram);
     sampler.phase('during');
     const started = performance.now();
     let finished = false;
@@ -198,11 +250,11 @@ export async function run(args: string[] = []): Promise<void> {
     while (!finished) during.push(await initLoad(capigram.url, websiteId, requests, concurrency));
     const result = await job;
     const jobSeconds = (performance.now() - started) / 1000;
-    marks.after = await walMark(probe);
+    marks.after = await walMark(probe, capigram);
     sampler.phase('after');
     const after = await windows(afterSeconds);
     const cpu = await sampler.stop();
-    marks.end = await walMark(probe);
+    marks.end = await walMark(probe, capigram);
     await jobPool.end();
     await probe.end();
     const kinds = [...new Set(Object.values(cpu.cpu).flatMap((k) => Object.keys(k)))].sort();
@@ -231,10 +283,10 @@ export async function run(args: string[] = []): Promise<void> {
       `|---|${kinds.map(() => '---:').join('|')}|`,
       ...['before', 'during', 'after'].map((p) => `| ${p} | ${kinds.map((k) => cores(p, k)).join(' | ')} |`),
       '',
-      'WAL written and checkpoints begun (by time, or requested by WAL volume), per phase:',
+      "The machine per phase: its CPU in cores busy (of all processes and the kernel) and stolen by the hypervisor, the server's and this process's (the load, the job's client side), the requests' database CPU per request; WAL written and checkpoints begun (by time, or requested by WAL volume):",
       '',
-      '| when | WAL MB/s | checkpoints timed | requested |',
-      '|---|---:|---:|---:|',
+      '| when | machine busy | stolen | server | load | DB µs/request | WAL MB/s | checkpoints timed | requested |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...(
         [
           ['before', 'during'],
@@ -243,8 +295,12 @@ export async function run(args: string[] = []): Promise<void> {
         ] as const
       ).map(([p, next]) => {
         const [a, b] = [marks[p]!, marks[next]!];
-        const mbps = Number(b.lsnBytes - a.lsnBytes) / 2 ** 20 / ((b.at - a.at) / 1000);
-        return `| ${p} | ${mbps.toFixed(1)} | ${b.timed - a.timed} | ${b.requested - a.requested} |`;
+        const secs = (b.at - a.at) / 1000;
+        const mbps = Number(b.lsnBytes - a.lsnBytes) / 2 ** 20 / secs;
+        const served = { before, during, after }[p].reduce((n, x) => n + x.latencies.length + x.failures, 0);
+        const perRequest = ((cpu.cpu[p]?.requests ?? Number.NaN) * 1e6) / served;
+        const c = (x: number) => (x / secs).toFixed(2);
+        return `| ${p} | ${c(b.busy - a.busy)} | ${c(b.steal - a.steal)} | ${c(b.server - a.server)} | ${c(b.load - a.load)} | ${perRequest.toFixed(0)} | ${mbps.toFixed(1)} | ${b.timed - a.timed} | ${b.requested - a.requested} |`;
       }),
       '',
       `track/init p99 while the job runs / before and after: ${(p99(during) / p99([...before, ...after])).toFixed(2)} (target <= 1.2); job ${jobSeconds.toFixed(0)} s (target < 300)`,
