@@ -18,18 +18,18 @@ import {
  * A walk clears one table in time order, in batches of `batch` rows, each its own short
  * transaction that also records how far the walk got (`retention_progress`): a restart, even in
  * the middle of a batch, loses at most that uncommitted batch and resumes after the last committed
- * one. Rows are found through a BRIN index on the time (no B-tree on the insert path) in windows
- * whose width follows the density of the rows: a window that held a full batch is narrowed to the
- * span that batch covered, one that did not is doubled. Nothing waits long for a lock: a row
- * locked by someone else for `LOCK_TIMEOUT` ends the run, and the next run takes it up.
+ * one. Rows are found along a B-tree on the time (migration 182), from where the last batch ended:
+ * a batch reads its own rows and few others, whatever VACUUM or new rows did to the pages. Nothing
+ * waits long for a lock: a row locked by someone else for `LOCK_TIMEOUT` ends the run, and the
+ * next run takes it up.
  */
 export interface RetentionWalk {
   /** Key in `retention_progress`. */
   target: string;
   table: string;
   time: string;
-  /** The BRIN index on `time` the walk finds its rows through. */
-  brin: string;
+  /** The B-tree on `time` the walk finds its rows along. */
+  index: string;
   /** What becomes of an old row: its fields cleared, or (rows matching `where`, on the alias `t`) the row deleted. */
   action: { clear: ClearedFields } | { delete: string };
 }
@@ -39,14 +39,14 @@ export const RETENTION_WALKS: readonly RetentionWalk[] = [
     target: 'visits',
     table: 'visits',
     time: 'created_at',
-    brin: 'visits_created_brin',
+    index: 'visits_created',
     action: { clear: VISIT_RAW_FIELDS },
   },
   {
     target: 'conversions',
     table: 'conversions',
     time: 'received_at',
-    brin: 'conversions_received_brin',
+    index: 'conversions_received',
     action: { clear: CONVERSION_RAW_FIELDS },
   },
   // Unused clicks go first, so that the payload walk after it finds only the used ones.
@@ -54,14 +54,14 @@ export const RETENTION_WALKS: readonly RetentionWalk[] = [
     target: 'entry_clicks_unused',
     table: 'entry_clicks',
     time: 'created_at',
-    brin: 'entry_clicks_created_brin',
+    index: 'entry_clicks_created',
     action: { delete: 't.used_by IS NULL' },
   },
   {
     target: 'entry_clicks',
     table: 'entry_clicks',
     time: 'created_at',
-    brin: 'entry_clicks_created_brin',
+    index: 'entry_clicks_created',
     action: { clear: ENTRY_CLICK_RAW_FIELDS },
   },
 ];
@@ -77,10 +77,6 @@ export const RETENTION_BATCH = 1_000;
  */
 export const RETENTION_REST = 3;
 const LOCK_TIMEOUT = '5s';
-const FIRST_WINDOW_MS = 3_600_000;
-const MIN_WINDOW_MS = 1_000;
-/** How often a walk summarises the BRIN ranges written since (see `summarizeNew`). */
-const SUMMARIZE_EVERY_MS = 10_000;
 const DAY_MS = 86_400_000;
 
 export interface RetentionOptions {
@@ -170,34 +166,22 @@ async function breathe(pace: Pace, ms: number): Promise<void> {
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
 
-async function walkTable(
-  pool: Pool,
-  w: RetentionWalk,
-  cutoff: Date,
-  pace: Pace,
-): Promise<{ cleared: number; done: boolean }> {
-  const { rows } = await pool.query<{ done_before: Date }>(
-    'SELECT done_before FROM retention_progress WHERE target = $1',
-    [w.target],
-  );
-  let lo = rows[0]?.done_before.getTime() ?? 0;
-  let width = FIRST_WINDOW_MS;
-  let cleared = 0;
-  const end = cutoff.getTime();
-  // The batch's rows are reached by their ctid (a TID scan, no index descent per row, and no
-  // join the planner may turn into a scan of the whole table) and locked by the UPDATE or DELETE
-  // itself (locking them first, FOR UPDATE, wrote every row twice). A row someone else changes
-  // meanwhile has a new ctid once the statement has waited for it, so it is skipped, not
-  // clobbered: the walk's progress then stops before the first row skipped, and the next batch
-  // finds it again if it still holds anything.
+/**
+ * One batch of a walk: the oldest rows from `$1` up to `$2` (the cutoff) still holding something
+ * to clear (or matching the delete), at most `$3`, reached by their ctid (a TID scan: no index
+ * descent per row) and locked by the UPDATE or DELETE itself (locking them first, FOR UPDATE,
+ * wrote every row twice). A row someone else changes meanwhile has a new ctid once the statement
+ * has waited for it, so it is skipped, not clobbered: the walk's progress then stops at the first
+ * row skipped, and the next batch finds it again if it still holds anything. `$4` names the walk in
+ * `retention_progress`, where the batch records where the next one starts.
+ */
+export function batchSql(w: RetentionWalk): string {
   const pending = 'clear' in w.action ? anyHeld(w.action.clear, 't') : `(${w.action.delete})`;
   const change =
     'clear' in w.action
       ? `UPDATE ${w.table} x SET ${setClause(w.action.clear)}`
       : `DELETE FROM ${w.table} x`;
-  const call: PreparedCall = {
-    name: `retention_${w.target}`,
-    sql: `WITH batch AS MATERIALIZED (
+  return `WITH batch AS MATERIALIZED (
       SELECT ctid AS tid, id, ${w.time} AS at FROM ${w.table} t
       WHERE ${w.time} >= $1::timestamptz AND ${w.time} < $2::timestamptz AND ${pending}
       ORDER BY ${w.time} LIMIT $3::int
@@ -214,17 +198,26 @@ async function walkTable(
       ON CONFLICT (target) DO UPDATE SET done_before = EXCLUDED.done_before
       RETURNING done_before
     )
-    SELECT (SELECT count(*)::int FROM done) AS n, done_before FROM progress`,
-    values: [],
-  };
-  let summarizedAt = Number.NEGATIVE_INFINITY;
-  while (lo < end) {
+    SELECT (SELECT count(*)::int FROM done) AS n, done_before FROM progress`;
+}
+
+async function walkTable(
+  pool: Pool,
+  w: RetentionWalk,
+  cutoff: Date,
+  pace: Pace,
+): Promise<{ cleared: number; done: boolean }> {
+  const { rows } = await pool.query<{ done_before: Date }>(
+    'SELECT done_before FROM retention_progress WHERE target = $1',
+    [w.target],
+  );
+  // From where the last batch ended, inclusive: rows of that same instant may not all have fitted
+  // (those cleared already are passed over, as they no longer hold anything).
+  let from = rows[0]?.done_before ?? new Date(0);
+  let cleared = 0;
+  const call: PreparedCall = { name: `retention_${w.target}`, sql: batchSql(w), values: [] };
+  while (from < cutoff) {
     if (Date.now() >= pace.until) return { cleared, done: false };
-    if (Date.now() - summarizedAt >= SUMMARIZE_EVERY_MS) {
-      await summarizeNew(pool, w);
-      summarizedAt = Date.now();
-    }
-    const hi = Math.min(lo + width, end);
     const started = performance.now();
     // The batch is one round trip: its own short transaction, with its lock timeout.
     const { n, done_before: doneBefore } = await withSession(pool, async (client) => {
@@ -232,7 +225,7 @@ async function walkTable(
       const sql = [
         'BEGIN',
         `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`,
-        execute(client, { ...call, values: [new Date(lo), new Date(hi), pace.batch, w.target] }),
+        execute(client, { ...call, values: [from, cutoff, pace.batch, w.target] }),
         'COMMIT',
       ];
       const res = (await client.query(sql.join('; '))) as unknown as {
@@ -241,32 +234,10 @@ async function walkTable(
       return res[2]!.rows[0]!;
     });
     cleared += n;
-    const next = doneBefore.getTime();
-    width =
-      n < pace.batch ? Math.min(width * 2, Number.MAX_SAFE_INTEGER / 4) : Math.max(next - lo, MIN_WINDOW_MS);
-    lo = next;
-    if (lo < end) await breathe(pace, performance.now() - started);
+    from = doneBefore;
+    if (from < cutoff) await breathe(pace, performance.now() - started);
   }
   return { cleared, done: true };
-}
-
-/**
- * A BRIN index cannot rule out the page ranges written since it was last summarised (by VACUUM,
- * or by autovacuum after a range fills: migration 150): every batch's scan reads them all. While
- * `track/init` keeps appending visits, that unsummarised tail grows through the whole run, and
- * with it every batch's cost: measured on 1 million expired visits with 700,000 new ones written
- * meanwhile, the visits took 727 s where 300,000 had taken 44 s. So the walk summarises the new
- * ranges itself, when it starts and every `SUMMARIZE_EVERY_MS`, which reads only those new pages.
- * It takes a lock that VACUUM also takes: should one hold it for long, the walk goes on without.
- */
-async function summarizeNew(pool: Pool, w: RetentionWalk): Promise<void> {
-  await withSession(pool, async (client) => {
-    await client.query(
-      `BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SELECT brin_summarize_new_values('${w.brin}'::regclass); COMMIT`,
-    );
-  }).catch((err: unknown) => {
-    if ((err as { code?: string }).code !== '55P03') throw err;
-  });
 }
 
 async function deleteFinishedSends(
