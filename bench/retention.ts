@@ -44,12 +44,7 @@ async function serveRole(databaseUrl: string): Promise<void> {
   await serveRoleApp(createApp(roleDeps(pool, { DATABASE_URL: databaseUrl, ...unlimited })));
 }
 
-export async function initLoad(
-  url: string,
-  websiteId: string,
-  total: number,
-  concurrency: number,
-): Promise<Batch> {
+async function initLoad(url: string, websiteId: string, total: number, concurrency: number): Promise<Batch> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
   let failures = 0;

@@ -71,11 +71,11 @@ const FINISHED_SENDS = ['sent', 'failed', 'skipped'] as const;
 
 export const RETENTION_BATCH = 1_000;
 /**
- * After each batch the job rests three times as long as the batch took (a quarter of each of its
+ * After each batch the job rests five times as long as the batch took (a sixth of each of its
  * two connections' time at most), leaving room to the requests beside it while a backlog of a
  * million rows still clears within minutes: docs/benchmarks.md has the runs that chose it.
  */
-export const RETENTION_REST = 3;
+export const RETENTION_REST = 5;
 const LOCK_TIMEOUT = '5s';
 const DAY_MS = 86_400_000;
 
@@ -178,9 +178,7 @@ async function breathe(pace: Pace, ms: number): Promise<void> {
 export function batchSql(w: RetentionWalk): string {
   const pending = 'clear' in w.action ? anyHeld(w.action.clear, 't') : `(${w.action.delete})`;
   const change =
-    'clear' in w.action
-      ? `UPDATE ${w.table} x SET ${setClause(w.action.clear)}`
-      : `DELETE FROM ${w.table} x`;
+    'clear' in w.action ? `UPDATE ${w.table} x SET ${setClause(w.action.clear)}` : `DELETE FROM ${w.table} x`;
   return `WITH batch AS MATERIALIZED (
       SELECT ctid AS tid, id, ${w.time} AS at FROM ${w.table} t
       WHERE ${w.time} >= $1::timestamptz AND ${w.time} < $2::timestamptz AND ${pending}
