@@ -15,7 +15,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
@@ -25,6 +24,7 @@ import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
 import { seedHistory } from './history-seed.js';
 import {
   cpuOf,
+  machineCpu,
   openBenchDatabase,
   option,
   roleDeps,
@@ -126,28 +126,6 @@ interface WalMark {
   /** The machine's CPU seconds so far, from /proc/stat: busy (all but idle and iowait), and stolen by the hypervisor. */
   busy: number;
   steal: number;
-}
-
-/** The machine's CPU seconds so far (Linux; NaN elsewhere). */
-function machineCpu(): { busy: number; steal: number } {
-  try {
-    const line = readFileSync('/proc/stat', 'latin1').split('\n')[0]!;
-    const f = line.trim().split(/\s+/).slice(1).map(Number);
-    // user nice system idle iowait irq softirq steal …, in USER_HZ ticks.
-    const [user, nice, system, , , irq, softirq, steal] = f as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    return { busy: (user + nice + system + irq + softirq) / 100, steal: steal / 100 };
-  } catch {
-    return { busy: Number.NaN, steal: Number.NaN };
-  }
 }
 
 /** Where the WAL is and how many checkpoints have begun (pg_stat_checkpointer from 17, pg_stat_bgwriter before). */

@@ -262,6 +262,29 @@ export async function sampleDatabaseCpu(pool: Pool, everyMs = 500): Promise<CpuS
   };
 }
 
+/**
+ * The whole machine's CPU seconds so far, from the first line of /proc/stat: busy (every state but
+ * idle and iowait) and stolen by the hypervisor, which shows a phase the host slowed (Linux; NaN
+ * elsewhere).
+ */
+export function machineCpu(): { busy: number; steal: number } {
+  try {
+    const line = readFileSync('/proc/stat', 'latin1').split('\n')[0]!;
+    // "cpu user nice system idle iowait irq softirq steal …", in clock ticks.
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    return {
+      busy: (user + nice + system + irq + softirq) / CLOCK_TICKS_PER_SECOND,
+      steal: steal / CLOCK_TICKS_PER_SECOND,
+    };
+  } catch {
+    return { busy: Number.NaN, steal: Number.NaN };
+  }
+}
+
 /** USER_HZ: 100 on every Linux this runs on (the kernel's ABI fixes it for /proc). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
