@@ -403,6 +403,8 @@ describe('funnel', () => {
       'from=2020-01-01&to=2026-01-01',
       'groupBy=week',
       'from=yesterday',
+      'from=0000-01-01&to=0000-01-05',
+      'to=0000-12-31',
     ]) {
       const res = await funnel(`siteId=${site.siteId}&${q}`);
       expect(res.status, q).toBe(400);

@@ -56,6 +56,9 @@ describe('report range', () => {
     });
     expect(() => reportRange({ from: '2024-11-24', to: '2026-11-25' }, now)).toThrow(/731/);
     expect(() => reportRange({ from: '2026-02-29' }, now)).toThrow(/YYYY-MM-DD/);
+    // Year 0 exists in ISO 8601 but not in PostgreSQL's dates; a default range stops at year 1.
+    expect(() => reportRange({ from: '0000-06-01', to: '0001-01-01' }, now)).toThrow(/YYYY-MM-DD/);
+    expect(reportRange({ to: '0001-01-10' }, now)).toEqual({ from: '0001-01-01', to: '0001-01-10' });
   });
 });
 

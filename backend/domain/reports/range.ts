@@ -11,9 +11,12 @@ export const DEFAULT_RANGE_DAYS = 30;
 const DAY_MS = 86_400_000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
-/** A calendar date written YYYY-MM-DD that exists (no 2026-02-30). */
+/** The first day PostgreSQL's `date` and ISO 8601 share: year 0 is refused by the database. */
+const FIRST_DAY = '0001-01-01';
+
+/** A calendar date written YYYY-MM-DD that exists (no 2026-02-30) and the database can hold (year 1 on). */
 export function isDate(s: string): boolean {
-  if (!DATE.test(s)) return false;
+  if (!DATE.test(s) || s < FIRST_DAY) return false;
   const t = Date.parse(`${s}T00:00:00Z`);
   return Number.isFinite(t) && new Date(t).toISOString().slice(0, 10) === s;
 }
@@ -44,7 +47,9 @@ export function reportRange(
       });
   }
   const to = q.to ?? utcDay(now);
-  const from = q.from ?? shift(to, -(DEFAULT_RANGE_DAYS - 1));
+  const defaultFrom = shift(to, -(DEFAULT_RANGE_DAYS - 1));
+  // The 30 days before an early `to` may reach past year 1, which the database cannot hold.
+  const from = q.from ?? (isDate(defaultFrom) ? defaultFrom : FIRST_DAY);
   if (from > to)
     throw new ApiError('VALIDATION_FAILED', 'from is after to', {
       errors: [{ path: 'from', message: 'must not be after to' }],
