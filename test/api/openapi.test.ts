@@ -1,5 +1,6 @@
 // GET /api/v1/openapi.json and /api/v1/docs: the document is generated from the schemas that
 // validate, so it must agree with what the endpoints accept.
+import { prose } from '../../backend/http/api/reference-page.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
@@ -94,5 +95,25 @@ describe('/docs', () => {
       expect(html).toContain(`<span class="m">${method.toUpperCase()}</span> <code>${path}</code>`);
     expect(html).toContain('id="schema-ConversionEvent"');
     expect(html).not.toMatch(/<script|<link|\ssrc=/i);
+  });
+
+  it("renders the descriptions' code spans as code, and escapes the rest", async () => {
+    const html = await (await fetch(`${t.url}/api/v1/docs`)).text();
+    const doc = (await (await fetch(`${t.url}/api/v1/openapi.json`)).json()) as { paths: object };
+    // Every description of the document that names something in backticks shows it as code.
+    expect(JSON.stringify(doc)).toMatch(/`[^`]+`/);
+    expect(html).not.toMatch(/`[^`<]+`/);
+    expect(html).toMatch(/<code>[^<]+<\/code>/);
+    expect(html).not.toContain('&#60;code&#62;');
+  });
+});
+
+describe('prose', () => {
+  it('turns code spans into code and paragraphs into paragraphs, escaping HTML', () => {
+    expect(prose('send `pii.email` <b>now</b>')).toBe(
+      'send <code>pii.email</code> &#60;b&#62;now&#60;/b&#62;',
+    );
+    expect(prose('one\n\ntwo')).toBe('one</p><p>two');
+    expect(prose('a `<x>` b')).toBe('a <code>&#60;x&#62;</code> b');
   });
 });

@@ -11,6 +11,17 @@ function esc(v: unknown): string {
   return String(v ?? '').replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 }
 
+/**
+ * The documents' descriptions are written in the Markdown subset OpenAPI allows (CommonMark): this
+ * page renders the part they use, inline code spans and paragraphs, and escapes everything else.
+ */
+export function prose(v: unknown): string {
+  return String(v ?? '')
+    .split(/\n{2,}/)
+    .map((para) => esc(para).replace(/`([^`]+)`/g, '<code>$1</code>'))
+    .join('</p><p>');
+}
+
 function isObj(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -59,7 +70,7 @@ function propertiesTable(schema: Json): string {
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   const rows = Object.entries(props).map(([name, p]) => {
     const ps = isObj(p) ? p : {};
-    const notes = [ps.description ? esc(ps.description) : '', constraints(ps)].filter(Boolean).join('; ');
+    const notes = [ps.description ? prose(ps.description) : '', constraints(ps)].filter(Boolean).join('; ');
     return `<tr><td><code>${esc(name)}</code></td><td>${typeOf(ps)}</td><td>${required.has(name) ? 'yes' : ''}</td><td>${notes}</td></tr>`;
   });
   if (rows.length === 0) return `<p>${typeOf(schema)}</p>`;
@@ -76,11 +87,12 @@ function operation(path: string, method: string, op: Json): string {
   const params = Array.isArray(op.parameters) ? (op.parameters as Json[]) : [];
   const paramRows = params.map((p) => {
     const schema = isObj(p.schema) ? p.schema : {};
-    const notes = [p.description ?? schema.description, constraints(schema)]
+    const description = p.description ?? schema.description;
+    // constraints() is HTML already: only the description is prose to render.
+    const notes = [typeof description === 'string' ? prose(description) : '', constraints(schema)]
       .filter(Boolean)
-      .map((n) => (typeof n === 'string' ? n : ''))
       .join('; ');
-    return `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${typeOf(schema)}</td><td>${p.required ? 'yes' : ''}</td><td>${esc(notes)}</td></tr>`;
+    return `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${typeOf(schema)}</td><td>${p.required ? 'yes' : ''}</td><td>${notes}</td></tr>`;
   });
   const body =
     isObj(op.requestBody) && isObj(op.requestBody.content)
@@ -92,12 +104,12 @@ function operation(path: string, method: string, op: Json): string {
     const content = isObj(resp.content) ? resp.content : {};
     const [mediaType, media] = Object.entries(content)[0] ?? [];
     const schema = isObj(media) ? media.schema : undefined;
-    return `<tr><td>${esc(status)}</td><td>${esc(resp.description)}</td><td>${mediaType ? `${esc(mediaType)}: ${typeOf(schema)}` : ''}</td></tr>`;
+    return `<tr><td>${esc(status)}</td><td>${prose(resp.description)}</td><td>${mediaType ? `${esc(mediaType)}: ${typeOf(schema)}` : ''}</td></tr>`;
   });
   return `<section id="${id}">
 <h2><span class="m">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code></h2>
-<p><strong>${esc(op.summary)}</strong></p>
-${op.description ? `<p>${esc(op.description)}</p>` : ''}
+<p><strong>${prose(op.summary)}</strong></p>
+${op.description ? `<p>${prose(op.description)}</p>` : ''}
 ${paramRows.length ? `<h3>Parameters</h3><table><thead><tr><th>name</th><th>in</th><th>type</th><th>required</th><th>notes</th></tr></thead><tbody>${paramRows.join('')}</tbody></table>` : ''}
 ${isObj(body) ? `<h3>Request body (application/json)</h3>${schemaBlock(body.schema)}` : ''}
 <h3>Responses</h3><table><thead><tr><th>status</th><th>meaning</th><th>body</th></tr></thead><tbody>${responseRows.join('')}</tbody></table>
@@ -124,7 +136,7 @@ export function renderReference(doc: Json): string {
   const schemas = isObj(doc.components) && isObj(doc.components.schemas) ? doc.components.schemas : {};
   const schemaSections = Object.entries(schemas).map(
     ([name, s]) =>
-      `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${isObj(s) && s.description ? `<p>${esc(s.description)}</p>` : ''}${isObj(s) ? propertiesTable(s) : ''}</section>`,
+      `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${isObj(s) && s.description ? `<p>${prose(s.description)}</p>` : ''}${isObj(s) ? propertiesTable(s) : ''}</section>`,
   );
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -136,7 +148,7 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}th,td{border:1px s
 th{background:#f6f8fa}section{border-top:1px solid #d5dae1;margin-top:1.5rem}.m{background:#1f6feb;color:#fff;border-radius:4px;padding:0 .4em;font-size:.8em}
 </style></head><body>
 <h1>${esc(info.title)} <small>v${esc(info.version)}</small></h1>
-<p>${esc(info.description)}</p>
+<p>${prose(info.description)}</p>
 <p>Base URL: ${servers.map((s) => `<code>${esc(s.url)}</code>`).join(', ')} · machine-readable: <a href="openapi.json">openapi.json</a> (OpenAPI ${esc(doc.openapi)})</p>
 <h2>Endpoints</h2><ul>${toc.join('')}</ul>
 ${ops.join('\n')}
