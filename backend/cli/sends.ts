@@ -1,5 +1,6 @@
 import {
   RETRY_FAILED_BATCH,
+  SEND_KINDS,
   SEND_STATUSES,
   listSends,
   retryFailedSends,
@@ -9,6 +10,7 @@ import { defineCommand } from './command.js';
 import { table } from './table.js';
 
 type Status = (typeof SEND_STATUSES)[number];
+type Kind = (typeof SEND_KINDS)[number];
 
 export const sendCommands = [
   defineCommand({
@@ -28,22 +30,37 @@ export const sendCommands = [
         placeholder: 'STATUS',
         help: `only sends in this status: ${SEND_STATUSES.join(', ')}`,
       },
+      kind: {
+        type: 'string',
+        placeholder: 'KIND',
+        help: `only sends of this kind: ${SEND_KINDS.join(', ')}`,
+      },
+      pixel: {
+        type: 'string',
+        placeholder: 'PIXEL',
+        field: 'pixelId',
+        help: "only one pixel's sends (a pixelId printed by pixel list)",
+      },
       limit: { type: 'string', kind: 'int', placeholder: 'N', help: 'at most N sends (1–1000, default 50)' },
     },
     async run({ deps }, v) {
       const out = await listSends(deps.pool, {
         siteId: v.site,
         status: v.status as Status | undefined,
+        kind: v.kind as Kind | undefined,
+        pixelId: v.pixel,
         limit: v.limit,
       });
       const human =
         out.sends.length === 0
           ? 'No sends.'
           : table(
-              ['sendId', 'platform', 'status', 'attempts', 'subject', 'last error'],
+              ['sendId', 'platform', 'pixelId', 'event', 'status', 'attempts', 'subject', 'last error'],
               out.sends.map((s) => [
                 s.sendId,
                 s.platform,
+                s.pixelId,
+                s.eventType,
                 s.status,
                 String(s.attempts),
                 s.conversionId ? `conversion ${s.conversionId}` : `visit ${s.visitId ?? ''}`,

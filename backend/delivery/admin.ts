@@ -9,10 +9,15 @@ import { ApiError, validationError } from '../errors.js';
 /** Operator views of the outbox: `npm run admin -- sends list|retry`. */
 
 export const SEND_STATUSES = ['pending', 'sent', 'failed', 'skipped'] as const;
+/** What a send carries: a landing page's PageView, or a conversion (a join, a business event). */
+export const SEND_KINDS = ['pageview', 'conversion'] as const;
 
 export const ListSendsInput = z.object({
   siteId: z.string().trim().min(1, 'a site (id or websiteId) is required'),
   status: z.enum(SEND_STATUSES).optional(),
+  kind: z.enum(SEND_KINDS).optional(),
+  /** One pixel of the site (its pixelId): a site with two pixels on one platform tells them apart. */
+  pixelId: z.uuid('pixel must be a pixelId printed by pixel list').optional(),
   limit: z.coerce
     .number()
     .int('limit must be an integer')
@@ -30,6 +35,9 @@ export interface SendListItem {
   lastError: string | null;
   conversionId: string | null;
   visitId: string | null;
+  pixelId: string;
+  /** `PageView`, or the conversion's event type (`Subscribe`, `Purchase`, `Custom`…). */
+  eventType: string;
 }
 
 /** A site's sends, newest first. */
@@ -39,23 +47,29 @@ export async function listSends(
 ): Promise<{ sends: SendListItem[] }> {
   const parsed = ListSendsInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'sends list');
-  const { siteId, status, limit } = parsed.data;
+  const { siteId, status, kind, pixelId, limit } = parsed.data;
   const site = await requireSite(db, siteId);
   const { rows } = await db.query<{
     id: string;
     platform: string;
+    pixel_id: string;
+    event_type: string;
     status: string;
     attempts: number;
     error: string | null;
     conversion_id: string | null;
     visit_id: string | null;
   }>(
-    `SELECT s.id, s.platform, s.status, s.attempts, COALESCE(s.skip_reason, s.last_error) AS error, s.conversion_id, s.visit_id
+    `SELECT s.id, s.platform, s.pixel_id, COALESCE(c.event_type, 'PageView') AS event_type, s.status, s.attempts,
+            COALESCE(s.skip_reason, s.last_error) AS error, s.conversion_id, s.visit_id
      FROM sends s JOIN pixels p ON p.id = s.pixel_id
+     LEFT JOIN conversions c ON c.id = s.conversion_id
      WHERE p.site_id = $1 AND ($2::text IS NULL OR s.status = $2)
+       AND ($3::text IS NULL OR ($3 = 'pageview') = (s.visit_id IS NOT NULL))
+       AND ($4::uuid IS NULL OR s.pixel_id = $4)
      ORDER BY s.created_at DESC, s.id
-     LIMIT $3`,
-    [site.id, status ?? null, limit],
+     LIMIT $5`,
+    [site.id, status ?? null, kind ?? null, pixelId ?? null, limit],
   );
   return {
     sends: rows.map((r) => ({
@@ -66,6 +80,8 @@ export async function listSends(
       lastError: r.error,
       conversionId: r.conversion_id,
       visitId: r.visit_id,
+      pixelId: r.pixel_id,
+      eventType: r.event_type,
     })),
   };
 }

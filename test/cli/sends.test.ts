@@ -12,6 +12,7 @@ let otherSiteId: string;
 const sends: Record<'visitMeta' | 'visitTiktok' | 'convMeta' | 'convTiktok', string> = {} as never;
 let conversionId: string;
 let visitId: string;
+let metaPixelId: string;
 
 const sendRow = async (id: string) =>
   (await w.db.pool.query('SELECT status, attempts, last_error, skip_reason FROM sends WHERE id = $1', [id]))
@@ -89,6 +90,8 @@ beforeAll(async () => {
   sends.visitMeta = visitSends.find((s) => s.platform === 'meta')!.sendId;
   sends.visitTiktok = visitSends.find((s) => s.platform === 'tiktok')!.sendId;
   sends.convMeta = convSends.find((s) => s.platform === 'meta')!.sendId;
+  metaPixelId = (await w.db.pool.query('SELECT pixel_id FROM sends WHERE id = $1', [sends.convMeta])).rows[0]
+    .pixel_id;
   sends.convTiktok = convSends.find((s) => s.platform === 'tiktok')!.sendId;
   // Outcomes as the worker would have written them.
   await w.db.pool.query(`UPDATE sends SET status = 'sent', attempts = 1, sent_at = now() WHERE id = $1`, [
@@ -125,6 +128,8 @@ describe('sends list', () => {
         'lastError',
         'conversionId',
         'visitId',
+        'pixelId',
+        'eventType',
       ]);
     expect(out.sends.slice(0, 2).map((s) => s.conversionId)).toEqual([conversionId, conversionId]);
     expect(out.sends.slice(2).map((s) => s.visitId)).toEqual([visitId, visitId]);
@@ -136,8 +141,11 @@ describe('sends list', () => {
       lastError: 'Invalid OAuth access token',
       conversionId,
       visitId: null,
+      pixelId: metaPixelId,
+      eventType: 'Purchase',
     });
     expect(out.sends.find((s) => s.sendId === sends.visitTiktok)).toMatchObject({
+      eventType: 'PageView',
       status: 'skipped',
       lastError: 'missing user agent',
       conversionId: null,
@@ -155,6 +163,24 @@ describe('sends list', () => {
       'failed',
     );
     expect(failed.sends.map((s) => s.sendId)).toEqual([sends.convMeta]);
+    const pageViews = await w.ok<{ sends: { sendId: string }[] }>(
+      'sends',
+      'list',
+      '--site',
+      siteId,
+      '--kind',
+      'pageview',
+    );
+    expect(pageViews.sends.map((s) => s.sendId).sort()).toEqual([sends.visitMeta, sends.visitTiktok].sort());
+    const ofMeta = await w.ok<{ sends: { sendId: string }[] }>(
+      'sends',
+      'list',
+      '--site',
+      siteId,
+      '--pixel',
+      metaPixelId,
+    );
+    expect(ofMeta.sends.map((s) => s.sendId)).toEqual([sends.convMeta, sends.visitMeta]);
     const sent = await w.ok<{ sends: { sendId: string }[] }>(
       'sends',
       'list',
@@ -171,9 +197,9 @@ describe('sends list', () => {
   it('the human table shows status, subject and error', async () => {
     const r = await w.run('sends', 'list', '--site', siteId, '--status', 'failed');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^sendId +platform +status +attempts +subject +last error\n/);
+    expect(r.stdout).toMatch(/^sendId +platform +pixelId +event +status +attempts +subject +last error\n/);
     expect(r.stdout).toContain(
-      `${sends.convMeta}  meta      failed  3         conversion ${conversionId}  Invalid OAuth access token`,
+      `${sends.convMeta}  meta      ${metaPixelId}  Purchase  failed  3         conversion ${conversionId}  Invalid OAuth access token`,
     );
     expect((await w.run('sends', 'list', '--site', otherSiteId)).stdout).toBe('No sends.\n');
   });

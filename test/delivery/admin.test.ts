@@ -84,6 +84,8 @@ describe('listSends', () => {
       lastError: 'Error validating access token: Session has expired. (code 190/463)',
       conversionId: failedConversion,
       visitId: null,
+      pixelId: meta.pixelId,
+      eventType: 'Subscribe',
     });
     const google = byId.sends.find((s) => s.conversionId === failedConversion && s.platform === 'google')!;
     expect(google).toMatchObject({
@@ -104,6 +106,37 @@ describe('listSends', () => {
     expect((await listSends(db.pool, { siteId: site.siteId, status: 'skipped' })).sends).toHaveLength(2);
     expect((await listSends(db.pool, { siteId: site.siteId, limit: 1 })).sends).toHaveLength(1);
     expect((await listSends(db.pool, { siteId: site.siteId, limit: '3' })).sends).toHaveLength(3);
+  });
+
+  it("filters by kind (a visit's PageViews or conversions) and by pixel", async () => {
+    const visitId = await createVisit(
+      db.pool,
+      site.siteId,
+      { href: 'https://shop.example.com/landing', userAgent: UA },
+      true,
+    );
+    await allSettled(db.pool);
+    const pageViews = (await listSends(db.pool, { siteId: site.siteId, kind: 'pageview' })).sends;
+    expect(pageViews.length).toBeGreaterThan(0);
+    expect(pageViews.every((s) => s.visitId === visitId && s.eventType === 'PageView')).toBe(true);
+    const conversions = (await listSends(db.pool, { siteId: site.siteId, kind: 'conversion' })).sends;
+    expect(conversions).toHaveLength(4);
+    expect(conversions.every((s) => s.conversionId !== null && s.eventType !== 'PageView')).toBe(true);
+    const all = (await listSends(db.pool, { siteId: site.siteId })).sends;
+    const metaPixel = all.find((s) => s.platform === 'meta')!.pixelId;
+    const ofMeta = (await listSends(db.pool, { siteId: site.siteId, pixelId: metaPixel })).sends;
+    expect(ofMeta.length).toBeGreaterThan(0);
+    expect(ofMeta.every((s) => s.platform === 'meta' && s.pixelId === metaPixel)).toBe(true);
+    expect(ofMeta.length).toBeLessThan(all.length);
+    // Another site's pixel names none of this site's sends.
+    const foreignPixel = (await listSends(db.pool, { siteId: other.siteId })).sends[0]!.pixelId;
+    expect((await listSends(db.pool, { siteId: site.siteId, pixelId: foreignPixel })).sends).toEqual([]);
+    expect(
+      (await refusal(listSends(db.pool, { siteId: site.siteId, kind: 'visit' as 'pageview' }))).code,
+    ).toBe('VALIDATION_FAILED');
+    expect((await refusal(listSends(db.pool, { siteId: site.siteId, pixelId: 'meta' }))).code).toBe(
+      'VALIDATION_FAILED',
+    );
   });
 
   it('refuses bad input with VALIDATION_FAILED and an unknown site with NOT_FOUND', async () => {
