@@ -31,9 +31,29 @@ const preparedOn = new WeakMap<PoolClient, Set<string>>();
 // Clients of pools that go through a transaction-mode pooler.
 const inlineClients = new WeakSet<object>();
 
-/** Marks a pool as going through a transaction-mode pooler: its clients keep no prepared statements. */
+/**
+ * Marks a pool as going through a transaction-mode pooler: its clients keep no prepared statements,
+ * neither SQL ones (this file's batches) nor the protocol's named statements that node-postgres
+ * makes for a query given a `name` (the hot paths' `name:` queries). Those run as the protocol's
+ * unnamed statement instead, which lives for one query and so never outlives a transaction; the
+ * driver offers no setting for it, so the clients' `query` drops the name.
+ */
 export function runStatementsInline(pool: Pool): void {
-  pool.on('connect', (client) => inlineClients.add(client));
+  pool.on('connect', (client) => {
+    inlineClients.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) =>
+      query(unnamed(config), ...rest);
+  });
+}
+
+/** A query config without its statement name; anything else (text, a cursor or stream) as it is. */
+function unnamed(config: unknown): unknown {
+  if (config === null || typeof config !== 'object' || !('name' in config) || !('text' in config))
+    return config;
+  if (typeof (config as { submit?: unknown }).submit === 'function') return config;
+  const { name: _name, ...rest } = config as Record<string, unknown>;
+  return rest;
 }
 
 // Per statement name: the parameter types PostgreSQL infers (the same on every connection).
