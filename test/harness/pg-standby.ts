@@ -28,6 +28,8 @@ export interface PgServer {
 }
 
 export interface StandbyPair {
+  /** A directory of theirs (the servers' user may write there), removed with them. */
+  dir: string;
   primary: PgServer;
   standby: PgServer;
   /** Stops both servers (whatever state they are in) and removes their files. */
@@ -151,6 +153,7 @@ export async function startStandbyPair(
   const standby = server(standbyDir, await freePort(), join(root, 'standby.log'));
   await standby.start();
   return {
+    dir: root,
     primary,
     standby,
     async close() {
