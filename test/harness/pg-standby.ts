@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFileSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +30,8 @@ export interface PgServer {
 export interface StandbyPair {
   /** A directory of theirs (the servers' user may write there), removed with them. */
   dir: string;
+  /** The CA that signed the servers' certificate (for `localhost` and 127.0.0.1): TLS is on. */
+  caFile: string;
   primary: PgServer;
   standby: PgServer;
   /** Stops both servers (whatever state they are in) and removes their files. */
@@ -115,7 +117,11 @@ export async function startStandbyPair(
     ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
     owner(),
   );
+  const tls = await certificates(root);
   const conf = {
+    ssl: 'on',
+    ssl_cert_file: tls.cert,
+    ssl_key_file: tls.key,
     // Throw-away data: durability costs time and proves nothing here.
     fsync: 'off',
     full_page_writes: 'off',
@@ -154,6 +160,7 @@ export async function startStandbyPair(
   await standby.start();
   return {
     dir: root,
+    caFile: tls.ca,
     primary,
     standby,
     async close() {
@@ -162,4 +169,63 @@ export async function startStandbyPair(
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A CA and a server certificate it signed for `localhost` and 127.0.0.1, made with openssl; the key
+ * readable by the server's user alone, as PostgreSQL insists.
+ */
+async function certificates(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+  const f = (name: string) => join(dir, name);
+  const openssl = (args: string[]) => run('openssl', args);
+  await openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Capigram test CA',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.pem'),
+  ]);
+  await openssl([
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=localhost',
+    '-keyout',
+    f('server.key'),
+    '-out',
+    f('server.csr'),
+  ]);
+  writeFileSync(f('san.ext'), 'subjectAltName = DNS:localhost, IP:127.0.0.1\n');
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    f('san.ext'),
+    '-out',
+    f('server.pem'),
+  ]);
+  chmodSync(f('server.key'), 0o600);
+  if (POSTGRES_IDS.uid !== undefined)
+    for (const name of ['server.key', 'server.pem', 'ca.pem'])
+      chownSync(f(name), POSTGRES_IDS.uid, POSTGRES_IDS.gid!);
+  return { ca: f('ca.pem'), cert: f('server.pem'), key: f('server.key') };
 }
