@@ -317,8 +317,9 @@ describe('a primary with a streaming standby', () => {
       };
       const posting = Promise.all([client(), client(), client(), client()]);
 
-      // Crash the primary once conversions are being delivered.
-      await until(async () => fakes.meta.events().length >= 10, 30_000, 'deliveries to start');
+      // Crash the primary a third of the way through the stream (with deliveries under way), so
+      // that two thirds are posted against the failover.
+      await until(async () => accepted.size >= users.length / 3, 30_000, 'a third of the conversions');
       await pair.primary.stop('immediate');
       crashedAt = performance.now();
       const deliveredAtCrash = new Set(fakes.meta.events().map((e) => e.event.event_id)).size;
