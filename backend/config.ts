@@ -12,6 +12,14 @@ const url = (name: string) =>
     .url({ message: `${name} must be an absolute URL` })
     .transform((u) => u.replace(/\/+$/, ''));
 
+const postgresUrl = (name: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^postgres(ql)?:\/\//, `${name} must be a postgres:// or postgresql:// URL`)
+    .optional()
+    .or(z.literal('').transform(() => undefined));
+
 const EnvSchema = z.object({
   DATABASE_URL: z
     .string()
@@ -19,6 +27,11 @@ const EnvSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// or postgresql:// URL')
     .optional()
     .or(z.literal('').transform(() => undefined)),
+  // A session-mode connection (the job worker, migrations, LISTEN, session advisory locks) for when
+  // DATABASE_URL goes through a transaction-mode pooler; unset: DATABASE_URL.
+  DATABASE_DIRECT_URL: postgresUrl('DATABASE_DIRECT_URL'),
+  // A read replica that reports read from; unset: DATABASE_URL.
+  REPORTS_DATABASE_URL: postgresUrl('REPORTS_DATABASE_URL'),
   DATA_DIR: z.string().trim().min(1).default('./.data'),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   PORT: z.coerce
@@ -118,6 +131,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, now: Date = new
     if (meta) ctx.addIssue({ code: 'custom', path: ['META_API_VERSION'], message: meta });
     const google = sunsetProblem('google', e.GOOGLE_ADS_API_VERSION, now);
     if (google) ctx.addIssue({ code: 'custom', path: ['GOOGLE_ADS_API_VERSION'], message: google });
+    // The embedded database (no DATABASE_URL) has no pooler and no replica to point elsewhere.
+    for (const name of ['DATABASE_DIRECT_URL', 'REPORTS_DATABASE_URL'] as const)
+      if (e[name] !== undefined && e.DATABASE_URL === undefined)
+        ctx.addIssue({ code: 'custom', path: [name], message: `${name} needs DATABASE_URL to be set` });
   }).safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);

@@ -12,6 +12,13 @@ import type { ProcessState } from './process-state.js';
 export interface Deps {
   config: Config;
   pool: Pool;
+  /**
+   * A session-mode pool (DATABASE_DIRECT_URL) for what a transaction-mode pooler cannot carry: the
+   * job worker (LISTEN, session advisory locks) and migrations. Absent: `pool` is one.
+   */
+  directPool?: Pool;
+  /** The read replica reports read from (REPORTS_DATABASE_URL). Absent: `pool`. */
+  reportsPool?: Pool;
   log: Logger;
   metrics: Metrics;
   box: SecretBox;
@@ -28,4 +35,17 @@ export interface Deps {
 export interface WorkerState {
   /** False while the runner is down (stopped on its own, not yet restarted). */
   running(): boolean;
+}
+
+/** The pool reports read from: the replica when there is one. */
+export function reportsDb(deps: Pick<Deps, 'pool' | 'reportsPool'>): Pool {
+  return deps.reportsPool ?? deps.pool;
+}
+
+/**
+ * The dependencies of a job worker: everything it does runs on the session-mode pool, since
+ * graphile-worker LISTENs and its tasks take session advisory locks.
+ */
+export function workerDeps<D extends Pick<Deps, 'pool' | 'directPool'>>(deps: D): D {
+  return deps.directPool ? { ...deps, pool: deps.directPool } : deps;
 }

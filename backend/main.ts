@@ -3,6 +3,7 @@ import { ConfigError } from './config.js';
 import { watchDelivery } from './delivery/stall.js';
 import { createApp } from './http/app.js';
 import { answerUnparseableRequests } from './http/client-errors.js';
+import { workerDeps } from './deps.js';
 import { openRuntime } from './runtime.js';
 import { superviseWorker, type SupervisedWorker } from './worker/supervisor.js';
 
@@ -13,7 +14,7 @@ async function main(): Promise<void> {
   // while it is down, /readyz says delivery is stalled.
   const worker: SupervisedWorker | null =
     rt.deps.config.WORKER === 'inline'
-      ? await superviseWorker(rt.deps, { onUnexpectedStop: 'restart' })
+      ? await superviseWorker(workerDeps(rt.deps), { onUnexpectedStop: 'restart' })
       : null;
   const deps = worker ? { ...rt.deps, worker } : rt.deps;
   const app = createApp(deps);
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
         `  dashboard:      ${deps.config.PUBLIC_URL}/dashboard`,
         `  job worker:     ${deps.config.WORKER}`,
         rt.generatedAdminToken
-          ? `  admin token:    ${deps.adminToken} (generated into ${deps.config.DATA_DIR}/admin-token)`
+          ? `  admin token:    ${adminTokenLine(deps.adminToken, deps.config.DATA_DIR)}`
           : '',
         '',
       ]
@@ -69,6 +70,17 @@ async function main(): Promise<void> {
   });
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/**
+ * A generated admin token is shown on a terminal; where the output goes to a log (a container's,
+ * a service manager's) only its file is named, as logs are kept, shipped and read by others.
+ */
+function adminTokenLine(token: string, dataDir: string): string {
+  const file = `${dataDir}/admin-token`;
+  return process.stdout.isTTY
+    ? `${token} (generated into ${file})`
+    : `generated into ${file} (read it there)`;
 }
 
 function listenFailure(err: NodeJS.ErrnoException, host: string, port: number): string {

@@ -5,6 +5,7 @@ import { loadLocalSecrets } from './crypto/local-secrets.js';
 import { startEmbedded, type EmbeddedDatabase } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { createPool } from './db/pool.js';
+import { runStatementsInline } from './db/prepared-batch.js';
 import type { Deps } from './deps.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics } from './metrics.js';
@@ -19,7 +20,8 @@ export interface Runtime {
 
 /**
  * Builds the process's dependencies from the environment: configuration, the database (embedded
- * when DATABASE_URL is unset), migrations, local secrets. Used by the server, the worker and the CLI.
+ * when DATABASE_URL is unset; a session-mode DATABASE_DIRECT_URL for migrations and the worker, a
+ * REPORTS_DATABASE_URL replica for reports), migrations, local secrets. Used by the server, the worker and the CLI.
  */
 export async function openRuntime(
   opts: { env?: NodeJS.ProcessEnv; log?: Logger; poolSize?: number } = {},
@@ -40,11 +42,20 @@ export async function openRuntime(
       'embedded PostgreSQL ready',
     );
   }
-  const pool = createPool(url, opts.poolSize ?? 20);
+  const size = opts.poolSize ?? 20;
+  const pool = createPool(url, size);
+  const pooled = config.DATABASE_DIRECT_URL !== undefined && config.DATABASE_DIRECT_URL !== url;
+  // Behind a transaction-mode pooler a connection's session state (a prepared statement) may be
+  // on another server connection at the next transaction: the web tier's statements go inline.
+  if (pooled) runStatementsInline(pool);
+  const directPool = pooled ? createPool(config.DATABASE_DIRECT_URL!, size) : pool;
+  const reportsPool = config.REPORTS_DATABASE_URL ? createPool(config.REPORTS_DATABASE_URL, 5) : pool;
+  const pools = [...new Set([pool, directPool, reportsPool])];
+  const endPools = () => Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   try {
-    await migrate(pool);
+    await migrate(directPool);
   } catch (err) {
-    await pool.end().catch(() => undefined);
+    await endPools();
     await embedded?.stop();
     throw err;
   }
@@ -58,6 +69,8 @@ export async function openRuntime(
   const deps: Deps = {
     config,
     pool,
+    ...(directPool !== pool ? { directPool } : {}),
+    ...(reportsPool !== pool ? { reportsPool } : {}),
     log,
     metrics,
     box,
@@ -71,7 +84,7 @@ export async function openRuntime(
     generatedAdminToken: secrets.generatedAdminToken,
     async close() {
       local.close();
-      await pool.end().catch(() => undefined);
+      await endPools();
       await embedded?.stop();
     },
   };

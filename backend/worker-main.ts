@@ -1,5 +1,6 @@
 import { ConfigError } from './config.js';
 import { watchDelivery } from './delivery/stall.js';
+import { workerDeps } from './deps.js';
 import { openRuntime } from './runtime.js';
 import { superviseWorker } from './worker/supervisor.js';
 
@@ -11,7 +12,7 @@ import { superviseWorker } from './worker/supervisor.js';
  */
 async function main(): Promise<void> {
   const rt = await openRuntime();
-  const worker = await superviseWorker(rt.deps, { onUnexpectedStop: 'exit' });
+  const worker = await superviseWorker(workerDeps(rt.deps), { onUnexpectedStop: 'exit' });
   const deps = { ...rt.deps, worker };
   const stopWatch = watchDelivery(deps, STALL_WATCH_MS);
   rt.deps.log.info('Capigram worker running');

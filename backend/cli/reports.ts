@@ -1,3 +1,4 @@
+import { reportsDb } from '../deps.js';
 import { requireSite } from '../domain/admin/sites.js';
 import { attributionCoverage } from '../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type FunnelCounts, type GroupBy } from '../domain/reports/funnel.js';
@@ -58,7 +59,7 @@ export const reportCommands = [
       const site = await requireSite(deps.pool, v.site);
       const range = reportRange({ from: v.from, to: v.to }, deps.now());
       const channelId = await reportChannel(deps.pool, site.id, v.channel ?? null);
-      const out = await funnelReport(deps.pool, {
+      const out = await funnelReport(reportsDb(deps), {
         siteId: site.id,
         ...range,
         groupBy: (v['group-by'] ?? 'day') as GroupBy,
@@ -96,8 +97,8 @@ export const reportCommands = [
     async run({ deps }, v) {
       const site = await requireSite(deps.pool, v.site);
       const range = reportRange({ from: v.from, to: v.to }, deps.now());
-      const rows = await matchQualityReport(deps.pool, { siteId: site.id, ...range });
-      const coverage = await attributionCoverage(deps.pool, { siteId: site.id, ...range });
+      const rows = await matchQualityReport(reportsDb(deps), { siteId: site.id, ...range });
+      const coverage = await attributionCoverage(reportsDb(deps), { siteId: site.id, ...range });
       const share = (n: number) => `${Math.round(n * 100)} %`;
       const lines = [
         `${site.name}, ${range.from} to ${range.to} (UTC)`,

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { reportsDb, type Deps } from '../../deps.js';
 import { GROUP_BYS, funnelReport } from '../../domain/reports/funnel.js';
 import { reportChannel, reportRange, reportSite } from '../../domain/reports/range.js';
 import {
@@ -63,7 +64,7 @@ const Funnel = z
   .openapi('Funnel');
 
 /** `GET /api/v1/reports/funnel`: the site's funnel for a range of days, grouped. */
-export function registerFunnelReport(api: ApiApp, deps: ApiDeps): void {
+export function registerFunnelReport(api: ApiApp, deps: ApiDeps & Pick<Deps, 'reportsPool'>): void {
   const route = createRoute({
     method: 'get',
     path: '/reports/funnel',
@@ -99,7 +100,7 @@ export function registerFunnelReport(api: ApiApp, deps: ApiDeps): void {
     const range = reportRange({ from: orNull(q.from), to: orNull(q.to) }, deps.now());
     const channelId = await reportChannel(deps.pool, siteId, orNull(q.channelId));
     return c.json(
-      await funnelReport(deps.pool, { siteId, ...range, groupBy: q.groupBy ?? 'day', channelId }),
+      await funnelReport(reportsDb(deps), { siteId, ...range, groupBy: q.groupBy ?? 'day', channelId }),
       200,
     );
   });

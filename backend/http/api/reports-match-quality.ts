@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { reportsDb, type Deps } from '../../deps.js';
 import { attributionCoverage } from '../../domain/reports/coverage.js';
 import { SIGNALS, matchQualityReport } from '../../domain/reports/match-quality.js';
 import { reportRange, reportSite } from '../../domain/reports/range.js';
@@ -45,7 +46,7 @@ const Coverage = z
   .openapi('AttributionCoverage');
 
 /** `GET /api/v1/reports/match-quality`: the signals the site's delivered events carried. */
-export function registerMatchQualityReport(api: ApiApp, deps: ApiDeps): void {
+export function registerMatchQualityReport(api: ApiApp, deps: ApiDeps & Pick<Deps, 'reportsPool'>): void {
   const route = createRoute({
     method: 'get',
     path: '/reports/match-quality',
@@ -84,8 +85,8 @@ export function registerMatchQualityReport(api: ApiApp, deps: ApiDeps): void {
     });
     const range = reportRange({ from: orNull(q.from), to: orNull(q.to) }, deps.now());
     const [rows, coverage] = [
-      await matchQualityReport(deps.pool, { siteId, ...range }),
-      await attributionCoverage(deps.pool, { siteId, ...range }),
+      await matchQualityReport(reportsDb(deps), { siteId, ...range }),
+      await attributionCoverage(reportsDb(deps), { siteId, ...range }),
     ];
     return c.json({ ...range, rows: rows as z.infer<typeof MatchRow>[], coverage }, 200);
   });

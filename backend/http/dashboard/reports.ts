@@ -1,5 +1,5 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import type { Deps } from '../../deps.js';
+import { reportsDb, type Deps } from '../../deps.js';
 import type { SiteRow } from '../../domain/admin/sites.js';
 import { attributionCoverage } from '../../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type GroupBy } from '../../domain/reports/funnel.js';
@@ -22,7 +22,7 @@ export const REPORTS_CSP = `default-src 'none'; script-src 'self'; style-src '${
 
 export function registerDashboardReports(
   app: Hono<DashEnv>,
-  deps: Pick<Deps, 'pool' | 'now'>,
+  deps: Pick<Deps, 'pool' | 'reportsPool' | 'now'>,
   signedIn: MiddlewareHandler<DashEnv>,
   siteOf: (c: Context<DashEnv>) => Promise<SiteRow | Response>,
 ): void {
@@ -79,25 +79,25 @@ export function registerDashboardReports(
     if (p instanceof Response) return p;
     const q = { siteId: site.id, from: p.from, to: p.to };
     const now = deps.now();
-    const funnel = await funnelReport(deps.pool, { ...q, groupBy: p.groupBy, channelId: p.channelId });
+    const funnel = await funnelReport(reportsDb(deps), { ...q, groupBy: p.groupBy, channelId: p.channelId });
     const byDay =
       p.groupBy === 'day'
         ? funnel
-        : await funnelReport(deps.pool, { ...q, groupBy: 'day', channelId: p.channelId });
+        : await funnelReport(reportsDb(deps), { ...q, groupBy: 'day', channelId: p.channelId });
     const page = reportsPage(
       {
         site: { id: site.id, name: site.name },
         groupBy: p.groupBy,
         funnel,
         byDay,
-        retention: await campaignRetention(deps.pool, {
+        retention: await campaignRetention(reportsDb(deps), {
           ...q,
           // biome-ignore lint/complexity/useMathMinMax: YYYY-MM-DD strings (they compare as dates), not numbers
           today: utcDay(now) > p.to ? utcDay(now) : p.to,
         }),
-        matchQuality: await matchQualityReport(deps.pool, q),
-        coverage: await attributionCoverage(deps.pool, q),
-        pixels: await pixelHealth(deps.pool, site.id, now),
+        matchQuality: await matchQualityReport(reportsDb(deps), q),
+        coverage: await attributionCoverage(reportsDb(deps), q),
+        pixels: await pixelHealth(reportsDb(deps), site.id, now),
         channelTitles: await channelTitles(site.id),
         now,
       },
@@ -112,7 +112,7 @@ export function registerDashboardReports(
     if (site instanceof Response) return site;
     const p = await params(c, site.id);
     if (p instanceof Response) return p;
-    const funnel = await funnelReport(deps.pool, {
+    const funnel = await funnelReport(reportsDb(deps), {
       siteId: site.id,
       from: p.from,
       to: p.to,
