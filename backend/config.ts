@@ -42,6 +42,10 @@ const EnvSchema = z.object({
     .default(3000),
   PUBLIC_URL: url('PUBLIC_URL').optional(),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  // What the first start prints of a token it generated: the token itself (`token`, the default,
+  // which the contract names), or only the file it is in (`file`: where output is a kept log, as
+  // in the container image). On a terminal the token is always shown.
+  ADMIN_TOKEN_OUTPUT: z.enum(['token', 'file']).default('token'),
   SECRET_KEY: z
     .string()
     .regex(

@@ -1,3 +1,4 @@
+import { adminTokenLine } from './crypto/local-secrets.js';
 import { serve } from '@hono/node-server';
 import { ConfigError } from './config.js';
 import { watchDelivery } from './delivery/stall.js';
@@ -36,7 +37,10 @@ async function main(): Promise<void> {
         `  dashboard:      ${deps.config.PUBLIC_URL}/dashboard`,
         `  job worker:     ${deps.config.WORKER}`,
         rt.generatedAdminToken
-          ? `  admin token:    ${adminTokenLine(deps.adminToken, deps.config.DATA_DIR)}`
+          ? `  admin token:    ${adminTokenLine(deps.adminToken, deps.config.DATA_DIR, {
+              output: deps.config.ADMIN_TOKEN_OUTPUT,
+              terminal: process.stdout.isTTY === true,
+            })}`
           : '',
         '',
       ]
@@ -70,17 +74,6 @@ async function main(): Promise<void> {
   });
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
-}
-
-/**
- * A generated admin token is shown on a terminal; where the output goes to a log (a container's,
- * a service manager's) only its file is named, as logs are kept, shipped and read by others.
- */
-function adminTokenLine(token: string, dataDir: string): string {
-  const file = `${dataDir}/admin-token`;
-  return process.stdout.isTTY
-    ? `${token} (generated into ${file})`
-    : `generated into ${file} (read it there)`;
 }
 
 function listenFailure(err: NodeJS.ErrnoException, host: string, port: number): string {

@@ -36,3 +36,19 @@ export function loadLocalSecrets(
   const admin = readOrCreate(join(dir, 'admin-token'), () => randomBytes(24).toString('base64url'));
   return { secretKey, adminToken: admin.value, generatedAdminToken: admin.created };
 }
+
+/**
+ * What the first start prints of an admin token it generated: the token, as the start promises;
+ * where the output is a kept log (`ADMIN_TOKEN_OUTPUT=file`: the container image, a service
+ * manager) only its file, as logs are kept, shipped and read by others. A terminal is never a log.
+ */
+export function adminTokenLine(
+  token: string,
+  dataDir: string,
+  where: { output: 'token' | 'file'; terminal: boolean },
+): string {
+  const file = `${dataDir}/admin-token`;
+  return where.terminal || where.output === 'token'
+    ? `${token} (generated into ${file})`
+    : `generated into ${file} (read it there)`;
+}

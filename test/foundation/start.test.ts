@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { adminTokenLine } from '../../backend/crypto/local-secrets.js';
 import { spawnService, type ServiceProcess } from '../harness/process.js';
 
 /**
@@ -55,15 +56,27 @@ async function query<T extends pg.QueryResultRow>(sql: string, params: unknown[]
   }
 }
 
+describe('the generated admin token on the first start', () => {
+  it('is printed, except where the output is a kept log (ADMIN_TOKEN_OUTPUT=file), where only its file is named', () => {
+    const t = 'x'.repeat(43);
+    expect(adminTokenLine(t, '/d', { output: 'token', terminal: false })).toBe(
+      `${t} (generated into /d/admin-token)`,
+    );
+    expect(adminTokenLine(t, '/d', { output: 'file', terminal: false })).toBe(
+      'generated into /d/admin-token (read it there)',
+    );
+    expect(adminTokenLine(t, '/d', { output: 'file', terminal: true })).toContain(t);
+  });
+});
+
 describe('npm start with the embedded database', () => {
   it('serves /readyz within 15 s on a fresh data directory and prints its URLs and admin token', async () => {
     const { p, ms } = await start();
     expect(ms).toBeLessThan(15_000);
     expect(p.output()).toMatch(/business API: +http:\/\/localhost:0\/api\/v1/);
     expect(p.output()).toMatch(/dashboard: +http:\/\/localhost:0\/dashboard/);
-    // Its output is a log here (not a terminal): the token's file is named, the token never shown.
-    expect(p.output()).toContain(`admin token:    generated into ${dataDir}/admin-token`);
-    expect(p.output()).not.toContain(readFileSync(join(dataDir, 'admin-token'), 'utf8').trim());
+    const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    expect(p.output()).toContain(`admin token:    ${token} (generated into ${dataDir}/admin-token)`);
     expect(existsSync(join(dataDir, 'secret-key'))).toBe(true);
     await query(`INSERT INTO accounts (name) VALUES ('survives restarts')`);
     p.child.kill('SIGTERM');
