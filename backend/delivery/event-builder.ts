@@ -28,6 +28,8 @@ export interface SendSubjectRow {
   conversion_id: string | null;
   event_type: string | null;
   custom_event_name: string | null;
+  /** The business's order id (`orderId`), null without one. */
+  order_id: string | null;
   value: number | null;
   currency: string | null;
   content_name: string | null;
@@ -73,7 +75,7 @@ export interface SendSubjectRow {
 
 export const SEND_SUBJECT_SQL = `
   SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
-         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
+         c.event_type, c.custom_event_name, c.order_id, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          c.source, l.external_user_id AS lead_external_user_id,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
@@ -252,7 +254,8 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,
-    orderId: row.conversion_id,
+    orderId: row.order_id ?? row.conversion_id,
+    businessOrderId: row.order_id,
     adUserDataConsent: consentOf(row.google_ad_user_data),
   };
 }

@@ -32,6 +32,7 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
     conversion_id: 'c1',
     event_type: 'Subscribe',
     custom_event_name: null,
+    order_id: null,
     value: null,
     currency: null,
     content_name: null,

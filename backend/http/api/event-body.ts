@@ -77,6 +77,17 @@ const eventFields = {
   websiteId: text(100).nullish().openapi({ description: 'public website id, alternative to siteId' }),
   eventType: z.enum(CONVERSION_EVENT_TYPES),
   customEventName: text(50).nullish().openapi({ description: 'required when eventType is Custom' }),
+  orderId: z
+    .string()
+    .min(1, 'must be at least 1 character')
+    .max(128, 'must be at most 128 characters')
+    .refine((s) => !UNSAFE_CHARS.test(s), 'must not contain control characters')
+    .nullish()
+    .openapi({
+      example: 'ORD-2026-0042',
+      description:
+        "the business's order (or transaction) id: an event is matched only with the site's earlier event of the same eventType (and customEventName) and orderId, whatever the dedup window; a new order is a new conversion (201). Sent as every platform's order or transaction id, and the platforms' event id is derived from it, so the same order reported twice is one event there too",
+    }),
   value: z
     .number()
     .min(0)
@@ -192,7 +203,10 @@ export const ConversionResult = z
     warning: z
       .string()
       .optional()
-      .openapi({ description: 'why nothing was dispatched, and what of the PII was not used' }),
+      .openapi({
+        description:
+          'why nothing was dispatched, what of the PII was not used, and, when an event without orderId was merged into an earlier conversion, that it was (naming orderId)',
+      }),
     piiWarnings: z
       .array(z.string())
       .optional()
@@ -217,6 +231,7 @@ export function toBusinessEvent(
     channelId: b.channelId ?? null,
     eventType: b.eventType,
     customEventName: orNull(b.customEventName),
+    orderId: b.orderId ?? null,
     value: b.value ?? null,
     currency: currency === null ? null : (normalizeCurrency(currency) ?? null),
     contentName: orNull(b.contentName),
