@@ -167,6 +167,19 @@ export function visitPageUrl(
 }
 
 /**
+ * The page URL the conversion was recorded with, unless it is only its visit's `/r/` URL: a join
+ * (or an entry's event) takes its visit's `href` as its page, and a click on `/r/…` has
+ * Capigram's URL there, which stands for the site's own (`visitPageUrl`). A URL of its own (a
+ * business event's `eventSourceUrl`) is kept.
+ */
+export function conversionPageUrl(
+  row: Pick<SendSubjectRow, 'event_source_url' | 'v_kind' | 'href'>,
+): string | null {
+  if (row.v_kind === 'redirect' && row.event_source_url === row.href) return null;
+  return row.event_source_url;
+}
+
+/**
  * How the conversion is reported (Meta's `action_source`): a Telegram join as the site chooses
  * (`website`, the default, with its visit's page and browser; `chat`, what it literally is); any
  * other event with a page URL and a User-Agent as a website event; one without a browser (a CRM
@@ -217,7 +230,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     throw new Error(`send ${row.send_id}: conversion ${row.conversion_id} has no usable event type or time`);
   }
   const o = row.api_visit_override;
-  const eventSourceUrl = first(row.event_source_url, visitPageUrl(row), field(o, 'eventSourceUrl'));
+  const eventSourceUrl = first(conversionPageUrl(row), visitPageUrl(row), field(o, 'eventSourceUrl'));
   const userAgent = first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent'));
   const hashed = hashedPiiOf(row.pii_hashed);
   return {

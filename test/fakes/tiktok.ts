@@ -55,6 +55,14 @@ export const TIKTOK_CODES = {
   SERVER: 40700,
 } as const;
 
+/** TikTok's standard events retired by its 2025 unification, and what replaced them. */
+export const RETIRED_EVENTS: ReadonlyMap<string, string> = new Map([
+  ['SubmitForm', 'Lead'],
+  ['CompletePayment', 'Purchase'],
+  ['ClickButton', 'a standard event or a custom event'],
+  ['PlaceAnOrder', 'Purchase'],
+]);
+
 export const TIKTOK_TRACK_PATH = '/open_api/v1.3/event/track/';
 const MAX_FUTURE_SEC = 5 * 60;
 
@@ -137,6 +145,12 @@ export class TikTokFake extends FakeServer {
     if (!isRecord(e)) throw new Invalid(`${at}: Not a valid object.`);
     if (typeof e.event !== 'string' || e.event === '')
       throw new Invalid(`${at}.event: Missing data for required field.`);
+    // TikTok unified its standard events in 2025; the old names are retired (answered as TikTok
+    // answers an event name it does not take), so a client still sending them fails here.
+    if (RETIRED_EVENTS.has(e.event))
+      throw new Invalid(
+        `${at}.event: ${e.event} is a retired standard event; use ${RETIRED_EVENTS.get(e.event)}.`,
+      );
     const t = e.event_time;
     if (typeof t !== 'number' || !Number.isInteger(t))
       throw new Invalid(`${at}.event_time: Not a valid integer (Unix seconds).`);

@@ -121,7 +121,10 @@ export interface EventSubmission {
  */
 const ORDER_CONFLICT_TRIES = 3;
 
-export async function submitBusinessEvent(deps: EventDeps, submission: EventSubmission): Promise<EventOutcome> {
+export async function submitBusinessEvent(
+  deps: EventDeps,
+  submission: EventSubmission,
+): Promise<EventOutcome> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await submitOnce(deps, submission);

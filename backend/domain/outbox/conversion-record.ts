@@ -120,9 +120,13 @@ export async function upsertLead(
  * event of a lead carries the same `external_id`, and a retried send carries the one it was
  * recorded with even if the lead's changes meanwhile.
  */
-const SENDS = sendsCte('conversion', `SELECT id, site_id, event_id FROM conversion WHERE capi_status = 'pending'`, {
-  fresh: true,
-});
+const SENDS = sendsCte(
+  'conversion',
+  `SELECT id, site_id, event_id FROM conversion WHERE capi_status = 'pending'`,
+  {
+    fresh: true,
+  },
+);
 
 const INPUT_COLUMNS = `site_id uuid, channel_id uuid, telegram_user_id bigint, visit_id uuid, event_type text, custom_event_name text,
   value numeric, currency text, content_name text, pii_hashed jsonb, external_user_id text, event_source_url text, client_ip text,

@@ -200,13 +200,10 @@ export const ConversionResult = z
     updatedExisting: z
       .boolean()
       .openapi({ description: 'a pending, failed or skipped matching conversion was updated' }),
-    warning: z
-      .string()
-      .optional()
-      .openapi({
-        description:
-          'why nothing was dispatched, what of the PII was not used, and, when an event without orderId was merged into an earlier conversion, that it was (naming orderId)',
-      }),
+    warning: z.string().optional().openapi({
+      description:
+        'why nothing was dispatched, what of the PII was not used, and, when an event without orderId was merged into an earlier conversion, that it was (naming orderId)',
+    }),
     piiWarnings: z
       .array(z.string())
       .optional()
