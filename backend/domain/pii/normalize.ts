@@ -103,7 +103,7 @@ export function supportedCountry(country: string | null | undefined): CountryCod
 }
 
 /** Separators people write numbers with: spaces, dashes (any), dots, slashes, parentheses. */
-const SEPARATORS = /[\s().\/\u2010-\u2015-]/gu;
+const SEPARATORS = /[\s()./\u2010-\u2015-]/gu;
 
 /**
  * A `tel:` URI (RFC 3966) is read as its number: the scheme and any parameters (`;ext=`,
