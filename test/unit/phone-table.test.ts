@@ -72,7 +72,7 @@ interface Row {
   expected: Expected;
 }
 
-const valid = (p: PhoneNumber | undefined): p is PhoneNumber => p !== undefined && p.isValid();
+const valid = (p: PhoneNumber | undefined): p is PhoneNumber => p?.isValid() === true;
 
 /** libphonenumber's reading of digits in `country`, when written as that country writes them. */
 function nationalReading(text: string, digits: string, country: CountryCode): PhoneNumber | undefined {

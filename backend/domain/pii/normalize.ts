@@ -121,7 +121,7 @@ function telNumber(text: string): string {
 
 /** A number libphonenumber's full metadata holds valid (in the ranges its country assigns). */
 function valid(p: PhoneNumber | undefined): p is PhoneNumber {
-  return p !== undefined && p.isValid();
+  return p?.isValid() === true;
 }
 
 /**
