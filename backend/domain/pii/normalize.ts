@@ -12,6 +12,7 @@ import {
 } from 'libphonenumber-js/max';
 import type { HashedPii } from '../../platforms/types.js';
 import { normalizeState } from './address.js';
+import { countryCodeOf } from './country.js';
 
 export type { HashedPii };
 
@@ -21,12 +22,12 @@ export interface RawPii {
   firstName?: string | null;
   lastName?: string | null;
   externalId?: string | null;
-  /** ISO 3166-1 alpha-2; also the country of a phone number written nationally. */
+  /** ISO 3166-1 alpha-2 or alpha-3, or the name; also the country of a phone number written nationally. */
   country?: string | null;
   city?: string | null;
   state?: string | null;
   zip?: string | null;
-  /** `YYYY-MM-DD`. */
+  /** `YYYY-MM-DD`, or another common written form (`normalizeDateOfBirth`). */
   dateOfBirth?: string | null;
   /** `f` or `m`. */
   gender?: string | null;
@@ -234,20 +235,41 @@ export function normalizeZip(raw: string | null | undefined): string | undefined
   return /^[\p{L}\p{N}]{2,}$/u.test(zip) ? zip : undefined;
 }
 
-/** ISO 3166-1 alpha-2, lowercase (`country`); anything else is not a country. */
+/** ISO 3166-1 alpha-2, lowercase (`country`), from a code or a name (`country.ts`). */
 export function normalizeCountry(raw: string | null | undefined): string | undefined {
-  return supportedCountry(raw)?.toLowerCase();
+  return countryCodeOf(raw)?.toLowerCase();
 }
 
-/** `YYYY-MM-DD` (a real calendar day) → `YYYYMMDD` (Meta, Snap `db`). */
-export function normalizeDateOfBirth(raw: string | null | undefined): string | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(blankToUndefined(raw) ?? '');
-  if (!m) return undefined;
-  const [, y, mo, d] = m;
-  const date = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
-  if (date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(d) || Number(y) < 1900)
+/** A real calendar day from 1900 to next year as `YYYYMMDD`, else undefined. */
+function calendarDay(y: number, m: number, d: number): string | undefined {
+  const date = new Date(Date.UTC(y, m - 1, d));
+  if (date.getUTCFullYear() !== y || date.getUTCMonth() !== m - 1 || date.getUTCDate() !== d)
     return undefined;
-  return `${y}${mo}${d}`;
+  if (y < 1900 || y > new Date().getUTCFullYear() + 1) return undefined;
+  return `${String(y).padStart(4, '0')}${String(m).padStart(2, '0')}${String(d).padStart(2, '0')}`;
+}
+
+/**
+ * A date of birth in the common written forms → `YYYYMMDD` (Meta, Snap `db`), read as Meta's
+ * parameter builder reads it (its `DOBUtils`): the first three groups of digits, whatever
+ * separates them; a group above 31 is the year, first (`1990-01-31`, year, month, day) or last
+ * (`31/01/1990`, `01/31/1990`: the group above 12 is the day); eight digits alone are `YYYYMMDD`.
+ * Unlike the builder, a year-last date whose day and month could be either (`02/03/1990`) is not
+ * read (the builder takes the US order; half the world writes the other), and the day must exist.
+ */
+export function normalizeDateOfBirth(raw: string | null | undefined): string | undefined {
+  const groups = (blankToUndefined(raw) ?? '').split(/\D+/).filter((g) => g !== '');
+  if (groups.length === 1 && groups[0]!.length === 8) {
+    const g = groups[0]!;
+    return calendarDay(Number(g.slice(0, 4)), Number(g.slice(4, 6)), Number(g.slice(6)));
+  }
+  if (groups.length < 3) return undefined;
+  const [a, b, c] = groups.slice(0, 3).map(Number) as [number, number, number];
+  if (a > 31) return b > 12 ? calendarDay(a, c, b) : calendarDay(a, b, c);
+  if (b > 31) return undefined;
+  if (a > 12) return calendarDay(c, b, a);
+  if (b > 12) return calendarDay(c, a, b);
+  return a === b ? calendarDay(c, a, b) : undefined;
 }
 
 /** `f` or `m` (`female`/`male` are read too). */
@@ -307,7 +329,7 @@ export function hashPiiChecked(raw: RawPii, opts: HashPiiOptions = {}): HashedPi
     out.ph = phone.toLowerCase();
     warnings.push(HASHED_PHONE_WARNING);
   } else {
-    const p = parsePhone(phone, supportedCountry(raw.country) ?? opts.defaultCountry);
+    const p = parsePhone(phone, countryCodeOf(raw.country) ?? opts.defaultCountry);
     if (p !== undefined && 'ok' in p) {
       out.ph = sha256Hex(p.ok.digits);
       out.phE164 = sha256Hex(p.ok.e164);
@@ -321,7 +343,7 @@ export function hashPiiChecked(raw: RawPii, opts: HashPiiOptions = {}): HashedPi
     ['ln', raw.lastName, normalizeName],
     ['externalId', raw.externalId, normalizeExternalId],
     ['ct', raw.city, normalizeCity],
-    ['st', raw.state, (v: string) => normalizeState(v, raw.country)],
+    ['st', raw.state, (v: string) => normalizeState(v, countryCodeOf(raw.country) ?? raw.country)],
     ['zp', raw.zip, normalizeZip],
     ['country', raw.country, normalizeCountry],
     ['db', raw.dateOfBirth, normalizeDateOfBirth],

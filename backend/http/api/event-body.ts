@@ -49,17 +49,21 @@ export const Pii = z
     email: piiText(320).nullish(),
     phone: piiText(64).nullish().openapi({
       description:
-        "international (+44 20 7946 0958, 0044 …) or national with `country` or the site's default country; otherwise dropped with a warning",
+        "international (+44 20 7946 0958, 0044 …, tel:+44…), digits with the country code (447911123456), or national in `country` or the site's default country; sent only as a valid number (libphonenumber), dropped with a warning naming why when invalid or when the national and international readings are both valid and differ. Given as a SHA-256 digest it is taken as the digest of the digits with country code and no + and sent to Meta and Snapchat only",
     }),
     firstName: piiText(200).nullish(),
     lastName: piiText(200).nullish(),
-    country: piiText(64)
-      .nullish()
-      .openapi({ description: 'ISO 3166-1 alpha-2, e.g. DE; also the country of a national phone number' }),
+    country: piiText(64).nullish().openapi({
+      description:
+        'ISO 3166-1 alpha-2 (DE) or alpha-3 (DEU), or the English name (Germany, United States); also the country of a national phone number',
+    }),
     city: piiText(200).nullish(),
     state: piiText(200).nullish().openapi({ description: 'US/Canada: the two-letter code or the name' }),
     zip: piiText(32).nullish(),
-    dateOfBirth: piiText(64).nullish().openapi({ description: 'YYYY-MM-DD' }),
+    dateOfBirth: piiText(64).nullish().openapi({
+      description:
+        'YYYY-MM-DD, YYYYMMDD, or day, month and year in another order where unambiguous (31/01/1990, 01/31/1990); 02/03/1990 is dropped',
+    }),
     gender: piiText(16).nullish().openapi({ description: 'f or m' }),
   })
   .openapi('Pii', {
