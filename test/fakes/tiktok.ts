@@ -145,8 +145,10 @@ export class TikTokFake extends FakeServer {
     if (!isRecord(e)) throw new Invalid(`${at}: Not a valid object.`);
     if (typeof e.event !== 'string' || e.event === '')
       throw new Invalid(`${at}.event: Missing data for required field.`);
-    // TikTok unified its standard events in 2025; the old names are retired (answered as TikTok
-    // answers an event name it does not take), so a client still sending them fails here.
+    // TikTok unified its standard events in 2025: it still converts SubmitForm and CompletePayment
+    // and sunsets ClickButton and PlaceAnOrder in 2027. Stricter than TikTok today, the fake
+    // refuses all four (as TikTok answers an event it does not take), so a client still sending
+    // a name on its way out fails here rather than on the day TikTok drops it.
     if (RETIRED_EVENTS.has(e.event))
       throw new Invalid(
         `${at}.event: ${e.event} is a retired standard event; use ${RETIRED_EVENTS.get(e.event)}.`,
