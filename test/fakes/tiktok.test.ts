@@ -43,6 +43,12 @@ afterAll(() => tiktok.close());
 beforeEach(() => tiktok.reset());
 
 describe('TikTok Events API fake', () => {
+  it('refuses an order id that is not a string with code 40002', async () => {
+    const res = await track(batch([event({ properties: { order_id: 1001 } })]));
+    expect(res.body).toMatchObject({ code: 40002 });
+    expect(res.body.message).toContain('properties.order_id');
+  });
+
   it.each(['SubmitForm', 'CompletePayment', 'ClickButton', 'PlaceAnOrder'])(
     'refuses the retired standard event %s with code 40002',
     async (name) => {

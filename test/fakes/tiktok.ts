@@ -179,6 +179,8 @@ export class TikTokFake extends FakeServer {
     if (p?.currency !== undefined && !(typeof p.currency === 'string' && /^[A-Z]{3}$/.test(p.currency))) {
       throw new Invalid(`${at}.properties.currency: must be a 3-letter ISO 4217 code.`);
     }
+    if (p?.order_id !== undefined && (typeof p.order_id !== 'string' || p.order_id === ''))
+      throw new Invalid(`${at}.properties.order_id: Not a valid string.`);
   }
 
   protected failureReply(kind: ReplyFailure): Reply {
