@@ -28,6 +28,8 @@ export interface SendSubjectRow {
   conversion_id: string | null;
   event_type: string | null;
   custom_event_name: string | null;
+  /** The business's order id (`orderId`), null without one. */
+  order_id: string | null;
   value: number | null;
   currency: string | null;
   content_name: string | null;
@@ -73,7 +75,7 @@ export interface SendSubjectRow {
 
 export const SEND_SUBJECT_SQL = `
   SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
-         c.event_type, c.custom_event_name, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
+         c.event_type, c.custom_event_name, c.order_id, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
          c.source, l.external_user_id AS lead_external_user_id,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
@@ -165,6 +167,19 @@ export function visitPageUrl(
 }
 
 /**
+ * The page URL the conversion was recorded with, unless it is only its visit's `/r/` URL: a join
+ * (or an entry's event) takes its visit's `href` as its page, and a click on `/r/…` has
+ * Capigram's URL there, which stands for the site's own (`visitPageUrl`). A URL of its own (a
+ * business event's `eventSourceUrl`) is kept.
+ */
+export function conversionPageUrl(
+  row: Pick<SendSubjectRow, 'event_source_url' | 'v_kind' | 'href'>,
+): string | null {
+  if (row.v_kind === 'redirect' && row.event_source_url === row.href) return null;
+  return row.event_source_url;
+}
+
+/**
  * How the conversion is reported (Meta's `action_source`): a Telegram join as the site chooses
  * (`website`, the default, with its visit's page and browser; `chat`, what it literally is); any
  * other event with a page URL and a User-Agent as a website event; one without a browser (a CRM
@@ -215,7 +230,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     throw new Error(`send ${row.send_id}: conversion ${row.conversion_id} has no usable event type or time`);
   }
   const o = row.api_visit_override;
-  const eventSourceUrl = first(row.event_source_url, visitPageUrl(row), field(o, 'eventSourceUrl'));
+  const eventSourceUrl = first(conversionPageUrl(row), visitPageUrl(row), field(o, 'eventSourceUrl'));
   const userAgent = first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent'));
   const hashed = hashedPiiOf(row.pii_hashed);
   return {
@@ -252,7 +267,8 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,
-    orderId: row.conversion_id,
+    orderId: row.order_id ?? row.conversion_id,
+    businessOrderId: row.order_id,
     adUserDataConsent: consentOf(row.google_ad_user_data),
   };
 }

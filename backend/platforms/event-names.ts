@@ -14,25 +14,30 @@ export const META_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
   Custom: CUSTOM_NAME,
 };
 
+// TikTok's standard events as unified in 2025 (one set for web, app and offline): `Lead` and
+// `Purchase` replace `SubmitForm` and `CompletePayment`, which TikTok maps to them until it
+// retires them with `ClickButton` and `PlaceAnOrder`.
 export const TIKTOK_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
   PageView: 'Pageview',
   Contact: 'Contact',
-  Lead: 'SubmitForm',
-  Purchase: 'CompletePayment',
+  Lead: 'Lead',
+  Purchase: 'Purchase',
   CompleteRegistration: 'CompleteRegistration',
   Subscribe: 'Subscribe',
   Custom: CUSTOM_NAME,
 };
 
 // Snapchat has a closed list of event names (PAGE_VIEW … START_TRIAL, then CUSTOM_EVENT_1 to _5)
-// and none for a contact: Contact takes the first custom slot and every Custom event the second,
-// so that an advertiser optimising on one of them in Ads Manager does not also count the other.
+// with one sign-up and no lead or contact. Each of Capigram's types gets a name of its own, so
+// that an advertiser optimising on one in Ads Manager does not also count another: a Lead keeps
+// SIGN_UP (Snapchat's event for lead forms, what lead campaigns optimise on), and a
+// CompleteRegistration, a Contact and every Custom event take custom slots 3, 1 and 2.
 export const SNAPCHAT_EVENT_NAMES: Readonly<Record<EventType, NameRule>> = {
   PageView: 'PAGE_VIEW',
   Contact: 'CUSTOM_EVENT_1',
   Lead: 'SIGN_UP',
   Purchase: 'PURCHASE',
-  CompleteRegistration: 'SIGN_UP',
+  CompleteRegistration: 'CUSTOM_EVENT_3',
   Subscribe: 'SUBSCRIBE',
   Custom: 'CUSTOM_EVENT_2',
 };

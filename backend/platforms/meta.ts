@@ -65,6 +65,7 @@ function metaEvent(e: DeliveryEvent) {
       value: money?.value,
       currency: money?.currency,
       content_name: opt(e.contentName),
+      order_id: opt(e.businessOrderId),
     }),
   };
 }

@@ -47,7 +47,14 @@ function snapchatEvent(e: DeliveryEvent) {
       sc_click_id: opt(e.sccid),
       sc_cookie1: opt(e.scid),
     },
-    custom_data: nonEmptyObject({ value: money?.value, currency: money?.currency }),
+    // The order under both of Snapchat's names: `order_id` in v3's custom data parameters,
+    // `transaction_id` the name its v2 API and the Pixel's purchase events give it.
+    custom_data: nonEmptyObject({
+      value: money?.value,
+      currency: money?.currency,
+      order_id: opt(e.businessOrderId),
+      transaction_id: opt(e.businessOrderId),
+    }),
   };
 }
 

@@ -60,6 +60,7 @@ function tiktokEvent(e: DeliveryEvent) {
       value: money?.value,
       currency: money?.currency,
       content_name: opt(e.contentName),
+      order_id: opt(e.businessOrderId),
     }),
   };
 }

@@ -114,8 +114,16 @@ export interface DeliveryEvent {
   value?: number | null;
   currency?: string | null;
   contentName?: string | null;
-  /** Google's `orderId`: the conversion id. Falls back to `eventId` when absent. */
+  /**
+   * The transaction id (Google's): the business's order (`orderId` of the business event) when it
+   * has one, else the conversion id. Falls back to `eventId` when absent.
+   */
   orderId?: string | null;
+  /**
+   * The business's own order id alone (null without one): Meta `custom_data.order_id`, TikTok
+   * `properties.order_id`, Snapchat `custom_data.order_id`. The event id is derived from it too.
+   */
+  businessOrderId?: string | null;
   /** The site's `ad_user_data` consent for Google (`GRANTED`/`DENIED`); null: the configured default. */
   adUserDataConsent?: 'GRANTED' | 'DENIED' | null;
 }

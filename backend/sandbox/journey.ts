@@ -36,7 +36,7 @@ const EXPECTED: Record<
   Record<SandboxSource & ('meta' | 'tiktok' | 'snapchat' | 'google'), string>
 > = {
   Subscribe: { meta: 'Subscribe', tiktok: 'Subscribe', snapchat: 'SUBSCRIBE', google: '5001' },
-  Purchase: { meta: 'Purchase', tiktok: 'CompletePayment', snapchat: 'PURCHASE', google: '5002' },
+  Purchase: { meta: 'Purchase', tiktok: 'Purchase', snapchat: 'PURCHASE', google: '5002' },
 };
 
 class StepFailed extends Error {}

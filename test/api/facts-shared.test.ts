@@ -64,6 +64,7 @@ describe('facts read for several events at once', () => {
       channelId: null,
       eventType: 'Lead',
       customEventName: null,
+      orderId: null,
       now,
       eventTime: now,
       windowDays: 7,

@@ -92,7 +92,7 @@ describe('business events without a browser', () => {
     expect(m.event_source_url).toBeUndefined();
     expect(m.user_data.client_user_agent).toBeUndefined();
     const tt = await tiktok(id);
-    expect(tt).toMatchObject({ event: 'SubmitForm', user: { email: sha('ann@example.com') } });
+    expect(tt).toMatchObject({ event: 'Lead', user: { email: sha('ann@example.com') } });
     expect(tt.page).toBeUndefined();
     const s = await snap(id);
     expect(s).toMatchObject({

@@ -154,7 +154,7 @@ describe('pixel test', () => {
     expect(fakes.tiktok.events('C4TESTPIXEL')).toEqual([
       expect.objectContaining({
         testEventCode: 'TEST77',
-        event: expect.objectContaining({ event: 'CompletePayment' }),
+        event: expect.objectContaining({ event: 'Purchase' }),
       }),
     ]);
 

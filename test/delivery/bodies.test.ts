@@ -135,7 +135,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
     });
   });
 
-  it('TikTok: E.164 phone hash, ttclid, page url and referrer, CompletePayment, test event code', () => {
+  it('TikTok: E.164 phone hash, ttclid, page url and referrer, Purchase, test event code', () => {
     const req = only(h.fakes.tiktok.received);
     expect(req.path).toBe('/open_api/v1.3/event/track/');
     expect(req.headers['access-token']).toBe('tiktok-test-token');
@@ -145,7 +145,7 @@ describe('a warm Purchase (attribution from the acquisition visit)', () => {
       test_event_code: 'TEST123',
       data: [
         {
-          event: 'CompletePayment',
+          event: 'Purchase',
           event_time: seconds,
           event_id: `cnv_${conversionId}`,
           user: {
@@ -285,7 +285,7 @@ describe('a cold lead (attribution from apiVisitOverride)', () => {
     });
     expect(meta.custom_data).toBeUndefined();
     const tt = (only(h.fakes.tiktok.received).body as { data: Record<string, any>[] }).data[0]!;
-    expect(tt.event).toBe('SubmitForm');
+    expect(tt.event).toBe('Lead');
     expect(tt.user).toEqual({
       ttclid: 'coldtt',
       ip: '198.51.100.9',

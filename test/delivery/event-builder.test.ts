@@ -32,6 +32,7 @@ function row(over: Partial<SendSubjectRow>): SendSubjectRow {
     conversion_id: 'c1',
     event_type: 'Subscribe',
     custom_event_name: null,
+    order_id: null,
     value: null,
     currency: null,
     content_name: null,
@@ -372,8 +373,30 @@ describe('retryDecision', () => {
   });
 });
 
+describe("an order's ids", () => {
+  it("the business order is the transaction id and the platforms' order field; without one the conversion id is the transaction id", () => {
+    expect(eventFromRow(row({ order_id: 'ORD-1' }))).toMatchObject({
+      orderId: 'ORD-1',
+      businessOrderId: 'ORD-1',
+    });
+    expect(eventFromRow(row({ order_id: null }))).toMatchObject({ orderId: 'c1', businessOrderId: null });
+  });
+});
+
 describe("an /r/ click's page: the site's, never Capigram's", () => {
   const click = { ...visit, href: 'https://capigram.example/r/ws_1/ch?fbclid=F', v_kind: 'redirect' };
+  it("a join recorded with its visit's /r/ URL as its page is sent with the site's", () => {
+    const join = { ...click, source: 'webhook', event_source_url: click.href, site_domain: 'shop.example' };
+    expect(eventFromRow(row(join)).eventSourceUrl).toBe('https://shop.example/');
+    expect(eventFromRow(row({ ...join, site_url: 'https://www.shop.example/start' })).eventSourceUrl).toBe(
+      'https://www.shop.example/start',
+    );
+    // Only the /r/ URL stands for the site: a page visit's own URL stays the page.
+    expect(
+      eventFromRow(row({ ...visit, v_kind: 'pageview', source: 'webhook', event_source_url: visit.href }))
+        .eventSourceUrl,
+    ).toBe(visit.href);
+  });
   it("the site's URL, else its first domain's root, for the PageView and a conversion", () => {
     expect(
       visitPageUrl({ ...click, site_url: 'https://shop.example/start', site_domain: 'shop.example' }),

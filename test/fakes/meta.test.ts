@@ -91,6 +91,12 @@ describe('Meta CAPI fake: rejected requests', () => {
     });
   });
 
+  it('rejects an order id that is not a string, naming it', async () => {
+    const res = await rejects({ data: [event({ custom_data: { order_id: 1001 } })] });
+    expect(res.body.error.code).toBe(100);
+    expect(res.body.error.message).toContain('custom_data.order_id');
+  });
+
   it('rejects an event in the future', async () => {
     const res = await rejects({ data: [event({ event_time: nowSec() + 3600 })] });
     expect(res.body.error.code).toBe(100);

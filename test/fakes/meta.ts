@@ -281,6 +281,9 @@ export class MetaFake extends FakeServer {
     if (currency !== undefined && !(typeof currency === 'string' && /^[A-Za-z]{3}$/.test(currency))) {
       throw new Invalid(`Invalid parameter: ${at}.custom_data.currency must be a 3-letter ISO 4217 code`);
     }
+    // `order_id` is a string (Meta's custom data parameters); a number would be refused.
+    if (cd?.order_id !== undefined && (typeof cd.order_id !== 'string' || cd.order_id === ''))
+      throw new Invalid(`Invalid parameter: ${at}.custom_data.order_id must be a non-empty string`);
     if (eventName === 'Purchase' && (value === undefined || currency === undefined)) {
       throw new Invalid(
         `Invalid parameter: ${at}.custom_data.value and custom_data.currency are required for Purchase events`,

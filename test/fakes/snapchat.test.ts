@@ -58,6 +58,8 @@ describe('Snapchat CAPI fake', () => {
       [event({ event_source_url: undefined }), 'event_source_url'],
       [event({}, { em: 'ann@example.com' }), 'user_data.em'],
       [event({}, { ph: '+4915112345678' }), 'user_data.ph'],
+      [event({ custom_data: { order_id: 1001 } }), 'custom_data.order_id'],
+      [event({ custom_data: { transaction_id: '' } }), 'custom_data.transaction_id'],
     ];
     for (const [bad, field] of cases) {
       const res = await call(endpoint(), { json: { data: [event(), bad] } });

@@ -186,6 +186,9 @@ export class SnapchatFake extends FakeServer {
     ) {
       throw new Invalid(`${at}.custom_data.currency must be a 3-letter ISO 4217 code`);
     }
+    for (const key of ['order_id', 'transaction_id'] as const)
+      if (cd?.[key] !== undefined && (typeof cd[key] !== 'string' || cd[key] === ''))
+        throw new Invalid(`${at}.custom_data.${key} must be a non-empty string`);
   }
 
   protected failureReply(kind: ReplyFailure): Reply {

@@ -43,6 +43,21 @@ afterAll(() => tiktok.close());
 beforeEach(() => tiktok.reset());
 
 describe('TikTok Events API fake', () => {
+  it('refuses an order id that is not a string with code 40002', async () => {
+    const res = await track(batch([event({ properties: { order_id: 1001 } })]));
+    expect(res.body).toMatchObject({ code: 40002 });
+    expect(res.body.message).toContain('properties.order_id');
+  });
+
+  it.each(['SubmitForm', 'CompletePayment', 'ClickButton', 'PlaceAnOrder'])(
+    'refuses the retired standard event %s with code 40002',
+    async (name) => {
+      const res = await track(batch([event({ event: name })]));
+      expect(res.body).toMatchObject({ code: 40002 });
+      expect(tiktok.events()).toEqual([]);
+    },
+  );
+
   it('accepts a valid event with code 0 and records it', async () => {
     const res = await track(batch([event()], { test_event_code: 'TEST42' }));
     expect(res.status).toBe(200);
@@ -55,7 +70,7 @@ describe('TikTok Events API fake', () => {
   });
 
   it('counts duplicates on event + event_id', async () => {
-    await track(batch([event(), event({ event: 'CompletePayment' })]));
+    await track(batch([event(), event({ event: 'Purchase' })]));
     await track(batch([event()]));
     expect(tiktok.dedupStats()).toEqual({ total: 3, distinct: 2, duplicates: 1 });
   });
@@ -109,7 +124,7 @@ describe('TikTok Events API fake', () => {
     }
     expect(tiktok.events()).toEqual([]);
     const crm = {
-      event: 'SubmitForm',
+      event: 'Lead',
       event_time: nowSec() - 30,
       event_id: 'cnv_crm',
       user: {

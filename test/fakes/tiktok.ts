@@ -55,6 +55,14 @@ export const TIKTOK_CODES = {
   SERVER: 40700,
 } as const;
 
+/** TikTok's standard events retired by its 2025 unification, and what replaced them. */
+export const RETIRED_EVENTS: ReadonlyMap<string, string> = new Map([
+  ['SubmitForm', 'Lead'],
+  ['CompletePayment', 'Purchase'],
+  ['ClickButton', 'a standard event or a custom event'],
+  ['PlaceAnOrder', 'Purchase'],
+]);
+
 export const TIKTOK_TRACK_PATH = '/open_api/v1.3/event/track/';
 const MAX_FUTURE_SEC = 5 * 60;
 
@@ -137,6 +145,14 @@ export class TikTokFake extends FakeServer {
     if (!isRecord(e)) throw new Invalid(`${at}: Not a valid object.`);
     if (typeof e.event !== 'string' || e.event === '')
       throw new Invalid(`${at}.event: Missing data for required field.`);
+    // TikTok unified its standard events in 2025: it still converts SubmitForm and CompletePayment
+    // and sunsets ClickButton and PlaceAnOrder in 2027. Stricter than TikTok today, the fake
+    // refuses all four (as TikTok answers an event it does not take), so a client still sending
+    // a name on its way out fails here rather than on the day TikTok drops it.
+    if (RETIRED_EVENTS.has(e.event))
+      throw new Invalid(
+        `${at}.event: ${e.event} is a retired standard event; use ${RETIRED_EVENTS.get(e.event)}.`,
+      );
     const t = e.event_time;
     if (typeof t !== 'number' || !Number.isInteger(t))
       throw new Invalid(`${at}.event_time: Not a valid integer (Unix seconds).`);
@@ -163,6 +179,8 @@ export class TikTokFake extends FakeServer {
     if (p?.currency !== undefined && !(typeof p.currency === 'string' && /^[A-Z]{3}$/.test(p.currency))) {
       throw new Invalid(`${at}.properties.currency: must be a 3-letter ISO 4217 code.`);
     }
+    if (p?.order_id !== undefined && (typeof p.order_id !== 'string' || p.order_id === ''))
+      throw new Invalid(`${at}.properties.order_id: Not a valid string.`);
   }
 
   protected failureReply(kind: ReplyFailure): Reply {

@@ -118,8 +118,18 @@ const PHONES: Row[] = [
     'international wins over the site country',
   ],
   [{ phone: '0049 1512 3456789' }, null, { phone: '4915123456789' }],
-  [{ phone: '131 2345 6789' }, 'CN', { phone: '8613123456789' }],
-  [{ phone: '131 2345 6789' }, null, { phone: null }, 'once +1 312: now dropped'],
+  [
+    { phone: '131 2345 6789' },
+    'CN',
+    { phone: null },
+    'ambiguous: valid in China and as international digits (+1 312 345 6789)',
+  ],
+  [
+    { phone: '131 2345 6789' },
+    null,
+    { phone: '13123456789' },
+    'no country: the international reading (+1 312 345 6789) is the only one',
+  ],
   [{ phone: '020 7946 0958' }, 'GB', { phone: '442079460958' }],
   [{ phone: '07911 123456' }, 'GB', { phone: '447911123456' }],
   [
@@ -135,13 +145,14 @@ const PHONES: Row[] = [
   [{ phone: '8 (912) 345-67-89' }, 'RU', { phone: '79123456789' }, 'Russian trunk prefix 8'],
   [{ phone: '+7 912 345-67-89' }, null, { phone: '79123456789' }],
   [{ phone: '050 123 4567' }, 'UA', { phone: '380501234567' }],
-  [{ phone: '98765 43210' }, 'IN', { phone: '919876543210' }],
+  [{ phone: '+91 98765 43210' }, null, { phone: '919876543210' }],
+  [{ phone: '98765 43210' }, 'IN', { phone: null }, 'ambiguous: also valid as +98 (Iran)'],
   [{ phone: '(11) 91234-5678' }, 'BR', { phone: '5511912345678' }],
   [{ phone: '090-1234-5678' }, 'JP', { phone: '819012345678' }],
   [{ phone: '0412 345 678' }, 'AU', { phone: '61412345678' }],
   [{ phone: '0532 123 45 67' }, 'TR', { phone: '905321234567' }],
   [{ phone: '0803 123 4567' }, 'NG', { phone: '2348031234567' }],
-  [{ phone: '050-123-4567' }, 'IL', { phone: '972501234567' }],
+  [{ phone: '050-123-4567' }, 'IL', { phone: null }, 'only possible: not in an assigned range'],
   [{ phone: '55 1234 5678' }, 'MX', { phone: '525512345678' }],
   [{ phone: '0612345678' }, 'NL', { phone: '31612345678' }],
   [{ phone: '+971 50 123 4567' }, null, { phone: '971501234567' }],
@@ -216,10 +227,34 @@ const ADDRESSES: Row[] = [
   [{ zip: '10115' }, null, { zp: '10115' }],
   [{ zip: '1' }, null, { zp: null }],
   [{ country: 'gb' }, null, { country: 'gb' }],
-  [{ country: 'Germany' }, null, { country: null }, 'only ISO 3166-1 alpha-2'],
+  // Countries as people write them, read as Meta's parameter builder reads them (and alpha-3).
+  [{ country: 'Germany' }, null, { country: 'de' }],
+  [{ country: 'United States' }, null, { country: 'us' }],
+  [{ country: '  united   states of america ' }, null, { country: 'us' }],
+  [{ country: 'U.S.A.' }, null, { country: 'us' }],
+  [{ country: 'DEU' }, null, { country: 'de' }],
+  [{ country: 'de' }, null, { country: 'de' }],
+  [{ country: 'United Kingdom' }, null, { country: 'gb' }],
+  [{ country: 'UK' }, null, { country: 'gb' }],
+  [{ country: 'Ivory Coast' }, null, { country: 'ci' }],
+  [{ country: 'South Korea' }, null, { country: 'kr' }],
+  [{ country: 'InvalidCountry' }, null, { country: null }, 'the builder cuts it to "in": not a country'],
+  [{ country: 'XX' }, null, { country: null }],
+  // A country written out is the country of a national phone number too.
+  [{ phone: '0151 23456789', country: 'Germany' }, null, { phone: '4915123456789', country: 'de' }],
+  // Dates of birth in the common written forms (Meta's DOBUtils), unambiguous ones only.
   [{ dateOfBirth: '1990-02-28' }, null, { db: '19900228' }],
   [{ dateOfBirth: '1990-02-30' }, null, { db: null }],
-  [{ dateOfBirth: '28/02/1990' }, null, { db: null }],
+  [{ dateOfBirth: '28/02/1990' }, null, { db: '19900228' }],
+  [{ dateOfBirth: '31/01/1990' }, null, { db: '19900131' }],
+  [{ dateOfBirth: '01/31/1990' }, null, { db: '19900131' }],
+  [{ dateOfBirth: '31.01.1990' }, null, { db: '19900131' }],
+  [{ dateOfBirth: '1990/01/31' }, null, { db: '19900131' }],
+  [{ dateOfBirth: '19900131' }, null, { db: '19900131' }],
+  [{ dateOfBirth: '05/05/1990' }, null, { db: '19900505' }],
+  [{ dateOfBirth: '02/03/1990' }, null, { db: null }, 'day and month could be either'],
+  [{ dateOfBirth: '31/02/1990' }, null, { db: null }, 'no such day'],
+  [{ dateOfBirth: '31/01/90' }, null, { db: null }, 'a two-digit year'],
   [{ gender: 'F' }, null, { ge: 'f' }],
   [{ gender: 'male' }, null, { ge: 'm' }],
   [{ gender: 'x' }, null, { ge: null }],
@@ -274,15 +309,17 @@ describe('PII corpus: normal forms and digests per platform', () => {
     expect(noCountry.warnings).toEqual([expect.stringMatching(/pii\.phone was dropped: .*default country/)]);
     expect(noCountry.warnings.join()).not.toContain('555');
     expect(hashPiiChecked({ phone: 'call me' }, { defaultCountry: 'US' }).warnings).toEqual([
-      expect.stringMatching(/not a phone number/),
+      expect.stringMatching(/not a valid phone number/),
     ]);
     expect(hashPiiChecked({ email: 'not-an-email' }).warnings).toEqual([
       'pii.email was dropped: it is not an e-mail address',
     ]);
   });
 
-  it('a phone given hashed reaches every platform (ph and phE164)', () => {
-    const digest = sha('+12015550123');
-    expect(hashPiiChecked({ phone: digest.toUpperCase() }).hashed).toEqual({ ph: digest, phE164: digest });
+  it('a phone given hashed is sent only in the form it was hashed in: the digits (Meta, Snapchat)', () => {
+    const digest = sha('12015550123');
+    const r = hashPiiChecked({ phone: digest.toUpperCase() });
+    expect(r.hashed).toEqual({ ph: digest });
+    expect(r.warnings).toEqual([expect.stringMatching(/TikTok and Google hash the E\.164 form/)]);
   });
 });

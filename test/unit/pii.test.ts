@@ -83,6 +83,14 @@ describe('normalizePhone', () => {
     ['+442079460958 ext. 12', undefined, '442079460958'],
     // Italy keeps the zero after the country code: it is part of the number, not a prefix.
     ['+39 06 1234 5678', undefined, '390612345678'],
+    // Digits with a country code and no +: the international reading is the only valid one.
+    ['1-616-954-7888', undefined, '16169547888'],
+    ['16505551212', undefined, '16505551212'],
+    ['44 20 7946 0958', 'US', '442079460958'],
+    ['447911123456', 'DE', '447911123456'],
+    ['4915123456789', 'DE', '4915123456789'],
+    ['tel:+1-650-555-1212', undefined, '16505551212'],
+    ['TEL:+44-20-7946-0958;ext=12', undefined, '442079460958'],
   ])('%j (default country %s) → %s', (input, country, digits) => {
     expect(normalizePhone(input, country)).toEqual({ digits, e164: `+${digits}` });
   });
@@ -92,9 +100,10 @@ describe('normalizePhone', () => {
     // Written nationally without a known country: never guessed (stripping zeros and prefixing + made these Egypt and Texas).
     ['(201) 555-0123', undefined],
     ['01512 3456789', undefined],
-    ['1-616-954-7888', undefined],
-    // A US country does not make a British number of digits written without + or 011.
-    ['44 20 7946 0958', 'US'],
+    // Only possible, not valid, in the country it is read in.
+    ['(650) 555-1212', 'GB'],
+    // Valid read in the US and as international digits (+20 15 5501 23, Egypt): ambiguous.
+    ['2015550123', 'US'],
     ['+1 555 0100', undefined],
     ['not a phone', 'US'],
     ['', 'US'],
@@ -205,8 +214,8 @@ describe('hashPii', () => {
     ).toEqual({
       em: H.johnSmithEmail,
       emGoogle: H.johnSmithEmail,
+      // A phone digest is taken as the digits' (Meta's form): sent where that form is taken only.
       ph: H.test,
-      phE164: H.test,
       fn: H.mary,
       ln: H.test,
       externalId: H.test,

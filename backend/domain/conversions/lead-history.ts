@@ -72,6 +72,16 @@ export interface RecentMatch {
   receivedAt: Date;
 }
 
+/**
+ * The site's conversion of the event's order (same event type and name, any time): the only one
+ * an event with an `orderId` may match. `sameUser`: it is this Telegram user's (only then may the
+ * event change it: another user's conversion is under another lead lock).
+ */
+export interface OrderMatch extends Omit<RecentMatch, 'channelId'> {
+  channelId: string | null;
+  sameUser: boolean;
+}
+
 export interface EventContext {
   site: {
     id: string;
@@ -93,6 +103,8 @@ export interface EventContext {
   channelOnSite: boolean | null;
   /** The newest matching conversion per candidate channel (supplied, acquisition's, latest's). */
   recent: RecentMatch[];
+  /** With an `orderId`: the site's conversion of that order, if any. */
+  order: OrderMatch | null;
 }
 
 export interface EventContextQuery {
@@ -103,6 +115,8 @@ export interface EventContextQuery {
   channelId: string | null;
   eventType: EventTypeName;
   customEventName: string | null;
+  /** The event's `orderId`; null for the recent-match rule. */
+  orderId: string | null;
   now: Date;
   /** When the event happened: an entry's tie is the lead's acquisition within the window before it. */
   eventTime: Date;
@@ -131,12 +145,14 @@ export interface EventContextQuery {
  * - `r` the user's conversions in the account with the event's type and custom name, within their
  *   site's dedup window, newest first;
  * - `s` the account's sites these rows name, and the named site;
- * - `h` the supplied channel.
+ * - `h` the supplied channel;
+ * - `o` with an order id, the conversion of that order (event type and name) on any of the account's
+ *   sites (`ok`: it is this user's), found by the unique index of migration 191 site by site.
  */
 export const NEWEST_CONVERSIONS = 32;
 
 const QUERY_COLUMNS = `n int, telegram_user_id bigint, account_id uuid, site_id uuid, channel_id uuid, event_type text,
-  custom_event_name text, now timestamptz, event_time timestamptz, window_days int, newest int`;
+  custom_event_name text, order_id text, now timestamptz, event_time timestamptz, window_days int, newest int`;
 
 // Each event's facts are read by a LATERAL subquery fenced with OFFSET 0, so that every one is an
 // index look-up by the event's user whatever the planner thinks of the input's size (it takes a
@@ -190,6 +206,13 @@ const EVENT_FACTS_SQL = `
     JOIN q ON q.n = named.n
     CROSS JOIN LATERAL (SELECT * FROM sites s WHERE s.id = named.site_id AND s.account_id = q.account_id OFFSET 0) s
   UNION ALL
+  SELECT q.n, 'o', o.site_id, o.channel_id, o.visit_id, o.received_at, NULL, o.id, o.cold_lead, o.telegram_user_id = q.telegram_user_id,
+         NULL, NULL, o.capi_status, NULL, NULL, NULL, NULL
+  FROM q CROSS JOIN LATERAL (
+    SELECT c.* FROM sites x JOIN conversions c ON c.site_id = x.id AND c.event_type = q.event_type
+      AND COALESCE(c.custom_event_name, '') = COALESCE(q.custom_event_name, '') AND c.order_id = q.order_id
+    WHERE x.account_id = q.account_id AND q.order_id IS NOT NULL OFFSET 0) o
+  UNION ALL
   SELECT q.n, 'h', h.site_id, h.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM q CROSS JOIN LATERAL (SELECT ch.site_id, ch.id FROM channels ch WHERE ch.id = q.channel_id OFFSET 0) h`;
 
@@ -197,7 +220,7 @@ const EVENT_FACTS_SQL = `
 export interface EventFactRow {
   /** Which event of the statement's the row is about (1-based). */
   n: number;
-  kind: 'a' | 'w' | 't' | 'c' | 'r' | 's' | 'h';
+  kind: 'a' | 'w' | 't' | 'c' | 'r' | 's' | 'h' | 'o';
   site_id: string | null;
   channel_id: string | null;
   visit_id: string | null;
@@ -224,6 +247,7 @@ function factsInput(q: EventContextQuery, newest: number | null) {
     channel_id: q.channelId,
     event_type: q.eventType,
     custom_event_name: q.customEventName,
+    order_id: q.orderId,
     now: q.now,
     event_time: q.eventTime,
     window_days: q.windowDays,
@@ -326,6 +350,7 @@ export function eventContextOf(
     attributed: attributed ? priorOf(attributed) : null,
     channelOnSite: named.channelId === null ? null : rows.some((r) => r.kind === 'h' && r.site_id === siteId),
     recent: [],
+    order: orderMatch(rows, siteId!),
   };
   context.recent = recentMatches(rows, context, named.channelId);
   const unsettled =
@@ -376,6 +401,20 @@ function recentMatches(
   return [...byChannel.values()].sort((a, b) => compare(a.channelId, b.channelId));
 }
 
+function orderMatch(rows: readonly EventFactRow[], siteId: string): OrderMatch | null {
+  const r = rows.find((o) => o.kind === 'o' && o.site_id === siteId);
+  if (r === undefined) return null;
+  return {
+    conversionId: r.id!,
+    channelId: r.channel_id,
+    capiStatus: r.capi_status!,
+    coldLead: r.flag!,
+    visitId: r.visit_id,
+    receivedAt: r.at!,
+    sameUser: r.ok === true,
+  };
+}
+
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -395,7 +434,12 @@ export function recentToLock(
     unsettled === null
       ? (context?.recent ?? [])
       : rows.filter((r) => r.kind === 'r').map((r) => ({ conversionId: r.id!, capiStatus: r.capi_status! }));
-  return recent.filter((m) => m.capiStatus !== 'sent').map((m) => m.conversionId);
+  // The user's own order conversions, which the event may change (another user's it never does).
+  const orders = rows
+    .filter((r) => r.kind === 'o' && r.ok === true)
+    .map((r) => ({ conversionId: r.id!, capiStatus: r.capi_status! }));
+  const ids = [...recent, ...orders].filter((m) => m.capiStatus !== 'sent').map((m) => m.conversionId);
+  return [...new Set(ids)];
 }
 
 /**

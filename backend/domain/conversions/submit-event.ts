@@ -25,8 +25,10 @@ import {
   recentToLock,
   type EventContext,
   type EventFactRow,
+  type OrderMatch,
   type RecentMatch,
 } from './lead-history.js';
+import { isOrderConflict, MERGED_WITHOUT_ORDER, orderOfAnotherUser } from './order-id.js';
 import { withLeadLockBatched } from './event-batches.js';
 import type { LockedClaim, LockedFinish, SharedWrite } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
@@ -45,6 +47,11 @@ export interface BusinessEvent {
   channelId: string | null;
   eventType: EventTypeName;
   customEventName: string | null;
+  /**
+   * The business's order: matched only with the site's conversion of the same order (and event
+   * type and name), whatever the dedup window; null for the recent-match rule.
+   */
+  orderId: string | null;
   value: number | null;
   /** Upper-case ISO 4217, already checked. */
   currency: string | null;
@@ -107,7 +114,27 @@ export interface EventSubmission {
   claim?: LockedClaim | undefined;
 }
 
+/**
+ * Two events of one order from two Telegram users (under two lead locks) may both find no
+ * conversion of it and both create one: the unique index lets the first commit and fails the
+ * second, which then runs again and finds the first's (nothing of it was kept).
+ */
+const ORDER_CONFLICT_TRIES = 3;
+
 export async function submitBusinessEvent(
+  deps: EventDeps,
+  submission: EventSubmission,
+): Promise<EventOutcome> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await submitOnce(deps, submission);
+    } catch (error) {
+      if (!isOrderConflict(error) || attempt >= ORDER_CONFLICT_TRIES) throw error;
+    }
+  }
+}
+
+async function submitOnce(
   deps: EventDeps,
   { caller, event: ev, mode, persist, claim }: EventSubmission,
 ): Promise<EventOutcome> {
@@ -138,6 +165,7 @@ export async function submitBusinessEvent(
     channelId: ev.channelId,
     eventType: ev.eventType,
     customEventName: p.customEventName,
+    orderId: ev.orderId,
     now,
     eventTime: p.eventTime,
     windowDays,
@@ -169,8 +197,16 @@ export async function submitBusinessEvent(
         suppliedChannelId: ev.channelId,
         requestOverride: p.requestOverride,
       });
+      if (ev.orderId !== null) {
+        // An order is its own conversion: matched by the order alone, never by the window.
+        const order = ctx.order;
+        if (order === null) return createConversion(ctx, target, p);
+        if (!order.sameUser) return { result: reuseOtherUsersOrder(order, ev) };
+        if (order.capiStatus === 'sent') return { result: reuseUnchanged(order, ev, 'sent') };
+        return { result: await updateMatch(tx, ctx, order, p, windowDays) };
+      }
       const match = ctx.recent.find((r) => r.channelId === target.channelId);
-      if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev.eventType, 'sent') };
+      if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev, 'sent') };
       if (match) return { result: await updateMatch(tx, ctx, match, p, windowDays) };
       return createConversion(ctx, target, p);
     },
@@ -208,16 +244,31 @@ function notDispatchedWhy(
   return 'no send was scheduled';
 }
 
+/** A conversion an event may match: a recent one of its type (no order), or its order's. */
+type Match = Omit<RecentMatch, 'channelId'>;
+
+/** What the answer says of the match it merged into: which conversion, and by what it matched. */
+function matchedWhat(match: Match, ev: Pick<BusinessEvent, 'eventType' | 'orderId'>): string {
+  const what = ev.orderId === null ? `a matching ${ev.eventType}` : `the ${ev.eventType} of this orderId`;
+  return `${what} conversion received at ${match.receivedAt.toISOString()}`;
+}
+
+/** Without an order, a merge says how to record another order instead (joined to the answer's warning). */
+function withMergeNote(warning: string | undefined, ev: Pick<BusinessEvent, 'orderId'>): string | undefined {
+  if (ev.orderId !== null) return warning;
+  return warning === undefined ? MERGED_WITHOUT_ORDER : `${warning}; ${MERGED_WITHOUT_ORDER}`;
+}
+
 /**
  * A matching conversion returned as it is, nothing changed and nothing sent again: it was already
  * sent, or one of its sends is on its way right now (a worker delivering the values it claimed).
  */
 function reuseUnchanged(
-  match: RecentMatch,
-  eventType: EventTypeName,
+  match: Match,
+  ev: Pick<BusinessEvent, 'eventType' | 'orderId'>,
   state: 'sent' | 'in flight',
 ): EventOutcome {
-  const received = `a matching ${eventType} conversion received at ${match.receivedAt.toISOString()}`;
+  const received = matchedWhat(match, ev);
   return {
     created: false,
     result: {
@@ -227,10 +278,29 @@ function reuseUnchanged(
       dispatched: false,
       deduplicated: true,
       updatedExisting: false,
-      warning:
+      warning: withMergeNote(
         state === 'sent'
           ? `${received} was already sent; nothing was sent again`
           : `${received} is being sent right now with the values it had; it was not changed and nothing was sent again`,
+        ev,
+      ),
+      sends: [],
+    },
+  };
+}
+
+/** The order was reported for another Telegram user: that conversion stands, unchanged. */
+function reuseOtherUsersOrder(order: OrderMatch, ev: BusinessEvent): EventOutcome {
+  return {
+    created: false,
+    result: {
+      conversionId: order.conversionId,
+      capiStatus: order.capiStatus,
+      coldLead: order.coldLead,
+      dispatched: false,
+      deduplicated: true,
+      updatedExisting: false,
+      warning: orderOfAnotherUser(ev.eventType, order.receivedAt),
       sends: [],
     },
   };
@@ -260,7 +330,7 @@ async function sendsOfMatch(
 async function updateMatch(
   tx: PoolClient,
   ctx: EventContext,
-  match: RecentMatch,
+  match: Match,
   p: PreparedEvent,
   windowDays: number,
 ): Promise<EventOutcome> {
@@ -269,9 +339,9 @@ async function updateMatch(
   // way carries the values it was claimed with, and the platform keeps the first event under an
   // event id, so an update now would leave Capigram saying one thing and the platform another.
   const current = await sendsOfMatch(tx, match.conversionId);
-  if (current.inFlight) return reuseUnchanged(match, ev.eventType, 'in flight');
+  if (current.inFlight) return reuseUnchanged(match, ev, 'in flight');
   if (current.statuses.length > 0 && capiStatusOf(current.statuses) === 'sent')
-    return reuseUnchanged(match, ev.eventType, 'sent');
+    return reuseUnchanged(match, ev, 'sent');
   const recovered = match.visitId
     ? null
     : await findAcquisitionBefore(tx, ctx.site.id, ev.telegramUserId, match.receivedAt, windowDays);
@@ -301,17 +371,20 @@ async function updateMatch(
       dispatched,
       deduplicated: true,
       updatedExisting: true,
-      ...(dispatched
-        ? {}
-        : {
-            warning: notDispatchedWhy(
-              ctx,
-              signals,
-              patched.awaitingManualInput
-                ? { conversionId: match.conversionId, telegramUserId: ev.telegramUserId }
-                : undefined,
-            ),
-          }),
+      ...optionalWarning(
+        withMergeNote(
+          dispatched
+            ? undefined
+            : notDispatchedWhy(
+                ctx,
+                signals,
+                patched.awaitingManualInput
+                  ? { conversionId: match.conversionId, telegramUserId: ev.telegramUserId }
+                  : undefined,
+              ),
+          ev,
+        ),
+      ),
       sends: scheduled.sends,
     },
   };
@@ -338,6 +411,7 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
     visitId: target.visitId,
     eventType: ev.eventType,
     customEventName: p.customEventName,
+    orderId: ev.orderId,
     ...eventFields(p),
     apiVisitOverride: target.apiVisitOverride,
     coldLead: target.coldLead,
@@ -370,6 +444,10 @@ function eventFields({ ev, piiHashed, piiWarnings }: PreparedEvent) {
     clientIp: ev.client.clientIp,
     userAgent: ev.client.userAgent,
   };
+}
+
+function optionalWarning(warning: string | undefined): { warning?: string } {
+  return warning === undefined ? {} : { warning };
 }
 
 /** The answer for a conversion just recorded. */

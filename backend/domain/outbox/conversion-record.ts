@@ -2,7 +2,7 @@ import type { ConversionEventType } from '../../platforms/types.js';
 import type { Queryable } from '../../db/pool.js';
 import type { PreparedCall } from '../../db/prepared-batch.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
-import { sendsCte, type CreatedSend } from './sends.js';
+import { orderEventIdSql, sendsCte, type CreatedSend } from './sends.js';
 import type { CapiStatus } from './capi-status.js';
 
 /**
@@ -39,6 +39,8 @@ export interface NewConversion {
   visitId: string | null;
   eventType: EventTypeName;
   customEventName?: string | null;
+  /** The business's order (`orderId`): one conversion per (site, event type and name, order). */
+  orderId?: string | null;
   value?: number | null;
   currency?: string | null;
   contentName?: string | null;
@@ -118,14 +120,18 @@ export async function upsertLead(
  * event of a lead carries the same `external_id`, and a retried send carries the one it was
  * recorded with even if the lead's changes meanwhile.
  */
-const SENDS = sendsCte('conversion', `SELECT id, site_id FROM conversion WHERE capi_status = 'pending'`, {
-  fresh: true,
-});
+const SENDS = sendsCte(
+  'conversion',
+  `SELECT id, site_id, event_id FROM conversion WHERE capi_status = 'pending'`,
+  {
+    fresh: true,
+  },
+);
 
 const INPUT_COLUMNS = `site_id uuid, channel_id uuid, telegram_user_id bigint, visit_id uuid, event_type text, custom_event_name text,
   value numeric, currency text, content_name text, pii_hashed jsonb, external_user_id text, event_source_url text, client_ip text,
   user_agent text, api_visit_override jsonb, cold_lead boolean, event_time timestamptz, attributed_at timestamptz,
-  received_at timestamptz, source text, awaiting_manual_input boolean, pii_warnings text[], dispatch boolean`;
+  received_at timestamptz, source text, awaiting_manual_input boolean, pii_warnings text[], dispatch boolean, order_id text`;
 
 const RECORD_CONVERSIONS_SQL = `
   WITH input AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(${INPUT_COLUMNS})),
@@ -136,13 +142,13 @@ const RECORD_CONVERSIONS_SQL = `
   conversion AS (
     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
-      event_time, attributed_at, received_at, source, awaiting_manual_input, pii_warnings, capi_status)
+      event_time, attributed_at, received_at, source, awaiting_manual_input, pii_warnings, order_id, capi_status)
     SELECT i.site_id, i.channel_id, l.id, i.telegram_user_id, i.visit_id, i.event_type, i.custom_event_name, i.value, i.currency,
       i.content_name, i.pii_hashed, l.external_user_id, i.event_source_url, i.client_ip, i.user_agent, i.api_visit_override, i.cold_lead,
-      i.event_time, i.attributed_at, i.received_at, i.source, i.awaiting_manual_input, i.pii_warnings,
+      i.event_time, i.attributed_at, i.received_at, i.source, i.awaiting_manual_input, i.pii_warnings, i.order_id,
       CASE WHEN i.dispatch AND EXISTS (SELECT 1 FROM pixels WHERE site_id = i.site_id AND active) THEN 'pending' ELSE 'skipped' END
     FROM input i JOIN lead l ON l.site_id = i.site_id AND l.telegram_user_id = i.telegram_user_id
-    RETURNING id, lead_id, site_id, telegram_user_id, capi_status),
+    RETURNING id, lead_id, site_id, telegram_user_id, capi_status, ${orderEventIdSql('conversions')} AS event_id),
   ${SENDS.text}
   SELECT c.id, c.lead_id, c.site_id, c.telegram_user_id, c.capi_status, s.send_id, s.platform, s.pixel_id
   FROM conversion c LEFT JOIN created_sends s ON s.subject_id = c.id LEFT JOIN pixels p ON p.id = s.pixel_id
@@ -168,6 +174,7 @@ function inputOf(c: NewConversion, dispatch: boolean) {
     visit_id: c.visitId,
     event_type: c.eventType,
     custom_event_name: c.customEventName ?? null,
+    order_id: c.orderId ?? null,
     value: c.value ?? null,
     currency: c.currency ?? null,
     content_name: c.contentName ?? null,

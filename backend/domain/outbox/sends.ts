@@ -23,9 +23,18 @@ const EVENT_ID_PREFIX = { conversion: 'cnv_', visit: 'pv_' } as const satisfies 
   string
 >;
 
-/** The platform-facing event id: stable for a subject, so every retry is deduplicated downstream. */
+/**
+ * The platform-facing event id: stable for a subject, so every retry is deduplicated downstream.
+ * A conversion with an order takes the order's id instead (`capigram_order_event_id`, migration
+ * 191), so that the same order reported twice is one event for the platform as well.
+ */
 export function eventIdFor(subject: Pick<SendSubject, 'kind' | 'id'>): string {
   return `${EVENT_ID_PREFIX[subject.kind]}${subject.id}`;
+}
+
+/** The SQL of the order event id of the conversion row `c` (NULL when it has no order). */
+export function orderEventIdSql(c: string): string {
+  return `capigram_order_event_id(${c}.site_id, ${c}.event_type, ${c}.custom_event_name, ${c}.order_id)`;
 }
 
 /** SQL text and the values of its parameters, which are numbered from the fragment's first one. */
@@ -46,13 +55,17 @@ export interface SqlFragment {
  * `fresh`: the subjects are rows the same statement has just inserted, so none can have a send
  * yet, and the insert skips ON CONFLICT's arbiter checks and speculative insertion (the unique
  * keys still refuse a duplicate).
+ *
+ * A conversion's subjects also yield `event_id`: its order's event id, or NULL for `cnv_<id>`.
  */
 export function sendsCte(kind: SendSubject['kind'], subjects: string, { fresh = false } = {}): SqlFragment {
   const column = kind === 'conversion' ? 'conversion_id' : 'visit_id';
+  const own = `'${EVENT_ID_PREFIX[kind]}' || s.id`;
+  const eventId = kind === 'conversion' ? `COALESCE(s.event_id, ${own})` : own;
   return {
     text: `created_sends AS (
        INSERT INTO sends (${column}, pixel_id, platform, event_id)
-       SELECT s.id, p.id, p.platform, '${EVENT_ID_PREFIX[kind]}' || s.id FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
+       SELECT s.id, p.id, p.platform, ${eventId} FROM (${subjects}) s JOIN pixels p ON p.site_id = s.site_id AND p.active
        ORDER BY s.id, p.created_at, p.id${fresh ? '' : ' ON CONFLICT DO NOTHING'}
        RETURNING id AS send_id, ${column} AS subject_id, platform, pixel_id)`,
     params: [],
@@ -61,7 +74,12 @@ export function sendsCte(kind: SendSubject['kind'], subjects: string, { fresh = 
 
 /** Creates the subject's sends in the caller's transaction; wake the worker after the commit. */
 export async function createSends(tx: Queryable, subject: SendSubject): Promise<CreatedSend[]> {
-  const sends = sendsCte(subject.kind, 'SELECT $1::uuid AS id, $2::uuid AS site_id');
+  const sends = sendsCte(
+    subject.kind,
+    subject.kind === 'conversion'
+      ? `SELECT c.id, c.site_id, ${orderEventIdSql('c')} AS event_id FROM conversions c WHERE c.id = $1::uuid AND c.site_id = $2::uuid`
+      : 'SELECT $1::uuid AS id, $2::uuid AS site_id',
+  );
   const { rows } = await tx.query<{ send_id: string; platform: string; pixel_id: string }>(
     `WITH ${sends.text} SELECT send_id, platform, pixel_id FROM created_sends`,
     [subject.id, subject.siteId, ...sends.params],

@@ -49,17 +49,21 @@ export const Pii = z
     email: piiText(320).nullish(),
     phone: piiText(64).nullish().openapi({
       description:
-        "international (+44 20 7946 0958, 0044 …) or national with `country` or the site's default country; otherwise dropped with a warning",
+        "international (+44 20 7946 0958, 0044 …, tel:+44…), digits with the country code (447911123456), or national in `country` or the site's default country; sent only as a valid number (libphonenumber), dropped with a warning naming why when invalid or when the national and international readings are both valid and differ. Given as a SHA-256 digest it is taken as the digest of the digits with country code and no + and sent to Meta and Snapchat only",
     }),
     firstName: piiText(200).nullish(),
     lastName: piiText(200).nullish(),
-    country: piiText(64)
-      .nullish()
-      .openapi({ description: 'ISO 3166-1 alpha-2, e.g. DE; also the country of a national phone number' }),
+    country: piiText(64).nullish().openapi({
+      description:
+        'ISO 3166-1 alpha-2 (DE) or alpha-3 (DEU), or the English name (Germany, United States); also the country of a national phone number',
+    }),
     city: piiText(200).nullish(),
     state: piiText(200).nullish().openapi({ description: 'US/Canada: the two-letter code or the name' }),
     zip: piiText(32).nullish(),
-    dateOfBirth: piiText(64).nullish().openapi({ description: 'YYYY-MM-DD' }),
+    dateOfBirth: piiText(64).nullish().openapi({
+      description:
+        'YYYY-MM-DD, YYYYMMDD, or day, month and year in another order where unambiguous (31/01/1990, 01/31/1990); 02/03/1990 is dropped',
+    }),
     gender: piiText(16).nullish().openapi({ description: 'f or m' }),
   })
   .openapi('Pii', {
@@ -77,6 +81,17 @@ const eventFields = {
   websiteId: text(100).nullish().openapi({ description: 'public website id, alternative to siteId' }),
   eventType: z.enum(CONVERSION_EVENT_TYPES),
   customEventName: text(50).nullish().openapi({ description: 'required when eventType is Custom' }),
+  orderId: z
+    .string()
+    .min(1, 'must be at least 1 character')
+    .max(128, 'must be at most 128 characters')
+    .refine((s) => !UNSAFE_CHARS.test(s), 'must not contain control characters')
+    .nullish()
+    .openapi({
+      example: 'ORD-2026-0042',
+      description:
+        "the business's order (or transaction) id: an event is matched only with the site's earlier event of the same eventType (and customEventName) and orderId, whatever the dedup window; a new order is a new conversion (201). Sent as every platform's order or transaction id, and the platforms' event id is derived from it, so the same order reported twice is one event there too",
+    }),
   value: z
     .number()
     .min(0)
@@ -189,10 +204,10 @@ export const ConversionResult = z
     updatedExisting: z
       .boolean()
       .openapi({ description: 'a pending, failed or skipped matching conversion was updated' }),
-    warning: z
-      .string()
-      .optional()
-      .openapi({ description: 'why nothing was dispatched, and what of the PII was not used' }),
+    warning: z.string().optional().openapi({
+      description:
+        'why nothing was dispatched, what of the PII was not used, and, when an event without orderId was merged into an earlier conversion, that it was (naming orderId)',
+    }),
     piiWarnings: z
       .array(z.string())
       .optional()
@@ -217,6 +232,7 @@ export function toBusinessEvent(
     channelId: b.channelId ?? null,
     eventType: b.eventType,
     customEventName: orNull(b.customEventName),
+    orderId: b.orderId ?? null,
     value: b.value ?? null,
     currency: currency === null ? null : (normalizeCurrency(currency) ?? null),
     contentName: orNull(b.contentName),

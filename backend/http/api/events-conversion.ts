@@ -18,7 +18,9 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
       'channelId; its fbc, fbp, click ids, client IP and User-Agent are stored as its attribution.',
       "A recent matching conversion (same site, user, channel and event type within the site's dedup window)",
       'is reused: updated and dispatched again when pending, failed or skipped (200, `updatedExisting`),',
-      'returned untouched when already sent (200, `deduplicated`, `dispatched: false`).',
+      "returned untouched when already sent (200, `deduplicated`, `dispatched: false`); the answer's `warning`",
+      "then names `orderId`. An event with an `orderId` is matched only with the site's conversion of the same",
+      'event type (and customEventName) and order, whatever the window: a new order is a new conversion (201).',
     ].join(' '),
     security: SECURITY,
     middleware: eventJson(deps),
@@ -32,7 +34,8 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
         content: { 'application/json': { schema: ConversionResult } },
       },
       200: {
-        description: 'A recent matching conversion was reused or updated',
+        description:
+          'A recent matching conversion, or the conversion of the same orderId, was reused or updated',
         content: { 'application/json': { schema: ConversionResult } },
       },
       ...problems(

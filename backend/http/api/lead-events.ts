@@ -37,7 +37,8 @@ export function registerLeadEvent(api: ApiApp, deps: ApiDeps): void {
         content: { 'application/json': { schema: ConversionResult } },
       },
       200: {
-        description: 'A recent matching conversion was reused or updated',
+        description:
+          'A recent matching conversion, or the conversion of the same orderId, was reused or updated',
         content: { 'application/json': { schema: ConversionResult } },
       },
       ...problems(

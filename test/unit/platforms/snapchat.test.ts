@@ -79,7 +79,7 @@ describe('snapchat buildRequest', () => {
     ['Contact', 'CUSTOM_EVENT_1'],
     ['Lead', 'SIGN_UP'],
     ['Purchase', 'PURCHASE'],
-    ['CompleteRegistration', 'SIGN_UP'],
+    ['CompleteRegistration', 'CUSTOM_EVENT_3'],
     ['Subscribe', 'SUBSCRIBE'],
     ['Custom', 'CUSTOM_EVENT_2'],
   ] as const)('names %s as %s', (eventType, name) => {

@@ -36,7 +36,7 @@ describe('tiktok buildRequest', () => {
         test_event_code: 'TEST42',
         data: [
           {
-            event: 'CompletePayment',
+            event: 'Purchase',
             event_time: NOW_S - 61,
             event_id: 'cnv_9',
             user: {
@@ -67,7 +67,7 @@ describe('tiktok buildRequest', () => {
       event_source_id: 'CPIXEL123',
       data: [
         {
-          event: 'SubmitForm',
+          event: 'Lead',
           event_time: NOW_S,
           event_id: 'cnv_1',
           user: { user_agent: UA },
@@ -80,8 +80,8 @@ describe('tiktok buildRequest', () => {
   it.each([
     ['PageView', null, 'Pageview'],
     ['Contact', null, 'Contact'],
-    ['Lead', null, 'SubmitForm'],
-    ['Purchase', null, 'CompletePayment'],
+    ['Lead', null, 'Lead'],
+    ['Purchase', null, 'Purchase'],
     ['CompleteRegistration', null, 'CompleteRegistration'],
     ['Subscribe', null, 'Subscribe'],
     ['Custom', 'JoinedVip', 'JoinedVip'],
