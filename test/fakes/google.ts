@@ -303,6 +303,12 @@ export class GoogleFake extends FakeServer {
     return this;
   }
 
+  /** Whether this fake issued the access token and it still works (the Data Manager fake asks). */
+  issuedTokenWorks(token: string): boolean {
+    const expiresAt = this.issued.get(token);
+    return expiresAt !== undefined && expiresAt > Date.now();
+  }
+
   /** The `POST /token` requests received, answered or not. */
   tokenRequests(): ReceivedRequest[] {
     return this.received.filter((r) => r.path === TOKEN_PATH);
