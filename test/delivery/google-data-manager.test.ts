@@ -315,4 +315,55 @@ describe('Google conversions through the Data Manager API', () => {
       adIdentifiers: { gclid: 'Cj0-manual' },
     });
   });
+
+  it('--api ads with a developer token Google no longer allowlists: the send fails saying to switch to the Data Manager API', async () => {
+    const { siteId: adsSite } = await createSiteWith(h.deps, []);
+    const { pixelId } = await addPixel(h.deps, {
+      platform: 'google',
+      siteId: adsSite,
+      customerId: GOOGLE_CUSTOMER,
+      api: 'ads',
+      developerToken: 'google-dev-token',
+      oauthToken: 'google-oauth-token',
+      conversionActions: [`Purchase=${PURCHASE}`],
+    });
+    h.fakes.google.allowlistedTokens.delete('google-dev-token');
+    try {
+      const visitId = await createVisit(db.pool, adsSite, { gclid: 'Cj0-not-allowlisted' });
+      const { conversionId } = await createConversion(db.pool, adsSite, {
+        visitId,
+        eventType: 'Purchase',
+        value: 3,
+        currency: 'EUR',
+      });
+      await allSettled(db.pool);
+      const send = await sendOf(conversionId);
+      expect(send.status).toBe('failed');
+      expect(send.attempts).toBe(1);
+      expect(send.last_error).toMatch(
+        /^Google no longer lets this developer token import conversions through the Google Ads API: switch the pixel to the Data Manager API \(pixel update --pixel P --api data-manager\) \(PERMISSION_DENIED: .*CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE/,
+      );
+      expect(h.fakes.google.conversions()).toEqual([]);
+      expect(dm().ingestRequests()).toEqual([]);
+      // Moved to the Data Manager API, the conversion goes through once dispatched again.
+      await db.pool.query(
+        `UPDATE pixels SET public_config = public_config || '{"api":"data-manager"}' WHERE id = $1`,
+        [pixelId],
+      );
+      await db.pool.query(
+        `UPDATE sends SET status = 'pending', next_attempt_at = now(), attempts = 0 WHERE conversion_id = $1`,
+        [conversionId],
+      );
+      await h.stopWorker();
+      await h.startWorker({ googleStatusDelayMs: 20 });
+      await waitUntil(
+        async () => (await sendOf(conversionId)).status === 'sent',
+        10_000,
+        'the send through the Data Manager API',
+      );
+      expect(ingested(conversionId).event.adIdentifiers.gclid).toBe('Cj0-not-allowlisted');
+    } finally {
+      h.fakes.google.allowlistedTokens.add('google-dev-token');
+    }
+  });
 });
