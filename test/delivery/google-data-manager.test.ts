@@ -366,4 +366,36 @@ describe('Google conversions through the Data Manager API', () => {
       h.fakes.google.allowlistedTokens.add('google-dev-token');
     }
   });
+
+  it('a pixel with a refresh token sends with the access token it gets, which the Data Manager API takes', async () => {
+    const { siteId: refreshSite } = await createSiteWith(h.deps, []);
+    await addPixel(h.deps, {
+      platform: 'google',
+      siteId: refreshSite,
+      customerId: GOOGLE_CUSTOMER,
+      refreshToken: 'google-refresh-token',
+      clientId: 'google-client-id',
+      clientSecret: 'google-client-secret',
+      conversionActions: [`Purchase=${PURCHASE}`],
+    });
+    const visitId = await createVisit(db.pool, refreshSite, { gclid: 'Cj0-refreshed' });
+    const { conversionId } = await createConversion(db.pool, refreshSite, {
+      visitId,
+      eventType: 'Purchase',
+      value: 1,
+      currency: 'EUR',
+    });
+    await allSettled(db.pool);
+    expect((await sendOf(conversionId)).status).toBe('sent');
+    expect(h.fakes.google.tokenRequests()).toHaveLength(1);
+    expect(dm().ingestRequests()[0]!.headers.authorization).toMatch(/^Bearer ya29\.fake-/);
+    await waitUntil(
+      async () =>
+        dm()
+          .statusRequests()
+          .some((r) => r.status === 200),
+      5000,
+      'the status read with that token',
+    );
+  });
 });
