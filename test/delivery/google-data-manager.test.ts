@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { submitConversionValue } from '../../backend/domain/conversions/submit-value.js';
 import { hashPii } from '../../backend/domain/pii/normalize.js';
+import { pixelHealth } from '../../backend/domain/reports/pixel-health.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import {
   allSettled,
@@ -284,6 +285,8 @@ describe('Google conversions through the Data Manager API', () => {
       [conversionId],
     );
     expect(rows[0]!.capi_status).toBe('failed');
+    const health = (await pixelHealth(db.pool, siteId, new Date())).find((p) => p.platform === 'google')!;
+    expect(health.lastError).toBe(failed.last_error);
   });
 
   it('a value submitted later for an awaiting Purchase reaches Google with the conversion as transaction id', async () => {
