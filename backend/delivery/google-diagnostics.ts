@@ -89,6 +89,12 @@ export async function scheduleRequestStatus(
   }
 }
 
+/**
+ * Google already has an event with this transaction id: a resend after a lost answer (the same
+ * conversion, the same id) landed. That is what was wanted, not a failure of the send.
+ */
+const ALREADY_RECORDED = 'PROCESSING_ERROR_REASON_DUPLICATE_TRANSACTION_ID';
+
 export interface DestinationStatus {
   requestStatus: string;
   /** `REASON ×n` for each error count. */
@@ -104,16 +110,19 @@ export function parseRequestStatus(body: Record<string, unknown>): DestinationSt
     const info = isRecord(d.errorInfo) ? d.errorInfo : {};
     const counts = Array.isArray(info.errorCounts) ? info.errorCounts.filter(isRecord) : [];
     let failedRecords = 0;
-    const errors = counts.map((c) => {
+    const errors: string[] = [];
+    for (const c of counts) {
+      const reason = stringField(c, 'reason') ?? 'PROCESSING_ERROR_REASON_UNSPECIFIED';
+      if (reason === ALREADY_RECORDED) continue;
       const n = Number(c.recordCount ?? 0);
       failedRecords += Number.isFinite(n) ? n : 0;
-      return `${stringField(c, 'reason') ?? 'PROCESSING_ERROR_REASON_UNSPECIFIED'} ×${n}`;
-    });
-    return {
-      requestStatus: stringField(d, 'requestStatus') ?? 'REQUEST_STATUS_UNKNOWN',
-      errors,
-      failedRecords,
-    };
+      errors.push(`${reason} ×${n}`);
+    }
+    let requestStatus = stringField(d, 'requestStatus') ?? 'REQUEST_STATUS_UNKNOWN';
+    // Failures that are only repeats of events Google already has are successes.
+    const failing = requestStatus === 'FAILED' || requestStatus === 'PARTIAL_SUCCESS';
+    if (failing && counts.length > 0 && errors.length === 0) requestStatus = 'SUCCESS';
+    return { requestStatus, errors, failedRecords };
   });
 }
 

@@ -250,6 +250,26 @@ describe('googleDataManagerAdapter.classify', () => {
 });
 
 describe('parseRequestStatus', () => {
+  it('a duplicate transaction id is an event Google already has: not a failure', () => {
+    const dup = { recordCount: '1', reason: 'PROCESSING_ERROR_REASON_DUPLICATE_TRANSACTION_ID' };
+    expect(
+      parseRequestStatus({
+        requestStatusPerDestination: [
+          { requestStatus: 'FAILED', errorInfo: { errorCounts: [dup] } },
+          {
+            requestStatus: 'FAILED',
+            errorInfo: {
+              errorCounts: [dup, { recordCount: '1', reason: 'PROCESSING_ERROR_REASON_EVENT_TOO_OLD' }],
+            },
+          },
+        ],
+      }),
+    ).toEqual([
+      { requestStatus: 'SUCCESS', errors: [], failedRecords: 0 },
+      { requestStatus: 'FAILED', errors: ['PROCESSING_ERROR_REASON_EVENT_TOO_OLD ×1'], failedRecords: 1 },
+    ]);
+  });
+
   it('reads each destination status and its error counts', () => {
     expect(
       parseRequestStatus({
