@@ -412,4 +412,41 @@ describe('Google conversions through the Data Manager API', () => {
       'the status read with that token',
     );
   });
+
+  it('an answer lost to the client timeout: the resend is a duplicate for Google, and the send stays sent', async () => {
+    await h.stopWorker();
+    await h.startWorker({ ...WORKER, requestTimeoutMs: 300 });
+    try {
+      dm().latencyMs = 1000;
+      const visitId = await createVisit(db.pool, siteId, { gclid: 'Cj0-slow-answer' });
+      const { conversionId } = await createConversion(db.pool, siteId, {
+        visitId,
+        eventType: 'Purchase',
+        value: 2,
+        currency: 'EUR',
+      });
+      await waitUntil(async () => dm().ingestRequests().length >= 1, 5000, 'the first ingest');
+      dm().latencyMs = 0;
+      await allSettled(db.pool);
+      const copies = dm()
+        .events()
+        .filter((e) => e.event.transactionId === conversionId);
+      expect(copies.map((c) => c.duplicate)).toEqual([undefined, true]);
+      // The resend's diagnosis (DUPLICATE_TRANSACTION_ID) is read and changes nothing.
+      await waitUntil(
+        async () =>
+          dm()
+            .statusRequests()
+            .some((r) => r.query.requestId === copies[1]!.requestId && r.status === 200),
+        5000,
+        "the resend's status read",
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await sendOf(conversionId)).toMatchObject({ status: 'sent', last_error: null });
+    } finally {
+      dm().latencyMs = 0;
+      await h.stopWorker();
+      await h.startWorker(WORKER);
+    }
+  });
 });

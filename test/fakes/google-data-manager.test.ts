@@ -312,6 +312,20 @@ describe('Data Manager API fake: requestStatus:retrieve', () => {
     expect(settled[1].errorInfo).toBeUndefined();
   });
 
+  it('an event whose transaction id an earlier request gave the destination fails as DUPLICATE_TRANSACTION_ID', async () => {
+    const body = { destinations: [destination()], events: [event({ transactionId: 'order-twice' })] };
+    const first = (await ingest(body)).body.requestId as string;
+    const second = (await ingest(body)).body.requestId as string;
+    expect((await status(first)).body.requestStatusPerDestination[0].requestStatus).toBe('SUCCESS');
+    expect((await status(second)).body.requestStatusPerDestination[0]).toMatchObject({
+      requestStatus: 'FAILED',
+      errorInfo: {
+        errorCounts: [{ recordCount: '1', reason: 'PROCESSING_ERROR_REASON_DUPLICATE_TRANSACTION_ID' }],
+      },
+    });
+    expect(dm.events().map((e) => e.duplicate)).toEqual([undefined, true]);
+  });
+
   it('refuses an unknown request id with INVALID_REQUEST_ID, and a token without the scope', async () => {
     const res = await status('00000000-0000-0000-0000-000000000000');
     expect(res.status).toBe(400);

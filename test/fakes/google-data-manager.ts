@@ -39,6 +39,8 @@ export interface IngestedEvent {
   event: Record<string, any>;
   /** Set when the request carried a login account. */
   loginAccountId?: string;
+  /** An earlier request already gave this destination an event with this transaction id. */
+  duplicate?: true;
 }
 
 interface StoredRequest {
@@ -57,6 +59,8 @@ export class DataManagerFake extends FakeServer {
   private requests = new Map<string, StoredRequest>();
   private ingested: IngestedEvent[] = [];
   private later = new Map<string, string>();
+  /** `destination|transactionId` of every event accepted so far. */
+  private transactions = new Set<string>();
   /** Status reads that answer PROCESSING before a request settles. */
   processingChecks = 0;
   /** `validateOnly` requests found valid (nothing recorded). */
@@ -100,6 +104,7 @@ export class DataManagerFake extends FakeServer {
     this.requests.clear();
     this.ingested = [];
     this.later.clear();
+    this.transactions.clear();
     this.processingChecks = 0;
     this.validated = 0;
   }
@@ -130,13 +135,18 @@ export class DataManagerFake extends FakeServer {
         const login = isRecord(destination.loginAccount)
           ? String(destination.loginAccount.accountId)
           : undefined;
-        for (const event of events)
+        for (const event of events) {
+          const key = `${String(destination.productDestinationId)}|${String(event.transactionId)}`;
+          const duplicate = typeof event.transactionId === 'string' && this.transactions.has(key);
+          this.transactions.add(key);
           this.ingested.push({
             requestId: id,
             destination,
             event,
             ...(login ? { loginAccountId: login } : {}),
+            ...(duplicate ? { duplicate: true as const } : {}),
           });
+        }
       }
       return { status: 200, body: { requestId: id } };
     }
@@ -169,9 +179,14 @@ export class DataManagerFake extends FakeServer {
         const counts = new Map<string, number>();
         for (const e of events) {
           const a = isRecord(e.adIdentifiers) ? e.adIdentifiers : {};
-          const reason = [e.transactionId, a.gclid, a.gbraid, a.wbraid]
-            .map((k) => (typeof k === 'string' ? this.later.get(k) : undefined))
-            .find((r) => r !== undefined);
+          const repeated = this.ingested.some(
+            (i) => i.requestId === stored.id && i.event === e && i.duplicate === true,
+          );
+          const reason = repeated
+            ? 'PROCESSING_ERROR_REASON_DUPLICATE_TRANSACTION_ID'
+            : [e.transactionId, a.gclid, a.gbraid, a.wbraid]
+                .map((k) => (typeof k === 'string' ? this.later.get(k) : undefined))
+                .find((r) => r !== undefined);
           if (reason) counts.set(reason, (counts.get(reason) ?? 0) + 1);
         }
         const failed = [...counts.values()].reduce((a, b) => a + b, 0);
