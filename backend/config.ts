@@ -73,6 +73,7 @@ const EnvSchema = z.object({
       message: 'GOOGLE_ADS_AD_USER_DATA_CONSENT must be granted, denied or unspecified',
     })
     .default('unspecified'),
+  GOOGLE_DATA_MANAGER_URL: url('GOOGLE_DATA_MANAGER_URL').default('https://datamanager.googleapis.com'),
   GOOGLE_OAUTH_URL: url('GOOGLE_OAUTH_URL').default('https://oauth2.googleapis.com'),
   TELEGRAM_API_URL: url('TELEGRAM_API_URL').default('https://api.telegram.org'),
   // Keyless tracker rate limits per (site, client IP), per minute; 0 turns a limit off.

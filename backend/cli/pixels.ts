@@ -18,8 +18,10 @@ const PLATFORM_FLAGS = {
   tiktok: { required: ['pixel-code', 'access-token'], optional: ['test-event-code'] },
   snapchat: { required: ['pixel-id', 'access-token'], optional: [] },
   google: {
-    required: ['customer-id', 'conversion-action', 'developer-token'],
+    required: ['customer-id', 'conversion-action'],
     optional: [
+      'api',
+      'developer-token',
       'oauth-token',
       'refresh-token',
       'client-id',
@@ -67,6 +69,17 @@ const GOOGLE_ACTION_FLAG = {
   field: 'conversionActions',
   help: 'google: the conversion action (id or resource name) an event type goes to; repeat per event type (EVENT: an event type, Custom:<name>, Custom or *)',
 } as const;
+
+const GOOGLE_API_FLAG = {
+  type: 'string',
+  placeholder: 'API',
+  help: 'google: data-manager (the Data Manager API, the default) or ads (the Google Ads API, for developer tokens Google still allowlists; needs --developer-token)',
+} as const;
+
+function checkApi(api: string | undefined): void {
+  if (api !== undefined && api !== 'data-manager' && api !== 'ads')
+    throw new UsageError(`--api must be data-manager or ads; got "${api}"`);
+}
 
 const GOOGLE_SETTING_FLAGS = {
   'validate-only': {
@@ -144,10 +157,11 @@ export const pixelCommands = [
         help: 'google: the Google Ads customer id (123-456-7890)',
       },
       'conversion-action': GOOGLE_ACTION_FLAG,
+      api: GOOGLE_API_FLAG,
       'developer-token': {
         type: 'string',
         placeholder: 'TOKEN',
-        help: 'google: the Google Ads developer token',
+        help: 'google, --api ads: the Google Ads developer token',
       },
       ...OAUTH_FLAG_HELP,
       'login-customer-id': {
@@ -162,15 +176,17 @@ export const pixelCommands = [
       },
     },
     notes: [
-      'The credentials are checked with the platform where it can answer without counting an event (Meta: the token may read the pixel; Snapchat: its validate endpoint; Google: the OAuth and developer tokens); a refusal refuses the pixel. TikTok: use pixel test.',
+      'The credentials are checked with the platform where it can answer without counting an event (Meta: the token may read the pixel; Snapchat: its validate endpoint; Google: one validateOnly event to the Data Manager API, or the OAuth and developer tokens with --api ads); a refusal refuses the pixel. TikTok: use pixel test.',
       'The same destination twice on a site (same platform and pixel id; Google: same customer and a conversion action in common) is refused.',
       'Per platform:',
       '  --platform meta      --pixel-id P --access-token T [--test-event-code C]',
       '  --platform tiktok    --pixel-code P --access-token T [--test-event-code C]',
       '  --platform snapchat  --pixel-id P --access-token T',
-      '  --platform google    --customer-id C --conversion-action EVENT=ACTION [--conversion-action …] --developer-token D',
+      '  --platform google    --customer-id C --conversion-action EVENT=ACTION [--conversion-action …]',
       '                       (--refresh-token R --client-id ID --client-secret S | --oauth-token O) [--login-customer-id M]',
-      '                       [--validate-only] [--send-ip-address]',
+      '                       [--api ads --developer-token D] [--validate-only] [--send-ip-address]',
+      'Google conversions go through the Data Manager API (OAuth scope https://www.googleapis.com/auth/datamanager, no developer token);',
+      '  --api ads keeps the Google Ads API for developer tokens Google still allowlists for conversion imports.',
       'A Google access token (--oauth-token) expires within the hour; a refresh token keeps the pixel working.',
       ...GOOGLE_ACTION_NOTES,
     ],
@@ -188,6 +204,9 @@ export const pixelCommands = [
       for (const flag of spec.required) {
         if (!given(flag)) throw new UsageError(`--${flag} is required with --platform ${platform}`);
       }
+      checkApi(v.api);
+      if (v.api === 'ads' && !given('developer-token'))
+        throw new UsageError('--developer-token is required with --api ads');
       if (platform === 'google' && !checkRefreshFlags(given) && !given('oauth-token')) {
         throw new UsageError(
           '--oauth-token is required with --platform google, unless --refresh-token, --client-id and --client-secret are given',
@@ -205,6 +224,7 @@ export const pixelCommands = [
         testEventCode: v['test-event-code'],
         customerId: v['customer-id'],
         conversionActions: v['conversion-action'],
+        api: v.api,
         validateOnly: v['validate-only'] || undefined,
         sendUserIpAddress: v['send-ip-address'] || undefined,
         developerToken: v['developer-token'],
@@ -253,7 +273,11 @@ export const pixelCommands = [
       'developer-token': {
         type: 'string',
         placeholder: 'TOKEN',
-        help: 'google: a new Google Ads developer token',
+        help: 'google: a new Google Ads developer token (used with --api ads)',
+      },
+      api: {
+        ...GOOGLE_API_FLAG,
+        help: 'google: move the pixel to data-manager (the Data Manager API) or ads (the Google Ads API)',
       },
       'conversion-action': {
         ...GOOGLE_ACTION_FLAG,
@@ -267,7 +291,7 @@ export const pixelCommands = [
       'Per platform:',
       '  meta, tiktok  [--access-token T] [--test-event-code C | --no-test-event-code]',
       '  snapchat      [--access-token T]',
-      '  google        [--refresh-token R [--client-id ID --client-secret S]] [--oauth-token O] [--developer-token D]',
+      '  google        [--api data-manager | --api ads] [--refresh-token R [--client-id ID --client-secret S]] [--oauth-token O] [--developer-token D]',
       '                [--conversion-action EVENT=ACTION …] [--validate-only | --no-validate-only] [--send-ip-address | --no-send-ip-address]',
       'A Google pixel that has its client id and secret can have its refresh token replaced alone.',
       'Refresh credentials replace a Google access token; a pixel with a refresh token takes no --oauth-token.',
@@ -285,8 +309,10 @@ export const pixelCommands = [
         'oauth-token',
         'developer-token',
         'conversion-action',
+        'api',
         ...REFRESH_FLAGS,
       ].filter((f) => isGiven(v[f as keyof typeof v]));
+      checkApi(v.api);
       const switches = [
         'no-test-event-code',
         'validate-only',
@@ -309,6 +335,7 @@ export const pixelCommands = [
         clientId: v['client-id'],
         clientSecret: v['client-secret'],
         developerToken: v['developer-token'],
+        api: v.api as 'data-manager' | 'ads' | undefined,
         conversionActions: v['conversion-action'].length > 0 ? v['conversion-action'] : undefined,
         validateOnly: v['validate-only'] ? true : v['no-validate-only'] ? false : undefined,
         sendUserIpAddress: v['send-ip-address'] ? true : v['no-send-ip-address'] ? false : undefined,

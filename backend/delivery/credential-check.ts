@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
-import type { PixelConfig, PixelConfigOf } from '../platforms/types.js';
+import { googleApiOf, type PixelConfig, type PixelConfigOf } from '../platforms/types.js';
 import { authorize } from './google-oauth.js';
 import { sendTestEvent } from './pixel-test.js';
 
@@ -9,8 +9,11 @@ import { sendTestEvent } from './pixel-test.js';
  * answer without an event being counted:
  * - Meta: reading the pixel (`GET /{version}/{pixel_id}?fields=id`) with the token tells a bad
  *   token (code 190) from a pixel the token cannot use (code 100);
- * - Google: the refresh token is exchanged (when given), then `customers:listAccessibleCustomers`
- *   checks the access and developer tokens, and whether the customer is reachable;
+ * - Google, Data Manager API: the refresh token is exchanged (when given), then one event goes to
+ *   `events:ingest` with `validateOnly: true`, which checks the token's scope, the customer, the
+ *   conversion action and the event as Google would, and records nothing;
+ * - Google Ads API (`api ads`): `customers:listAccessibleCustomers` checks the access and developer
+ *   tokens, and whether the customer is reachable;
  * - Snapchat: one event to its validate endpoint (`/v3/{pixel}/events/validate`), which checks an
  *   event as a real one and never counts it: a refused token (401) refuses the pixel;
  * - TikTok has no such call (an event without a test event code counts): `pixel test` checks it.
@@ -103,11 +106,12 @@ async function checkGoogle(config: Config, p: PixelConfigOf<'google'>): Promise<
     throw new ApiError('VALIDATION_FAILED', `Google refused the OAuth credentials: ${auth.error}`);
   }
   const pixel = auth.pixel as PixelConfigOf<'google'>;
+  if (googleApiOf(pixel) === 'data-manager') return checkDataManager(config, pixel);
   const res = await getJson(
     `${config.GOOGLE_ADS_API_URL}/${config.GOOGLE_ADS_API_VERSION}/customers:listAccessibleCustomers`,
     {
       authorization: `Bearer ${pixel.oauthToken ?? ''}`,
-      'developer-token': pixel.developerToken,
+      'developer-token': pixel.developerToken ?? '',
     },
   );
   if ('error' in res) return [unchecked('Google', res.error)];
@@ -127,4 +131,31 @@ async function checkGoogle(config: Config, p: PixelConfigOf<'google'>): Promise<
     ];
   }
   return [];
+}
+
+/**
+ * The Data Manager API: a `validateOnly` ingest of one event to the pixel's first conversion
+ * action. 401/403 refuse the credentials (a token without the `datamanager` scope is a 403),
+ * 400/404 the destination or event; anything else leaves the pixel unchecked.
+ */
+async function checkDataManager(config: Config, p: PixelConfigOf<'google'>): Promise<string[]> {
+  let r: Awaited<ReturnType<typeof sendTestEvent>>;
+  try {
+    r = await sendTestEvent({ config, now: () => new Date() }, p, { pageUrl: 'https://example.com/' });
+  } catch (err) {
+    return [unchecked('Google', (err as Error).message)];
+  }
+  if (r.accepted) return [];
+  const why = r.error ?? `HTTP ${r.status}`;
+  if (r.status === 401 || r.status === 403)
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `Google refused the OAuth credentials for the Data Manager API: ${why}`,
+    );
+  if (r.status === 400 || r.status === 404)
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      `Google refused the destination (customer ${p.customerId}, its conversion actions): ${why}`,
+    );
+  return [unchecked('Google', why)];
 }

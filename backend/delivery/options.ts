@@ -20,6 +20,11 @@ export interface DeliveryOptions {
   maxAgeMs: number;
   /** Multiplies every delay, platform-requested ones included. 1 in production; tests use less. */
   backoffScale: number;
+  /**
+   * How long after a Data Manager API request its diagnostics (`requestStatus:retrieve`) are first
+   * asked for; later checks wait twice as long each time.
+   */
+  googleStatusDelayMs: number;
   /** Caps the batch below the platform's own limit (the benchmark's one-event-per-request run). */
   maxBatch?: number;
 }
@@ -32,6 +37,7 @@ export const DEFAULT_DELIVERY_OPTIONS: Readonly<DeliveryOptions> = {
   maxAttempts: 20,
   maxAgeMs: 24 * 3600_000,
   backoffScale: 1,
+  googleStatusDelayMs: 2 * 60_000,
 };
 
 export function deliveryOptions(overrides: Partial<DeliveryOptions> = {}): DeliveryOptions {

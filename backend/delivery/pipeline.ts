@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config.js';
 import type { Deps } from '../deps.js';
-import { adapters, decideIsolation } from '../platforms/index.js';
+import { adapterForPixel, adapters, decideIsolation, googleDataManagerAdapter } from '../platforms/index.js';
 import { parseJsonObject, truncateError } from '../platforms/response.js';
 import type {
   BuildOptions,
@@ -17,6 +17,7 @@ import { whileDatabaseAway } from '../db/unavailable.js';
 import { retryDecision } from './backoff.js';
 import { claimBatch, duePixels, extendLease, type Claim, type DuePixel } from './claim.js';
 import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
+import { scheduleRequestStatus } from './google-diagnostics.js';
 import { authFailureOutcomes, authorize, isUnauthenticated } from './google-oauth.js';
 import { performRequest } from './http.js';
 import type { DeliveryOptions } from './options.js';
@@ -116,7 +117,10 @@ export async function deliverPixel(
 export function platformEndpoint(
   config: Config,
   platform: Platform,
+  pixel?: PixelConfig,
 ): { baseUrl: string; build: BuildOptions } {
+  if (pixel !== undefined && adapterForPixel(pixel) === googleDataManagerAdapter)
+    return { baseUrl: config.GOOGLE_DATA_MANAGER_URL, build: googleConsent(config) };
   switch (platform) {
     case 'meta':
       return { baseUrl: config.META_GRAPH_URL, build: { apiVersion: config.META_API_VERSION } };
@@ -161,7 +165,7 @@ class ClaimRun {
   constructor(
     private readonly deps: DeliveryDeps,
     private readonly o: DeliveryOptions,
-    private readonly adapter: PlatformAdapter,
+    private adapter: PlatformAdapter,
     private readonly claim: Claim,
     /** `performance.now()` by which the lease ends (measured from before the claim: conservative). */
     private leaseDeadline: number,
@@ -188,6 +192,8 @@ class ClaimRun {
       await this.write(ids.map((sendId) => ({ sendId, kind: 'failed', error: pixel.error })));
       return 0;
     }
+    // A Google pixel's API decides which adapter builds and reads its requests (same batch limit).
+    this.adapter = adapterForPixel(pixel.config);
 
     const early: SendOutcome[] = [];
     const ready: DeliveryEvent[] = [];
@@ -218,7 +224,7 @@ class ClaimRun {
    * in two and both halves go again, until the bad events fail alone and the rest are delivered.
    */
   private async sendAll(ready: DeliveryEvent[], stored: PixelConfig): Promise<void> {
-    const { baseUrl, build } = platformEndpoint(this.deps.config, this.adapter.platform);
+    const { baseUrl, build } = platformEndpoint(this.deps.config, this.adapter.platform, stored);
     let queue: DeliveryEvent[][] = [ready];
     let reauthorized = false;
     while (queue.length > 0) {
@@ -265,7 +271,18 @@ class ClaimRun {
         queue.unshift(...decision.batches);
         continue;
       }
-      await this.write(this.toSendOutcomes(outcomes), responseSummary(res, batch.length));
+      const written = this.toSendOutcomes(outcomes);
+      await this.write(written, responseSummary(res, batch.length));
+      if (this.adapter === googleDataManagerAdapter && pixel.platform === 'google' && !pixel.validateOnly) {
+        await scheduleRequestStatus(this.deps, {
+          pixelId: this.claim.pixelId,
+          res,
+          requestBody: spec.body,
+          sendIds: batch.map((e) => this.sendOfEvent.get(e.eventId)!),
+          delivered: new Set(written.filter((o) => o.kind === 'sent').map((o) => o.sendId)),
+          firstCheckMs: this.o.googleStatusDelayMs,
+        });
+      }
     }
   }
 

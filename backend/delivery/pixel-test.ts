@@ -4,7 +4,7 @@ import { Uuid } from '../domain/admin/schemas.js';
 import { ApiError } from '../errors.js';
 import { ANY_EVENT, CUSTOM_PREFIX } from '../platforms/google-actions.js';
 import {
-  adapters,
+  adapterForPixel,
   type DeliveryEvent,
   type EventType,
   type PixelConfig,
@@ -77,7 +77,7 @@ export async function sendTestEvent(
 ): Promise<Omit<PixelTestResult, 'pixelId'>> {
   let { pixel, facility } = testMode(config, o.testEventCode);
   const nowMs = deps.now().getTime();
-  const adapter = adapters[pixel.platform];
+  const adapter = adapterForPixel(pixel);
   const event = testEvent(pixel, nowMs, o.pageUrl);
   const pre = adapter.precheck(event, nowMs, pixel);
   if (!pre.ok)
@@ -100,7 +100,7 @@ export async function sendTestEvent(
       };
     pixel = auth.pixel;
   }
-  const { baseUrl, build } = platformEndpoint(deps.config, pixel.platform);
+  const { baseUrl, build } = platformEndpoint(deps.config, pixel.platform, pixel);
   const spec = adapter.buildRequest([event], pixel, baseUrl, build);
   // Snap's test facility is its own endpoint beside /events.
   if (pixel.platform === 'snapchat') spec.url = spec.url.replace(/\/events\?/, '/events/validate?');

@@ -32,6 +32,14 @@ const GOOGLE_RETRY_ERRORS: ReadonlySet<string> = new Set([
 /** The conversion is already recorded: that is what we wanted. */
 const GOOGLE_DELIVERED_ERRORS: ReadonlySet<string> = new Set(['CLICK_CONVERSION_ALREADY_EXISTS']);
 
+/**
+ * Google refuses offline conversion imports through the Google Ads API to developer tokens it no
+ * longer allowlists (since 2026-06-15); the Data Manager API takes them from everyone.
+ */
+export const NOT_ALLOWLISTED = 'CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE';
+export const SWITCH_TO_DATA_MANAGER =
+  'Google no longer lets this developer token import conversions through the Google Ads API: switch the pixel to the Data Manager API (pixel update --pixel P --api data-manager)';
+
 /** `yyyy-mm-dd hh:mm:ss+00:00` in UTC, the format Google Ads wants for `conversionDateTime`. */
 export function googleDateTime(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')}+00:00`;
@@ -104,6 +112,8 @@ function rowIndex(err: Record<string, unknown>): number | undefined {
 function verdictOf(err: Record<string, unknown>): RowVerdict {
   const code = errorCodeName(err);
   if (GOOGLE_DELIVERED_ERRORS.has(code)) return { outcome: 'delivered' };
+  if (code === NOT_ALLOWLISTED)
+    return { outcome: 'failed', error: `${NOT_ALLOWLISTED}: ${SWITCH_TO_DATA_MANAGER}` };
   const message = stringField(err, 'message');
   const error = truncateError(message ? `${code}: ${message}` : code);
   if (code.startsWith('TOO_RECENT_') || GOOGLE_RETRY_ERRORS.has(code)) return { outcome: 'retry', error };
@@ -220,6 +230,7 @@ export const googleAdapter: PlatformAdapter = {
   buildRequest(events, pixel, baseUrl, opts = {}) {
     const p = pixelFor(pixel, 'google');
     assertBatch(events, MAX_BATCH, 'google');
+    if (p.developerToken === undefined) throw new Error('the Google Ads API needs a developer token');
     const customerId = digitsOnly(p.customerId);
     const consent = opts.adUserDataConsent;
     const conversions = events.map((e) => {
@@ -271,7 +282,15 @@ export const googleAdapter: PlatformAdapter = {
         retryAfterMs(res, nowMs) ?? quotaRetryDelayMs(body),
       );
     }
-    if (res.status < 200 || res.status >= 300) return allFailed(events, httpError(res.status, detail));
+    if (res.status < 200 || res.status >= 300) {
+      const notAllowlisted = requestErrors(body).some((e) => errorCodeName(e) === NOT_ALLOWLISTED);
+      return allFailed(
+        events,
+        notAllowlisted
+          ? truncateError(`${SWITCH_TO_DATA_MANAGER} (${detail})`)
+          : httpError(res.status, detail),
+      );
+    }
     if (res.bodyText.trim() === '') return allDelivered(events);
     // Unreadable 2xx: resending is harmless, since a repeat upload answers CLICK_CONVERSION_ALREADY_EXISTS.
     if (body === undefined)

@@ -126,9 +126,20 @@ export interface DeliveryEvent {
   businessOrderId?: string | null;
   /** The site's `ad_user_data` consent for Google (`GRANTED`/`DENIED`); null: the configured default. */
   adUserDataConsent?: 'GRANTED' | 'DENIED' | null;
+  /** Google's `adPersonalization` consent for this event (`GRANTED`/`DENIED`); null: not known. */
+  adPersonalizationConsent?: 'GRANTED' | 'DENIED' | null;
 }
 
 const nonEmpty = z.string().trim().min(1);
+
+/** The APIs a Google pixel can send through (see the pixel config's `api`). */
+export const GOOGLE_APIS = ['data-manager', 'ads'] as const;
+export type GoogleApi = (typeof GOOGLE_APIS)[number];
+
+/** A Google pixel's API; one stored before the choice existed uses the Google Ads API. */
+export function googleApiOf(p: { api?: GoogleApi | undefined }): GoogleApi {
+  return p.api ?? 'ads';
+}
 
 /** Decrypted credentials of one pixel; parse what comes out of the database with this. */
 export const pixelConfigSchema = z.discriminatedUnion('platform', [
@@ -160,11 +171,18 @@ export const pixelConfigSchema = z.discriminatedUnion('platform', [
       conversionActions: z
         .record(z.string(), nonEmpty)
         .refine((m) => Object.keys(m).length > 0, { message: 'at least one conversion action is required' }),
+      /**
+       * Which Google API takes the conversions: the Data Manager API (`events:ingest`, no developer
+       * token) or the Google Ads API's `uploadClickConversions` (`ads`), which Google keeps only for
+       * developer tokens it still allowlists. A stored pixel without it predates the choice: `ads`.
+       */
+      api: z.enum(GOOGLE_APIS).optional(),
       /** Uploads are validated by Google and not recorded (`validateOnly`): a pixel being tried out. */
       validateOnly: z.boolean().optional(),
       /** Send the visit's IP as `userIpAddress`, which Google accepts only from allowlisted accounts. */
       sendUserIpAddress: z.boolean().optional(),
-      developerToken: nonEmpty,
+      /** The Google Ads API's developer token: required on `ads`, not used by the Data Manager API. */
+      developerToken: nonEmpty.optional(),
       /**
        * The OAuth access token sent as `Bearer`. Stored, it is short-lived (about an hour); with a
        * refresh token the delivery path fills it in with a fresh one before building the request.
@@ -184,7 +202,11 @@ export const pixelConfigSchema = z.discriminatedUnion('platform', [
         message: 'an OAuth access token, or a refresh token with its client id and secret, is required',
         path: ['oauthToken'],
       },
-    ),
+    )
+    .refine((p) => googleApiOf(p) === 'data-manager' || p.developerToken !== undefined, {
+      message: 'the Google Ads API (api ads) needs a developer token',
+      path: ['developerToken'],
+    }),
 ]);
 export type PixelConfig = z.infer<typeof pixelConfigSchema>;
 export type PixelConfigOf<P extends Platform> = Extract<PixelConfig, { platform: P }>;

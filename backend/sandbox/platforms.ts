@@ -1,9 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { SandboxLog, SandboxSource } from './event-log.js';
+import {
+  DATA_MANAGER_SCOPE,
+  authProblem,
+  checkIngestRequest,
+  eventsByDestination,
+  invalidArgument,
+  rpcErrorBody,
+} from './google-data-manager.js';
 
 /**
  * The sandbox's simulated ad platforms: Meta's Conversions API, TikTok's Events API 2.0, Snap's
- * Conversions API v3 and the Google Ads API's uploadClickConversions, each at the path Capigram's
+ * Conversions API v3, Google's Data Manager API (`events:ingest`) and the Google Ads API's
+ * uploadClickConversions (for pixels on `api ads`), each at the path Capigram's
  * adapters call under the base URL the demo configures (`META_GRAPH_URL={sandbox}/meta`, …). Each
  * checks the credentials and the rules of its platform that Capigram must get right (hashed
  * identifiers, times in seconds, required fields), answers in the platform's own shape, and logs
@@ -223,6 +233,68 @@ export function platformRoutes(log: SandboxLog): Hono {
       });
     }
     return c.json({ status: 'VALID' });
+  });
+
+  // Google's Data Manager API: POST /v1/events:ingest, refused whole by the same rules as the tests' fake.
+  const dmRequests = new Map<string, number>();
+  app.all('/google-dm/*', async (c) => {
+    const path = c.req.path.slice('/google-dm'.length);
+    const g = SANDBOX_CREDENTIALS.google;
+    const auth = authProblem(c.req.header('authorization'), (t) =>
+      t === g.oauthToken ? [DATA_MANAGER_SCOPE] : undefined,
+    );
+    const answer = (status: 400 | 401 | 403 | 404, b: { error: Record<string, unknown> }) => {
+      refuse('google', `Data Manager API: ${String(b.error.message)}`);
+      return c.json(b, status);
+    };
+    if (auth) return answer(auth.status, auth.body);
+    if (path === '/v1/requestStatus:retrieve' && c.req.method === 'GET') {
+      const n = dmRequests.get(c.req.query('requestId') ?? '');
+      if (n === undefined)
+        return answer(
+          400,
+          invalidArgument([
+            { field: 'request_id', reason: 'INVALID_REQUEST_ID', description: 'Request ID is not valid.' },
+          ]),
+        );
+      return c.json({
+        requestStatusPerDestination: Array.from({ length: n }, () => ({ requestStatus: 'SUCCESS' })),
+      });
+    }
+    if (path !== '/v1/events:ingest' || c.req.method !== 'POST')
+      return answer(404, rpcErrorBody(404, 'NOT_FOUND', `The requested URL ${c.req.path} was not found.`));
+    const b = await body(c);
+    const violations = checkIngestRequest(b);
+    if (violations.length > 0) return answer(400, invalidArgument(violations));
+    for (const { destination, events } of eventsByDestination(b)) {
+      const account = isRecord(destination.operatingAccount) ? destination.operatingAccount.accountId : '?';
+      for (const e of events) {
+        const ad = isRecord(e.adIdentifiers) ? e.adIdentifiers : {};
+        const ids =
+          isRecord(e.userData) && Array.isArray(e.userData.userIdentifiers)
+            ? e.userData.userIdentifiers.length
+            : 0;
+        log.record({
+          source: 'google',
+          kind: String(destination.productDestinationId),
+          accepted: true,
+          summary: `Data Manager API: customer ${String(account)} ${b.validateOnly ? 'validated' : 'took'} a conversion for action ${String(destination.productDestinationId)} (${['gclid', 'gbraid', 'wbraid'].find((k) => ad[k]) ?? 'identifiers only'}${ids > 0 ? `, ${ids} identifiers` : ''})`,
+          detail: {
+            api: 'data-manager',
+            customerId: account,
+            productDestinationId: destination.productDestinationId,
+            transactionId: e.transactionId,
+            conversionValue: e.conversionValue,
+            currency: e.currency,
+            validateOnly: b.validateOnly === true,
+          },
+        });
+      }
+    }
+    if (b.validateOnly === true) return c.json({});
+    const requestId = randomUUID();
+    dmRequests.set(requestId, Array.isArray(b.destinations) ? b.destinations.length : 0);
+    return c.json({ requestId });
   });
 
   // Google Ads: POST /{version}/customers/{cid}:uploadClickConversions with partialFailure; rows fail one by one.

@@ -95,7 +95,7 @@ export async function provisionSandbox(
     platform: 'google',
     siteId,
     customerId: c.google.customerId,
-    developerToken: c.google.developerToken,
+    api: 'data-manager',
     oauthToken: c.google.oauthToken,
     conversionActions: Object.entries(c.google.actions).map(([event, id]) => `${event}=${id}`),
   });

@@ -114,6 +114,7 @@ export async function startSandbox(
       SNAPCHAT_API_URL: `${url}/snapchat`,
       GOOGLE_ADS_API_URL: `${url}/google`,
       GOOGLE_OAUTH_URL: `${url}/google`,
+      GOOGLE_DATA_MANAGER_URL: `${url}/google-dm`,
     },
     attach(capigram, s) {
       capigramUrl = capigram;

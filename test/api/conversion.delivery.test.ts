@@ -390,6 +390,7 @@ describe('Google Ads, from the business API', () => {
         platform: 'google',
         siteId: google.site.siteId,
         customerId: '1234567890',
+        api: 'ads',
         developerToken: 'google-dev-token',
         oauthToken: 'google-oauth-token',
         conversionActions: ['Purchase=222'],

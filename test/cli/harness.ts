@@ -77,6 +77,7 @@ export async function cliWorld(
     SNAPCHAT_API_URL: 'http://127.0.0.1:9',
     GOOGLE_ADS_API_URL: 'http://127.0.0.1:9',
     GOOGLE_OAUTH_URL: 'http://127.0.0.1:9',
+    GOOGLE_DATA_MANAGER_URL: 'http://127.0.0.1:9',
     ...opts.env,
   };
   const run = (...argv: string[]) => runWith(env, argv);

@@ -202,6 +202,8 @@ describe('refusals of the command line', () => {
         '1234567890',
         '--conversion-action',
         '1',
+        '--api',
+        'ads',
         '--developer-token',
         'devtokentoken',
       ),

@@ -17,6 +17,8 @@ const GOOGLE = [
   '123-456-7890',
   '--conversion-action',
   'Subscribe=987654',
+  '--api',
+  'ads',
   '--developer-token',
   'dev-token-maint-1',
 ];
@@ -96,6 +98,8 @@ describe('Google conversion actions per event type, test mode and IP', () => {
       ...GOOGLE.slice(0, 4),
       '--conversion-action',
       '555',
+      '--api',
+      'ads',
       '--developer-token',
       'dev-token-maint-1',
       '--oauth-token',
@@ -108,6 +112,7 @@ describe('Google conversion actions per event type, test mode and IP', () => {
     );
     expect((await pixelRow(r.json().pixelId)).public_config).toEqual({
       customerId: '1234567890',
+      api: 'ads',
       conversionActions: { '*': '555' },
     });
   });
@@ -116,6 +121,7 @@ describe('Google conversion actions per event type, test mode and IP', () => {
     const pixelId = await google('--oauth-token', 'ya29.oauth-maint-1', '--validate-only');
     expect((await pixelRow(pixelId)).public_config).toEqual({
       customerId: '1234567890',
+      api: 'ads',
       conversionActions: { Subscribe: '987654' },
       validateOnly: true,
     });
@@ -133,6 +139,7 @@ describe('Google conversion actions per event type, test mode and IP', () => {
     );
     expect((await pixelRow(pixelId)).public_config).toEqual({
       customerId: '1234567890',
+      api: 'ads',
       conversionActions: { Purchase: '22', 'Custom:Demo': '33' },
       sendUserIpAddress: true,
     });
@@ -218,6 +225,7 @@ describe('pixel add --platform google with a refresh token', () => {
     });
     expect((await pixelRow(pixelId)).public_config).toEqual({
       customerId: '1234567890',
+      api: 'ads',
       conversionActions: { Subscribe: '987654' },
     });
   });
@@ -353,6 +361,8 @@ describe('pixel update', () => {
       pixelId,
       '--refresh-token',
       '1//refresh-token-maint-2',
+      '--api',
+      'ads',
       '--developer-token',
       'dev-token-maint-2',
     );

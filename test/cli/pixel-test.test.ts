@@ -210,6 +210,8 @@ describe('pixel test', () => {
       'google',
       '--customer-id',
       '1234567890',
+      '--api',
+      'ads',
       '--developer-token',
       'google-dev-token',
       '--oauth-token',

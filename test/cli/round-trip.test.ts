@@ -93,6 +93,8 @@ it('account → site → bot → channel → pixel (each platform) → key', asy
       '1234567890',
       '--conversion-action',
       '555',
+      '--api',
+      'ads',
       '--developer-token',
       'google-dev-0001',
       '--oauth-token',

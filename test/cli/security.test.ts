@@ -94,6 +94,8 @@ beforeAll(async () => {
     '1234567890',
     '--conversion-action',
     '77',
+    '--api',
+    'ads',
     '--developer-token',
     platformTokens.dev,
     '--oauth-token',

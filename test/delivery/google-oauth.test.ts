@@ -62,6 +62,7 @@ async function googleSite(refreshToken: string): Promise<string> {
       siteId,
       customerId: GOOGLE_CUSTOMER,
       conversionActions: [GOOGLE_ACTION],
+      api: 'ads',
       developerToken: 'google-dev-token',
       refreshToken,
       ...CLIENT,

@@ -35,6 +35,7 @@ beforeAll(async () => {
     platform: 'google',
     siteId,
     customerId: GOOGLE_CUSTOMER,
+    api: 'ads',
     developerToken: 'google-dev-token',
     oauthToken: 'google-oauth-token',
     conversionActions: [`Subscribe=${JOIN_ACTION}`, `Purchase=${PURCHASE_ACTION}`],

@@ -44,6 +44,7 @@ export function pixelInput(siteId: string, platform: PixelPlatform, testEventCod
         siteId,
         customerId: GOOGLE_CUSTOMER,
         conversionActions: [GOOGLE_ACTION],
+        api: 'ads',
         developerToken: 'google-dev-token',
         oauthToken: 'google-oauth-token',
       };

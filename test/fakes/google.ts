@@ -19,6 +19,8 @@ export interface GoogleFakeOptions extends FakeOptions {
   oauthTokens?: string[];
   /** Customers `customers:listAccessibleCustomers` lists. Default: those of `conversionActions`, else none. */
   accessibleCustomers?: string[];
+  /** Developer tokens whose uploads are allowed; the others get CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE. Default: all. */
+  allowlistedTokens?: string[];
   /** Accepted `developer-token` header values. Default `['google-dev-token']`. */
   developerTokens?: string[];
   /** When set, rows naming another conversion action fail with NO_CONVERSION_ACTION_FOUND. */
@@ -253,6 +255,8 @@ const ACTION = /^customers\/(\d+)\/conversionActions\/(\d+)$/;
 export class GoogleFake extends FakeServer {
   readonly oauthTokens: Set<string>;
   readonly developerTokens: Set<string>;
+  /** Developer tokens Google still allowlists for conversion imports (the rest are refused uploads). */
+  readonly allowlistedTokens: Set<string>;
   private readonly conversionActions: Set<string> | undefined;
   private accepted: GoogleAcceptedConversion[] = [];
   private rowErrors: GoogleRowError[][] = [];
@@ -272,6 +276,7 @@ export class GoogleFake extends FakeServer {
     super('google', options);
     this.oauthTokens = new Set(options.oauthTokens ?? ['google-oauth-token']);
     this.developerTokens = new Set(options.developerTokens ?? ['google-dev-token']);
+    this.allowlistedTokens = new Set(options.allowlistedTokens ?? this.developerTokens);
     this.conversionActions = options.conversionActions && new Set(options.conversionActions);
     this.oauthClients = new Map(
       (options.oauthClients ?? [{ clientId: 'google-client-id', clientSecret: 'google-client-secret' }]).map(
@@ -301,6 +306,12 @@ export class GoogleFake extends FakeServer {
   revokeRefreshToken(token: string): this {
     this.refreshTokens.delete(token);
     return this;
+  }
+
+  /** Whether this fake issued the access token and it still works (the Data Manager fake asks). */
+  issuedTokenWorks(token: string): boolean {
+    const expiresAt = this.issued.get(token);
+    return expiresAt !== undefined && expiresAt > Date.now();
   }
 
   /** The `POST /token` requests received, answered or not. */
@@ -468,6 +479,15 @@ export class GoogleFake extends FakeServer {
         },
       ]);
     }
+    if (!this.allowlistedTokens.has(devToken))
+      // Since 2026-06-15 a developer token that did not import offline conversions between
+      // December 2025 and May 2026 is refused for them (Google Ads developer blog, 2026-05-15).
+      return adsError(403, 'PERMISSION_DENIED', 'The caller does not have permission', version, [
+        {
+          errorCode: { notAllowlistedError: 'CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE' },
+          message: 'Customer is not allowlisted for accessing this feature.',
+        },
+      ]);
     if (!isRecord(req.body))
       return {
         status: 400,

@@ -3,11 +3,12 @@ import { call } from './client.js';
 import { startFakes } from './index.js';
 
 describe('startFakes', () => {
-  it('starts all five on distinct loopback ports, exposes the env, and closes them all', async () => {
+  it('starts all six on distinct loopback ports, exposes the env, and closes them all', async () => {
     const fakes = await startFakes({ meta: { accessTokens: ['t1'] } });
     const urls = Object.values(fakes.env);
     expect(Object.keys(fakes.env).sort()).toEqual([
       'GOOGLE_ADS_API_URL',
+      'GOOGLE_DATA_MANAGER_URL',
       'GOOGLE_OAUTH_URL',
       'META_GRAPH_URL',
       'SNAPCHAT_API_URL',
@@ -15,7 +16,8 @@ describe('startFakes', () => {
       'TIKTOK_API_URL',
     ]);
     expect(urls.every((u) => /^http:\/\/127\.0\.0\.1:\d+$/.test(u))).toBe(true);
-    expect(new Set(urls).size).toBe(5);
+    expect(new Set(urls).size).toBe(6);
+    expect(fakes.env.GOOGLE_DATA_MANAGER_URL).toBe(fakes.googleDataManager.url);
     expect(fakes.env.META_GRAPH_URL).toBe(fakes.meta.url);
     // Google's token endpoint is served by the fake Google itself.
     expect(fakes.env.GOOGLE_OAUTH_URL).toBe(fakes.google.url);

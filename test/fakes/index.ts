@@ -1,5 +1,12 @@
 // One call to start every fake the service talks to, and the environment that points it at them.
+import {
+  ADWORDS_SCOPE,
+  startDataManager,
+  type DataManagerFake,
+  type DataManagerFakeOptions,
+} from './google-data-manager.js';
 import { startGoogle, type GoogleFake, type GoogleFakeOptions } from './google.js';
+import { DATA_MANAGER_SCOPE } from '../../backend/sandbox/google-data-manager.js';
 import { startMeta, type MetaFake, type MetaFakeOptions } from './meta.js';
 import { startSnapchat, type SnapchatFake, type SnapchatFakeOptions } from './snapchat.js';
 import { startTelegram, type TelegramFake, type TelegramFakeOptions } from './telegram.js';
@@ -7,6 +14,7 @@ import { startTikTok, type TikTokFake, type TikTokFakeOptions } from './tiktok.j
 
 export * from './base.js';
 export * from './google.js';
+export * from './google-data-manager.js';
 export * from './meta.js';
 export * from './snapchat.js';
 export * from './telegram.js';
@@ -17,6 +25,7 @@ export interface FakesOptions {
   tiktok?: TikTokFakeOptions;
   snapchat?: SnapchatFakeOptions;
   google?: GoogleFakeOptions;
+  googleDataManager?: DataManagerFakeOptions;
   telegram?: TelegramFakeOptions;
 }
 
@@ -26,6 +35,7 @@ export interface FakeEnv {
   SNAPCHAT_API_URL: string;
   GOOGLE_ADS_API_URL: string;
   GOOGLE_OAUTH_URL: string;
+  GOOGLE_DATA_MANAGER_URL: string;
   TELEGRAM_API_URL: string;
 }
 
@@ -34,6 +44,7 @@ export interface Fakes {
   tiktok: TikTokFake;
   snapchat: SnapchatFake;
   google: GoogleFake;
+  googleDataManager: DataManagerFake;
   telegram: TelegramFake;
   env: FakeEnv;
   /** `reset()` on every fake: logs, injected failures and platform state. */
@@ -49,12 +60,18 @@ export async function startFakes(options: FakesOptions = {}): Promise<Fakes> {
     startGoogle(options.google),
     startTelegram(options.telegram),
   ]);
-  const all = [meta, tiktok, snapchat, google, telegram];
+  // Access tokens the fake OAuth endpoint issues carry both Google scopes.
+  const googleDataManager = await startDataManager({
+    tokenScopes: (t) => (google.issuedTokenWorks(t) ? [DATA_MANAGER_SCOPE, ADWORDS_SCOPE] : undefined),
+    ...options.googleDataManager,
+  });
+  const all = [meta, tiktok, snapchat, google, googleDataManager, telegram];
   return {
     meta,
     tiktok,
     snapchat,
     google,
+    googleDataManager,
     telegram,
     env: {
       META_GRAPH_URL: meta.url,
@@ -63,6 +80,7 @@ export async function startFakes(options: FakesOptions = {}): Promise<Fakes> {
       GOOGLE_ADS_API_URL: google.url,
       // The fake Google also answers the OAuth token endpoint.
       GOOGLE_OAUTH_URL: google.url,
+      GOOGLE_DATA_MANAGER_URL: googleDataManager.url,
       TELEGRAM_API_URL: telegram.url,
     },
     resetAll: () => all.forEach((f) => f.reset()),

@@ -15,6 +15,7 @@ describe('configuration', () => {
       TIKTOK_API_URL: 'https://business-api.tiktok.com',
       SNAPCHAT_API_URL: 'https://tr.snapchat.com',
       GOOGLE_ADS_API_URL: 'https://googleads.googleapis.com',
+      GOOGLE_DATA_MANAGER_URL: 'https://datamanager.googleapis.com',
       TELEGRAM_API_URL: 'https://api.telegram.org',
       LOG_LEVEL: 'info',
     });

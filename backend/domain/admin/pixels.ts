@@ -4,7 +4,12 @@ import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { ANY_EVENT, CUSTOM_PREFIX } from '../../platforms/google-actions.js';
-import { CONVERSION_EVENT_TYPES, pixelConfigSchema, type PixelConfig } from '../../platforms/types.js';
+import {
+  CONVERSION_EVENT_TYPES,
+  GOOGLE_APIS,
+  pixelConfigSchema,
+  type PixelConfig,
+} from '../../platforms/types.js';
 import { Uuid } from './schemas.js';
 import { requireSite } from './sites.js';
 
@@ -96,6 +101,9 @@ const ConversionActions = z
     return map;
   });
 
+const UNUSED_DEVELOPER_TOKEN =
+  'warning: --developer-token is not stored: the Data Manager API takes none (give --api ads to upload through the Google Ads API)';
+
 /** The credentials that let Capigram fetch Google access tokens itself, all three or none. */
 const REFRESH_FIELDS = ['refreshToken', 'clientId', 'clientSecret'] as const;
 const REFRESH_FLAGS = {
@@ -139,9 +147,11 @@ export const AddPixelInput = z.discriminatedUnion('platform', [
         .transform((s) => s.replace(/-/g, ''))
         .pipe(z.string().regex(/^\d{10}$/, 'Google customer id must be 10 digits')),
       conversionActions: ConversionActions,
+      /** The Data Manager API unless `ads` is asked for (the Google Ads API, for allowlisted developer tokens). */
+      api: z.enum(GOOGLE_APIS).default('data-manager'),
       validateOnly: z.boolean().optional(),
       sendUserIpAddress: z.boolean().optional(),
-      developerToken: Token,
+      developerToken: Token.optional(),
       /** Short-lived (about an hour): used as it is only when no refresh token is given. */
       oauthToken: Token.optional(),
       refreshToken: Token.optional(),
@@ -155,6 +165,12 @@ export const AddPixelInput = z.discriminatedUnion('platform', [
         .optional(),
     })
     .superRefine((p, ctx) => {
+      if (p.api === 'ads' && p.developerToken === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['developerToken'],
+          message: '--developer-token is required with --api ads (the Google Ads API)',
+        });
       const given = REFRESH_FIELDS.filter((f) => p[f] !== undefined);
       if (given.length === 0 && p.oauthToken === undefined) {
         ctx.addIssue({
@@ -201,6 +217,7 @@ export async function addPixel(
   let pub: Record<string, unknown>;
   let secrets: Record<string, string>;
   let testEventCode: string | null = null;
+  const warnings: string[] = [];
   switch (p.platform) {
     case 'meta':
       pub = { pixelId: p.pixelId };
@@ -218,27 +235,28 @@ export async function addPixel(
       break;
     case 'google':
       refuseForeignActions((input as { conversionActions?: string[] }).conversionActions, p.customerId);
+      if (p.api === 'data-manager' && p.developerToken !== undefined) warnings.push(UNUSED_DEVELOPER_TOKEN);
       pub = {
         customerId: p.customerId,
         conversionActions: p.conversionActions,
+        api: p.api,
         ...(p.loginCustomerId ? { loginCustomerId: p.loginCustomerId } : {}),
         ...(p.validateOnly ? { validateOnly: true } : {}),
         ...(p.sendUserIpAddress ? { sendUserIpAddress: true } : {}),
       };
       // With a refresh token, access tokens are fetched as needed: a given one would expire unused.
-      secrets = p.refreshToken
-        ? {
-            developerToken: p.developerToken,
-            refreshToken: p.refreshToken,
-            clientId: p.clientId!,
-            clientSecret: p.clientSecret!,
-          }
-        : { developerToken: p.developerToken, oauthToken: p.oauthToken! };
+      secrets = {
+        // The Data Manager API takes no developer token: one given for it is not kept.
+        ...(p.api === 'ads' ? { developerToken: p.developerToken! } : {}),
+        ...(p.refreshToken
+          ? { refreshToken: p.refreshToken, clientId: p.clientId!, clientSecret: p.clientSecret! }
+          : { oauthToken: p.oauthToken! }),
+      };
       break;
   }
   await refuseDuplicate(deps.pool, site.id, p.platform, pub);
   const config = pixelConfigSchema.parse({ ...pub, ...secrets, platform: p.platform, testEventCode });
-  const warnings = opts.verify ? await opts.verify(config) : [];
+  warnings.push(...(opts.verify ? await opts.verify(config) : []));
   const pixelId = await withTx(deps.pool, async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('capigram:pixels:' || $1::text, 0))`, [
       site.id,
@@ -370,6 +388,8 @@ export const UpdatePixelInput = z.object({
   developerToken: Token.optional(),
   /** Google: replaces the whole mapping of conversion actions. */
   conversionActions: ConversionActions.optional(),
+  /** Google: moves the pixel to the Data Manager API or (with a developer token) the Google Ads API. */
+  api: z.enum(GOOGLE_APIS).optional(),
   validateOnly: z.boolean().optional(),
   sendUserIpAddress: z.boolean().optional(),
 });
@@ -388,13 +408,14 @@ const UPDATABLE: Record<string, readonly UpdateField[]> = {
     'clientSecret',
     'developerToken',
     'conversionActions',
+    'api',
     'validateOnly',
     'sendUserIpAddress',
   ],
 };
 
 /** Settings kept in the pixel's public config rather than in its sealed secrets. */
-const PUBLIC_FIELDS = ['conversionActions', 'validateOnly', 'sendUserIpAddress'] as const;
+const PUBLIC_FIELDS = ['conversionActions', 'api', 'validateOnly', 'sendUserIpAddress'] as const;
 
 function refused(path: string, message: string): ApiError {
   return new ApiError('VALIDATION_FAILED', `pixel: ${path}: ${message}`, { errors: [{ path, message }] });
@@ -411,8 +432,8 @@ export async function updatePixel(
 ): Promise<PixelSummary> {
   const parsed = UpdatePixelInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'pixel');
-  const { pixelId, conversionActions, validateOnly, sendUserIpAddress, ...changes } = parsed.data;
-  const publicChanges = { conversionActions, validateOnly, sendUserIpAddress };
+  const { pixelId, conversionActions, api, validateOnly, sendUserIpAddress, ...changes } = parsed.data;
+  const publicChanges = { conversionActions, api, validateOnly, sendUserIpAddress };
   const given = [
     ...(Object.keys(changes) as UpdateField[]).filter(
       (k) => changes[k as keyof typeof changes] !== undefined,
@@ -469,6 +490,14 @@ export async function updatePixel(
         String(pub.customerId),
       );
       pub.conversionActions = conversionActions;
+    }
+    if (api !== undefined) {
+      if (api === 'ads' && next.developerToken === undefined)
+        throw refused(
+          'developerToken',
+          '--developer-token is required to move a pixel to the Google Ads API (--api ads)',
+        );
+      pub.api = api;
     }
     for (const flag of ['validateOnly', 'sendUserIpAddress'] as const) {
       if (publicChanges[flag] === true) pub[flag] = true;

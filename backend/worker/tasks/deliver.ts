@@ -1,6 +1,11 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
 import { deliveryOptions, type DeliveryOptions } from '../../delivery/options.js';
+import {
+  REQUEST_STATUS_TASK,
+  RequestStatusJob,
+  checkRequestStatus,
+} from '../../delivery/google-diagnostics.js';
 import { deliverDue } from '../../delivery/pipeline.js';
 import { DELIVER_TASK } from '../../domain/outbox/delivery-wake.js';
 
@@ -20,5 +25,13 @@ export function deliveryTasks(deps: Deps, overrides: Partial<DeliveryOptions> = 
   const deliver: Task = async () => {
     await deliverDue(deps, o);
   };
-  return Object.fromEntries([DELIVER_TASK, ...LEGACY_DELIVER_TASKS].map((name) => [name, deliver]));
+  // Reads a Data Manager API request's diagnostics; a malformed payload is dropped, not retried.
+  const requestStatus: Task = async (payload) => {
+    const job = RequestStatusJob.safeParse(payload);
+    if (job.success) await checkRequestStatus(deps, job.data);
+  };
+  return {
+    ...Object.fromEntries([DELIVER_TASK, ...LEGACY_DELIVER_TASKS].map((name) => [name, deliver])),
+    [REQUEST_STATUS_TASK]: requestStatus,
+  };
 }

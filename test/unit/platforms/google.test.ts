@@ -450,3 +450,54 @@ describe('google classify', () => {
     expect(googleAdapter.classify(reply(status, b), two, NOW)).toStrictEqual(failAll(two, text));
   });
 });
+
+describe('google classify: a developer token Google no longer allowlists', () => {
+  const two = [gEvent({ eventId: 'a' }), gEvent({ eventId: 'b' })];
+  const hint =
+    'Google no longer lets this developer token import conversions through the Google Ads API: switch the pixel to the Data Manager API (pixel update --pixel P --api data-manager)';
+  const notAllowlisted = {
+    errorCode: { notAllowlistedError: 'CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE' },
+    message: 'Customer is not allowlisted for accessing this feature.',
+  };
+
+  it('refused as a request: every send fails naming the switch', () => {
+    const body = {
+      error: {
+        code: 403,
+        message: 'The caller does not have permission',
+        status: 'PERMISSION_DENIED',
+        details: [{ errors: [notAllowlisted] }],
+      },
+    };
+    expect(googleAdapter.classify(reply(403, body), two, NOW)).toStrictEqual(
+      failAll(
+        two,
+        `${hint} (PERMISSION_DENIED: The caller does not have permission (CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE: Customer is not allowlisted for accessing this feature.))`,
+      ),
+    );
+  });
+
+  it('refused as a row: that send fails naming the switch, the other is delivered', () => {
+    const body = {
+      partialFailureError: {
+        code: 7,
+        message: 'Customer is not allowlisted for accessing this feature.',
+        details: [
+          {
+            errors: [
+              {
+                ...notAllowlisted,
+                location: { fieldPathElements: [{ fieldName: 'conversions', index: 1 }] },
+              },
+            ],
+          },
+        ],
+      },
+      results: [{ gclid: 'x' }, {}],
+    };
+    expect(googleAdapter.classify(reply(200, body), two, NOW)).toStrictEqual([
+      { eventId: 'a', outcome: 'delivered' },
+      { eventId: 'b', outcome: 'failed', error: `CUSTOMER_NOT_ALLOWLISTED_FOR_THIS_FEATURE: ${hint}` },
+    ]);
+  });
+});
