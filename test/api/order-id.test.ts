@@ -38,7 +38,6 @@ beforeAll(async () => {
     platform: 'google',
     siteId: tenant.site.siteId,
     customerId: GOOGLE_CUSTOMER,
-    developerToken: 'google-dev-token',
     oauthToken: 'google-oauth-token',
     conversionActions: ['Purchase=222'],
   });
@@ -73,10 +72,11 @@ async function atEveryPlatform(eventId: string, orderId: string) {
   const snap = await eventually('snapchat', () =>
     fakes.snapchat.events(SNAP_PIXEL).find((e) => e.event.event_id === eventId),
   );
+  // A new Google pixel goes through the Data Manager API: the order is the event's transaction id.
   const google = await eventually('google', () =>
-    fakes.google.conversions(GOOGLE_CUSTOMER).find((c) => c.conversion.orderId === orderId),
+    fakes.googleDataManager.events().find((e) => e.event.transactionId === orderId),
   );
-  return { meta: meta.event, tiktok: tiktok.event, snap: snap.event, google: google.conversion };
+  return { meta: meta.event, tiktok: tiktok.event, snap: snap.event, google: google.event };
 }
 
 async function purchase(telegramUserId: number, orderId: string | undefined, value = 49) {
@@ -134,7 +134,7 @@ describe('orderId', () => {
       expect(got.tiktok.event).toBe('Purchase');
       expect(got.tiktok.properties).toMatchObject({ order_id: orderId, value });
       expect(got.snap.custom_data).toMatchObject({ order_id: orderId, transaction_id: orderId });
-      expect(got.google.orderId).toBe(orderId);
+      expect(got.google.transactionId).toBe(orderId);
     }
   });
 
@@ -158,9 +158,9 @@ describe('orderId', () => {
     expect(fakes.meta.events(META_PIXEL).filter((e) => e.event.event_id === eventId)).toHaveLength(1);
     expect(fakes.tiktok.events(TIKTOK_PIXEL).filter((e) => e.event.event_id === eventId)).toHaveLength(1);
     expect(fakes.snapchat.events(SNAP_PIXEL).filter((e) => e.event.event_id === eventId)).toHaveLength(1);
-    expect(
-      fakes.google.conversions(GOOGLE_CUSTOMER).filter((c) => c.conversion.orderId === 'ORD-2001'),
-    ).toHaveLength(1);
+    expect(fakes.googleDataManager.events().filter((e) => e.event.transactionId === 'ORD-2001')).toHaveLength(
+      1,
+    );
   });
 
   it('an order matches only the same order: a purchase without orderId still merges, and says so naming orderId', async () => {
