@@ -66,6 +66,14 @@ function metaEvent(e: DeliveryEvent) {
       currency: money?.currency,
       content_name: opt(e.contentName),
     }),
+    // Limited Data Use, its country and state left to Meta's geolocation (0, 0).
+    ...(e.limitedDataUse === true
+      ? {
+          data_processing_options: ['LDU'],
+          data_processing_options_country: 0,
+          data_processing_options_state: 0,
+        }
+      : {}),
   };
 }
 

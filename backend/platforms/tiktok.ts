@@ -61,6 +61,8 @@ function tiktokEvent(e: DeliveryEvent) {
       currency: money?.currency,
       content_name: opt(e.contentName),
     }),
+    // Events API 2.0 takes it per event, beside `user` and `properties`.
+    ...(e.limitedDataUse === true ? { limited_data_use: true } : {}),
   };
 }
 

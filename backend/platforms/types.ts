@@ -104,6 +104,8 @@ export interface DeliveryEvent {
   scid?: string | null;
   /** Defaults to `website`. */
   actionSource?: ActionSource;
+  /** The site's `--limited-data-use`: Meta's Limited Data Use, TikTok's `limited_data_use` (docs/consent.md). */
+  limitedDataUse?: boolean;
   hashed: HashedPii;
   /**
    * Every external id of the lead, as digests: the CRM's (normalised as Meta's parameter builder
@@ -118,6 +120,8 @@ export interface DeliveryEvent {
   orderId?: string | null;
   /** The site's `ad_user_data` consent for Google (`GRANTED`/`DENIED`); null: the configured default. */
   adUserDataConsent?: 'GRANTED' | 'DENIED' | null;
+  /** Google's `adPersonalization` consent for this event (`GRANTED`/`DENIED`); null: not known. */
+  adPersonalizationConsent?: 'GRANTED' | 'DENIED' | null;
 }
 
 const nonEmpty = z.string().trim().min(1);

@@ -163,6 +163,14 @@ export class TikTokFake extends FakeServer {
     if (p?.currency !== undefined && !(typeof p.currency === 'string' && /^[A-Z]{3}$/.test(p.currency))) {
       throw new Invalid(`${at}.properties.currency: must be a 3-letter ISO 4217 code.`);
     }
+    // Events API 2.0: a boolean on the event (not in `user` or `properties`).
+    if (e.limited_data_use !== undefined && typeof e.limited_data_use !== 'boolean')
+      throw new Invalid(`${at}.limited_data_use: Not a valid boolean.`);
+    for (const nested of ['user', 'properties'] as const) {
+      const o = e[nested];
+      if (isRecord(o) && o.limited_data_use !== undefined)
+        throw new Invalid(`${at}.${nested}.limited_data_use: Unknown field.`);
+    }
   }
 
   protected failureReply(kind: ReplyFailure): Reply {
