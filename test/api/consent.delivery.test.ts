@@ -135,7 +135,7 @@ describe("a business event's consent", () => {
     };
     expectNoUserData(sent);
     expect(sent.meta.user_data.fbc).toBe('fb.1.1763776512345.IwAR2F4');
-    expect(sent.tiktok.user.ttclid).toBe('E.C.P.consent');
+    expect(sent.tiktok.user?.ttclid).toBe('E.C.P.consent');
     expect(sent.google).toMatchObject({ gclid: 'Cj0KCQiA-consent', consent: { adUserData: 'DENIED' } });
     const { rows } = await db.pool.query(
       'SELECT ad_user_data_consent, ad_personalization_consent FROM conversions WHERE id = $1',
