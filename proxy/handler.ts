@@ -12,6 +12,7 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -19,6 +20,7 @@ import { createProxyServer } from 'http-proxy-3';
 import { pino, type Logger } from 'pino';
 import type { CookieScope } from '../shared/cookies.js';
 import type { TrackInitBody } from '../shared/tracker-wire.js';
+import { consentlessInitBody, visitorConsent, watchConsentMode } from './consent.js';
 import { resolveProxySettings, type ProxySettingsInput } from './options.js';
 import { sendInviteLater, sendNotFound, sendRedirect, sendUpstreamUnavailable } from './pages.js';
 import {
@@ -46,6 +48,8 @@ interface Pageview {
   cookies: string[];
   body: TrackInitBody;
   view: RequestView;
+  /** What goes with the call: nothing of the visitor for a visit without consent. */
+  context: TrackerCallContext;
   /** The fbp patch the visit must follow, when one was sent. */
   patched: Promise<unknown> | undefined;
 }
@@ -137,6 +141,16 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     maxPending: settings.trackerMaxPending,
     breakerCooldownMs: settings.trackerCooldownMs,
   });
+
+  // Only with a consent cookie does the site's mode matter: it decides for visitors without one.
+  const consentMode =
+    settings.consentCookie === undefined
+      ? undefined
+      : watchConsentMode(settings.tracker, settings.websiteId, settings.consentModeRefreshMs, log);
+  const consentOf = (req: IncomingMessage) =>
+    visitorConsent(req.headers.cookie, settings.consentCookie, consentMode?.current());
+  /** A visit without consent is sent with nothing of the visitor: no IP, User-Agent or referrer. */
+  const anonymousContext = (view: RequestView): TrackerCallContext => ({ client: {}, origin: view.origin });
 
   const upstream = settings.upstream === undefined ? undefined : new URL(settings.upstream);
   const ownAgent =
@@ -240,15 +254,33 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   }
 
   function preparePageview(req: IncomingMessage, res: ServerResponse, view: RequestView): void {
+    const consent = consentOf(req);
+    if (consent === 'denied') {
+      // Counted, nothing more: no cookie written, no cookie read, no fbp patched.
+      const counted: Pageview = {
+        cookies: [],
+        body: consentlessInitBody(settings.websiteId, view),
+        view,
+        context: anonymousContext(view),
+        patched: undefined,
+      };
+      if (proxy === undefined)
+        onResponseHead(res, [], (status, contentType) => answered(counted, status, contentType));
+      else pageviews.set(res, counted);
+      return;
+    }
     const nowMs = now();
     const visitor = readVisitor(req.headers.cookie, view.search, nowMs);
     // Older visits of this browser get their fbp before the new visit is created, so the
     // tracker's "latest visit" is still the one that lacked it.
     const patched = patchFbp(visitor, view);
+    const body = initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor));
+    if (consent === 'granted') body.consent = 'granted';
     const pageview: Pageview = {
       cookies: visitorCookies(visitor, nowMs, scopeOf(view)),
-      body: initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor)),
+      body,
       view,
+      context: contextOf(view),
       patched,
     };
     if (proxy === undefined)
@@ -260,10 +292,10 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   function answered(pageview: Pageview, status: number, contentType: string | undefined): void {
     try {
       if (!isPageResponse(status, contentType)) return;
-      const { body, view, patched } = pageview;
+      const { body, context, patched } = pageview;
       // Without a patch to wait for (nearly always), no promise hop before the call.
-      if (patched === undefined) void tracker.init(body, contextOf(view));
-      else void patched.then(() => tracker.init(body, contextOf(view)));
+      if (patched === undefined) void tracker.init(body, context);
+      else void patched.then(() => tracker.init(body, context));
     } catch (error) {
       // Tracking never costs the page.
       log.error({ err: describe(error) }, 'tracking failed after the answer');
@@ -279,13 +311,22 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     res: ServerResponse,
     view: RequestView,
     ask: (
-      visitor: Visitor,
+      visitor: Pick<Visitor, 'tempId' | 'sessionId'>,
       context: TrackerCallContext & { referrer?: string | undefined },
       urgent: { deadline: number },
+      consent: 'granted' | 'denied' | undefined,
     ) => Promise<string | undefined>,
   ): Promise<void> {
     // One budget for everything the visitor waits on, whatever it takes.
     const urgent = { deadline: performance.now() + settings.inviteTimeoutMs };
+    const consent = consentOf(req);
+    if (consent === 'denied') {
+      // The click still leads to the channel, through a link of a visit of its own that keeps
+      // nothing of the visitor (its join is organic): no cookie, no id of the browser, no IP.
+      const ids = { tempId: randomUUID(), sessionId: randomUUID() };
+      await answerClick(res, await ask(ids, anonymousContext(view), urgent, 'denied'));
+      return;
+    }
     const nowMs = now();
     const visitor = readVisitor(req.headers.cookie, view.search, nowMs);
     const context = { ...contextOf(view), referrer: referrerOf(req) };
@@ -293,15 +334,19 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     if (visitor.tempIdIsNew || visitor.sessionIdIsNew) {
       // No visit for this session yet (a shared link, or 30 idle minutes on the page): record one
       // first, so the click has a visit to belong to. The only tracker call a visitor waits for.
-      await tracker.init(
-        initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor)),
-        context,
-        urgent,
-      );
+      const body = initBody(settings.websiteId, visitor, attributionOf(view, referrerOf(req), visitor));
+      if (consent === 'granted') body.consent = 'granted';
+      await tracker.init(body, context, urgent);
     } else {
       void patchFbp(visitor, view);
     }
-    const location = await ask(visitor, context, urgent);
+    await answerClick(
+      res,
+      await ask(visitor, context, urgent, consent === 'granted' ? 'granted' : undefined),
+    );
+  }
+
+  function answerClick(res: ServerResponse, location: string | undefined): void {
     if (res.destroyed) return;
     if (location !== undefined) sendRedirect(res, location);
     else if (settings.fallbackUrl !== undefined) sendRedirect(res, settings.fallbackUrl);
@@ -311,13 +356,14 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   /** `GET <entryPath>[?entry=ID]`: to the bot (or its Mini App) with a fresh payload, as `track/entry` hands it out. */
   function handleEntry(req: IncomingMessage, res: ServerResponse, view: RequestView): Promise<void> {
     const requested = new URLSearchParams(view.search).get('entry');
-    return handleClick(req, res, view, (visitor, context, urgent) =>
+    return handleClick(req, res, view, (visitor, context, urgent, consent) =>
       tracker.entry(
         {
           website: settings.websiteId,
           tid: visitor.tempId,
           sid: visitor.sessionId,
           ...(requested ? { entry: requested } : {}),
+          ...(consent === undefined ? {} : { consent }),
         },
         context,
         urgent,
@@ -330,13 +376,14 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
     // visitor gets the fallback): silently swapping in the default would send them elsewhere.
     const requested = new URLSearchParams(view.search).get('channel');
     const channel = requested !== null && requested !== '' ? requested : settings.channel;
-    return handleClick(req, res, view, (visitor, context, urgent) =>
+    return handleClick(req, res, view, (visitor, context, urgent, consent) =>
       tracker.invite(
         {
           website: settings.websiteId,
           tid: visitor.tempId,
           sid: visitor.sessionId,
           ...(channel === undefined ? {} : { channel }),
+          ...(consent === undefined ? {} : { consent }),
         },
         context,
         urgent,
@@ -386,6 +433,7 @@ export function createCapigramProxy(options: CapigramProxyOptions): CapigramProx
   };
   handler.pendingTrackerCalls = () => tracker.pending();
   handler.close = async ({ drainMs = 5_000 } = {}) => {
+    consentMode?.stop();
     await tracker.drain(drainMs);
     ownAgent?.destroy();
   };

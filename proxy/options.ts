@@ -79,6 +79,16 @@ export const proxySettingsSchema = z.object({
     .string()
     .regex(/^\.?[a-z0-9-]+(\.[a-z0-9-]+)*$/i, { error: 'cookieDomain must be a domain name' })
     .optional(),
+  /**
+   * The cookie holding the visitor's consent (`granted` or `denied`; docs/consent.md). Without the
+   * cookie, the site's consent mode decides: `required` sets and sends nothing identifying.
+   */
+  consentCookie: z
+    .string()
+    .regex(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/, { error: 'consentCookie must be a cookie name' })
+    .optional(),
+  /** How often the site's consent mode is asked again (`GET track/consent`). */
+  consentModeRefreshMs: positiveMs('consentModeRefreshMs').default(60_000),
   /** Per attempt, for background calls (`track/init`, `track/update-fbp`). */
   trackerTimeoutMs: positiveMs('trackerTimeoutMs').default(2_000),
   /** Attempts per background call; each retry reuses the same body and `visitRequestId`. */
@@ -134,6 +144,7 @@ const FLAGS = {
   'fallback-url': { env: 'PROXY_FALLBACK_URL', setting: 'fallbackUrl' },
   'change-origin': { env: 'PROXY_CHANGE_ORIGIN', setting: 'changeOrigin' },
   'cookie-domain': { env: 'PROXY_COOKIE_DOMAIN', setting: 'cookieDomain' },
+  'consent-cookie': { env: 'PROXY_CONSENT_COOKIE', setting: 'consentCookie' },
 } as const;
 
 export const PROXY_USAGE = `Usage: npm run proxy -- --upstream URL --tracker URL --website-id ID [options]
@@ -148,6 +159,7 @@ export const PROXY_USAGE = `Usage: npm run proxy -- --upstream URL --tracker URL
   --fallback-url URL    where invite clicks go when Capigram is unreachable (PROXY_FALLBACK_URL)
   --change-origin       send the upstream's host as Host         (PROXY_CHANGE_ORIGIN=true)
   --cookie-domain D     share cookies across subdomains of D     (PROXY_COOKIE_DOMAIN)
+  --consent-cookie NAME the cookie holding the visitor's consent, granted or denied (PROXY_CONSENT_COOKIE)
 
 TRUSTED_PROXIES (default loopback) lists the hops whose X-Forwarded-* headers are believed.
 LOG_LEVEL (default info) is the pino level.`;
@@ -184,6 +196,7 @@ export function parseProxyCli(argv: readonly string[], env: NodeJS.ProcessEnv): 
         'fallback-url': { type: 'string' },
         'change-origin': { type: 'boolean' },
         'cookie-domain': { type: 'string' },
+        'consent-cookie': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -225,6 +238,7 @@ export function parseProxyCli(argv: readonly string[], env: NodeJS.ProcessEnv): 
     entryPath: pick('entry-path'),
     fallbackUrl: pick('fallback-url'),
     cookieDomain: pick('cookie-domain'),
+    consentCookie: pick('consent-cookie'),
     changeOrigin: rawChangeOrigin === undefined ? false : /^(true|1)$/i.test(rawChangeOrigin),
     trustedProxies:
       env.TRUSTED_PROXIES === undefined || env.TRUSTED_PROXIES === '' ? undefined : env.TRUSTED_PROXIES,

@@ -278,6 +278,7 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   ): Promise<string | undefined> {
     const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
     if (query.channel !== undefined) search.set('channel', query.channel);
+    if (query.consent !== undefined) search.set('consent', query.consent);
     return click('invite', `/backend/track/invite?${search}`, context, urgent);
   }
 
@@ -288,6 +289,7 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
   ): Promise<string | undefined> {
     const search = new URLSearchParams({ website: query.website, tid: query.tid, sid: query.sid });
     if (query.entry !== undefined) search.set('entry', query.entry);
+    if (query.consent !== undefined) search.set('consent', query.consent);
     return click('entry', `/backend/track/entry?${search}`, context, urgent);
   }
 

@@ -35,6 +35,18 @@ const url = storableText(WIRE_LIMITS.url);
 const clickId = storableText(WIRE_LIMITS.clickId);
 const utm = storableText(WIRE_LIMITS.utm);
 
+/**
+ * The visitor's consent to tracking (docs/consent.md). Absent: the site's `--consent` mode decides
+ * (`implied`: granted; `required`: denied). A visit without consent is counted, and nothing
+ * identifying of it is stored or sent.
+ */
+export const consentSchema = z.enum(['granted', 'denied']);
+export type Consent = z.infer<typeof consentSchema>;
+
+/** A site's consent mode, as `GET track/consent` answers it (the proxy decides its cookies by it). */
+export const consentModeSchema = z.enum(['implied', 'required']);
+export type ConsentMode = z.infer<typeof consentModeSchema>;
+
 /** Optional attribution fields common to `track/init` and `track/direct-invite`. */
 export const attributionFieldsSchema = z.object({
   /** Full page URL the visitor saw, on the site's own host. */
@@ -72,6 +84,7 @@ export const trackInitBodySchema = z.object({
   sessionId: uuid,
   visitRequestId: uuid.optional(),
   gatewayRequestId: uuid.optional(),
+  consent: consentSchema.optional(),
   ...attributionFieldsSchema.shape,
 });
 export type TrackInitBody = z.infer<typeof trackInitBodySchema>;
@@ -96,6 +109,7 @@ export const trackDirectInviteBodySchema = z
     visitRequestId: uuid.optional(),
     gatewayRequestId: uuid.optional(),
     channelId: channelId.optional(),
+    consent: consentSchema.optional(),
     ...attributionFieldsSchema.shape,
   })
   // Either name carries the request id: legacy clients send only `gatewayRequestId`.
@@ -111,6 +125,8 @@ export const trackInviteQuerySchema = z.object({
   tid: uuid,
   sid: uuid,
   channel: channelId.optional(),
+  /** `denied`: a click without consent (its visit is recorded without identifiers, its join is organic). */
+  consent: consentSchema.optional(),
   /** `json`: answer 200 `{visitId, inviteUrl}` instead of the 302 (tracker.js, to fall back on its own). */
   format: z.literal('json').optional(),
 });
@@ -122,6 +138,7 @@ export const trackEntryQuerySchema = z.object({
   tid: uuid,
   sid: uuid,
   entry: channelId.optional(),
+  consent: consentSchema.optional(),
   /** `json`: answer 200 `{visitId, url}` instead of the 302 (tracker.js, to fall back on its own). */
   format: z.literal('json').optional(),
 });
@@ -129,6 +146,11 @@ export type TrackEntryQuery = z.infer<typeof trackEntryQuerySchema>;
 
 /** `POST track/app`: a Mini App reports its launch with Telegram's signed `initData`. */
 export const trackAppBodySchema = z.object({ initData: z.string().min(1).max(8192) });
+
+/** `GET /backend/track/consent?website=…`: the site's consent mode (the proxy asks it at start). */
+export const trackConsentQuerySchema = z.object({ website: websiteId });
+export const trackConsentResponseSchema = z.object({ consentMode: consentModeSchema });
+export type TrackConsentResponse = z.infer<typeof trackConsentResponseSchema>;
 
 /** 200 from `track/init`; a retry with the same `visitRequestId` returns the same `visitId`. */
 export const trackInitResponseSchema = z.object({

@@ -30,6 +30,20 @@ const TELEGRAM_ACTION_SOURCE_FLAG = {
   help: "how Telegram joins are reported to Meta (action_source), TikTok and Snapchat: website (default: with the visit's page and browser) or chat",
 } as const;
 
+const CONSENT_MODE_FLAG = {
+  type: 'string',
+  placeholder: 'implied|required',
+  field: 'consentMode',
+  help: 'how a visit that says nothing of consent counts: implied (default) as granted, required as denied (counted, nothing identifying stored or sent; docs/consent.md)',
+} as const;
+
+const LIMITED_DATA_USE_FLAG = {
+  type: 'string',
+  placeholder: 'on|off',
+  field: 'limitedDataUse',
+  help: "Meta's Limited Data Use (data_processing_options LDU) and TikTok's limited_data_use on every event; default off",
+} as const;
+
 export const siteCommands = [
   defineCommand({
     group: 'site',
@@ -56,6 +70,8 @@ export const siteCommands = [
       'google-ad-user-data': GOOGLE_CONSENT_FLAG,
       'default-country': DEFAULT_COUNTRY_FLAG,
       'telegram-action-source': TELEGRAM_ACTION_SOURCE_FLAG,
+      consent: CONSENT_MODE_FLAG,
+      'limited-data-use': LIMITED_DATA_USE_FLAG,
     },
     notes: ['The websiteId printed is public: it goes into tracker.js and the proxy (--website-id).'],
     async run({ deps }, v) {
@@ -67,6 +83,8 @@ export const siteCommands = [
         googleAdUserData: v['google-ad-user-data'] as 'granted' | undefined,
         defaultCountry: v['default-country'],
         telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
+        consentMode: v.consent as 'implied' | undefined,
+        limitedDataUse: v['limited-data-use'] as 'on' | undefined,
       });
       return {
         json: out,
@@ -115,6 +133,8 @@ export const siteCommands = [
         placeholder: 'URL',
         help: "the site's address (http or https), reported to the ad platforms as the page of an /r/ click",
       },
+      consent: CONSENT_MODE_FLAG,
+      'limited-data-use': LIMITED_DATA_USE_FLAG,
     },
     check(v) {
       if (
@@ -124,7 +144,9 @@ export const siteCommands = [
         v['google-ad-user-data'] === undefined &&
         v['default-country'] === undefined &&
         v['telegram-action-source'] === undefined &&
-        v.url === undefined
+        v.url === undefined &&
+        v.consent === undefined &&
+        v['limited-data-use'] === undefined
       ) {
         throw new UsageError(`nothing to change: give ${UPDATE_FLAGS}`);
       }
@@ -139,12 +161,14 @@ export const siteCommands = [
         defaultCountry: v['default-country'],
         telegramActionSource: v['telegram-action-source'] as 'website' | undefined,
         url: v.url,
+        consentMode: v.consent as 'implied' | undefined,
+        limitedDataUse: v['limited-data-use'] as 'on' | undefined,
       });
       const consent =
         out.googleAdUserData === null
           ? ''
           : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
-      const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}${out.url === null ? '' : `\n  url: ${out.url}`}`;
+      const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}${out.consentMode === 'required' ? '\n  consent: required' : ''}${out.limitedDataUse ? '\n  limited data use: on' : ''}${out.url === null ? '' : `\n  url: ${out.url}`}`;
       return {
         json: { ...out },
         human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}`,

@@ -71,6 +71,11 @@ export interface SendSubjectRow {
   telegram_action_source: string | null;
   /** The site's Google ad-user-data consent (`GRANTED`/`DENIED`), null when it sets none. */
   google_ad_user_data: string | null;
+  /** The business event's own consent (`GRANTED`/`DENIED`), null when it gave none (docs/consent.md). */
+  ad_user_data_consent?: string | null;
+  ad_personalization_consent?: string | null;
+  /** The site's `--limited-data-use`. */
+  limited_data_use?: boolean | null;
 }
 
 export const SEND_SUBJECT_SQL = `
@@ -80,7 +85,8 @@ export const SEND_SUBJECT_SQL = `
          c.source, l.external_user_id AS lead_external_user_id,
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
          v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.ttp, v.scid, v.created_at AS v_created_at,
-         v.kind AS v_kind, st.url AS site_url, st.domains[1] AS site_domain, st.google_ad_user_data, st.telegram_action_source
+         v.kind AS v_kind, st.url AS site_url, st.domains[1] AS site_domain, st.google_ad_user_data, st.telegram_action_source,
+         c.ad_user_data_consent, c.ad_personalization_consent, st.limited_data_use
   FROM sends s
   LEFT JOIN conversions c ON c.id = s.conversion_id
   LEFT JOIN leads l ON l.id = c.lead_id
@@ -224,6 +230,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
       ttp: row.ttp,
       scid: row.scid,
       hashed: {},
+      ...limitedDataUseOf(row),
     };
   }
   if (row.event_type === null || !CONVERSION_TYPES.has(row.event_type) || row.event_time === null) {
@@ -231,8 +238,11 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
   }
   const o = row.api_visit_override;
   const eventSourceUrl = first(conversionPageUrl(row), visitPageUrl(row), field(o, 'eventSourceUrl'));
-  const userAgent = first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent'));
-  const hashed = hashedPiiOf(row.pii_hashed);
+  // Without consent to the use of the user's data, no PII, IP or User-Agent of the event leaves,
+  // for any platform: it is withheld here, before any adapter sees the event (docs/consent.md).
+  const withheld = consentOf(row.ad_user_data_consent ?? null) === 'DENIED';
+  const userAgent = withheld ? null : first(row.c_user_agent, row.v_user_agent, field(o, 'userAgent'));
+  const hashed = withheld ? {} : hashedPiiOf(row.pii_hashed);
   return {
     eventId: row.event_id,
     eventType: row.event_type as EventType,
@@ -245,7 +255,7 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     ),
     eventSourceUrl,
     referrer: row.referrer,
-    clientIp: first(row.c_client_ip, row.v_client_ip, field(o, 'clientIp')),
+    clientIp: withheld ? null : first(row.c_client_ip, row.v_client_ip, field(o, 'clientIp')),
     userAgent,
     fbc: first(row.fbc, field(o, 'fbc'), fbcFromHref(row.href, row.v_created_at?.getTime() ?? null)),
     fbp: first(row.fbp, field(o, 'fbp')),
@@ -253,24 +263,29 @@ export function eventFromRow(row: SendSubjectRow): DeliveryEvent {
     gbraid: first(row.gbraid, field(o, 'gbraid')),
     wbraid: first(row.wbraid, field(o, 'wbraid')),
     // Google wants the device's IP on the landing page: the visit's (or a cold lead's supplied one).
-    landingIp: first(row.v_client_ip, field(o, 'clientIp')),
+    landingIp: withheld ? null : first(row.v_client_ip, field(o, 'clientIp')),
     ttclid: first(row.ttclid, field(o, 'ttclid')),
     sccid: first(row.sccid, field(o, 'sccid')),
     ttp: first(row.ttp, field(o, 'ttp')),
     scid: first(row.scid, field(o, 'scid')),
     hashed,
-    externalIds: externalIdsFor(
-      hashed,
-      [row.external_user_id, row.lead_external_user_id],
-      row.telegram_user_id,
-    ),
+    externalIds: withheld
+      ? []
+      : externalIdsFor(hashed, [row.external_user_id, row.lead_external_user_id], row.telegram_user_id),
     value: row.value,
     currency: row.currency === null ? null : row.currency.trim(),
     contentName: row.content_name,
     orderId: row.order_id ?? row.conversion_id,
     businessOrderId: row.order_id,
-    adUserDataConsent: consentOf(row.google_ad_user_data),
+    adUserDataConsent: consentOf(row.ad_user_data_consent ?? null) ?? consentOf(row.google_ad_user_data),
+    adPersonalizationConsent: consentOf(row.ad_personalization_consent ?? null),
+    ...limitedDataUseOf(row),
   };
+}
+
+/** Set only when the site asks for it, so an event of any other site reads as before. */
+function limitedDataUseOf(row: Pick<SendSubjectRow, 'limited_data_use'>): { limitedDataUse?: true } {
+  return row.limited_data_use === true ? { limitedDataUse: true } : {};
 }
 
 function consentOf(v: string | null): 'GRANTED' | 'DENIED' | null {

@@ -67,6 +67,14 @@ function metaEvent(e: DeliveryEvent) {
       content_name: opt(e.contentName),
       order_id: opt(e.businessOrderId),
     }),
+    // Limited Data Use, its country and state left to Meta's geolocation (0, 0).
+    ...(e.limitedDataUse === true
+      ? {
+          data_processing_options: ['LDU'],
+          data_processing_options_country: 0,
+          data_processing_options_state: 0,
+        }
+      : {}),
   };
 }
 

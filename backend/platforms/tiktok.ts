@@ -62,6 +62,8 @@ function tiktokEvent(e: DeliveryEvent) {
       content_name: opt(e.contentName),
       order_id: opt(e.businessOrderId),
     }),
+    // Events API 2.0 takes it per event, beside `user` and `properties`.
+    ...(e.limitedDataUse === true ? { limited_data_use: true } : {}),
   };
 }
 

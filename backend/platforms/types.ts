@@ -104,6 +104,8 @@ export interface DeliveryEvent {
   scid?: string | null;
   /** Defaults to `website`. */
   actionSource?: ActionSource;
+  /** The site's `--limited-data-use`: Meta's Limited Data Use, TikTok's `limited_data_use` (docs/consent.md). */
+  limitedDataUse?: boolean;
   hashed: HashedPii;
   /**
    * Every external id of the lead, as digests: the CRM's (normalised as Meta's parameter builder

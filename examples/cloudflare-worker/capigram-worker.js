@@ -1,7 +1,9 @@
 // capigram-worker.js — Cloudflare Worker on the site's route (e.g. shop.example.com/*).
 // Variables: CAPIGRAM_TRACKER_URL, CAPIGRAM_WEBSITE_ID; optional CAPIGRAM_CHANNEL_ID,
 // CAPIGRAM_INVITE_PATH (default /capigram/invite), CAPIGRAM_FALLBACK_URL, CAPIGRAM_UPSTREAM
-// (an origin URL; unset: the zone's own origin).
+// (an origin URL; unset: the zone's own origin), CAPIGRAM_CONSENT_COOKIE (the cookie holding the
+// visitor's consent, granted or denied) and CAPIGRAM_CONSENT_REQUIRED (true when the site's
+// --consent is required: a visitor without that cookie has not consented; docs/consent.md).
 // Secret: CAPIGRAM_FORWARDER_KEY, from `npm run admin -- forwarder create --site <site>`: it tells
 // Capigram that the visitor IP this Worker forwards is its word (Cloudflare's egress ranges are
 // shared by every Cloudflare customer, so they must never be trusted for that).
@@ -16,7 +18,7 @@ export default {
     const invitePath = env.CAPIGRAM_INVITE_PATH || '/capigram/invite';
     if (request.method === 'GET' && url.pathname === invitePath) return invite(request, url, env, ctx);
 
-    const visitor = isNavigation(request, url) ? readVisitor(request, url) : null;
+    const visitor = isNavigation(request, url) ? readVisitor(request, url, env) : null;
     const upstream = await fetch(toOrigin(request, url, env));
     if (visitor === null) return upstream;
 
@@ -93,9 +95,27 @@ function sameClick(recorded, fbclid) {
   return recorded === fbclid || recorded.indexOf(`${fbclid}.`) === 0;
 }
 
-function readVisitor(request, url) {
+/** The visitor's consent: 'granted', 'denied', or '' (implied). */
+function consentOf(c, env) {
+  if (!env.CAPIGRAM_CONSENT_COOKIE) return '';
+  const said = c[env.CAPIGRAM_CONSENT_COOKIE];
+  if (said === 'granted' || said === 'denied') return said;
+  return env.CAPIGRAM_CONSENT_REQUIRED === 'true' ? 'denied' : '';
+}
+
+function readVisitor(request, url, env) {
   const c = cookiesOf(request);
-  const v = { cookies: [] };
+  const consent = consentOf(c, env);
+  // Without consent the visit is only counted: no cookie set or read, nothing of the visitor sent.
+  if (consent === 'denied')
+    return {
+      cookies: [],
+      denied: true,
+      tid: crypto.randomUUID(),
+      sid: crypto.randomUUID(),
+      visitRequestId: crypto.randomUUID(),
+    };
+  const v = { cookies: [], consent };
   v.tidIsNew = !UUID.test(c.capigram_tid || '');
   v.sidIsNew = !UUID.test(c.capigram_sid || '');
   v.tid = v.tidIsNew ? crypto.randomUUID() : c.capigram_tid.toLowerCase();
@@ -121,9 +141,11 @@ function readVisitor(request, url) {
   return v;
 }
 
-function clientHeaders(request, url, env) {
-  const h = { Origin: url.origin, 'X-Capigram-Client-IP': request.headers.get('CF-Connecting-IP') || '' };
+function clientHeaders(request, url, env, anonymous) {
+  const h = { Origin: url.origin };
   if (env.CAPIGRAM_FORWARDER_KEY) h['X-Capigram-Forwarder-Key'] = env.CAPIGRAM_FORWARDER_KEY;
+  if (anonymous) return h;
+  h['X-Capigram-Client-IP'] = request.headers.get('CF-Connecting-IP') || '';
   const ua = request.headers.get('User-Agent');
   if (ua) h['X-Capigram-Client-User-Agent'] = ua;
   return h;
@@ -133,7 +155,18 @@ function initBody(request, url, env, v) {
   const q = url.searchParams;
   const clip = (value, max) => (value ? value.slice(0, max) : undefined);
   const id = (value) => (value && value.length <= 512 ? value : undefined);
+  if (v.denied)
+    return {
+      websiteId: env.CAPIGRAM_WEBSITE_ID,
+      tempId: v.tid,
+      sessionId: v.sid,
+      visitRequestId: v.visitRequestId,
+      consent: 'denied',
+      href: clip(url.origin + url.pathname, 2048),
+      landingPage: clip(url.pathname, 2048),
+    };
   return {
+    consent: v.consent === 'granted' ? 'granted' : undefined,
     websiteId: env.CAPIGRAM_WEBSITE_ID,
     tempId: v.tid,
     sessionId: v.sid,
@@ -167,7 +200,10 @@ async function post(env, request, url, path, body) {
     try {
       const res = await fetch(tracker + path, {
         method: 'POST',
-        headers: { ...clientHeaders(request, url, env), 'Content-Type': 'application/json' },
+        headers: {
+          ...clientHeaders(request, url, env, body.consent === 'denied'),
+          'Content-Type': 'application/json',
+        },
         body: payload,
         signal: AbortSignal.timeout(2000),
       });
@@ -191,19 +227,22 @@ async function patchFbp(request, url, env, v) {
 }
 
 async function invite(request, url, env, ctx) {
-  const v = readVisitor(request, url);
+  const v = readVisitor(request, url, env);
   const headers = new Headers({ 'Cache-Control': 'no-store' });
   for (const cookie of v.cookies) headers.append('Set-Cookie', cookie);
   try {
-    if (v.tidIsNew || v.sidIsNew)
+    // Without consent: still to the channel, through a link of a visit of its own that keeps nothing.
+    if (!v.denied && (v.tidIsNew || v.sidIsNew))
       await post(env, request, url, '/backend/track/init', initBody(request, url, env, v));
-    else ctx.waitUntil(patchFbp(request, url, env, v));
+    else if (!v.denied) ctx.waitUntil(patchFbp(request, url, env, v));
     const query = new URLSearchParams({ website: env.CAPIGRAM_WEBSITE_ID, tid: v.tid, sid: v.sid });
     const channel = url.searchParams.get('channel') || env.CAPIGRAM_CHANNEL_ID;
     if (channel) query.set('channel', channel);
-    const forward = clientHeaders(request, url, env);
+    if (v.denied) query.set('consent', 'denied');
+    else if (v.consent === 'granted') query.set('consent', 'granted');
+    const forward = clientHeaders(request, url, env, v.denied);
     const referer = request.headers.get('Referer');
-    if (referer) forward.Referer = referer;
+    if (referer && !v.denied) forward.Referer = referer;
     const tracker = env.CAPIGRAM_TRACKER_URL.replace(/\/+$/, '');
     const res = await fetch(`${tracker}/backend/track/invite?${query}`, {
       headers: forward,

@@ -4,6 +4,8 @@ const TRACKER = 'https://capigram.example.net'; // Capigram's site URL (PUBLIC_U
 const WEBSITE_ID = 'ws_your_public_id'; // the site's public websiteId
 const CHANNEL = ''; // default channel for invites ('' = site default)
 const FALLBACK = ''; // where invite clicks go if Capigram is unreachable
+const CONSENT_COOKIE = ''; // the cookie holding the visitor's consent, granted or denied ('' = none)
+const CONSENT_REQUIRED = false; // true when the site's --consent is required: no cookie = no consent
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const ASSET =
   /\.(js|mjs|css|map|json|xml|txt|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|eot|mp4|webm|mp3|pdf|zip|wasm)$/i;
@@ -74,10 +76,29 @@ function sameClick(recorded, fbclid) {
   return recorded === fbclid || recorded.indexOf(`${fbclid}.`) === 0;
 }
 
+/** The visitor's consent (docs/consent.md): 'granted', 'denied', or '' (implied). */
+function consentOf(c) {
+  if (!CONSENT_COOKIE) return '';
+  const said = c[CONSENT_COOKIE];
+  if (said === 'granted' || said === 'denied') return said;
+  return CONSENT_REQUIRED ? 'denied' : '';
+}
+
 function plan(r) {
   const invite = r.uri === '/capigram/invite' && r.method === 'GET';
   if (!invite && !isNavigation(r)) return '{}';
   const c = cookies(r);
+  const consent = consentOf(c);
+  // Without consent the visit is only counted: no cookie set or read, nothing of the visitor sent.
+  if (consent === 'denied')
+    return JSON.stringify({
+      invite: invite,
+      cookies: [],
+      denied: true,
+      tid: uuid(),
+      sid: uuid(),
+      visitRequestId: uuid(),
+    });
   const secure = r.variables.scheme === 'https';
   const p = { invite: invite, cookies: [] };
   p.tidIsNew = !UUID.test(c.capigram_tid || '');
@@ -104,6 +125,7 @@ function plan(r) {
   p.patchFbp = Boolean(p.fbp) && !p.tidIsNew && !known;
   if (p.fbp && !known) p.cookies.push(cookie('capigram_fbpp', p.tid, 31536000, secure));
   p.visitRequestId = uuid();
+  p.consent = consent;
   return JSON.stringify(p);
 }
 
@@ -113,12 +135,10 @@ function setCookie(i) {
   return (r) => (JSON.parse(r.variables.capigram_visit || '{}').cookies || [])[i] || '';
 }
 
-function headers(r, json) {
-  const h = {
-    'X-Capigram-Client-IP': r.remoteAddress,
-    Origin: `${r.variables.scheme}://${r.variables.host}`,
-  };
-  if (r.headersIn['User-Agent']) h['X-Capigram-Client-User-Agent'] = r.headersIn['User-Agent'];
+function headers(r, json, anonymous) {
+  const h = { Origin: `${r.variables.scheme}://${r.variables.host}` };
+  if (!anonymous) h['X-Capigram-Client-IP'] = r.remoteAddress;
+  if (!anonymous && r.headersIn['User-Agent']) h['X-Capigram-Client-User-Agent'] = r.headersIn['User-Agent'];
   if (json) h['Content-Type'] = 'application/json';
   return h;
 }
@@ -128,7 +148,18 @@ function initBody(r, p) {
   const pick = (v, max) => (v ? String(v).slice(0, max) : undefined);
   const id = (v) => (v && String(v).length <= 512 ? String(v) : undefined);
   const target = r.variables.request_uri;
+  if (p.denied)
+    return JSON.stringify({
+      websiteId: WEBSITE_ID,
+      tempId: p.tid,
+      sessionId: p.sid,
+      visitRequestId: p.visitRequestId,
+      consent: 'denied',
+      href: pick(`${r.variables.scheme}://${r.variables.host}${target.split('?')[0]}`, 2048),
+      landingPage: pick(target.split('?')[0], 2048),
+    });
   return JSON.stringify({
+    consent: p.consent === 'granted' ? 'granted' : undefined,
     websiteId: WEBSITE_ID,
     tempId: p.tid,
     sessionId: p.sid,
@@ -156,10 +187,14 @@ function initBody(r, p) {
 
 // Up to 3 attempts with the same body (and visitRequestId). A timeout is not retried: nginx keeps
 // the client's connection until the mirror ends, so a stalled tracker must cost one timeout at most.
-async function post(r, path, body) {
+async function post(r, path, body, anonymous) {
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
-      const res = await ngx.fetch(TRACKER + path, { method: 'POST', headers: headers(r, true), body: body });
+      const res = await ngx.fetch(TRACKER + path, {
+        method: 'POST',
+        headers: headers(r, true, anonymous),
+        body: body,
+      });
       if (res.status < 500 && res.status !== 429) return;
       r.warn(`capigram ${path}: HTTP ${res.status}`);
     } catch (e) {
@@ -179,7 +214,7 @@ async function pageview(r) {
         '/backend/track/update-fbp',
         JSON.stringify({ websiteId: WEBSITE_ID, tempId: p.tid, fbp: p.fbp }),
       );
-    await post(r, '/backend/track/init', initBody(r, p));
+    await post(r, '/backend/track/init', initBody(r, p), p.denied);
   }
   r.return(204);
 }
@@ -189,7 +224,8 @@ async function invite(r) {
   r.headersOut['Set-Cookie'] = p.cookies;
   r.headersOut['Cache-Control'] = 'no-store';
   try {
-    if (p.tidIsNew || p.sidIsNew) await post(r, '/backend/track/init', initBody(r, p));
+    // Without consent: still to the channel, through a link of a visit of its own that keeps nothing.
+    if (!p.denied && (p.tidIsNew || p.sidIsNew)) await post(r, '/backend/track/init', initBody(r, p));
     else if (p.patchFbp)
       post(
         r,
@@ -204,9 +240,10 @@ async function invite(r) {
       p.tid +
       '&sid=' +
       p.sid +
-      (channel ? `&channel=${encodeURIComponent(channel)}` : '');
-    const h = headers(r, false);
-    if (r.headersIn.Referer) h.Referer = r.headersIn.Referer;
+      (channel ? `&channel=${encodeURIComponent(channel)}` : '') +
+      (p.denied ? '&consent=denied' : p.consent === 'granted' ? '&consent=granted' : '');
+    const h = headers(r, false, p.denied);
+    if (r.headersIn.Referer && !p.denied) h.Referer = r.headersIn.Referer;
     const res = await ngx.fetch(`${TRACKER}/backend/track/invite?${query}`, { headers: h });
     const location = res.headers.get('Location');
     if (res.status >= 300 && res.status < 400 && /^(https?|tg):/i.test(location || ''))

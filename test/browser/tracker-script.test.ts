@@ -249,9 +249,13 @@ describe('tracker.js with a Meta pixel on the page', () => {
       { timeout: 10_000 },
     );
     const calls = await page.evaluate(() => (window as unknown as { fbqCalls: unknown[] }).fbqCalls);
-    const exposed = await page.evaluate(
-      () => (window as unknown as { capigram: { visitId: string; pageViewEventId: string } }).capigram,
-    );
+    // `window.capigram` is the page's command function (docs/consent.md), carrying the visit.
+    const exposed = await page.evaluate(() => {
+      const { visitId, pageViewEventId } = (
+        window as unknown as { capigram: { visitId: string; pageViewEventId: string } }
+      ).capigram;
+      return { visitId, pageViewEventId };
+    });
     const { rows } = await w.db.pool.query<{ id: string; ttp: string | null; scid: string | null }>(
       "SELECT id, ttp, scid FROM visits WHERE site_id = $1 AND landing_page = '/pixel'",
       [siteId],

@@ -53,6 +53,8 @@ describe('site update', () => {
       defaultCountry: null,
       telegramActionSource: 'website',
       url: null,
+      consentMode: 'implied',
+      limitedDataUse: false,
     });
     expect(await row()).toEqual({ domains: out.domains, dedup_window_seconds: 3600 });
   });
@@ -66,6 +68,8 @@ describe('site update', () => {
       defaultCountry: null,
       telegramActionSource: 'website',
       url: null,
+      consentMode: 'implied',
+      limitedDataUse: false,
     });
     const r = await w.run('site', 'update', '--site', siteId, '--dedup-window-seconds', '0');
     expect(r.code, r.stderr).toBe(0);
@@ -190,6 +194,33 @@ describe('site update', () => {
     const many = Array.from({ length: 50 }, (_, i) => ['--add-domain', `d${i}.example.com`]).flat();
     expect(await w.refused('site', 'update', '--site', siteId, ...many)).toBe(
       'error: --add-domain: a site has at most 50 domains\n',
+    );
+  });
+
+  it('sets the consent mode and limited data use, and refuses values it does not know', async () => {
+    const out = await w.ok(
+      'site',
+      'update',
+      '--site',
+      siteId,
+      '--consent',
+      'required',
+      '--limited-data-use',
+      'on',
+    );
+    expect(out).toMatchObject({ siteId, consentMode: 'required', limitedDataUse: true });
+    const stored = await w.db.pool.query('SELECT consent_mode, limited_data_use FROM sites WHERE id = $1', [
+      siteId,
+    ]);
+    expect(stored.rows[0]).toEqual({ consent_mode: 'required', limited_data_use: true });
+    const back = await w.ok('site', 'update', '--site', siteId, '--limited-data-use', 'off');
+    expect(back).toMatchObject({ consentMode: 'required', limitedDataUse: false });
+    await w.ok('site', 'update', '--site', siteId, '--consent', 'implied');
+    expect(await w.refused('site', 'update', '--site', siteId, '--consent', 'maybe')).toMatch(
+      /implied or required/,
+    );
+    expect(await w.refused('site', 'update', '--site', siteId, '--limited-data-use', 'yes')).toMatch(
+      /on or off/,
     );
   });
 });

@@ -272,6 +272,60 @@ describe('eventFromRow', () => {
     expect(eventFromRow(row({})).adUserDataConsent).toBeNull();
   });
 
+  it("the event's own consent wins over the site's, and adPersonalization is the event's alone", () => {
+    const table: [Partial<SendSubjectRow>, 'GRANTED' | 'DENIED' | null, 'GRANTED' | 'DENIED' | null][] = [
+      [{ google_ad_user_data: 'DENIED', ad_user_data_consent: 'GRANTED' }, 'GRANTED', null],
+      [{ google_ad_user_data: 'GRANTED', ad_user_data_consent: null }, 'GRANTED', null],
+      [{ ad_user_data_consent: 'DENIED', ad_personalization_consent: 'GRANTED' }, 'DENIED', 'GRANTED'],
+      [{}, null, null],
+    ];
+    for (const [over, adUserData, adPersonalization] of table) {
+      const e = eventFromRow(row(over));
+      expect([e.adUserDataConsent, e.adPersonalizationConsent], JSON.stringify(over)).toEqual([
+        adUserData,
+        adPersonalization,
+      ]);
+    }
+  });
+
+  it('without consent to the user data, the event carries no PII, IP, User-Agent or external id, whatever the source', () => {
+    const full = {
+      ...visit,
+      pii_hashed: { em: 'a'.repeat(64), phE164: 'b'.repeat(64) },
+      external_user_id: 'crm-1',
+      telegram_user_id: 777,
+      c_client_ip: '198.51.100.1',
+      c_user_agent: 'RequestUA',
+      api_visit_override: override,
+    };
+    const e = eventFromRow(row({ ...full, ad_user_data_consent: 'DENIED' }));
+    expect(e).toMatchObject({
+      hashed: {},
+      externalIds: [],
+      clientIp: null,
+      landingIp: null,
+      userAgent: null,
+      actionSource: 'system_generated',
+      fbc: 'fb.1.1.x',
+      gclid: 'g',
+    });
+    const granted = eventFromRow(row({ ...full, ad_user_data_consent: 'GRANTED' }));
+    expect(granted).toMatchObject({
+      clientIp: '198.51.100.1',
+      userAgent: 'RequestUA',
+      hashed: { em: 'a'.repeat(64) },
+    });
+    expect(granted.externalIds).toHaveLength(2);
+  });
+
+  it('marks the events of a site with limited data use, and only those', () => {
+    expect(eventFromRow(row({ limited_data_use: true })).limitedDataUse).toBe(true);
+    expect(eventFromRow(row({ ...visit, conversion_id: null, limited_data_use: true })).limitedDataUse).toBe(
+      true,
+    );
+    expect(eventFromRow(row({ limited_data_use: false })).limitedDataUse).toBeUndefined();
+  });
+
   it('refuses a row without a usable subject', () => {
     expect(() => eventFromRow(row({ conversion_id: null }))).toThrow(/has no subject/);
     expect(() => eventFromRow(row({ event_type: 'Unknown' }))).toThrow(/no usable event type/);

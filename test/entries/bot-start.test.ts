@@ -255,3 +255,34 @@ describe('entry click → /start → Meta', () => {
     expect((await navigate(`/backend/track/entry?${unknown}`, { origin: ORIGIN })).status).toBe(404);
   });
 });
+
+describe('an entry click without consent (docs/consent.md)', () => {
+  it('still opens the bot, and the /start it leads to sends nothing', async () => {
+    const q = new URLSearchParams({
+      website: w.websiteId,
+      tid: crypto.randomUUID(),
+      sid: crypto.randomUUID(),
+      consent: 'denied',
+    });
+    const res = await fetch(`${w.app.url}/backend/track/entry?${q}`, {
+      redirect: 'manual',
+      headers: { referer: `${ORIGIN}/landing?fbclid=IwAR_denied`, 'x-capigram-client-ip': '203.0.113.250' },
+    });
+    expect(res.status).toBe(302);
+    const location = res.headers.get('location')!;
+    const user = { id: 777_300_099 };
+    expect((await start(user, payloadOf(location))).status).toBe(200);
+    await settled(w);
+    expect(await conversionsOf(w, user.id)).toEqual([]);
+    const { rows } = await w.db.pool.query<{
+      consented: boolean;
+      client_ip: string | null;
+      href: string | null;
+    }>(
+      `SELECT v.consented, v.client_ip, v.href FROM entry_clicks k JOIN visits v ON v.id = k.visit_id
+       WHERE k.used_by = $1`,
+      [user.id],
+    );
+    expect(rows).toEqual([{ consented: false, client_ip: null, href: `${ORIGIN}/landing` }]);
+  });
+});

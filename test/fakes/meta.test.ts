@@ -225,3 +225,53 @@ describe("Meta CAPI fake: injected failures in Meta's shape", () => {
     expect((await call(endpoint(), { json: { data: [event()] } })).status).toBe(200);
   });
 });
+
+describe('Meta CAPI fake: Limited Data Use', () => {
+  it('accepts LDU with country and state (0: geolocated; 1, 1000: the US, California) and an empty array', async () => {
+    const ok = [
+      {
+        data_processing_options: ['LDU'],
+        data_processing_options_country: 0,
+        data_processing_options_state: 0,
+      },
+      {
+        data_processing_options: ['LDU'],
+        data_processing_options_country: 1,
+        data_processing_options_state: 1000,
+      },
+      { data_processing_options: [] },
+    ];
+    for (const fields of ok) {
+      const res = await call(endpoint(), { json: { data: [event(fields)] } });
+      expect(res.status, JSON.stringify(fields)).toBe(200);
+    }
+    expect(meta.events()).toHaveLength(3);
+  });
+
+  it('refuses LDU in the wrong shape, without its country, or a country without it', async () => {
+    const bad: [Record<string, unknown>, string][] = [
+      [{ data_processing_options: 'LDU', data_processing_options_country: 0 }, 'data_processing_options'],
+      [{ data_processing_options: ['ldu'], data_processing_options_country: 0 }, 'data_processing_options'],
+      [{ data_processing_options: ['LDU'] }, 'data_processing_options_country'],
+      [
+        { data_processing_options: ['LDU'], data_processing_options_country: '0' },
+        'data_processing_options_country',
+      ],
+      [
+        {
+          data_processing_options: ['LDU'],
+          data_processing_options_country: 0,
+          data_processing_options_state: 7,
+        },
+        'data_processing_options_state',
+      ],
+      [{ data_processing_options_country: 0 }, 'data_processing_options_country'],
+    ];
+    for (const [fields, field] of bad) {
+      const res = await call(endpoint(), { json: { data: [event(fields)] } });
+      expect(res.status, JSON.stringify(fields)).toBe(400);
+      expect(JSON.stringify(res.body)).toContain(field);
+    }
+    expect(meta.events()).toEqual([]);
+  });
+});

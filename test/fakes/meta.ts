@@ -247,6 +247,40 @@ export class MetaFake extends FakeServer {
       );
     }
     this.validateCustomData(e.custom_data, e.event_name, at);
+    this.validateDataProcessing(e, at);
+  }
+
+  /**
+   * Limited Data Use as Meta documents it: `data_processing_options` an array holding `LDU` (or
+   * empty, for none); with `LDU`, `data_processing_options_country` 0 (Meta geolocates) or 1 (the
+   * US) and `data_processing_options_state` 0 (geolocated) or a US state code (1000 California
+   * and the codes after it), the state never without the country.
+   */
+  private validateDataProcessing(e: Record<string, unknown>, at: string): void {
+    const options = e.data_processing_options;
+    const country = e.data_processing_options_country;
+    const state = e.data_processing_options_state;
+    if (options === undefined) {
+      if (country !== undefined || state !== undefined)
+        throw new Invalid(
+          `Invalid parameter: ${at}.data_processing_options_country and _state need data_processing_options`,
+        );
+      return;
+    }
+    if (!Array.isArray(options) || options.some((o) => o !== 'LDU'))
+      throw new Invalid(
+        `Invalid parameter: ${at}.data_processing_options must be an array of "LDU" or empty`,
+      );
+    if (options.length === 0) return;
+    if (!(country === 0 || country === 1))
+      throw new Invalid(`Invalid parameter: ${at}.data_processing_options_country must be 0 or 1 with LDU`);
+    if (
+      state !== undefined &&
+      !(state === 0 || (Number.isInteger(state) && (state as number) >= 1000 && (state as number) < 1100))
+    )
+      throw new Invalid(
+        `Invalid parameter: ${at}.data_processing_options_state must be 0 or a US state code`,
+      );
   }
 
   private validateTime(t: unknown, at: string): void {

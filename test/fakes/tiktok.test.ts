@@ -181,3 +181,25 @@ describe('TikTok Events API fake', () => {
     expect(res.body).toContain('502 Bad Gateway');
   });
 });
+
+describe('TikTok Events API fake: limited data use', () => {
+  it('takes limited_data_use as a boolean on the event, and refuses it anywhere else or as anything else', async () => {
+    const ok = await track(
+      batch([event({ limited_data_use: true }), event({ event_id: 'x2', limited_data_use: false })]),
+    );
+    expect(ok.body.code).toBe(0);
+    expect(tiktok.events()).toHaveLength(2);
+    tiktok.reset();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ limited_data_use: 'true' }, 'limited_data_use'],
+      [{ limited_data_use: 1 }, 'limited_data_use'],
+      [{ properties: { limited_data_use: true } }, 'properties.limited_data_use'],
+    ];
+    for (const [fields, field] of cases) {
+      const res = await track(batch([event(fields)]));
+      expect(res.body.code).toBe(40002);
+      expect(res.body.message).toContain(field);
+    }
+    expect(tiktok.events()).toEqual([]);
+  });
+});

@@ -181,6 +181,14 @@ export class TikTokFake extends FakeServer {
     }
     if (p?.order_id !== undefined && (typeof p.order_id !== 'string' || p.order_id === ''))
       throw new Invalid(`${at}.properties.order_id: Not a valid string.`);
+    // Events API 2.0: a boolean on the event (not in `user` or `properties`).
+    if (e.limited_data_use !== undefined && typeof e.limited_data_use !== 'boolean')
+      throw new Invalid(`${at}.limited_data_use: Not a valid boolean.`);
+    for (const nested of ['user', 'properties'] as const) {
+      const o = e[nested];
+      if (isRecord(o) && o.limited_data_use !== undefined)
+        throw new Invalid(`${at}.${nested}.limited_data_use: Unknown field.`);
+    }
   }
 
   protected failureReply(kind: ReplyFailure): Reply {

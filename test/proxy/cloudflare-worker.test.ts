@@ -227,6 +227,62 @@ describe('the Cloudflare Worker recipe', () => {
   });
 });
 
+describe('the Cloudflare Worker recipe with a consent cookie (docs/consent.md)', () => {
+  beforeEach(() => {
+    env.CAPIGRAM_CONSENT_COOKIE = 'cookie_consent';
+    env.CAPIGRAM_CONSENT_REQUIRED = 'true';
+  });
+
+  it('without consent: no cookie, no _fbp patch, a count with nothing of the visitor', async () => {
+    const res = await run('/landing?fbclid=IwAR_w&utm_source=w', {
+      headers: {
+        accept: 'text/html',
+        cookie: `capigram_tid=${TID}; capigram_sid=${SID}; _fbp=fb.1.1.5`,
+        referer: 'https://ref.example/?x=1',
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.getSetCookie()).toEqual([]);
+    expect(tracker.calls.map((call) => call.path)).toEqual(['/backend/track/init']);
+    const [call] = tracker.calls;
+    expect(call!.body).toEqual({
+      websiteId: 'ws_worker',
+      tempId: expect.not.stringMatching(TID),
+      sessionId: expect.not.stringMatching(SID),
+      visitRequestId: expect.any(String),
+      consent: 'denied',
+      href: `${SITE}/landing`,
+      landingPage: '/landing',
+    });
+    expect(call!.headers['x-capigram-client-ip']).toBeUndefined();
+    expect(call!.headers['x-capigram-client-user-agent']).toBeUndefined();
+  });
+
+  it('an invite click without consent asks for a link with fresh ids and consent=denied, sending nothing of the visitor', async () => {
+    const res = await run('/capigram/invite', {
+      headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}`, referer: `${SITE}/landing` },
+    });
+    expect(res.status).toBe(302);
+    expect(res.headers.getSetCookie()).toEqual([]);
+    expect(tracker.calls.map((call) => call.path)).toEqual(['/backend/track/invite']);
+    const [call] = tracker.calls;
+    expect(call!.query.get('consent')).toBe('denied');
+    expect(call!.query.get('tid')).not.toBe(TID);
+    expect(call!.headers['x-capigram-client-ip']).toBeUndefined();
+    expect(call!.headers.referer).toBeUndefined();
+  });
+
+  it('granted: cookies and the full visit, marked granted', async () => {
+    const res = await run('/landing?utm_source=w', {
+      headers: { accept: 'text/html', cookie: 'cookie_consent=granted' },
+    });
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('capigram_tid='))).toBe(true);
+    const [call] = tracker.calls;
+    expect(call!.body).toMatchObject({ consent: 'granted', utmSource: 'w', userAgent: 'WorkerUA/1' });
+    expect(call!.headers['x-capigram-client-ip']).toBe('203.0.113.8');
+  });
+});
+
 describe('the Cloudflare Worker recipe with the real backend', () => {
   it("gets the visitor's IP believed through its forwarder key, without trusting any address", async () => {
     const world = await startWorld({ env: { TRUSTED_PROXIES: 'none' } });

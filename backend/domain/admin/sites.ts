@@ -31,6 +31,10 @@ export const CreateSiteInput = z.object({
     )
     .optional(),
   telegramActionSource: z.enum(['website', 'chat'], { message: 'must be website or chat' }).optional(),
+  /** docs/consent.md: `implied` (default), a visit without `consent` counts as granted; `required`, as denied. */
+  consentMode: z.enum(['implied', 'required'], { message: 'must be implied or required' }).optional(),
+  /** Meta's Limited Data Use and TikTok's limited data use on every event of the site. */
+  limitedDataUse: z.enum(['on', 'off'], { message: 'must be on or off' }).optional(),
 });
 
 /** `none` clears the setting. */
@@ -58,8 +62,9 @@ export async function createSite(
   await requireAccount(db, s.accountId);
   const websiteId = newWebsiteId();
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data, default_country, telegram_action_source)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+    `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data, default_country, telegram_action_source,
+       consent_mode, limited_data_use)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
     [
       s.accountId,
       websiteId,
@@ -69,6 +74,8 @@ export async function createSite(
       consentColumn(s.googleAdUserData),
       countryColumn(s.defaultCountry),
       s.telegramActionSource ?? 'website',
+      s.consentMode ?? 'implied',
+      s.limitedDataUse === 'on',
     ],
   );
   return { siteId: rows[0]!.id, websiteId };
@@ -118,10 +125,12 @@ export const UpdateSiteInput = z.object({
   defaultCountry: CreateSiteInput.shape.defaultCountry,
   telegramActionSource: CreateSiteInput.shape.telegramActionSource,
   url: CreateSiteInput.shape.url,
+  consentMode: CreateSiteInput.shape.consentMode,
+  limitedDataUse: CreateSiteInput.shape.limitedDataUse,
 });
 
 export const UPDATE_FLAGS =
-  '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country, --telegram-action-source or --url';
+  '--dedup-window-seconds, --add-domain, --remove-domain, --google-ad-user-data, --default-country, --telegram-action-source or --url (or --consent, --limited-data-use)';
 
 export interface SiteSettings {
   siteId: string;
@@ -134,6 +143,8 @@ export interface SiteSettings {
   telegramActionSource: 'website' | 'chat';
   /** The site's own address, reported as the page of an `/r/…` click; null: its first domain's root. */
   url: string | null;
+  consentMode: 'implied' | 'required';
+  limitedDataUse: boolean;
 }
 
 /**
@@ -152,7 +163,9 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     u.googleAdUserData === undefined &&
     u.defaultCountry === undefined &&
     u.telegramActionSource === undefined &&
-    u.url === undefined
+    u.url === undefined &&
+    u.consentMode === undefined &&
+    u.limitedDataUse === undefined
   ) {
     throw new ApiError('VALIDATION_FAILED', `nothing to change: give ${UPDATE_FLAGS}`);
   }
@@ -168,8 +181,10 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
       default_country: string | null;
       telegram_action_source: 'website' | 'chat';
       url: string | null;
+      consent_mode: 'implied' | 'required';
+      limited_data_use: boolean;
     }>(
-      'SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source, url FROM sites WHERE id = $1 FOR UPDATE',
+      'SELECT domains, dedup_window_seconds, google_ad_user_data, default_country, telegram_action_source, url, consent_mode, limited_data_use FROM sites WHERE id = $1 FOR UPDATE',
       [found.id],
     );
     const current = rows[0]!;
@@ -195,9 +210,12 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
       u.defaultCountry === undefined ? current.default_country : countryColumn(u.defaultCountry);
     const telegram = u.telegramActionSource ?? current.telegram_action_source;
     const url = u.url ?? current.url;
+    const consentMode = u.consentMode ?? current.consent_mode;
+    const limitedDataUse =
+      u.limitedDataUse === undefined ? current.limited_data_use : u.limitedDataUse === 'on';
     await tx.query(
-      'UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4, default_country = $5, telegram_action_source = $6, url = $7 WHERE id = $1',
-      [found.id, domains, dedup, consent, country, telegram, url],
+      'UPDATE sites SET domains = $2, dedup_window_seconds = $3, google_ad_user_data = $4, default_country = $5, telegram_action_source = $6, url = $7, consent_mode = $8, limited_data_use = $9 WHERE id = $1',
+      [found.id, domains, dedup, consent, country, telegram, url, consentMode, limitedDataUse],
     );
     return {
       siteId: found.id,
@@ -207,6 +225,8 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
       defaultCountry: country,
       telegramActionSource: telegram,
       url,
+      consentMode,
+      limitedDataUse,
     };
   });
 }

@@ -26,6 +26,9 @@ export interface ConversionPatch {
   apiVisitOverride: ApiVisitOverride | null;
   /** An acquisition visit found for a conversion that had none. */
   recoveredVisitId: string | null;
+  /** The event's consent (docs/consent.md): given, it replaces the stored one; null keeps it. */
+  adUserDataConsent?: 'GRANTED' | 'DENIED' | null;
+  adPersonalizationConsent?: 'GRANTED' | 'DENIED' | null;
 }
 
 export interface PatchedConversion extends SignalSources {
@@ -66,6 +69,8 @@ export async function patchConversion(
          ELSE $11::jsonb || COALESCE(api_visit_override, '{}'::jsonb) END,
        awaiting_manual_input = awaiting_manual_input AND COALESCE($2, value) IS NULL,
        pii_warnings = CASE WHEN jsonb_array_length($13::jsonb) > 0 THEN ARRAY(SELECT jsonb_array_elements_text($13::jsonb)) ELSE pii_warnings END,
+       ad_user_data_consent = COALESCE($14, ad_user_data_consent),
+       ad_personalization_consent = COALESCE($15, ad_personalization_consent),
        updated_at = $12
      WHERE id = $1
      RETURNING visit_id, api_visit_override, client_ip, user_agent, pii_hashed, external_user_id, awaiting_manual_input`,
@@ -83,6 +88,8 @@ export async function patchConversion(
       p.apiVisitOverride ? JSON.stringify(p.apiVisitOverride) : null,
       now,
       JSON.stringify(p.piiWarnings),
+      p.adUserDataConsent ?? null,
+      p.adPersonalizationConsent ?? null,
     ],
   );
   const r = rows[0]!;

@@ -65,6 +65,8 @@ export interface BusinessEvent {
   >;
   client: ClientContext;
   eventSourceUrl: string | null;
+  /** The event's own consent (docs/consent.md); null: not given. Absent: none given either. */
+  consent?: { adUserData: 'granted' | 'denied' | null; adPersonalization: 'granted' | 'denied' | null };
 }
 
 export interface ConversionResult {
@@ -443,11 +445,17 @@ function eventFields({ ev, piiHashed, piiWarnings }: PreparedEvent) {
     eventSourceUrl: ev.eventSourceUrl,
     clientIp: ev.client.clientIp,
     userAgent: ev.client.userAgent,
+    adUserDataConsent: upperConsent(ev.consent?.adUserData),
+    adPersonalizationConsent: upperConsent(ev.consent?.adPersonalization),
   };
 }
 
 function optionalWarning(warning: string | undefined): { warning?: string } {
   return warning === undefined ? {} : { warning };
+}
+
+function upperConsent(v: 'granted' | 'denied' | null | undefined): 'GRANTED' | 'DENIED' | null {
+  return v === 'granted' ? 'GRANTED' : v === 'denied' ? 'DENIED' : null;
 }
 
 /** The answer for a conversion just recorded. */

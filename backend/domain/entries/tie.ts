@@ -90,8 +90,14 @@ export async function tieEntry(
     'SELECT 1 FROM entry_clicks WHERE entry_id = $1 AND used_by = $2 AND conversion_id IS NOT NULL LIMIT 1',
     [click.entry_id, q.telegramUserId],
   );
-  if (click.event_type !== null && click.visit_id !== null && earlier.length === 0) {
-    const visit = await visitContext(tx, click.visit_id);
+  const visit = click.visit_id === null ? null : await visitContext(tx, click.visit_id);
+  // A visit without consent leads to nothing sent (docs/consent.md).
+  if (
+    click.event_type !== null &&
+    click.visit_id !== null &&
+    earlier.length === 0 &&
+    visit?.consented !== false
+  ) {
     const conversion = await recordConversion(
       tx,
       {

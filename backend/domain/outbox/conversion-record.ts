@@ -58,6 +58,9 @@ export interface NewConversion {
   receivedAt: Date;
   source: 'tracker' | 'webhook' | 'api';
   awaitingManualInput?: boolean;
+  /** The event's own consent (docs/consent.md); null or absent: not given. */
+  adUserDataConsent?: 'GRANTED' | 'DENIED' | null;
+  adPersonalizationConsent?: 'GRANTED' | 'DENIED' | null;
 }
 
 export interface RecordedConversion {
@@ -131,7 +134,8 @@ const SENDS = sendsCte(
 const INPUT_COLUMNS = `site_id uuid, channel_id uuid, telegram_user_id bigint, visit_id uuid, event_type text, custom_event_name text,
   value numeric, currency text, content_name text, pii_hashed jsonb, external_user_id text, event_source_url text, client_ip text,
   user_agent text, api_visit_override jsonb, cold_lead boolean, event_time timestamptz, attributed_at timestamptz,
-  received_at timestamptz, source text, awaiting_manual_input boolean, pii_warnings text[], dispatch boolean, order_id text`;
+  received_at timestamptz, source text, awaiting_manual_input boolean, pii_warnings text[], dispatch boolean, order_id text,
+  ad_user_data_consent text, ad_personalization_consent text`;
 
 const RECORD_CONVERSIONS_SQL = `
   WITH input AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(${INPUT_COLUMNS})),
@@ -142,11 +146,13 @@ const RECORD_CONVERSIONS_SQL = `
   conversion AS (
     INSERT INTO conversions (site_id, channel_id, lead_id, telegram_user_id, visit_id, event_type, custom_event_name, value, currency,
       content_name, pii_hashed, external_user_id, event_source_url, client_ip, user_agent, api_visit_override, cold_lead,
-      event_time, attributed_at, received_at, source, awaiting_manual_input, pii_warnings, order_id, capi_status)
+      event_time, attributed_at, received_at, source, awaiting_manual_input, pii_warnings, order_id, capi_status,
+      ad_user_data_consent, ad_personalization_consent)
     SELECT i.site_id, i.channel_id, l.id, i.telegram_user_id, i.visit_id, i.event_type, i.custom_event_name, i.value, i.currency,
       i.content_name, i.pii_hashed, l.external_user_id, i.event_source_url, i.client_ip, i.user_agent, i.api_visit_override, i.cold_lead,
       i.event_time, i.attributed_at, i.received_at, i.source, i.awaiting_manual_input, i.pii_warnings, i.order_id,
-      CASE WHEN i.dispatch AND EXISTS (SELECT 1 FROM pixels WHERE site_id = i.site_id AND active) THEN 'pending' ELSE 'skipped' END
+      CASE WHEN i.dispatch AND EXISTS (SELECT 1 FROM pixels WHERE site_id = i.site_id AND active) THEN 'pending' ELSE 'skipped' END,
+      i.ad_user_data_consent, i.ad_personalization_consent
     FROM input i JOIN lead l ON l.site_id = i.site_id AND l.telegram_user_id = i.telegram_user_id
     RETURNING id, lead_id, site_id, telegram_user_id, capi_status, ${orderEventIdSql('conversions')} AS event_id),
   ${SENDS.text}
@@ -192,6 +198,8 @@ function inputOf(c: NewConversion, dispatch: boolean) {
     awaiting_manual_input: c.awaitingManualInput ?? false,
     pii_warnings: c.piiWarnings ?? [],
     dispatch: dispatch && !c.awaitingManualInput,
+    ad_user_data_consent: c.adUserDataConsent ?? null,
+    ad_personalization_consent: c.adPersonalizationConsent ?? null,
   };
 }
 

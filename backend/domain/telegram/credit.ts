@@ -110,6 +110,12 @@ async function convertJoin(
   const { tx } = ctx;
   const { channel, userId } = j;
   const visit = await visitContext(tx, visitId);
+  if (visit !== null && !visit.consented) {
+    // A visit without consent leads to an organic join: recorded, nothing sent (docs/consent.md).
+    const { visitId: _visit, attributed: _attributed, ...organic } = attributed;
+    await insertMembership(tx, organic);
+    return 'organic_join';
+  }
   const terms = joinConversionTerms(channel);
   const conversion = await recordConversion(
     tx,

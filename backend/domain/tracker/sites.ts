@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import { isUuid } from '../../../shared/ids.js';
+import type { ConsentMode } from '../../../shared/tracker-wire.js';
 
 /**
  * Sites as the keyless surface sees them: the public id and the domains requests must come from.
@@ -12,6 +13,8 @@ export interface TrackerSite {
   id: string;
   websiteId: string;
   domains: readonly string[];
+  /** `implied`: a visit that says nothing of consent counts as granted; `required`: as denied. */
+  consentMode: ConsentMode;
 }
 
 export interface SiteDirectory {
@@ -34,12 +37,20 @@ export function createSiteDirectory(
     const hit = cache.get(key);
     const now = performance.now();
     if (hit !== undefined && hit.until > now) return hit.site;
-    const { rows } = await db.query<{ id: string; website_id: string; domains: string[] }>(
-      `SELECT id, website_id, domains FROM sites WHERE ${column === 'id' ? 'id = $1::uuid' : 'website_id = $1'}`,
+    const { rows } = await db.query<{
+      id: string;
+      website_id: string;
+      domains: string[];
+      consent_mode: ConsentMode;
+    }>(
+      `SELECT id, website_id, domains, consent_mode FROM sites WHERE ${column === 'id' ? 'id = $1::uuid' : 'website_id = $1'}`,
       [value],
     );
     const row = rows[0];
-    const site = row === undefined ? null : { id: row.id, websiteId: row.website_id, domains: row.domains };
+    const site =
+      row === undefined
+        ? null
+        : { id: row.id, websiteId: row.website_id, domains: row.domains, consentMode: row.consent_mode };
     cache.delete(key);
     if (cache.size >= maxEntries) {
       // Map iteration order is insertion order: drop the oldest entry.

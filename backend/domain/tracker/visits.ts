@@ -3,6 +3,7 @@ import type { Pool, Queryable } from '../../db/pool.js';
 import type { PreparedCall } from '../../db/prepared-batch.js';
 import type { DeliveryWaker } from '../outbox/delivery-wake.js';
 import { ApiError } from '../../errors.js';
+import { consentlessIds, consentlessPage } from './consent.js';
 import { eventIdFor, sendsCte, type SqlFragment } from '../outbox/sends.js';
 
 /**
@@ -37,9 +38,16 @@ export interface VisitAttribution {
   utmCampaign?: string | undefined;
   utmContent?: string | undefined;
   utmTerm?: string | undefined;
+  /**
+   * False: the visitor has not consented (docs/consent.md). The visit is then stored with its
+   * page's path alone, under ids of its own, and gets no PageView; absent: consented. Carried with
+   * the attribution so that every way a visit is recorded (a click's minimal visit included)
+   * brings it along; only a new visit takes it.
+   */
+  consented?: boolean | undefined;
 }
 
-const ATTRIBUTION_COLUMNS: readonly (readonly [keyof VisitAttribution, string])[] = [
+const ATTRIBUTION_COLUMNS: readonly (readonly [Exclude<keyof VisitAttribution, 'consented'>, string])[] = [
   ['href', 'href'],
   ['landingPage', 'landing_page'],
   ['referrer', 'referrer'],
@@ -79,6 +87,8 @@ export interface RecordedVisit {
   created: boolean;
   /** The visit's routing, as its first call fixed it. */
   channelId: string | null;
+  /** Whether the visit was recorded with the visitor's consent (as its first call fixed it). */
+  consented: boolean;
   /**
    * The `event_id` of the visit's Meta PageView, or null when none was queued (no active Meta
    * pixel): a browser pixel firing its PageView with this `eventID` is deduplicated with it.
@@ -86,8 +96,16 @@ export interface RecordedVisit {
   pageViewEventId: string | null;
 }
 
-const FIXED_COLUMNS = ['site_id', 'temp_id', 'session_id', 'visit_request_id', 'kind', 'channel_id'] as const;
-const FIXED_CASTS = ['uuid', 'uuid', 'uuid', 'uuid', 'text', 'uuid'] as const;
+const FIXED_COLUMNS = [
+  'site_id',
+  'temp_id',
+  'session_id',
+  'visit_request_id',
+  'kind',
+  'channel_id',
+  'consented',
+] as const;
+const FIXED_CASTS = ['uuid', 'uuid', 'uuid', 'uuid', 'text', 'uuid', 'boolean'] as const;
 const COLUMNS = [...FIXED_COLUMNS, ...ATTRIBUTION_COLUMNS.map(([, column]) => column)];
 const VALUES = COLUMNS.map((_, i) => `$${i + 1}::${FIXED_CASTS[i] ?? 'text'}`).join(', ');
 const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.${c}, EXCLUDED.${c})`).join(
@@ -122,7 +140,8 @@ const ADMIT_ALL: VisitAdmission = {
 // creates no sends. `elsewhere` refuses a visitRequestId another site already used (a changed
 // websiteId); the conflict's WHERE refuses a changed browser or session, and another site that
 // took the id in a race past `elsewhere`. Either way no visit comes back.
-const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created', { fresh: true });
+// A visit without consent gets no PageView.
+const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created AND consented', { fresh: true });
 const ADMISSION_FIRST_PARAM = COLUMNS.length + SENDS.params.length + 1;
 
 const UPSERT_VISIT = `
@@ -132,17 +151,17 @@ const UPSERT_VISIT = `
     SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere) AND (SELECT allowed FROM admission)
     ON CONFLICT (visit_request_id) WHERE visit_request_id IS NOT NULL DO UPDATE SET ${FILL_MISSING}, updated_at = now()
       WHERE visits.site_id = EXCLUDED.site_id AND visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
-    RETURNING id, site_id, channel_id, (xmax = 0) AS created)`;
+    RETURNING id, site_id, channel_id, consented, (xmax = 0) AS created)`;
 
 const INSERT_VISIT = `
   visit AS (
     INSERT INTO visits (${COLUMNS.join(', ')})
     SELECT ${VALUES} WHERE (SELECT allowed FROM admission)
-    RETURNING id, site_id, channel_id, true AS created)`;
+    RETURNING id, site_id, channel_id, consented, true AS created)`;
 
 function statement(visit: string, admission: SqlFragment): string {
   return `WITH ${admission.text}, ${visit}, ${SENDS.text}
-    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.created, (SELECT count(*) FROM created_sends)::int AS sends,
+    SELECT a.allowed, a.retry_ms, v.id, v.channel_id, v.consented, v.created, (SELECT count(*) FROM created_sends)::int AS sends,
       (EXISTS (SELECT 1 FROM created_sends WHERE platform = 'meta')
        OR EXISTS (SELECT 1 FROM sends s WHERE s.visit_id = v.id AND s.platform = 'meta')) AS meta_page_view
     FROM admission a LEFT JOIN visit v ON true`;
@@ -161,6 +180,19 @@ function statementName(text: string): string {
   return name;
 }
 
+/**
+ * What a visit without consent is stored as: its page's path and its kind and routing, under ids
+ * that are not its cookies' values (`consent.ts`). Applied here, where every path records a visit.
+ */
+function asStored(v: NewVisit): NewVisit {
+  if (v.attribution.consented !== false) return v;
+  return {
+    ...v,
+    ...consentlessIds(v.siteId, v.visitRequestId),
+    attribution: { ...consentlessPage(v.attribution), consented: false },
+  };
+}
+
 function parameters(v: NewVisit): unknown[] {
   const empty = (s: string | undefined) => (s === undefined || s === '' ? null : s);
   return [
@@ -170,6 +202,7 @@ function parameters(v: NewVisit): unknown[] {
     v.visitRequestId ?? null,
     v.kind,
     v.channelId ?? null,
+    v.attribution.consented !== false,
     ...ATTRIBUTION_COLUMNS.map(([field]) => empty(v.attribution[field])),
     ...SENDS.params,
   ];
@@ -181,6 +214,7 @@ export interface VisitStatementRow {
   retry_ms: number;
   id: string | null;
   channel_id: string | null;
+  consented: boolean | null;
   created: boolean | null;
   sends: number;
   meta_page_view: boolean;
@@ -193,7 +227,7 @@ export interface VisitStatementRow {
 export function visitCall(v: NewVisit, admission: VisitAdmission = ADMIT_ALL): PreparedCall {
   const check = admission.sql(ADMISSION_FIRST_PARAM);
   const sql = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
-  return { name: statementName(sql), sql, values: [...parameters(v), ...check.params] };
+  return { name: statementName(sql), sql, values: [...parameters(asStored(v)), ...check.params] };
 }
 
 /**
@@ -255,6 +289,7 @@ export async function settleVisit(
     visitId: row.id,
     created: row.created === true,
     channelId: row.channel_id,
+    consented: row.consented !== false,
     pageViewEventId: (await hasMetaPageView(pool, row.id, row))
       ? eventIdFor({ kind: 'visit', id: row.id })
       : null,

@@ -130,6 +130,16 @@ const eventFields = {
     .nullish()
     .openapi({ description: 'X-Capigram-Client-User-Agent wins when both are sent' }),
   eventSourceUrl: text(2048).refine(isHttpUrl, 'must be an http(s) URL').nullish(),
+  consent: z
+    .object({
+      adUserData: z.enum(['granted', 'denied']).nullish(),
+      adPersonalization: z.enum(['granted', 'denied']).nullish(),
+    })
+    .nullish()
+    .openapi({
+      description:
+        "the user's consent for this event, sent to Google as the event's consent; with adUserData denied no PII, IP or User-Agent of the event goes to any platform (docs/consent.md)",
+    }),
 };
 
 type EventFields = z.infer<z.ZodObject<typeof eventFields>>;
@@ -268,5 +278,9 @@ export function toBusinessEvent(
       bodyUserAgent: b.userAgent,
     }),
     eventSourceUrl: orNull(b.eventSourceUrl),
+    consent: {
+      adUserData: b.consent?.adUserData ?? null,
+      adPersonalization: b.consent?.adPersonalization ?? null,
+    },
   };
 }

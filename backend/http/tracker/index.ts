@@ -14,6 +14,7 @@ import {
 import {
   resolveVisitRequestId,
   trackAppBodySchema,
+  trackConsentQuerySchema,
   trackDirectInviteBodySchema,
   trackEntryQuerySchema,
   trackInitBodySchema,
@@ -21,8 +22,10 @@ import {
   trackUpdateFbpBodySchema,
   WIRE_LIMITS,
   type AttributionFields,
+  type Consent,
 } from '../../../shared/tracker-wire.js';
 import type { Deps } from '../../deps.js';
+import { isConsented } from '../../domain/tracker/consent.js';
 import { patchLatestVisitFbp } from '../../domain/tracker/fbp.js';
 import { directInvite, inviteClick } from '../../domain/tracker/invites.js';
 import { appOpened } from '../../domain/entries/app-open.js';
@@ -123,9 +126,15 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     return resolved.visitRequestId;
   }
 
-  function attributionOf(c: Context<KeylessEnv>, body: AttributionFields): VisitAttribution {
+  /** What a request tells of its visitor; without consent, `visitCall` keeps only the page's path. */
+  function attributionOf(
+    c: Context<KeylessEnv>,
+    body: AttributionFields,
+    consented: boolean,
+  ): VisitAttribution {
     const browser = c.get('browser');
     return {
+      consented,
       href: body.href,
       landingPage: body.landingPage,
       referrer: body.referrer,
@@ -153,6 +162,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     const visitRequestId = requestIdOf(body);
     const site = await siteFor(body.websiteId);
     admit(c, site, body.href);
+    const consented = isConsented(body.consent, site.consentMode);
     // The rate-limit count is made by the statement that records the visit, and visits that
     // arrive together share a round trip and a commit (visit-batch.ts).
     const visit = await recordVisitBatched(
@@ -163,7 +173,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
         sessionId: body.sessionId,
         visitRequestId,
         kind: 'pageview',
-        attribution: attributionOf(c, body),
+        attribution: attributionOf(c, body, consented),
       },
       limiter.visitAdmission('init', site.id, c.get('browser').ip),
     );
@@ -181,6 +191,15 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     });
   });
 
+  // The site's consent mode, for a server-side client (the proxy) that decides by it whether a
+  // visitor without a consent cookie may be given Capigram's cookies. Public: it is no secret.
+  keyless.get('/backend/track/consent', async (c) => {
+    const query = readQuery(c, trackConsentQuerySchema);
+    const site = await siteFor(query.website);
+    vouched(c, site);
+    return c.json({ consentMode: site.consentMode });
+  });
+
   keyless.get('/backend/track/invite', async (c) => {
     const target: FallbackTarget = { siteId: undefined, channelId: c.req.query('channel') };
     try {
@@ -193,10 +212,9 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       await limiter.consume('invite', site.id, browser.ip);
       const outcome = await inviteClick(deps, {
         siteId: site.id,
-        tempId: query.tid,
-        sessionId: query.sid,
+        ...clickIds(query.tid, query.sid, query.consent),
         channelId: query.channel,
-        click: clickAttribution(c.req.header('referer'), browser),
+        click: clickAttribution(c.req.header('referer'), browser, clickConsent(query.consent, site)),
       });
       // tracker.js asks for the link as JSON, so that it can send the visitor to the link's own
       // href instead whenever Capigram answers anything else, or not in time.
@@ -221,10 +239,9 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       await limiter.consume('invite', site.id, browser.ip);
       const outcome = await entryClick(deps, {
         siteId: site.id,
-        tempId: query.tid,
-        sessionId: query.sid,
+        ...clickIds(query.tid, query.sid, query.consent),
         entryId: query.entry,
-        click: clickAttribution(c.req.header('referer'), browser),
+        click: clickAttribution(c.req.header('referer'), browser, clickConsent(query.consent, site)),
       });
       if (query.format === 'json') return c.json({ visitId: outcome.visitId, url: outcome.url });
       return redirect(c, outcome.url);
@@ -298,7 +315,7 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
       visitRequestId,
       channelId: body.channelId,
       kind: 'direct_invite',
-      attribution: attributionOf(c, body),
+      attribution: attributionOf(c, body, isConsented(body.consent, site.consentMode)),
     });
     return c.json({ visitId: outcome.visitId, inviteUrl: outcome.inviteLink });
   });
@@ -356,8 +373,11 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
     if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
     await limiter.consume('invite', site.id, browser.ip);
 
+    // An ad link carries no consent of its own: the site's mode decides. Without consent the
+    // browser's cookies are neither read nor written, and the visit keeps only its path.
+    const consented = site.consentMode === 'implied';
     const url = new URL(c.req.url);
-    const cookies = readCookies(c.req.header('cookie'));
+    const cookies = consented ? readCookies(c.req.header('cookie')) : {};
     const knownTempId = cookies[TEMP_ID_COOKIE];
     const knownSessionId = cookies[SESSION_ID_COOKIE];
     const tempId = isUuid(knownTempId) ? knownTempId : crypto.randomUUID();
@@ -384,9 +404,14 @@ export function trackerRoutes(deps: Deps): Hono<KeylessEnv> {
         referrer: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
         clientIp: browser.ip,
         userAgent: userAgentOf(browser, undefined),
+        consented,
       },
     };
     const setCookies = () => {
+      if (!consented) {
+        c.header('cache-control', 'no-store');
+        return;
+      }
       const scope = { secure: secureCookies };
       c.header(
         'set-cookie',
@@ -425,12 +450,36 @@ function redirect(c: Context<KeylessEnv>, location: string): Response {
   return c.redirect(location, 302);
 }
 
+/**
+ * The ids a click is looked up by: its browser's and session's, or, for a click that says it has
+ * no consent, fresh ones (the cookies' values are not used), so it gets a visit of its own.
+ */
+function clickIds(
+  tid: string,
+  sid: string,
+  consent: Consent | undefined,
+): { tempId: string; sessionId: string } {
+  return consent === 'denied'
+    ? { tempId: crypto.randomUUID(), sessionId: crypto.randomUUID() }
+    : { tempId: tid, sessionId: sid };
+}
+
+/**
+ * The consent of the visit a click records when no visit of its browser is found: what the click
+ * says, else the site's mode. A visit that is found keeps the consent it was recorded with.
+ */
+function clickConsent(consent: Consent | undefined, site: { consentMode: 'implied' | 'required' }): boolean {
+  return isConsented(consent, site.consentMode);
+}
+
 /** What a click (invite or entry) tells of its visitor: the page it came from, its IP and User-Agent. */
 function clickAttribution(
   referer: string | undefined,
   browser: KeylessEnv['Variables']['browser'],
+  consented: boolean,
 ): VisitAttribution {
   return {
+    consented,
     href: referer === undefined || referer.length > WIRE_LIMITS.url ? undefined : referer,
     clientIp: browser.ip,
     userAgent: userAgentOf(browser, undefined),

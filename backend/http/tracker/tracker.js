@@ -3,6 +3,7 @@
  *   <script async src="https://TRACKER/backend/tracker.js" data-website-id="ws_..."></script>
  * and mark join links (and links into a bot: data-entry="ENTRY_ID"):
  *   <a href="https://t.me/yourchannel" data-capigram-join>Join</a>
+ * With data-consent="required" it waits for capigram('consent', 'granted') (docs/consent.md).
  * See docs/tracker-script.md. Plain ES2017, no dependencies; tracking never breaks the page.
  */
 (function () {
@@ -18,6 +19,11 @@
   // Opt-in: the page's Meta pixel PageView is fired by this script, with the server PageView's
   // event id, instead of by the pixel's base code (which must then leave out its own).
   var fbqPageView = script.hasAttribute('data-fbq-pageview');
+  // data-consent="required": no cookie and no request carrying an identifier until the page calls
+  // capigram('consent', 'granted'). Otherwise consent is implied until capigram('consent', 'denied').
+  var consent = script.getAttribute('data-consent') === 'required' ? 'pending' : 'implied';
+  var tracked = false;
+  var counted = false;
   var base = script.src.replace(/\/backend\/tracker\.js(?:[?#].*)?$/, '');
 
   var TID = 'capigram_tid';
@@ -48,6 +54,10 @@
 
   function writeCookie(name, value, maxAgeSeconds) {
     document.cookie = `${name}=${value}; Max-Age=${maxAgeSeconds}; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
+  }
+
+  function consented() {
+    return consent === 'granted' || consent === 'implied';
   }
 
   function uuid() {
@@ -146,7 +156,8 @@
   function visited(answer) {
     var eventId = answer && typeof answer.pageViewEventId === 'string' ? answer.pageViewEventId : null;
     var visit = { visitId: answer && answer.visitId ? answer.visitId : null, pageViewEventId: eventId };
-    window.capigram = visit;
+    api.visitId = visit.visitId;
+    api.pageViewEventId = eventId;
     try {
       document.dispatchEvent(new CustomEvent('capigram:visit', { detail: visit }));
     } catch (e) {
@@ -170,6 +181,7 @@
   }
 
   function watchFbp(ids) {
+    if (!consented()) return;
     var fbp = readCookie('_fbp');
     if (fbp) {
       if (fbp.length <= MAX_CLICK_ID) post('/backend/track/update-fbp', { websiteId: websiteId, tempId: ids.tid, fbp: fbp }, 0, function () {});
@@ -186,6 +198,7 @@
     var ids = identity();
     // One id for this pageview: every retry sends it again, so the visit is recorded once.
     var body = { websiteId: websiteId, tempId: ids.tid, sessionId: ids.sid, visitRequestId: uuid() };
+    if (consent === 'granted') body.consent = 'granted';
     put(body, 'href', location.href.slice(0, MAX_URL), MAX_URL);
     put(body, 'landingPage', (location.pathname + location.search).slice(0, MAX_URL), MAX_URL);
     put(body, 'referrer', document.referrer.slice(0, MAX_URL), MAX_URL);
@@ -215,6 +228,44 @@
     });
   }
 
+  /**
+   * A visit without consent is still counted: its page's path under ids made for this request
+   * alone (never stored in a cookie), with nothing else of the browser or the URL.
+   */
+  function count() {
+    var body = { websiteId: websiteId, tempId: uuid(), sessionId: uuid(), visitRequestId: uuid(), consent: 'denied' };
+    put(body, 'href', (location.origin + location.pathname).slice(0, MAX_URL), MAX_URL);
+    put(body, 'landingPage', location.pathname.slice(0, MAX_URL), MAX_URL);
+    post('/backend/track/init', body, 0, function () {});
+  }
+
+  /** Does what the visitor's consent allows, once per page: track (with a grant), else only count. */
+  function apply() {
+    if (consented()) {
+      if (tracked) return;
+      tracked = true;
+      init();
+    } else if (consent === 'denied') {
+      // A withdrawn consent takes Capigram's ids out of the browser.
+      writeCookie(TID, '', 0);
+      writeCookie(SID, '', 0);
+      if (tracked || counted) return;
+      counted = true;
+      count();
+    }
+  }
+
+  /** `capigram('consent', 'granted' | 'denied')`; anything else is ignored. */
+  function api(command, value) {
+    if (command !== 'consent' || (value !== 'granted' && value !== 'denied')) return;
+    consent = value;
+    try {
+      apply();
+    } catch (e) {
+      // Tracking is best-effort.
+    }
+  }
+
   function inviteUrl(link) {
     var ids = identity();
     // data-entry: into the bot with a payload of this click (empty: the default entry).
@@ -222,7 +273,8 @@
     var name = entry ? link.getAttribute('data-entry') : link.getAttribute('data-channel') || defaultChannel;
     return (
       base + '/backend/track/' + (entry ? 'entry' : 'invite') + '?website=' + encodeURIComponent(websiteId) + '&tid=' + ids.tid +
-      '&sid=' + ids.sid + (name ? (entry ? '&entry=' : '&channel=') + encodeURIComponent(name) : '')
+      '&sid=' + ids.sid + (name ? (entry ? '&entry=' : '&channel=') + encodeURIComponent(name) : '') +
+      (consent === 'granted' ? '&consent=granted' : '')
     );
   }
 
@@ -237,7 +289,8 @@
   function route(event) {
     var target = event.target;
     var link = target && target.closest ? target.closest('a[data-capigram-join], a[data-entry]') : null;
-    if (!link) return;
+    // Without consent a join link is left alone: the visitor goes to its own href, unattributed.
+    if (!link || !consented()) return;
     // The link's own href, as the page wrote it: a click that opened a tab already replaced it.
     if (!link.__capigramOwn) link.__capigramOwn = link.getAttribute('href') ? link.href : '';
     var own = link.__capigramOwn;
@@ -281,8 +334,17 @@
       });
   }
 
+  // The page's calls made before the script loaded, queued by the snippet in docs/consent.md.
+  var queued = typeof window.capigram === 'function' && window.capigram.q ? window.capigram.q : [];
+  api.visitId = null;
+  api.pageViewEventId = null;
+  window.capigram = api;
+  for (var i = 0; i < queued.length; i++) {
+    if (queued[i] && queued[i][0] === 'consent' && (queued[i][1] === 'granted' || queued[i][1] === 'denied'))
+      consent = queued[i][1];
+  }
   try {
-    init();
+    apply();
   } catch (e) {
     // Tracking is best-effort: a broken browser API must not break the page.
   }

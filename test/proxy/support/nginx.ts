@@ -44,6 +44,9 @@ export async function startNginx(o: {
   websiteId: string;
   origin: string;
   fallback?: string;
+  /** The recipe's CONSENT_COOKIE and CONSENT_REQUIRED. */
+  consentCookie?: string;
+  consentRequired?: boolean;
 }): Promise<RunningNginx> {
   if (!existsSync(NGINX) || !existsSync(JS_MODULE)) {
     throw new Error(
@@ -56,6 +59,10 @@ export async function startNginx(o: {
   js = edit(js, "const TRACKER = 'https://capigram.example.net';", `const TRACKER = '${o.tracker}';`);
   js = edit(js, "const WEBSITE_ID = 'ws_your_public_id';", `const WEBSITE_ID = '${o.websiteId}';`);
   if (o.fallback !== undefined) js = edit(js, "const FALLBACK = '';", `const FALLBACK = '${o.fallback}';`);
+  if (o.consentCookie !== undefined)
+    js = edit(js, "const CONSENT_COOKIE = '';", `const CONSENT_COOKIE = '${o.consentCookie}';`);
+  if (o.consentRequired === true)
+    js = edit(js, 'const CONSENT_REQUIRED = false;', 'const CONSENT_REQUIRED = true;');
   writeFileSync(join(dir, 'capigram.js'), js);
   let conf = readFileSync(new URL('capigram.conf', RECIPE), 'utf8');
   conf = edit(
