@@ -40,7 +40,6 @@ beforeAll(async () => {
     platform: 'google',
     siteId: tenant.site.siteId,
     customerId: GOOGLE_CUSTOMER,
-    developerToken: 'google-dev-token',
     oauthToken: 'google-oauth-token',
     conversionActions: ['Purchase=333'],
   });
@@ -70,12 +69,11 @@ const at = {
       `Snapchat ${id}`,
       () => fakes.snapchat.events(SNAP_PIXEL).find((e) => e.event.event_id === id)?.event,
     ),
+  // A new Google pixel goes through the Data Manager API; without an orderId the transaction id is the conversion's.
   google: (conversionId: string) =>
     eventually(
       `Google ${conversionId}`,
-      () =>
-        fakes.google.conversions(GOOGLE_CUSTOMER).find((c) => c.conversion.orderId === conversionId)
-          ?.conversion,
+      () => fakes.googleDataManager.events().find((e) => e.event.transactionId === conversionId)?.event,
     ),
 };
 
@@ -116,8 +114,8 @@ function expectNoUserData(sent: { meta: any; tiktok: any; snap: any; google: any
     expect(sent.tiktok.user?.[key], `tiktok ${key}`).toBeUndefined();
   for (const key of ['em', 'ph', 'fn', 'external_id', 'client_ip_address', 'client_user_agent'])
     expect(sent.snap.user_data?.[key], `snap ${key}`).toBeUndefined();
-  expect(sent.google.userIdentifiers).toBeUndefined();
-  expect(sent.google.userIpAddress).toBeUndefined();
+  expect(sent.google.userData).toBeUndefined();
+  expect(sent.google.adIdentifiers?.landingPageDeviceInfo).toBeUndefined();
 }
 
 describe("a business event's consent", () => {
@@ -136,7 +134,10 @@ describe("a business event's consent", () => {
     expectNoUserData(sent);
     expect(sent.meta.user_data.fbc).toBe('fb.1.1763776512345.IwAR2F4');
     expect(sent.tiktok.user?.ttclid).toBe('E.C.P.consent');
-    expect(sent.google).toMatchObject({ gclid: 'Cj0KCQiA-consent', consent: { adUserData: 'DENIED' } });
+    expect(sent.google).toMatchObject({
+      adIdentifiers: { gclid: 'Cj0KCQiA-consent' },
+      consent: { adUserData: 'CONSENT_DENIED', adPersonalization: 'CONSENT_DENIED' },
+    });
     const { rows } = await db.pool.query(
       'SELECT ad_user_data_consent, ad_personalization_consent FROM conversions WHERE id = $1',
       [res.body.conversionId],
@@ -155,8 +156,9 @@ describe("a business event's consent", () => {
     expect((await at.tiktok(id)).user).toMatchObject({ email: sha(EMAIL), ip: IP, user_agent: UA });
     expect((await at.snap(id)).user_data).toMatchObject({ em: [sha(EMAIL)], client_ip_address: IP });
     const google = await at.google(res.body.conversionId);
-    expect(google.consent).toEqual({ adUserData: 'GRANTED' });
-    expect(google.userIdentifiers).toBeDefined();
+    expect(google.consent).toEqual({ adUserData: 'CONSENT_GRANTED', adPersonalization: 'CONSENT_GRANTED' });
+    expect(google.userData.userIdentifiers).toContainEqual({ emailAddress: sha(EMAIL) });
+    expect(google.adIdentifiers.landingPageDeviceInfo).toMatchObject({ ipAddress: IP });
   });
 
   it('refuses a consent value it does not know', async () => {
