@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
-import { botRights } from '../telegram/member-status.js';
+import { botRights } from '../bot-api/member-status.js';
 import { findBot, type BotRow } from './bots.js';
 import { requireSite } from './sites.js';
 import { Currency, EventType, TelegramChatId, Uuid } from './schemas.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.js';
-import { withBot, type ActionDeps, type ActionOutcome } from '../telegram/actions.js';
+import { withBot, type ActionDeps, type ActionOutcome } from '../bot-api/actions.js';
 import { findChannel } from '../invites/invite-channels.js';
 import { inviteForVisit } from '../invites/handout.js';
 

@@ -1,5 +1,5 @@
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
-import { botRights } from './member-status.js';
+import { botRights } from '../bot-api/member-status.js';
 import { storeBotStatus } from './queries.js';
 import type { ChatMemberUpdated } from './updates.js';
 

@@ -1,6 +1,6 @@
 import { recordConversion } from '../outbox/conversion-record.js';
 import { entryVisitInWindow } from '../entries/tie.js';
-import { enqueueRevokeInviteLink } from './actions.js';
+import { enqueueRevokeInviteLink } from '../bot-api/actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { joinConversionTerms } from './join-terms.js';
 import {

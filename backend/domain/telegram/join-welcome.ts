@@ -6,7 +6,7 @@ import {
   withBot,
   type ActionDeps,
   type ActionOutcome,
-} from './actions.js';
+} from '../bot-api/actions.js';
 import { WELCOME_WINDOW_MS } from './join-request-rules.js';
 import { findChannel } from './queries.js';
 

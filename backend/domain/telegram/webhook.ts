@@ -11,7 +11,7 @@ import { handlePrivateMessage } from './messages.js';
 import { handleChatMember } from './joins.js';
 import { enqueueForward } from './forwards.js';
 import { claimUpdate } from './queries.js';
-import { followChatMigration } from './migration.js';
+import { followChatMigration } from '../bot-api/migration.js';
 import { parseUpdate, type ParsedUpdate } from './updates.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ChatMember } from './updates.js';
+import type { ChatMember } from '../telegram/updates.js';
 
 /**
  * Pure rules on Telegram chat member states: who counts as in the chat, what a `chat_member`
