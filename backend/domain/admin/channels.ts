@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { botRights } from '../bot-api/member-status.js';
-import { findBot, type BotRow } from './bots.js';
+import { findBot, type BotRow } from '../bot-api/bot-state.js';
 import { requireSite } from './sites.js';
 import { Currency, EventType, TelegramChatId, Uuid } from './schemas.js';
 import { JOIN_REQUEST_RULES } from '../telegram/join-request-rules.js';

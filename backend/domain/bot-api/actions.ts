@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { followMigrationError } from './migration.js';
-import { markInvitationRevoked } from '../telegram/queries.js';
+import { markInvitationRevoked } from './bot-state.js';
 
 /**
  * Bot API side effects of the webhook (approving join requests, revoking used links). They are

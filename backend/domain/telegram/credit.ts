@@ -3,11 +3,11 @@ import { entryVisitInWindow } from '../entries/tie.js';
 import { enqueueRevokeInviteLink } from '../bot-api/actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { joinConversionTerms } from './join-terms.js';
+import { visitContext } from '../tracker/visits.js';
 import {
   insertMembership,
   joinAlreadyConverted,
   markInvitationUsed,
-  visitContext,
   type ChannelRow,
   type InvitationRow,
 } from './queries.js';

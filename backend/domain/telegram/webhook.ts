@@ -3,7 +3,7 @@ import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
-import { findBot } from '../admin/bots.js';
+import { findBot } from '../bot-api/bot-state.js';
 import { handleMyChatMember } from './bot-status.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
