@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rateLimitSettings } from '../../backend/http/tracker/rate-limit.js';
+import { rateLimitSettings } from '../../backend/domain/rate-limits.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { clientIp, initBody, ORIGIN, problem, startWorld, type World } from './world.js';
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { fallbackUrl, handoutCutoff, linkName, linkRequest } from '../../backend/domain/invites/links.js';
 import { checkDomains, hostAllowed, hostAndParents, hostOf } from '../../backend/http/tracker/domains.js';
-import { rateLimitSettings } from '../../backend/http/tracker/rate-limit.js';
+import { rateLimitSettings } from '../../backend/domain/rate-limits.js';
 import { clickRequestId, redirectClick } from '../../backend/http/tracker/redirect-click.js';
 
 describe('domain validation', () => {

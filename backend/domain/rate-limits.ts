@@ -1,10 +1,10 @@
 import { BurstyRateLimiter, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { clientBudgetKey } from '../../../shared/client-ip.js';
+import { clientBudgetKey } from '../../shared/client-ip.js';
 import { z } from 'zod';
-import type { Pool } from '../../db/pool.js';
-import type { SqlFragment } from '../../domain/outbox/sends.js';
-import type { VisitAdmission } from '../../domain/tracker/visits.js';
-import { ApiError } from '../../errors.js';
+import type { Pool } from '../db/pool.js';
+import type { SqlFragment } from './outbox/sends.js';
+import type { VisitAdmission } from './tracker/visits.js';
+import { ApiError } from '../errors.js';
 
 /**
  * Rate limits of the keyless surface, per (site, browser IP) and per group of endpoints. Counters
