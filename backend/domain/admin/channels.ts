@@ -445,3 +445,21 @@ export async function listChannels(
     })),
   };
 }
+
+/** Whether the channel is an active one of the site: the dashboard checks it before acting on its join requests. */
+export async function isActiveChannelOf(db: Queryable, siteId: string, channelId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM channels WHERE id = $1 AND site_id = $2 AND active', [
+    channelId,
+    siteId,
+  ]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The titles of every channel of the site, removed ones too: reports name the channels of their days. */
+export async function channelTitles(db: Queryable, siteId: string): Promise<Record<string, string>> {
+  const { rows } = await db.query<{ id: string; title: string }>(
+    'SELECT id, title FROM channels WHERE site_id = $1',
+    [siteId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.id, r.title]));
+}
