@@ -18,7 +18,7 @@ export const AddBotInput = z
   })
   .and(BotForwardingInput);
 
-export function webhookUrlFor(publicUrl: string, botId: string): string {
+function webhookUrlFor(publicUrl: string, botId: string): string {
   return `${publicUrl}/backend/telegram/${botId}`;
 }
 

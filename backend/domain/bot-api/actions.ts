@@ -15,11 +15,10 @@ export const TELEGRAM_TASKS = {
   approveJoinRequest: 'telegram_approve_join_request',
   revokeInviteLink: 'telegram_revoke_invite_link',
 } as const;
-export type TelegramTask = (typeof TELEGRAM_TASKS)[keyof typeof TELEGRAM_TASKS];
 
 const TelegramId = z.number().int().refine(Number.isSafeInteger);
 /** How many times one action follows `retry_after` before it gives up: flood waits are short. */
-export const MAX_FLOOD_WAITS = 20;
+const MAX_FLOOD_WAITS = 20;
 /** Attempts on network failures and Telegram 5xx (graphile-worker backs off exponentially). */
 const MAX_ATTEMPTS = 10;
 

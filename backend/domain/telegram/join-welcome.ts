@@ -33,7 +33,7 @@ export const WelcomePayload = z.object({
 });
 export type WelcomePayload = z.input<typeof WelcomePayload>;
 
-export function welcomeJobKey(p: Pick<WelcomePayload, 'botId' | 'chatId' | 'userId'>): string {
+function welcomeJobKey(p: Pick<WelcomePayload, 'botId' | 'chatId' | 'userId'>): string {
   return `${JOIN_WELCOME_TASK}:${p.botId}:${p.chatId}:${p.userId}`;
 }
 

@@ -19,7 +19,7 @@ import { notFoundPage, STYLE_HASH } from './views.js';
  * only dashboard page with a script: its policy adds `script-src 'self'` (files served below,
  * no inline script) to the dashboard's.
  */
-export const REPORTS_CSP = `default-src 'none'; script-src 'self'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
+const REPORTS_CSP = `default-src 'none'; script-src 'self'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
 
 export function registerDashboardReports(
   app: Hono<DashEnv>,
