@@ -54,10 +54,3 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     destination,
   );
 }
-
-/** Removes secrets that travel inside URLs (Telegram's /bot<token>/, Meta's ?access_token=). */
-export function scrubUrl(url: string): string {
-  return url
-    .replace(/\/bot[^/]+\//, '/bot[redacted]/')
-    .replace(/([?&](?:access_token|token)=)[^&]*/gi, '$1[redacted]');
-}

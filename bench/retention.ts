@@ -20,7 +20,7 @@ import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { RETENTION_REST, runRetention } from '../backend/domain/erasure/retention.js';
 import { createApp } from '../backend/http/app.js';
-import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
+import { RATE_LIMIT_ENV } from '../backend/domain/rate-limits.js';
 import { seedHistory } from './history-seed.js';
 import {
   cpuOf,

@@ -24,7 +24,7 @@ import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
 import { createPool } from '../backend/db/pool.js';
 import { createApp } from '../backend/http/app.js';
-import { RATE_LIMIT_ENV } from '../backend/http/tracker/rate-limit.js';
+import { RATE_LIMIT_ENV } from '../backend/domain/rate-limits.js';
 import {
   cheapestWrite,
   createCheapestTable,

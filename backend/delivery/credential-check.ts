@@ -50,13 +50,13 @@ async function checkSnapchat(config: Config, p: PixelConfigOf<'snapchat'>): Prom
 async function getJson(
   url: string,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: Record<string, any> } | { error: string }> {
+): Promise<{ status: number; body: Record<string, unknown> } | { error: string }> {
   try {
     const res = await fetch(url, { headers, signal: AbortSignal.timeout(TIMEOUT_MS) });
     const text = await res.text();
-    let body: Record<string, any> = {};
+    let body: Record<string, unknown> = {};
     try {
-      body = JSON.parse(text) as Record<string, any>;
+      body = JSON.parse(text) as Record<string, unknown>;
     } catch {
       body = { text: text.slice(0, 200) };
     }

@@ -83,3 +83,8 @@ export class KeyLookups {
     }
   }
 }
+
+/** Records when a key was last used; the caller decides how often that is worth a write. */
+export async function recordKeyUse(pool: Pool, keyId: string, at: Date): Promise<void> {
+  await pool.query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1', [keyId, at]);
+}

@@ -20,7 +20,7 @@ export class TelegramError extends Error {
   }
 }
 
-export const TelegramUser = z.object({
+const TelegramUser = z.object({
   id: z.number().int(),
   is_bot: z.boolean().optional(),
   first_name: z.string().optional(),
@@ -28,7 +28,7 @@ export const TelegramUser = z.object({
 });
 export type TelegramUser = z.infer<typeof TelegramUser>;
 
-export const ChatInviteLink = z.object({
+const ChatInviteLink = z.object({
   invite_link: z.string(),
   name: z.string().optional(),
   creates_join_request: z.boolean().optional(),
@@ -154,8 +154,6 @@ export function createTelegramClient(opts: TelegramClientOptions) {
   };
 }
 
-export type TelegramClient = ReturnType<typeof createTelegramClient>;
-
 /**
  * Updates Capigram asks Telegram for. chat_member is only delivered when listed explicitly;
  * `message` brings `/start <payload>` from entries (and a basic group's upgrade).
@@ -167,7 +165,7 @@ export const ALLOWED_UPDATES = ['message', 'chat_member', 'chat_join_request', '
  * operator's backend: that backend answers messages, buttons and payments, which Capigram itself
  * does not need. (An empty list would not do: it leaves out chat_member and reactions.)
  */
-export const ALL_UPDATES = [
+const ALL_UPDATES = [
   'message',
   'edited_message',
   'channel_post',

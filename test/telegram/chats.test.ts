@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { refillChannelPool } from '../../backend/domain/invites/refill.js';
-import { checkRights } from '../../backend/domain/telegram/rights-check.js';
+import { checkRights } from '../../backend/domain/bot-api/rights-check.js';
 import { createLogger } from '../../backend/log.js';
 import { DEFAULT_BOT, type FakeChat } from '../fakes/index.js';
 import { CHATS, eventually, newUser, startWorld, type World } from './world.js';

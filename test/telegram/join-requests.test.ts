@@ -2,7 +2,7 @@
 // flood control and outages included), and the approval records the join and its conversion; the
 // chat_member update that may follow adds nothing. Other links are left to the channel's owner.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveJobKey } from '../../backend/domain/telegram/actions.js';
+import { approveJobKey } from '../../backend/domain/bot-api/actions.js';
 import { CHATS, eventually, newUser, startWorld, type World } from './world.js';
 
 let w: World;

@@ -2,7 +2,7 @@
 // rejoins, organic joins, leaves, and the conversion each channel kind creates.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addChannel } from '../../backend/domain/admin/channels.js';
-import { revokeJobKey } from '../../backend/domain/telegram/actions.js';
+import { revokeJobKey } from '../../backend/domain/bot-api/actions.js';
 import { CHATS, VISIT, eventually, newUser, startWorld, type World } from './world.js';
 
 let w: World;

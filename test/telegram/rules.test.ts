@@ -2,7 +2,7 @@
 // rights, and what a channel's join converts into.
 import { describe, expect, it } from 'vitest';
 import { joinConversionTerms } from '../../backend/domain/telegram/join-terms.js';
-import { botRights, isInChat, memberTransition } from '../../backend/domain/telegram/member-status.js';
+import { botRights, isInChat, memberTransition } from '../../backend/domain/bot-api/member-status.js';
 import { parseUpdate } from '../../backend/domain/telegram/updates.js';
 
 const user = { id: 777, is_bot: false, first_name: 'A' };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rateLimitSettings } from '../../backend/http/tracker/rate-limit.js';
+import { loadConfig } from '../../backend/config.js';
+import { rateLimitSettings } from '../../backend/domain/rate-limits.js';
 import { startTestApp, type TestApp } from '../harness/app.js';
 import { clientIp, initBody, ORIGIN, problem, startWorld, type World } from './world.js';
 
@@ -73,7 +74,7 @@ describe('CORS', () => {
 });
 
 describe('rate limits', () => {
-  const settings = rateLimitSettings({});
+  const settings = rateLimitSettings(loadConfig({}));
   const budget = settings.perMinute.init + settings.burstPerTenMinutes;
 
   it('hold across two backend processes: per (site, IP), then 429 RATE_LIMITED with Retry-After', async () => {

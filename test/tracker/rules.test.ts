@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { fallbackUrl, handoutCutoff, linkName, linkRequest } from '../../backend/domain/invites/links.js';
 import { checkDomains, hostAllowed, hostAndParents, hostOf } from '../../backend/http/tracker/domains.js';
-import { rateLimitSettings } from '../../backend/http/tracker/rate-limit.js';
+import { loadConfig } from '../../backend/config.js';
+import { rateLimitSettings } from '../../backend/domain/rate-limits.js';
 import { clickRequestId, redirectClick } from '../../backend/http/tracker/redirect-click.js';
 
 describe('domain validation', () => {
@@ -103,17 +104,18 @@ describe('invite links', () => {
 });
 
 describe('rate-limit settings', () => {
-  it('defaults, environment strings, typed numbers and 0 (off)', () => {
-    expect(rateLimitSettings({})).toEqual({
+  it('defaults, environment strings and 0 (off), read through the one config schema', () => {
+    expect(rateLimitSettings(loadConfig({}))).toEqual({
       perMinute: { init: 120, fbp: 60, invite: 30 },
       burstPerTenMinutes: 60,
     });
     expect(
-      rateLimitSettings({
-        TRACKER_RATE_LIMIT_INIT: '10',
-        TRACKER_RATE_LIMIT_BURST: 0,
-        TRACKER_RATE_LIMIT_INVITE: '',
-      }),
+      rateLimitSettings(
+        loadConfig({
+          TRACKER_RATE_LIMIT_INIT: '10',
+          TRACKER_RATE_LIMIT_BURST: '0',
+        }),
+      ),
     ).toEqual({
       perMinute: { init: 10, fbp: 60, invite: 30 },
       burstPerTenMinutes: 0,
@@ -121,7 +123,7 @@ describe('rate-limit settings', () => {
   });
 
   it.each(['-1', '1.5', 'lots'])('refuses %j', (value) => {
-    expect(() => rateLimitSettings({ TRACKER_RATE_LIMIT_FBP: value })).toThrow(/TRACKER_RATE_LIMIT_FBP/);
+    expect(() => loadConfig({ TRACKER_RATE_LIMIT_FBP: value })).toThrow(/TRACKER_RATE_LIMIT_FBP/);
   });
 });
 

@@ -10,7 +10,7 @@ import { Uuid } from './schemas.js';
  */
 
 /** An http(s) URL: the operator's bot backend (http is allowed for a backend beside Capigram, on a private network). */
-export const ForwardUrl = z
+const ForwardUrl = z
   .string()
   .trim()
   .max(2048)
@@ -18,7 +18,7 @@ export const ForwardUrl = z
   .refine((u) => /^https?:\/\//i.test(u), 'must be an http:// or https:// URL');
 
 /** Telegram's own rule for secret tokens, so that a backend that checks Telegram's header takes it unchanged. */
-export const ForwardSecret = z
+const ForwardSecret = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1–256 characters of A–Z, a–z, 0–9, _ and -');
 

@@ -5,6 +5,7 @@ import { withTx, type Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, allowedUpdatesFor, createTelegramClient } from '../../telegram/client.js';
+import { findBot, type BotRow } from '../bot-api/bot-state.js';
 import { requireAccount } from './accounts.js';
 import { BotForwardingInput, forwardingColumns } from './bot-forwarding.js';
 import { BotToken, Uuid } from './schemas.js';
@@ -17,7 +18,7 @@ export const AddBotInput = z
   })
   .and(BotForwardingInput);
 
-export function webhookUrlFor(publicUrl: string, botId: string): string {
+function webhookUrlFor(publicUrl: string, botId: string): string {
   return `${publicUrl}/backend/telegram/${botId}`;
 }
 
@@ -122,26 +123,6 @@ function refusal(err: unknown, what: string): ApiError {
     return new ApiError('VALIDATION_FAILED', `${what}: ${why}`);
   }
   return new ApiError('VALIDATION_FAILED', `${what}: ${String(err)}`);
-}
-
-export interface BotRow {
-  id: string;
-  account_id: string;
-  telegram_bot_id: number;
-  username: string | null;
-  token_enc: string;
-  webhook_secret_hash: Buffer;
-  forward_url: string | null;
-}
-
-/** A bot in use (a removed bot is found by nothing: its webhook is refused, no channel can be added to it). */
-export async function findBot(db: Queryable, botId: string): Promise<BotRow | null> {
-  if (!Uuid.safeParse(botId).success) return null;
-  const { rows } = await db.query<BotRow>(
-    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, forward_url FROM bots WHERE id = $1 AND removed_at IS NULL',
-    [botId],
-  );
-  return rows[0] ?? null;
 }
 
 /** A bot in use, or NOT_FOUND naming it. */

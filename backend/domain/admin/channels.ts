@@ -3,8 +3,8 @@ import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
-import { botRights } from '../telegram/member-status.js';
-import { findBot, type BotRow } from './bots.js';
+import { botRights } from '../bot-api/member-status.js';
+import { findBot, type BotRow } from '../bot-api/bot-state.js';
 import { requireSite } from './sites.js';
 import { Currency, EventType, TelegramChatId, Uuid } from './schemas.js';
 import { JOIN_REQUEST_RULES } from '../telegram/join-request-rules.js';
@@ -444,4 +444,22 @@ export async function listChannels(
       welcomeText: r.has_welcome,
     })),
   };
+}
+
+/** Whether the channel is an active one of the site: the dashboard checks it before acting on its join requests. */
+export async function isActiveChannelOf(db: Queryable, siteId: string, channelId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM channels WHERE id = $1 AND site_id = $2 AND active', [
+    channelId,
+    siteId,
+  ]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The titles of every channel of the site, removed ones too: reports name the channels of their days. */
+export async function channelTitles(db: Queryable, siteId: string): Promise<Record<string, string>> {
+  const { rows } = await db.query<{ id: string; title: string }>(
+    'SELECT id, title FROM channels WHERE site_id = $1',
+    [siteId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.id, r.title]));
 }

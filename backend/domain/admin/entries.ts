@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { withTx, type Pool, type Queryable } from '../../db/pool.js';
 import { ApiError, validationError } from '../../errors.js';
-import { findBot } from './bots.js';
+import { findBot } from '../bot-api/bot-state.js';
 import { requireSite } from './sites.js';
 import { Currency, EventType, Uuid } from './schemas.js';
 

@@ -108,7 +108,7 @@ export async function decideJoinRequest(
 }
 
 /** Telegram's refusals, in words an operator can act on. */
-export function telegramRefusal(err: unknown, userId: number): ApiError {
+function telegramRefusal(err: unknown, userId: number): ApiError {
   if (!(err instanceof TelegramError)) throw err;
   const m = err.message;
   if (/HIDE_REQUESTER_MISSING/i.test(m)) {

@@ -48,7 +48,7 @@ function consentColumn(v: 'granted' | 'denied' | 'default' | undefined): 'GRANTE
 }
 
 /** Public site identifier: safe in URLs and cookies, unguessable enough not to enumerate sites. */
-export function newWebsiteId(): string {
+function newWebsiteId(): string {
   return `ws_${randomBytes(12).toString('base64url')}`;
 }
 

@@ -8,9 +8,9 @@ import type { Queryable } from '../../db/pool.js';
  * sends. For the operator answering "why was this purchase not attributed?". Reads only; the
  * visit's IP and User-Agent are shown as present or not, never as values.
  */
-export const JOURNEY_LIMIT = 100;
+const JOURNEY_LIMIT = 100;
 
-export interface JourneyLead {
+interface JourneyLead {
   siteId: string;
   siteName: string;
   firstSeenAt: Date;
@@ -27,7 +27,7 @@ export interface VisitSignals {
   signals: string[];
 }
 
-export interface JourneyMembership {
+interface JourneyMembership {
   at: Date;
   siteName: string;
   channelTitle: string;
@@ -37,7 +37,7 @@ export interface JourneyMembership {
   visit: VisitSignals | null;
 }
 
-export interface JourneySend {
+interface JourneySend {
   platform: string;
   /** The pixel, by the platform's own id of it. */
   pixel: string;
@@ -46,7 +46,7 @@ export interface JourneySend {
   reason: string | null;
 }
 
-export interface JourneyConversion {
+interface JourneyConversion {
   conversionId: string;
   receivedAt: Date;
   siteName: string;

@@ -105,7 +105,7 @@ export interface ConversionLine {
   receivedAt: Date;
 }
 
-export interface FailedSendLine {
+interface FailedSendLine {
   sendId: string;
   platform: string;
   attempts: number;

@@ -9,7 +9,7 @@ import { deepLink, newPayload } from './payload.js';
  * bot (or its Mini App) with it. A click is answered from the database alone: no Bot API call.
  */
 
-export interface ClickEntry {
+interface ClickEntry {
   id: string;
   kind: 'start' | 'app';
   botUsername: string;
@@ -17,7 +17,7 @@ export interface ClickEntry {
 }
 
 /** The site's entry named, or its default; NOT_FOUND otherwise. */
-export async function requireSiteEntry(
+async function requireSiteEntry(
   db: Queryable,
   siteId: string,
   entryId: string | undefined,
@@ -66,7 +66,7 @@ export async function entryFallbackUrl(
 }
 
 /** Hands the visit a new payload of the entry; returns the deep link. */
-export async function handOutPayload(
+async function handOutPayload(
   db: Queryable,
   q: { siteId: string; entry: ClickEntry; visitId: string },
 ): Promise<string> {

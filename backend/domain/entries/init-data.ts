@@ -10,11 +10,11 @@ import { z } from 'zod';
  */
 
 /** How old an `auth_date` may be (CONTRACT: 24 hours). */
-export const INIT_DATA_MAX_AGE_SECONDS = 24 * 3600;
+const INIT_DATA_MAX_AGE_SECONDS = 24 * 3600;
 /** An `auth_date` this far ahead of our clock is still believed (clocks differ). */
 const CLOCK_SKEW_SECONDS = 300;
 
-export interface InitData {
+interface InitData {
   userId: number;
   /** `startapp` of the link the Mini App was opened with, as Telegram passed it on. */
   startParam: string | null;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import { recordConversion, upsertLead, type EventTypeName } from '../outbox/conversion-record.js';
-import { visitContext } from '../telegram/queries.js';
+import { visitContext } from '../tracker/visits.js';
 
 /**
  * A payload comes back with a Telegram user (a `/start`, a Mini App open, or the operator's own

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.js';
-import { withBot, type ActionDeps, type ActionOutcome } from '../telegram/actions.js';
+import { withBot, type ActionDeps, type ActionOutcome } from '../bot-api/actions.js';
 import { findChannel } from '../invites/invite-channels.js';
 import { inviteForVisit } from '../invites/handout.js';
 
@@ -13,7 +13,7 @@ import { inviteForVisit } from '../invites/handout.js';
 export const SEND_WELCOME_TASK = 'telegram_send_welcome';
 
 /** Telegram's limit for a message's text (1–4096 characters after entity parsing; we send plain text). */
-export const MAX_MESSAGE_CHARS = 4096;
+const MAX_MESSAGE_CHARS = 4096;
 
 const TelegramId = z.number().int().refine(Number.isSafeInteger);
 export const WelcomePayload = z.object({
@@ -37,7 +37,7 @@ export async function enqueueWelcome(tx: Queryable, p: WelcomePayload, updateKey
 }
 
 /** What the message says and where its button goes; null when the entry has nothing to say. Pure. */
-export function welcomeMessage(
+function welcomeMessage(
   e: { welcomeText: string | null; channelTitle: string | null },
   buttonUrl: string | null,
 ): {

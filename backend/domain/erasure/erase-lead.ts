@@ -61,11 +61,7 @@ export async function eraseLead(
 }
 
 /** The sites of an account on which a Telegram user is known (a lead row, a conversion or a join). */
-export async function sitesOfPerson(
-  db: Queryable,
-  accountId: string,
-  telegramUserId: number,
-): Promise<string[]> {
+async function sitesOfPerson(db: Queryable, accountId: string, telegramUserId: number): Promise<string[]> {
   const { rows } = await db.query<{ site_id: string }>(
     `SELECT l.site_id FROM leads l JOIN sites s ON s.id = l.site_id WHERE l.telegram_user_id = $1 AND s.account_id = $2
      UNION SELECT c.site_id FROM conversions c JOIN sites s ON s.id = c.site_id WHERE c.telegram_user_id = $1 AND s.account_id = $2

@@ -69,7 +69,7 @@ export const RETENTION_WALKS: readonly RetentionWalk[] = [
 /** Sends in these states are finished: nothing will change them but a retry by hand. */
 const FINISHED_SENDS = ['sent', 'failed', 'skipped'] as const;
 
-export const RETENTION_BATCH = 1_000;
+const RETENTION_BATCH = 1_000;
 /**
  * After each batch the job rests five times as long as the batch took (a sixth of each of its
  * two connections' time at most), leaving room to the requests beside it while a backlog of a

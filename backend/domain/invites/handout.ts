@@ -22,7 +22,7 @@ import { createLinkAtTelegram, inFloodWait, type CreatedLink, type InviteDeps } 
  *    give a link (down, flood control, no rights): the visitor still reaches the channel.
  * Each step that used the pool or Telegram asks for a refill of the pool.
  */
-export type HandoutSource = 'held' | 'pool' | 'created' | 'fallback';
+type HandoutSource = 'held' | 'pool' | 'created' | 'fallback';
 
 export interface HandedOut extends AssignedLink {
   source: HandoutSource;

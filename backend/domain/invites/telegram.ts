@@ -3,8 +3,8 @@ import type { Deps } from '../../deps.js';
 import { createTelegramClient, TelegramError } from '../../telegram/client.js';
 import type { InviteChannel } from './invite-channels.js';
 import { linkName, linkRequest } from './links.js';
-import { followMigrationError } from '../telegram/migration.js';
-import { queueRightsCheck } from '../telegram/rights-check.js';
+import { followMigrationError } from '../bot-api/migration.js';
+import { queueRightsCheck } from '../bot-api/rights-check.js';
 
 /**
  * Creating an invite link at Telegram, and learning from its refusals: a 429 puts the whole bot

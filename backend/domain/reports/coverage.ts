@@ -17,9 +17,9 @@ export interface ChannelCoverage {
   warning?: string;
 }
 
-export const PUBLIC_CHANNEL_WARNING =
+const PUBLIC_CHANNEL_WARNING =
   'Most joins of this public channel are organic: Telegram joins public channels through their username even from an invite link, so the click is lost. Send visitors through the bot (an entry) or make the channel private.';
-export const ORGANIC_WARNING =
+const ORGANIC_WARNING =
   'Most joins of this channel are organic: check that ads and pages link to Capigram (tracker, proxy or /r/ links), not to the channel directly.';
 
 export async function attributionCoverage(

@@ -23,7 +23,7 @@ export interface FunnelCounts {
   value: Record<string, number>;
 }
 
-export interface FunnelRow extends FunnelCounts {
+interface FunnelRow extends FunnelCounts {
   /** The day (YYYY-MM-DD), utm value, channel id or platform; null when the visit had none. */
   key: string | null;
 }
@@ -84,7 +84,7 @@ interface SumRow {
   leaves: number;
 }
 
-export function emptyCounts(): FunnelCounts {
+function emptyCounts(): FunnelCounts {
   return {
     visits: 0,
     inviteClicks: 0,
@@ -116,7 +116,7 @@ function add(into: FunnelCounts, r: SumRow): void {
 }
 
 /** Every UTC day from `from` to `to`, inclusive. */
-export function daysBetween(from: string, to: string): string[] {
+function daysBetween(from: string, to: string): string[] {
   const out: string[] = [];
   for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000)
     out.push(new Date(t).toISOString().slice(0, 10));

@@ -14,7 +14,7 @@ export interface SignalShares {
 }
 
 /** Below this share a signal is called out. */
-export const LOW_SHARE = 0.6;
+const LOW_SHARE = 0.6;
 
 const pct = (share: number) => `${Math.round((1 - share) * 100)} %`;
 

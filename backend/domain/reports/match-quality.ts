@@ -10,7 +10,7 @@ import { matchAdvice, type SignalShares } from './match-advice.js';
  * a PageView never does.
  */
 export const SIGNALS = ['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] as const;
-export type Signal = (typeof SIGNALS)[number];
+type Signal = (typeof SIGNALS)[number];
 
 export interface MatchQualityRow {
   platform: string;

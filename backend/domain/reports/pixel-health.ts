@@ -6,7 +6,7 @@ import type { Queryable } from '../../db/pool.js';
  * are looked for in the last 30 days, newest first, through the (pixel, created_at) index: the
  * cost stays bounded however long the pixel's history.
  */
-export const LOOKBACK_DAYS = 30;
+const LOOKBACK_DAYS = 30;
 
 export interface PixelHealth {
   pixelId: string;

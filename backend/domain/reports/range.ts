@@ -4,9 +4,9 @@ import { resolveSiteRef, type SiteRef } from '../conversions/site-scope.js';
 import type { Queryable } from '../../db/pool.js';
 
 /** The longest range a report covers: two years of days. */
-export const MAX_RANGE_DAYS = 731;
+const MAX_RANGE_DAYS = 731;
 /** Without `from`, a report covers the last 30 days up to `to`. */
-export const DEFAULT_RANGE_DAYS = 30;
+const DEFAULT_RANGE_DAYS = 30;
 
 const DAY_MS = 86_400_000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -15,7 +15,7 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const FIRST_DAY = '0001-01-01';
 
 /** A calendar date written YYYY-MM-DD that exists (no 2026-02-30) and the database can hold (year 1 on). */
-export function isDate(s: string): boolean {
+function isDate(s: string): boolean {
   if (!DATE.test(s) || s < FIRST_DAY) return false;
   const t = Date.parse(`${s}T00:00:00Z`);
   return Number.isFinite(t) && new Date(t).toISOString().slice(0, 10) === s;

@@ -8,7 +8,7 @@ import { REPORT_ROWS_SQL } from './funnel.js';
  * Read from the same rows as the funnel: a leave is recorded with the day of the join it ended
  * and the whole days between them.
  */
-export const HORIZONS = [1, 7, 30] as const;
+const HORIZONS = [1, 7, 30] as const;
 
 export interface CampaignRetention {
   /** utm_campaign of the visits the joins came from; null: organic joins and visits without one. */

@@ -1,7 +1,12 @@
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { upsertLead } from '../outbox/conversion-record.js';
-import { ApprovePayload, approveJoinRequest, type ActionDeps, type ActionOutcome } from './actions.js';
+import {
+  ApprovePayload,
+  approveJoinRequest,
+  type ActionDeps,
+  type ActionOutcome,
+} from '../bot-api/actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation, pendingEntryRequest } from './queries.js';

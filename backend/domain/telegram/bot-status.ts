@@ -1,6 +1,6 @@
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
-import { botRights } from './member-status.js';
-import { storeBotStatus } from './queries.js';
+import { botRights } from '../bot-api/member-status.js';
+import { storeBotStatus } from '../bot-api/bot-state.js';
 import type { ChatMemberUpdated } from './updates.js';
 
 /**

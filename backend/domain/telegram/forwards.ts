@@ -25,19 +25,19 @@ import { forwardOrderKey } from './forward-order.js';
  */
 export const FORWARD_TASK = 'telegram_forward_updates';
 /** Attempts of the job itself: it fails only when the database does (or another job holds the user's lock). */
-export const FORWARD_MAX_ATTEMPTS = 25;
+const FORWARD_MAX_ATTEMPTS = 25;
 
 /** The wait after a forward's `attempts`-th refusal: e^attempts seconds, at most 6 hours. */
 export function forwardBackoffMs(attempts: number): number {
   return Math.round(Math.exp(Math.min(Math.max(attempts, 1), 10)) * 1000);
 }
-export const FORWARD_MAX_AGE_MS = 24 * 3600_000;
-export const FORWARD_TIMEOUT_MS = 10_000;
+const FORWARD_MAX_AGE_MS = 24 * 3600_000;
+const FORWARD_TIMEOUT_MS = 10_000;
 
-export const ForwardPayload = z.object({ botId: z.string().uuid(), orderKey: z.string().min(1).max(100) });
+const ForwardPayload = z.object({ botId: z.string().uuid(), orderKey: z.string().min(1).max(100) });
 export type ForwardPayload = z.infer<typeof ForwardPayload>;
 
-export function forwardJobKey(p: ForwardPayload): string {
+function forwardJobKey(p: ForwardPayload): string {
   return `${FORWARD_TASK}:${p.botId}:${p.orderKey}`;
 }
 
@@ -228,7 +228,7 @@ async function post(url: string, secret: string | null, body: string): Promise<s
  * get a job. A dead worker's job stays locked for hours in graphile-worker; its lock on the
  * database went with its connection, which is what is looked at. Idle, one probe of a partial index.
  */
-export async function sweepForwards(db: Queryable): Promise<number> {
+async function sweepForwards(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ bot_id: string; order_key: string }>(
     `SELECT DISTINCT f.bot_id, f.order_key FROM telegram_forwards f
      WHERE f.delivered_at IS NULL AND f.dropped_at IS NULL

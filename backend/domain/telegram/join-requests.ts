@@ -1,6 +1,6 @@
 import { entryVisitInWindow } from '../entries/tie.js';
 import { upsertLead } from '../outbox/conversion-record.js';
-import { enqueueApproveJoinRequest } from './actions.js';
+import { enqueueApproveJoinRequest } from '../bot-api/actions.js';
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
 import { joinRequestDecision, type JoinRequestRule } from './join-request-rules.js';
 import { enqueueJoinWelcome } from './join-welcome.js';

@@ -6,7 +6,7 @@ import {
   withBot,
   type ActionDeps,
   type ActionOutcome,
-} from './actions.js';
+} from '../bot-api/actions.js';
 import { WELCOME_WINDOW_MS } from './join-request-rules.js';
 import { findChannel } from './queries.js';
 
@@ -33,7 +33,7 @@ export const WelcomePayload = z.object({
 });
 export type WelcomePayload = z.input<typeof WelcomePayload>;
 
-export function welcomeJobKey(p: Pick<WelcomePayload, 'botId' | 'chatId' | 'userId'>): string {
+function welcomeJobKey(p: Pick<WelcomePayload, 'botId' | 'chatId' | 'userId'>): string {
   return `${JOIN_WELCOME_TASK}:${p.botId}:${p.chatId}:${p.userId}`;
 }
 

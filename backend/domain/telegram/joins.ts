@@ -1,7 +1,7 @@
 import { upsertLead } from '../outbox/conversion-record.js';
 import { secondsToDate, type UpdateContext, type UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
-import { memberTransition } from './member-status.js';
+import { memberTransition } from '../bot-api/member-status.js';
 import {
   findChannel,
   findLeadId,

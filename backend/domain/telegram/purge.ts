@@ -4,7 +4,7 @@ import type { Queryable } from '../../db/pool.js';
  * Telegram resends an update for at most 24 hours, so its de-duplication record is needed no
  * longer than that; a week leaves ample slack for a webhook that was down.
  */
-export const TELEGRAM_UPDATE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+const TELEGRAM_UPDATE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * Deletes de-duplication records past the retention, and the records of update forwards sent or

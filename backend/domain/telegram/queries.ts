@@ -163,13 +163,6 @@ export async function markInvitationUsed(
   );
 }
 
-export async function markInvitationRevoked(db: Queryable, invitationId: string, at: Date): Promise<void> {
-  await db.query(`UPDATE invitations SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, [
-    invitationId,
-    at,
-  ]);
-}
-
 /** Whether this (channel, user, invitation) already produced its one conversion. */
 export async function joinAlreadyConverted(
   tx: Queryable,
@@ -182,22 +175,6 @@ export async function joinAlreadyConverted(
     [channelId, telegramUserId, invitationId],
   );
   return (rowCount ?? 0) > 0;
-}
-
-export interface VisitContext {
-  href: string | null;
-  client_ip: string | null;
-  user_agent: string | null;
-  /** False: the visitor did not consent, and what the visit leads to is organic (docs/consent.md). */
-  consented: boolean;
-}
-
-export async function visitContext(tx: Queryable, visitId: string): Promise<VisitContext | null> {
-  const { rows } = await tx.query<VisitContext>(
-    'SELECT href, client_ip, user_agent, consented FROM visits WHERE id = $1',
-    [visitId],
-  );
-  return rows[0] ?? null;
 }
 
 export async function findLeadId(
@@ -250,54 +227,4 @@ export async function insertMembership(tx: Queryable, m: NewMembership): Promise
     ],
   );
   return rows[0]!.id;
-}
-
-export interface BotStatusChange {
-  channelId: string;
-  siteId: string;
-  couldInvite: boolean | null;
-}
-
-/**
- * Stores the bot's status in every channel it serves in this chat. An update that happened in a
- * second strictly before the stored status was taken is older news and is not applied (dates are
- * whole seconds, so same-second updates still apply, in arrival order).
- */
-export async function storeBotStatus(
-  tx: Queryable,
-  botId: string,
-  chatId: number,
-  s: { status: string; isAdmin: boolean; canInvite: boolean; at: Date },
-): Promise<BotStatusChange[]> {
-  const { rows } = await tx.query<{ id: string; site_id: string; could_invite: boolean | null }>(
-    `UPDATE channels c SET bot_status = $3, bot_is_admin = $4, bot_can_invite = $5, bot_status_at = $6
-     FROM (SELECT id, bot_can_invite FROM channels WHERE bot_id = $1 AND telegram_chat_id = $2 FOR UPDATE) old
-     WHERE c.id = old.id AND (c.bot_status_at IS NULL OR c.bot_status_at < $6::timestamptz + interval '1 second')
-     RETURNING c.id, c.site_id, old.bot_can_invite AS could_invite`,
-    [botId, chatId, s.status, s.isAdmin, s.canInvite, s.at],
-  );
-  return rows.map((r) => ({ channelId: r.id, siteId: r.site_id, couldInvite: r.could_invite }));
-}
-
-/**
- * A basic group was upgraded to a supergroup (Telegram does so when join requests or a username
- * are enabled): the bot's channels in the old chat follow it to its new `-100…` id. Returns the
- * channels moved; none when a channel of this bot already serves the new id.
- */
-export async function moveChannelChat(
-  db: Queryable,
-  botId: string,
-  fromChatId: number,
-  toChatId: number,
-): Promise<string[]> {
-  // A channel that already follows the new chat (for this bot, or on the same site) keeps it; the
-  // old one stays where it was. Checked in the statement rather than caught: a unique violation
-  // inside the webhook's transaction would abort it, and with it the update's whole record.
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE channels c SET telegram_chat_id = $3 WHERE c.bot_id = $1 AND c.telegram_chat_id = $2 AND c.active
-       AND NOT EXISTS (SELECT 1 FROM channels o WHERE o.telegram_chat_id = $3 AND o.active AND (o.bot_id = $1 OR o.site_id = c.site_id))
-     RETURNING c.id`,
-    [botId, fromChatId, toChatId],
-  );
-  return rows.map((r) => r.id);
 }

@@ -19,7 +19,7 @@ const MessageChat = z.object({ id: TelegramId, type: z.string().max(32).optional
 // The strings an update hands on to the database are `storableText`: one with a NUL (which
 // PostgreSQL cannot store) makes the update malformed, dropped with a 200 like any other, rather
 // than refused with a status Telegram would answer by resending it for a day.
-export const ChatMember = z.object({
+const ChatMember = z.object({
   status: storableText(32),
   user: User,
   /** Only on `restricted` members: whether they are still in the chat. */
@@ -53,7 +53,7 @@ export const ChatJoinRequest = z.object({
 export type ChatJoinRequest = z.infer<typeof ChatJoinRequest>;
 
 /** A service message naming a basic group's upgrade: `migrate_to_chat_id` in the old chat, `migrate_from_chat_id` in the new. */
-export const MigrationMessage = z.object({
+const MigrationMessage = z.object({
   chat: MessageChat,
   migrate_to_chat_id: TelegramId.optional(),
   migrate_from_chat_id: TelegramId.optional(),

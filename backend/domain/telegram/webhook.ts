@@ -3,7 +3,7 @@ import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
-import { findBot } from '../admin/bots.js';
+import { findBot } from '../bot-api/bot-state.js';
 import { handleMyChatMember } from './bot-status.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
@@ -11,7 +11,7 @@ import { handlePrivateMessage } from './messages.js';
 import { handleChatMember } from './joins.js';
 import { enqueueForward } from './forwards.js';
 import { claimUpdate } from './queries.js';
-import { followChatMigration } from './migration.js';
+import { followChatMigration } from '../bot-api/migration.js';
 import { parseUpdate, type ParsedUpdate } from './updates.js';
 
 /**

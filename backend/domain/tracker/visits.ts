@@ -352,3 +352,20 @@ export async function clickVisitId(
   });
   return visit.visitId;
 }
+
+/** What a join or an entry credited to a visit sends with its conversion: the page, IP and User-Agent. */
+export interface VisitContext {
+  href: string | null;
+  client_ip: string | null;
+  user_agent: string | null;
+  /** False: the visitor did not consent, and what the visit leads to is organic (docs/consent.md). */
+  consented: boolean;
+}
+
+export async function visitContext(tx: Queryable, visitId: string): Promise<VisitContext | null> {
+  const { rows } = await tx.query<VisitContext>(
+    'SELECT href, client_ip, user_agent, consented FROM visits WHERE id = $1',
+    [visitId],
+  );
+  return rows[0] ?? null;
+}

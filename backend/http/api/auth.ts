@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { apiKeyMatches, apiKeyPrefix, hashApiKey } from '../../crypto/api-keys.js';
-import type { KeyRow as LookedUpKey } from '../../domain/api-key-lookup.js';
+import { recordKeyUse, type KeyRow as LookedUpKey } from '../../domain/api-key-lookup.js';
 import type { Deps } from '../../deps.js';
 import { keyLookupAndClaimStatement } from '../../domain/idempotency.js';
 import { ApiError } from '../errors.js';
@@ -67,9 +67,9 @@ export function apiAuth(
     if (!row || !matches || row.revoked_at !== null) throw unauthorized();
 
     if (row.last_used_at === null || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
-      deps.pool
-        .query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1', [row.id, now])
-        .catch((err: unknown) => deps.log.debug({ err: String(err) }, 'could not record API key use'));
+      recordKeyUse(deps.pool, row.id, now).catch((err: unknown) =>
+        deps.log.debug({ err: String(err) }, 'could not record API key use'),
+      );
     }
     c.set('caller', { keyId: row.id, accountId: row.account_id, siteId: row.site_id });
     if (row.claimed === true && claimKey !== null) c.set('earlyClaim', { key: claimKey, claimedAt: now });

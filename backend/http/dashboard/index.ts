@@ -10,6 +10,7 @@ import {
   VALUE_DECIMALS,
 } from '../../domain/conversions/currencies.js';
 import { submitConversionValue } from '../../domain/conversions/submit-value.js';
+import { isActiveChannelOf } from '../../domain/admin/channels.js';
 import { Uuid } from '../../domain/admin/schemas.js';
 import { findSite, type SiteRow } from '../../domain/admin/sites.js';
 import { decideJoinRequest, heldRequestsOfSite } from '../../domain/admin/join-requests.js';
@@ -373,13 +374,8 @@ export function dashboardRoutes(
       const channelId = c.req.param('channel');
       const decision = c.req.param('decision') as 'approve' | 'decline';
       const user = Number(c.req.param('user'));
-      const { rows } = isUuid(channelId)
-        ? await deps.pool.query('SELECT 1 FROM channels WHERE id = $1 AND site_id = $2 AND active', [
-            channelId,
-            site.id,
-          ])
-        : { rows: [] };
-      if (rows.length === 0 || !(Number.isSafeInteger(user) && user > 0))
+      const known = isUuid(channelId) && (await isActiveChannelOf(deps.pool, site.id, channelId));
+      if (!known || !(Number.isSafeInteger(user) && user > 0))
         return renderSite(
           c,
           site.id,

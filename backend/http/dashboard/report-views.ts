@@ -33,7 +33,7 @@ const GROUP_LABELS: Record<GroupBy, string> = {
   platform: 'ad platform',
 };
 
-export function rate(n: number, of: number): string {
+function rate(n: number, of: number): string {
   return of === 0 ? '–' : `${((n / of) * 100).toFixed(1)} %`;
 }
 
@@ -55,7 +55,7 @@ function ago(at: Date | null, now: Date): string {
 }
 
 /** A row's name for people: a channel's title, `(none)` where the visits had no value. */
-export function keyLabel(groupBy: GroupBy, key: string | null, titles: Record<string, string>): string {
+function keyLabel(groupBy: GroupBy, key: string | null, titles: Record<string, string>): string {
   if (key === null) return groupBy === 'channel' ? '(no channel)' : '(none)';
   if (groupBy === 'channel') return titles[key] ?? key;
   if (groupBy === 'platform' && key === 'none') return 'none (organic or untagged)';

@@ -1,5 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { reportsDb, type Deps } from '../../deps.js';
+import { channelTitles } from '../../domain/admin/channels.js';
 import type { SiteRow } from '../../domain/admin/sites.js';
 import { attributionCoverage } from '../../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type GroupBy } from '../../domain/reports/funnel.js';
@@ -18,7 +19,7 @@ import { notFoundPage, STYLE_HASH } from './views.js';
  * only dashboard page with a script: its policy adds `script-src 'self'` (files served below,
  * no inline script) to the dashboard's.
  */
-export const REPORTS_CSP = `default-src 'none'; script-src 'self'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
+const REPORTS_CSP = `default-src 'none'; script-src 'self'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
 
 export function registerDashboardReports(
   app: Hono<DashEnv>,
@@ -64,14 +65,6 @@ export function registerDashboardReports(
     }
   };
 
-  const channelTitles = async (siteId: string) => {
-    const { rows } = await deps.pool.query<{ id: string; title: string }>(
-      'SELECT id, title FROM channels WHERE site_id = $1',
-      [siteId],
-    );
-    return Object.fromEntries(rows.map((r) => [r.id, r.title]));
-  };
-
   app.get('/dashboard/sites/:site/reports', signedIn, async (c) => {
     const site = await siteOf(c);
     if (site instanceof Response) return site;
@@ -98,7 +91,7 @@ export function registerDashboardReports(
         matchQuality: await matchQualityReport(reportsDb(deps), q),
         coverage: await attributionCoverage(reportsDb(deps), q),
         pixels: await pixelHealth(reportsDb(deps), site.id, now),
-        channelTitles: await channelTitles(site.id),
+        channelTitles: await channelTitles(deps.pool, site.id),
         now,
       },
       { formToken: c.get('formToken') },
@@ -124,6 +117,6 @@ export function registerDashboardReports(
       'content-disposition',
       `attachment; filename="funnel-${site.website_id}-${p.from}-${p.to}-${p.groupBy}.csv"`,
     );
-    return c.body(funnelCsv(funnel, p.groupBy, await channelTitles(site.id)));
+    return c.body(funnelCsv(funnel, p.groupBy, await channelTitles(deps.pool, site.id)));
   });
 }

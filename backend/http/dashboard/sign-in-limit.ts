@@ -9,7 +9,7 @@ import type { Pool } from '../../db/pool.js';
  * online guesser to a handful of tries a quarter-hour.
  */
 export const SIGN_IN_FAILURES_ALLOWED = 10;
-export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
+const SIGN_IN_WINDOW_SECONDS = 15 * 60;
 
 export interface SignInLimit {
   /**

@@ -43,7 +43,7 @@ import { createInstallSignals } from '../../domain/tracker/install-signals.js';
 import type { KeylessEnv } from './env.js';
 import { isLinkLookup } from './link-preview.js';
 import { isBrowserNavigation, navigationFallback, type FallbackTarget } from './navigation-fallback.js';
-import { createRateLimiter, rateLimitSettings } from './rate-limit.js';
+import { createRateLimiter, rateLimitSettings } from '../../domain/rate-limits.js';
 import { clickRequestId, redirectClick } from './redirect-click.js';
 import { registerTrackerScriptRoute } from './script.js';
 

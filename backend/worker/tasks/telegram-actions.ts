@@ -5,13 +5,13 @@ import {
   revokeInviteLink,
   type ActionDeps,
   type ActionOutcome,
-} from '../../domain/telegram/actions.js';
+} from '../../domain/bot-api/actions.js';
 import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
 import { SEND_WELCOME_TASK, sendWelcome } from '../../domain/entries/welcome.js';
 import { JOIN_WELCOME_TASK, sendJoinWelcome } from '../../domain/telegram/join-welcome.js';
 import { UPGRADE_WEBHOOKS_TASK, upgradeWebhooks } from '../../domain/telegram/webhook-upgrade.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
-import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/telegram/rights-check.js';
+import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/bot-api/rights-check.js';
 
 const PURGE_TASK = 'purge_telegram_updates';
 

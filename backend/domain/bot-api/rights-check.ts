@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { botRights } from './member-status.js';
 import { followMigrationError } from './migration.js';
-import { storeBotStatus } from './queries.js';
+import { storeBotStatus } from './bot-state.js';
 
 /**
  * Re-checking the bot's rights in its channels with getChatMember. `my_chat_member` tells of

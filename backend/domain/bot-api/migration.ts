@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
 import type { Logger } from '../../log.js';
 import { TelegramError } from '../../telegram/client.js';
-import { moveChannelChat } from './queries.js';
+import { moveChannelChat } from './bot-state.js';
 
 /**
  * Follows a basic group's upgrade to a supergroup: Telegram answers calls about the old chat with

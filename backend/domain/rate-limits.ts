@@ -1,10 +1,10 @@
 import { BurstyRateLimiter, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { clientBudgetKey } from '../../../shared/client-ip.js';
-import { z } from 'zod';
-import type { Pool } from '../../db/pool.js';
-import type { SqlFragment } from '../../domain/outbox/sends.js';
-import type { VisitAdmission } from '../../domain/tracker/visits.js';
-import { ApiError } from '../../errors.js';
+import { clientBudgetKey } from '../../shared/client-ip.js';
+import type { Config } from '../config.js';
+import type { Pool } from '../db/pool.js';
+import type { SqlFragment } from './outbox/sends.js';
+import type { VisitAdmission } from './tracker/visits.js';
+import { ApiError } from '../errors.js';
 
 /**
  * Rate limits of the keyless surface, per (site, browser IP) and per group of endpoints. Counters
@@ -14,22 +14,13 @@ import { ApiError } from '../../errors.js';
  */
 export type LimitGroup = 'init' | 'fbp' | 'invite';
 
-/** Environment variables (documented in docs/tracker-api.md); 0 turns a group's limit off. */
+/** Environment variables (documented in docs/tracker-api.md; parsed in config.ts); 0 turns a group's limit off. */
 export const RATE_LIMIT_ENV = {
   init: 'TRACKER_RATE_LIMIT_INIT',
   fbp: 'TRACKER_RATE_LIMIT_FBP',
   invite: 'TRACKER_RATE_LIMIT_INVITE',
   burst: 'TRACKER_RATE_LIMIT_BURST',
 } as const;
-
-const count = (fallback: number) => z.coerce.number().int().min(0).max(1_000_000).default(fallback);
-
-const SettingsSchema = z.object({
-  [RATE_LIMIT_ENV.init]: count(120),
-  [RATE_LIMIT_ENV.fbp]: count(60),
-  [RATE_LIMIT_ENV.invite]: count(30),
-  [RATE_LIMIT_ENV.burst]: count(60),
-});
 
 export interface RateLimitSettings {
   /** Requests per minute per (site, IP), by group; 0: unlimited. */
@@ -40,25 +31,17 @@ export interface RateLimitSettings {
 
 const TABLE = 'capigram_rate_limits';
 
-/** Reads the settings from the environment's variables (strings) or typed config (numbers). */
-export function rateLimitSettings(source: object): RateLimitSettings {
-  const picked = Object.fromEntries(
-    Object.values(RATE_LIMIT_ENV).flatMap((name) => {
-      const value = (source as Record<string, unknown>)[name];
-      return value === undefined || value === '' ? [] : [[name, value]];
-    }),
-  );
-  const parsed = SettingsSchema.safeParse(picked);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(
-      `${String(issue?.path[0] ?? 'TRACKER_RATE_LIMIT_*')} must be a whole number between 0 and 1000000`,
-    );
-  }
-  const s = parsed.data;
+/** The settings of the process's config, where the variables are parsed with the others. */
+export function rateLimitSettings(
+  config: Pick<Config, (typeof RATE_LIMIT_ENV)[keyof typeof RATE_LIMIT_ENV]>,
+): RateLimitSettings {
   return {
-    perMinute: { init: s[RATE_LIMIT_ENV.init], fbp: s[RATE_LIMIT_ENV.fbp], invite: s[RATE_LIMIT_ENV.invite] },
-    burstPerTenMinutes: s[RATE_LIMIT_ENV.burst],
+    perMinute: {
+      init: config.TRACKER_RATE_LIMIT_INIT,
+      fbp: config.TRACKER_RATE_LIMIT_FBP,
+      invite: config.TRACKER_RATE_LIMIT_INVITE,
+    },
+    burstPerTenMinutes: config.TRACKER_RATE_LIMIT_BURST,
   };
 }
 

@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
 import { followMigrationError } from './migration.js';
-import { markInvitationRevoked } from './queries.js';
+import { markInvitationRevoked } from './bot-state.js';
 
 /**
  * Bot API side effects of the webhook (approving join requests, revoking used links). They are
@@ -15,11 +15,10 @@ export const TELEGRAM_TASKS = {
   approveJoinRequest: 'telegram_approve_join_request',
   revokeInviteLink: 'telegram_revoke_invite_link',
 } as const;
-export type TelegramTask = (typeof TELEGRAM_TASKS)[keyof typeof TELEGRAM_TASKS];
 
 const TelegramId = z.number().int().refine(Number.isSafeInteger);
 /** How many times one action follows `retry_after` before it gives up: flood waits are short. */
-export const MAX_FLOOD_WAITS = 20;
+const MAX_FLOOD_WAITS = 20;
 /** Attempts on network failures and Telegram 5xx (graphile-worker backs off exponentially). */
 const MAX_ATTEMPTS = 10;
 

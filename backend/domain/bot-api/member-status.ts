@@ -1,4 +1,10 @@
-import type { ChatMember } from './updates.js';
+/** A chat member as Telegram describes one (`ChatMember`), in the fields these rules read. */
+interface ChatMember {
+  status: string;
+  /** Only on `restricted` members: whether they are still in the chat. */
+  is_member?: boolean | undefined;
+  can_invite_users?: boolean | undefined;
+}
 
 /**
  * Pure rules on Telegram chat member states: who counts as in the chat, what a `chat_member`
