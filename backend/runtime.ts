@@ -40,7 +40,10 @@ export async function openRuntime(
       'embedded PostgreSQL ready',
     );
   }
-  const pool = createPool(url, opts.poolSize ?? 20);
+  const pool = createPool(url, opts.poolSize ?? 20, {
+    statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+  });
   try {
     await migrate(pool);
   } catch (err) {
