@@ -85,6 +85,7 @@ export function startHeartbeat(
   workerIds: () => readonly string[],
   onError: (err: unknown) => void,
   beatMs = BEAT_MS,
+  onBeat: () => void = () => undefined,
 ): Heartbeat {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -92,6 +93,7 @@ export function startHeartbeat(
     running = (async () => {
       try {
         await beat(pool, workerIds());
+        onBeat();
         await releaseDeadWorkers(pool);
       } catch (err) {
         if (!stopped) onError(err);

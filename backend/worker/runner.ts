@@ -30,6 +30,8 @@ export interface WorkerOptions {
   onUnexpectedStop?: (reason: string, orphans: Orphans) => void;
   /** How often the runner beats and sweeps dead runners' jobs (worker/heartbeat.ts); tests shorten it. */
   heartbeatMs?: number;
+  /** Called after each beat the database took (`npm run worker` marks a file for its health check). */
+  onBeat?: () => void;
 }
 
 /**
@@ -127,6 +129,7 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     () => workerIds,
     (err) => deps.log.warn({ err: String(err) }, 'runner heartbeat failed'),
     opts.heartbeatMs,
+    opts.onBeat,
   );
 
   let asked = false;
