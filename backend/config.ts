@@ -82,7 +82,22 @@ const EnvSchema = z.object({
   TRACKER_RATE_LIMIT_INVITE: z.coerce.number().int().min(0).max(1_000_000).default(30),
   // Extra requests per group once its minute is spent, per 10 minutes.
   TRACKER_RATE_LIMIT_BURST: z.coerce.number().int().min(0).max(1_000_000).default(60),
-  // Delivery counts as stalled (503 on /readyz, an error logged) once the oldest due send has
+  // Bounds on every wait on the database (docs/operations.md#timeouts): a statement PostgreSQL
+  // cancels after this long (0: none; the client still gives up 5 s later), and the wait for a
+  // new connection.
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce
+    .number({ message: 'DATABASE_STATEMENT_TIMEOUT_MS must be a number' })
+    .int('DATABASE_STATEMENT_TIMEOUT_MS must be an integer')
+    .min(0, 'DATABASE_STATEMENT_TIMEOUT_MS must be 0 (none) or more')
+    .max(86_400_000, 'DATABASE_STATEMENT_TIMEOUT_MS must be at most 86400000')
+    .default(60_000),
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce
+    .number({ message: 'DATABASE_CONNECT_TIMEOUT_MS must be a number' })
+    .int('DATABASE_CONNECT_TIMEOUT_MS must be an integer')
+    .min(100, 'DATABASE_CONNECT_TIMEOUT_MS must be at least 100')
+    .max(600_000, 'DATABASE_CONNECT_TIMEOUT_MS must be at most 600000')
+    .default(5_000),
+  // Delivery counts as stalled (503 on /healthz/delivery, an error logged) once the oldest due send has
   // waited this long for a worker.
   DELIVERY_STALL_SECONDS: z.coerce
     .number({ message: 'DELIVERY_STALL_SECONDS must be a number' })

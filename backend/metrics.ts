@@ -41,7 +41,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   });
   const eventBatches = new Histogram({
     name: 'capigram_event_batch_events',
-    help: "Business events per shared transaction, by outcome: committed; ran_alone (rolled back before its COMMIT, its events run one by one); refused (a lone event its rules refused); unknown (the COMMIT's round trip broke)",
+    help: "Business events per shared transaction, by outcome: committed; ran_alone (rolled back before its COMMIT, its events run one by one); refused (a lone event its rules refused); unavailable (the database did not answer before the COMMIT: its events answered 503); unknown (the COMMIT's round trip broke)",
     labelNames: ['outcome'] as const,
     buckets: [1, 2, 4, 8, 16, 32],
     registers: [registry],

@@ -43,13 +43,17 @@ export async function openRuntime(
     );
   }
   const size = opts.poolSize ?? 20;
-  const pool = createPool(url, size);
+  const timeouts = {
+    statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+  };
+  const pool = createPool(url, size, timeouts);
   const pooled = config.DATABASE_DIRECT_URL !== undefined && config.DATABASE_DIRECT_URL !== url;
   // Behind a transaction-mode pooler a connection's session state (a prepared statement) may be
   // on another server connection at the next transaction: the web tier's statements go inline.
   if (pooled) runStatementsInline(pool);
-  const directPool = pooled ? createPool(config.DATABASE_DIRECT_URL!, size) : pool;
-  const reportsPool = config.REPORTS_DATABASE_URL ? createPool(config.REPORTS_DATABASE_URL, 5) : pool;
+  const directPool = pooled ? createPool(config.DATABASE_DIRECT_URL!, size, timeouts) : pool;
+  const reportsPool = config.REPORTS_DATABASE_URL ? createPool(config.REPORTS_DATABASE_URL, 5, timeouts) : pool;
   const pools = [...new Set([pool, directPool, reportsPool])];
   const endPools = () => Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   try {

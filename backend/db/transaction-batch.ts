@@ -2,6 +2,7 @@ import pg from 'pg';
 import { ApiError } from '../errors.js';
 import { conflictPause, isLockConflict, LOCK_CONFLICT_TRIES } from './lock-conflict.js';
 import type { Pool, PoolClient } from './pool.js';
+import { isDatabaseUnavailable } from './unavailable.js';
 import { QueueExpiry } from './queue-expiry.js';
 import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js';
 
@@ -179,7 +180,7 @@ interface Placed {
 }
 
 /** How a shared transaction ended, with how many events it held. */
-export type BatchOutcome = 'committed' | 'ran_alone' | 'refused' | 'unknown';
+export type BatchOutcome = 'committed' | 'ran_alone' | 'refused' | 'unavailable' | 'unknown';
 export type BatchObserver = (events: number, outcome: BatchOutcome) => void;
 
 /** The batches of one pool, held by the process (see `process-state.ts`). */
@@ -327,6 +328,13 @@ export class TransactionBatcher {
         client.release(!rolledBack);
       }
       if (retry && isLockConflict(error)) return 'again';
+      if (isDatabaseUnavailable(error)) {
+        // The database did not answer (or timed out, or is a standby now): nothing was committed,
+        // and running each event alone would only wait on it again, holding this slot as long.
+        this.report(jobs.length, 'unavailable');
+        for (const job of jobs) job.reject(error);
+        return 'settled';
+      }
       const [only] = jobs;
       if (jobs.length === 1 && error instanceof ApiError) {
         // A lone event its rules refused: alone it would be refused the same way (its key, if it

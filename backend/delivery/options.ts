@@ -8,9 +8,17 @@ export interface DeliveryOptions {
   /**
    * How long a claimed send stays reserved for the worker delivering it. A worker killed
    * mid-request leaves its sends pending; they are due again when the lease ends, and the next
-   * sweep (every poll interval) wakes a worker for them. Extended while a long isolation is still going.
+   * sweep (every poll interval) wakes a worker for them. Extended while a long isolation is still
+   * going. It must hold a request and `outcomeRoomMs` after it: see there.
    */
   leaseMs: number;
+  /**
+   * The time the lease leaves, after a request's timeout, for writing what the platform answered:
+   * a database away for that long (a restart, a failover, a network cut) only delays the write,
+   * and the events the platform accepted are not sent again. A request is not started on a lease
+   * with less room left: the lease is extended first.
+   */
+  outcomeRoomMs: number;
   /** First retry delay; doubles with every attempt, up to `maxDelayMs`, with jitter. */
   baseDelayMs: number;
   maxDelayMs: number;
@@ -31,7 +39,10 @@ export interface DeliveryOptions {
 
 export const DEFAULT_DELIVERY_OPTIONS: Readonly<DeliveryOptions> = {
   requestTimeoutMs: 1500,
-  leaseMs: 5000,
+  // A request (1.5 s), an outage of up to 30 s while its answer waits to be written, and the
+  // reconnection and backoff after it.
+  leaseMs: 40_000,
+  outcomeRoomMs: 30_000,
   baseDelayMs: 1000,
   maxDelayMs: 30 * 60_000,
   maxAttempts: 20,

@@ -42,13 +42,6 @@ export interface DeliveryReport {
 /** Room left before the lease ends for a request that times out, and for writing its outcome. */
 const LEASE_MARGIN_MS = 500;
 
-/**
- * How long outcomes wait for the database to come back before the job gives up on them (the
- * sends are then due again when their lease ends, and sent again under the same event ids).
- * A restart or failover takes seconds; this bounds a job stuck on a database that is gone.
- */
-const OUTCOME_PATIENCE_MS = 30_000;
-
 /** Pauses between tries to record outcomes the platform accepted (while the lease lasts). */
 const OUTCOME_RETRY_FIRST_MS = 50;
 const OUTCOME_RETRY_MAX_MS = 1000;
@@ -240,7 +233,9 @@ class ClaimRun {
         return;
       }
       const pixel = auth.pixel;
-      if (performance.now() + this.o.requestTimeoutMs + LEASE_MARGIN_MS > this.leaseDeadline) {
+      // Room for the request and, after it, for writing its answer through an outage.
+      const room = this.o.requestTimeoutMs + this.o.outcomeRoomMs + LEASE_MARGIN_MS;
+      if (performance.now() + room > this.leaseDeadline) {
         queue = await this.extendLease(queue);
         if (queue.length === 0) return;
       }
@@ -345,12 +340,15 @@ class ClaimRun {
     };
     // A write that fails because the database is away is tried again until it is back (repeating
     // it is safe: only sends still under this claim's lease are written, and a COMMIT that did
-    // land leaves none). That also keeps the job from ending while the database is away, which is
-    // what stops graphile-worker's runner (worker/runner.ts).
+    // land leaves none), for as long as the lease lasts: until then no other worker can claim the
+    // sends, so the answer written late still counts, and nothing is sent twice. That also keeps
+    // the job from ending while the database is away, which is what stops graphile-worker's
+    // runner (worker/runner.ts). Past the lease, the sends are due again and sent again under the
+    // same event ids.
     const writeOnceBack = () =>
       whileDatabaseAway(
         () => writeOutcomes(this.deps, batch),
-        OUTCOME_PATIENCE_MS,
+        Math.max(0, this.leaseDeadline - performance.now() - LEASE_MARGIN_MS),
         (err) =>
           this.deps.log.warn(
             { pixelId: this.claim.pixelId, sends: outcomes.length, err: String(err) },

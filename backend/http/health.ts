@@ -1,48 +1,54 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
 import type { Deps } from '../deps.js';
-import { migrationsApplied } from '../db/migrate.js';
+import { migrationState } from '../db/migrate.js';
 import { checkDelivery } from '../delivery/stall.js';
 import type { AppEnv } from './env.js';
 import { ApiError } from './errors.js';
 
-/** Liveness, readiness and metrics: what an orchestrator and Prometheus call. */
+/** Liveness, readiness, delivery health and metrics: what an orchestrator and Prometheus call. */
 export function healthRoutes(
   deps: Pick<Deps, 'pool' | 'metrics' | 'config' | 'log' | 'worker' | 'local'>,
 ): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
+  // Readiness: can this process serve its role? Only the database decides that (it answers, and it
+  // holds exactly the migrations this build knows). A slow or failing ad platform, a backlog or a
+  // stopped worker elsewhere is no reason to take the tracker and the webhook out of rotation:
+  // that is /healthz/delivery's.
   app.get('/readyz', async (c) => {
-    let ready = false;
+    let state: Awaited<ReturnType<typeof migrationState>>;
     try {
-      ready = await migrationsApplied(deps.pool);
+      state = await migrationState(deps.pool);
     } catch {
-      ready = false;
+      throw new ApiError('UNAVAILABLE', 'database unreachable');
     }
-    if (!ready) throw new ApiError('UNAVAILABLE', 'database unreachable or migrations not applied');
+    if (state.unknown.length > 0)
+      throw new ApiError(
+        'UNAVAILABLE',
+        `the database holds migrations this build does not know (${state.unknown.join(', ')})`,
+      );
+    if (state.pending > 0)
+      throw new ApiError('UNAVAILABLE', `${state.pending} migrations of this build are not applied`);
+    return c.json({ status: 'ready' });
+  });
+
+  // Delivery health, for an alert (not a readiness probe): stalled under the stall rule.
+  app.get('/healthz/delivery', async (c) => {
     let check: Awaited<ReturnType<typeof checkDelivery>>;
     try {
       check = await checkDelivery(deps);
     } catch {
       throw new ApiError('UNAVAILABLE', 'database unreachable');
     }
-    if (check.delivery === 'stalled') {
-      // The contract's body (not problem+json): a probe reads which check failed.
-      return c.json(
-        {
-          status: 'degraded',
-          checks: {
-            database: 'ok',
-            delivery: 'stalled',
-            oldestDueSeconds: Math.round(check.oldestDueSeconds),
-            ...(check.workerRunning === null ? {} : { worker: check.workerRunning ? 'running' : 'down' }),
-          },
-        },
-        503,
-      );
-    }
-    return c.json({ status: 'ready' });
+    const body = {
+      oldestDueSeconds: Math.round(check.oldestDueSeconds),
+      ...(check.workerRunning === null ? {} : { worker: check.workerRunning ? 'running' : 'down' }),
+    };
+    // The contract's body (not problem+json): a probe reads which check failed.
+    if (check.delivery === 'stalled') return c.json({ status: 'stalled', ...body }, 503);
+    return c.json({ status: 'ok', ...body });
   });
 
   app.get('/metrics', async (c) => {

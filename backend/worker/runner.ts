@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
 import { startForwardSweep } from '../domain/telegram/forwards.js';
 import { UPGRADE_WEBHOOKS_TASK } from '../domain/telegram/webhook-upgrade.js';
+import { startHeartbeat } from './heartbeat.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
 
 /** The workers of a runner that stopped on its own, and when the last of them has finished its job. */
@@ -27,6 +28,10 @@ export interface WorkerOptions {
    * nobody else will release for four hours. The sweep has stopped by then.
    */
   onUnexpectedStop?: (reason: string, orphans: Orphans) => void;
+  /** How often the runner beats and sweeps dead runners' jobs (worker/heartbeat.ts); tests shorten it. */
+  heartbeatMs?: number;
+  /** Called after each beat the database took (`npm run worker` marks a file for its health check). */
+  onBeat?: () => void;
 }
 
 /**
@@ -117,6 +122,15 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     stopDeliverySweep();
     stopForwardSweep();
   };
+  // Beats for this runner's ids and releases the jobs of runners that stopped beating
+  // (worker/heartbeat.ts).
+  const heartbeat = startHeartbeat(
+    deps.pool,
+    () => workerIds,
+    (err) => deps.log.warn({ err: String(err) }, 'runner heartbeat failed'),
+    opts.heartbeatMs,
+    opts.onBeat,
+  );
 
   let asked = false;
   let ended = false;
@@ -125,6 +139,9 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     ended = true;
     stopSweep();
     if (asked) return;
+    // Its workers may still be running a job: beating goes on until they have all stopped, so
+    // that no other runner releases (and runs again) a job still running here.
+    void idle.then(() => heartbeat.stop());
     // The runner's cron and its listeners on the pool outlive its dead worker pool until the
     // runner itself is stopped: stopped here, so that a restarted runner does not run beside a
     // second cron, and repeated restarts leak nothing. (Its pool is no longer active, so this
@@ -143,13 +160,22 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
   );
   return {
     ...runner,
-    stop: (reason?: string) => {
+    stop: async (reason?: string) => {
       asked = true;
-      return runner.stop(reason);
+      try {
+        await runner.stop(reason);
+      } finally {
+        // Stopped gracefully: its jobs were released, its beats go.
+        await heartbeat.stop({ forget: true });
+      }
     },
-    kill: (reason?: string) => {
+    kill: async (reason?: string) => {
       asked = true;
-      return runner.kill(reason);
+      try {
+        await runner.kill(reason);
+      } finally {
+        await heartbeat.stop();
+      }
     },
   };
 }

@@ -29,8 +29,13 @@ export interface SuperviseOptions {
   restartDelayMs?: { min: number; max: number };
 }
 
-/** How long an exiting worker process tries to release its jobs before it goes anyway. */
-const EXIT_RELEASE_MS = 10_000;
+/**
+ * How long an exiting worker process waits for its running jobs to end and then to release them
+ * before it goes anyway: a delivery job keeps trying to write what a platform accepted for as long
+ * as its lease lasts (40 s, `delivery/options.ts`), and leaving before would send those events
+ * again; then 10 s to release the locks.
+ */
+const EXIT_RELEASE_MS = 50_000;
 
 const UNLOCK_SQL = 'SELECT graphile_worker.force_unlock_workers($1::text[])';
 
@@ -53,10 +58,9 @@ export async function superviseWorker(deps: Deps, opts: SuperviseOptions): Promi
         { reason },
         'the job worker stopped on its own; exiting so that the supervisor restarts the process',
       );
-      // Its locked jobs are released first if the database answers within a few seconds (best
-      // effort: graphile-worker resets them after four hours otherwise; the delivery wake-up
-      // does not wait for that, as a locked one is replaced by a new one). Waiting longer gains
-      // nothing: a process started while the database is away would only fail to start.
+      // Its running jobs end first (a delivery job writes what the platform accepted once the
+      // database is back), then its locked jobs are released if the database answers (best
+      // effort: otherwise the runners' sweep of dead workers releases them, worker/heartbeat.ts).
       // (A timer that keeps the process alive: with the runner gone nothing else may, and Node
       // would end the process with 0 on an empty event loop.)
       const bound = new Promise((r) => setTimeout(r, EXIT_RELEASE_MS));

@@ -75,7 +75,8 @@ it('SIGKILL mid-request, restart: every conversion delivered, each event id at l
   await writing;
   const restartedAt = performance.now();
   const second = await startWorkerProcess();
-  await allSettled(db.pool, 30_000);
+  // The orphaned sends are due again when their lease (40 s) ends.
+  await allSettled(db.pool, 75_000);
   const sends = await sendsOf(db.pool, 'conversion_id = ANY($1::uuid[])', [ids]);
   expect(sends).toHaveLength(300);
   expect(sends.filter((s) => s.status !== 'sent')).toEqual([]);
@@ -97,4 +98,4 @@ it('SIGKILL mid-request, restart: every conversion delivered, each event id at l
 
   second.child.kill('SIGTERM');
   expect(await second.exit()).toBe(0);
-}, 60_000);
+}, 120_000);

@@ -69,7 +69,7 @@ describe('migrations', () => {
         sql: 'CREATE TABLE half_done (id int); SELECT nope FROM nowhere;',
       },
     ];
-    await expect(migrate(db.pool, bad)).rejects.toThrow(/9999_broken\.sql/);
+    await expect(migrate(db.pool, [...listMigrations(), ...bad])).rejects.toThrow(/9999_broken\.sql/);
     const { rowCount } = await db.pool.query(
       `SELECT 1 FROM information_schema.tables WHERE table_name = 'half_done'`,
     );

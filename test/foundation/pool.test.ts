@@ -26,7 +26,7 @@ describe('sessions of the pool', () => {
   });
 
   it('lose a transaction left idle past the limit, and its locks with it', async () => {
-    const pool = createPool(db.url, 1, { idleInTransactionTimeoutMs: 300 });
+    const pool = createPool(db.url, 1, { idleInTransactionMs: 300 });
     pools.push(pool);
     const frozen = await pool.connect();
     frozen.on('error', () => undefined);

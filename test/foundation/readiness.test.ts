@@ -1,5 +1,6 @@
-// /readyz and /metrics as an operator's probes and Prometheus see them: delivery stalled (no
-// runner, or a due send waiting too long) turns /readyz 503 with the contract's body, the gauge
+// /readyz, /healthz/delivery and /metrics as an operator's probes and Prometheus see them: delivery
+// stalled (no runner, or a due send waiting too long) turns /healthz/delivery 503 with the
+// contract's body while /readyz stays 200 (readiness is about this process serving), the gauge
 // shows the oldest due send's wait, the stall is logged once when it starts and once when it
 // ends, and METRICS_TOKEN closes /metrics to anyone without it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,10 +26,17 @@ afterAll(async () => {
   await db.drop();
 });
 
+async function delivery(app: TestApp) {
+  const res = await fetch(`${app.url}/healthz/delivery`);
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
 async function readyz(app: TestApp) {
   const res = await fetch(`${app.url}/readyz`);
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
+
+const READY = { status: 200, body: { status: 'ready' } };
 
 async function gauge(app: TestApp): Promise<number> {
   const text = await (await fetch(`${app.url}/metrics`)).text();
@@ -37,32 +45,31 @@ async function gauge(app: TestApp): Promise<number> {
   return Number(m![1]);
 }
 
-describe('delivery in /readyz and the gauge', () => {
+describe('delivery in /healthz/delivery and the gauge, apart from /readyz', () => {
   it('ready with nothing due, and the gauge reads 0', async () => {
-    expect(await readyz(t)).toEqual({ status: 200, body: { status: 'ready' } });
+    expect(await readyz(t)).toEqual(READY);
+    expect(await delivery(t)).toEqual({ status: 200, body: { status: 'ok', oldestDueSeconds: 0 } });
     expect(await gauge(t)).toBe(0);
   });
 
-  it('a due send older than DELIVERY_STALL_SECONDS: 503 degraded with delivery stalled, until it is taken', async () => {
+  it('a due send older than DELIVERY_STALL_SECONDS: delivery 503 stalled until it is taken; /readyz 200 throughout', async () => {
     const { siteId } = await createSiteWith(t.deps, ['meta']);
     const { sends } = await createConversion(db.pool, siteId);
     // Due for 45 s: waiting, not yet stalled (the threshold is 60 s here).
     await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '45 seconds' WHERE id = $1`, [
       sends[0]!.sendId,
     ]);
-    expect((await readyz(t)).status).toBe(200);
+    expect((await delivery(t)).status).toBe(200);
     expect(await gauge(t)).toBeGreaterThanOrEqual(45);
 
     await db.pool.query(`UPDATE sends SET next_attempt_at = now() - interval '300 seconds' WHERE id = $1`, [
       sends[0]!.sendId,
     ]);
-    const stalled = await readyz(t);
+    const stalled = await delivery(t);
     expect(stalled.status).toBe(503);
-    expect(stalled.body).toMatchObject({
-      status: 'degraded',
-      checks: { database: 'ok', delivery: 'stalled' },
-    });
-    expect(stalled.body.checks.oldestDueSeconds).toBeGreaterThanOrEqual(300);
+    expect(stalled.body.status).toBe('stalled');
+    expect(stalled.body.oldestDueSeconds).toBeGreaterThanOrEqual(300);
+    expect(await readyz(t)).toEqual(READY);
     const age = await gauge(t);
     expect(age).toBeGreaterThanOrEqual(300);
     expect(age).toBeLessThan(320);
@@ -72,7 +79,7 @@ describe('delivery in /readyz and the gauge', () => {
       `UPDATE sends SET in_flight = true, next_attempt_at = now() + interval '5 seconds' WHERE id = $1`,
       [sends[0]!.sendId],
     );
-    expect(await readyz(t)).toEqual({ status: 200, body: { status: 'ready' } });
+    expect((await delivery(t)).status).toBe(200);
     expect(await gauge(t)).toBe(0);
     // …and a send that left the queue (sent, failed, skipped) is never due.
     await db.pool.query(
@@ -106,11 +113,15 @@ describe('delivery in /readyz and the gauge', () => {
     let running = false;
     t.deps.worker = { running: () => running };
     try {
-      const res = await readyz(t);
+      const res = await delivery(t);
       expect(res.status).toBe(503);
-      expect(res.body).toMatchObject({ status: 'degraded', checks: { delivery: 'stalled', worker: 'down' } });
+      expect(res.body).toMatchObject({ status: 'stalled', worker: 'down' });
+      expect(await readyz(t)).toEqual(READY);
       running = true;
-      expect(await readyz(t)).toEqual({ status: 200, body: { status: 'ready' } });
+      expect(await delivery(t)).toEqual({
+        status: 200,
+        body: { status: 'ok', oldestDueSeconds: 0, worker: 'running' },
+      });
     } finally {
       delete t.deps.worker;
     }
