@@ -53,7 +53,9 @@ export async function openRuntime(
   // on another server connection at the next transaction: the web tier's statements go inline.
   if (pooled) runStatementsInline(pool);
   const directPool = pooled ? createPool(config.DATABASE_DIRECT_URL!, size, timeouts) : pool;
-  const reportsPool = config.REPORTS_DATABASE_URL ? createPool(config.REPORTS_DATABASE_URL, 5, timeouts) : pool;
+  const reportsPool = config.REPORTS_DATABASE_URL
+    ? createPool(config.REPORTS_DATABASE_URL, 5, timeouts)
+    : pool;
   const pools = [...new Set([pool, directPool, reportsPool])];
   const endPools = () => Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   try {
