@@ -1,6 +1,6 @@
 import { conversionActionFor, missingMappingReason } from './google-actions.js';
-import { googleClickId, googleUserIdentifiers } from './google.js';
-import { DAY_MS, firstFailure, timeWindow } from './precheck.js';
+import { googleClickId, googleConversionChecks, googleUserIdentifiers } from './google.js';
+import { DAY_MS, firstFailure } from './precheck.js';
 import {
   assertBatch,
   finiteNumber,
@@ -222,22 +222,12 @@ export const googleDataManagerAdapter: PlatformAdapter = {
   maxEventAgeMs: MAX_EVENT_AGE_MS,
 
   precheck(e, nowMs, pixel) {
-    return firstFailure(
-      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Google Ads'"),
-      () => (e.eventType === 'PageView' ? 'page views are not uploaded to Google Ads' : undefined),
-      () => {
-        if (pixel?.platform !== 'google') return undefined;
-        return conversionActionFor(pixel.conversionActions, e.eventType, e.customEventName) === undefined
-          ? missingMappingReason(e.eventType, e.customEventName)
-          : undefined;
-      },
-      () => {
-        if (googleClickId(e) !== undefined) return undefined;
-        if ((e.adUserDataConsent ?? undefined) !== 'DENIED' && googleUserIdentifiers(e).length > 0)
-          return undefined;
-        return 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone that may be sent to match the conversion with';
-      },
-    );
+    return firstFailure(...googleConversionChecks(e, nowMs, pixel), () => {
+      if (googleClickId(e) !== undefined) return undefined;
+      if ((e.adUserDataConsent ?? undefined) !== 'DENIED' && googleUserIdentifiers(e).length > 0)
+        return undefined;
+      return 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone that may be sent to match the conversion with';
+    });
   },
 
   buildRequest(events, pixel, baseUrl, opts = {}) {

@@ -15,7 +15,7 @@ import {
   stringField,
   truncateError,
 } from './response.js';
-import type { DeliveryEvent, EventOutcome, PixelConfigOf, PlatformAdapter } from './types.js';
+import type { DeliveryEvent, EventOutcome, PixelConfig, PixelConfigOf, PlatformAdapter } from './types.js';
 
 export const GOOGLE_DEFAULT_API_VERSION = DEFAULT_API_VERSIONS.google;
 
@@ -204,26 +204,38 @@ function quotaRetryDelayMs(body: Record<string, unknown> | undefined): number | 
   return undefined;
 }
 
+/**
+ * What any Google conversion needs, whichever API takes it: an age Google accepts, not a page
+ * view, and a conversion action the pixel maps its event type to.
+ */
+export function googleConversionChecks(
+  e: DeliveryEvent,
+  nowMs: number,
+  pixel: PixelConfig | undefined,
+): (() => string | undefined)[] {
+  return [
+    () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Google Ads'"),
+    // Counting every landing-page view as a conversion would corrupt the advertiser's numbers.
+    () => (e.eventType === 'PageView' ? 'page views are not uploaded to Google Ads' : undefined),
+    () => {
+      if (pixel?.platform !== 'google') return undefined;
+      return conversionActionFor(pixel.conversionActions, e.eventType, e.customEventName) === undefined
+        ? missingMappingReason(e.eventType, e.customEventName)
+        : undefined;
+    },
+  ];
+}
+
 export const googleAdapter: PlatformAdapter = {
   platform: 'google',
   maxBatch: MAX_BATCH,
   maxEventAgeMs: MAX_EVENT_AGE_MS,
 
   precheck(e, nowMs, pixel) {
-    return firstFailure(
-      () => timeWindow(e, nowMs, MAX_EVENT_AGE_MS, "Google Ads'"),
-      // Counting every landing-page view as a conversion would corrupt the advertiser's numbers.
-      () => (e.eventType === 'PageView' ? 'page views are not uploaded to Google Ads' : undefined),
-      () => {
-        if (pixel?.platform !== 'google') return undefined;
-        return conversionActionFor(pixel.conversionActions, e.eventType, e.customEventName) === undefined
-          ? missingMappingReason(e.eventType, e.customEventName)
-          : undefined;
-      },
-      () =>
-        googleClickId(e) !== undefined || googleUserIdentifiers(e).length > 0
-          ? undefined
-          : 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
+    return firstFailure(...googleConversionChecks(e, nowMs, pixel), () =>
+      googleClickId(e) !== undefined || googleUserIdentifiers(e).length > 0
+        ? undefined
+        : 'no Google click id (gclid, gbraid, wbraid) and no e-mail or phone to match the conversion with',
     );
   },
 
