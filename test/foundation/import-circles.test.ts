@@ -1,20 +1,13 @@
 // No import circle between the files of backend/, proxy/ and shared/: dependencies run one way
 // (STYLE.md). Type-only imports count too: a circle through types still ties two files together.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { cycles, sourceFiles } from '../harness/import-graph.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TREES = ['backend', 'proxy', 'shared'];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sourceFiles(path);
-    return /\.ts$/.test(e.name) && !e.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
 
 /** Each file's relative imports (static, type-only, re-exports and `import()`), as files of the tree. */
 function importGraph(root: string, trees: string[]): Map<string, string[]> {
@@ -33,43 +26,6 @@ function importGraph(root: string, trees: string[]): Map<string, string[]> {
   return graph;
 }
 
-/** The circles of a graph: its strongly connected components of more than one file, or a file importing itself (Tarjan). */
-function circles(graph: Map<string, string[]>): string[][] {
-  let next = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (v: string): void => {
-    index.set(v, next);
-    low.set(v, next);
-    next++;
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) {
-        low.set(v, Math.min(low.get(v)!, index.get(w)!));
-      }
-    }
-    if (low.get(v) === index.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(w);
-      } while (w !== v);
-      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
-    }
-  };
-  for (const v of graph.keys()) if (!index.has(v)) visit(v);
-  return found;
-}
-
 describe('import circles', () => {
   it('finds a circle, a longer one and a file importing itself, and nothing in a tree', () => {
     const g = new Map([
@@ -83,12 +39,12 @@ describe('import circles', () => {
       ['t', ['f', 'a']],
     ]);
     expect(
-      circles(g)
+      cycles(g)
         .map((c) => c.join(' '))
         .sort(),
     ).toEqual(['a b', 'c d e', 's']);
     expect(
-      circles(
+      cycles(
         new Map([
           ['x', ['y', 'z']],
           ['y', ['z']],
@@ -107,6 +63,6 @@ describe('import circles', () => {
   });
 
   it('none between the files of backend/, proxy/ and shared/', () => {
-    expect(circles(importGraph(ROOT, TREES))).toEqual([]);
+    expect(cycles(importGraph(ROOT, TREES))).toEqual([]);
   });
 });

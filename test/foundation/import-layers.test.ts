@@ -4,10 +4,11 @@
 // different files; this one can. Each folder stands on a floor, and an arrow may only run to its own
 // floor or one below: http → domain → db/platforms/telegram at the top level, and inside domain/
 // the floors below, from the operator's views down to the Bot API calls and the outbox.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { cycles, sourceFiles } from '../harness/import-graph.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -43,14 +44,6 @@ const DOMAIN_FLOORS: Record<string, number> = {
   'idempotency.ts': 0,
   'api-key-lookup.ts': 0,
 };
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sourceFiles(path);
-    return /\.ts$/.test(e.name) && !e.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
 
 /** Every relative import between two files of `tree` (static, type-only, re-exports, `import()`), paths relative to `tree`. */
 function fileImports(tree: string): [string, string][] {
@@ -89,44 +82,12 @@ function folderGraph(imports: [string, string][]): FolderGraph {
   return graph;
 }
 
-/** Folders that reach each other: the strongly connected components of more than one folder (Tarjan). */
+/** Arrows from a folder to one on a higher floor, with the imports that draw them; folders without a floor are skipped. */
+/** Folders that reach each other (a folder's imports of itself are not arrows of the graph). */
 function folderCycles(graph: FolderGraph): string[][] {
-  let next = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (v: string): void => {
-    index.set(v, next);
-    low.set(v, next);
-    next++;
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v)?.keys() ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) {
-        low.set(v, Math.min(low.get(v)!, index.get(w)!));
-      }
-    }
-    if (low.get(v) === index.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(w);
-      } while (w !== v);
-      if (component.length > 1) found.push(component.sort());
-    }
-  };
-  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
-  return found.sort((a, b) => a.join().localeCompare(b.join()));
+  return cycles(new Map([...graph].map(([folder, arrows]) => [folder, arrows.keys()])));
 }
 
-/** Arrows from a folder to one on a higher floor, with the imports that draw them; folders without a floor are skipped. */
 function arrowsUp(graph: FolderGraph, floors: Record<string, number>): string[] {
   const up: string[] = [];
   for (const [a, arrows] of graph) {
