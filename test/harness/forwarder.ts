@@ -1,49 +1,75 @@
-import net from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 
 /**
- * A repointable database address: a TCP forwarder on loopback, what a managed database's DNS name
- * or pg_auto_failover's address is to its clients. `repoint` sends new connections elsewhere;
- * connections already open stay with the server they were opened to, and end when it ends them.
+ * A database address the tests control: a TCP forwarder on loopback.
+ *
+ * - `repoint` is what a managed database's DNS name or pg_auto_failover's address does on a
+ *   failover: new connections go elsewhere; connections already open stay with the server they
+ *   were opened to, and end when it ends them.
+ * - `cut` is a network that drops packets: forwarding stops in both directions without closing
+ *   anything (no reset, no FIN: each side's writes go unanswered, and a new connection is accepted
+ *   but never reaches the server); `restore` lets everything held go through, in order, as TCP's
+ *   retransmissions do when the network returns. A side that closed during the cut is closed on
+ *   the other side only then.
  */
 export interface Forwarder {
   port: number;
   /** Where new connections go from now on. */
   repoint(targetPort: number): void;
-  /** Connections currently open through it. */
-  open(): number;
+  cut(): void;
+  restore(): void;
   close(): Promise<void>;
 }
 
-export async function startForwarder(targetPort: number): Promise<Forwarder> {
-  let target = targetPort;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target, '127.0.0.1');
+export async function startForwarder(target: { host?: string; port: number }): Promise<Forwarder> {
+  const host = target.host ?? '127.0.0.1';
+  let targetPort = target.port;
+  let silent = false;
+  const sockets = new Set<Socket>();
+  /** Work held back while the network is silent. */
+  let held: (() => void)[] = [];
+  const whenHeard = (fn: () => void) => (silent ? held.push(fn) : fn());
+
+  const join = (from: Socket, to: Socket) => {
+    from.on('data', (chunk) => whenHeard(() => to.write(chunk)));
+    from.on('close', () => whenHeard(() => to.destroy()));
+    from.on('error', () => undefined);
+  };
+
+  const server = createServer((client) => {
     sockets.add(client);
-    sockets.add(upstream);
     client.setNoDelay(true);
-    upstream.setNoDelay(true);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    // Either side ending or failing ends the other, as a reset would.
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
+    client.on('close', () => sockets.delete(client));
+    client.pause();
+    whenHeard(() => {
+      const upstream = connect(targetPort, host);
+      upstream.setNoDelay(true);
+      sockets.add(upstream);
+      upstream.on('close', () => sockets.delete(upstream));
+      join(client, upstream);
+      join(upstream, client);
+      client.resume();
+    });
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const addr = server.address();
+  const address = server.address();
   return {
-    port: typeof addr === 'object' && addr ? addr.port : 0,
-    repoint: (port) => void (target = port),
-    open: () => sockets.size / 2,
+    port: typeof address === 'object' && address ? address.port : 0,
+    repoint(port) {
+      targetPort = port;
+    },
+    cut() {
+      silent = true;
+    },
+    restore() {
+      silent = false;
+      const work = held;
+      held = [];
+      for (const fn of work) fn();
+    },
     async close() {
       for (const s of sockets) s.destroy();
-      await new Promise<void>((ok) => server.close(() => ok()));
+      await new Promise((ok) => server.close(ok));
     },
   };
 }

@@ -14,12 +14,12 @@ import { TEST_SECRET_KEY } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { spawnService, type ServiceProcess } from '../harness/process.js';
 import { scratchDir } from '../harness/scratch.js';
-import { startSilentForwarder, type SilentForwarder } from '../harness/silent-forwarder.js';
+import { startForwarder, type Forwarder } from '../harness/forwarder.js';
 import { attributedJoin, newUser, seedTenant } from '../api/support.js';
 
 let db: TestDatabase;
 let fakes: Fakes;
-let forwarder: SilentForwarder;
+let forwarder: Forwarder;
 let app: ServiceProcess | undefined;
 
 /** Short bounds, so that the test is short: a statement 3 s (the client gives up 5 s later), a connection 2 s. */
@@ -31,7 +31,7 @@ const HANG_MS = 30_000;
 beforeAll(async () => {
   db = await createTestDatabase(4);
   const target = new URL(db.url);
-  forwarder = await startSilentForwarder({ host: target.hostname, port: Number(target.port) });
+  forwarder = await startForwarder({ host: target.hostname, port: Number(target.port) });
   // Every answer takes 300 ms, so that requests are at the platform when the network goes.
   fakes = await startFakes({ meta: { latencyMs: 300 } });
 });

@@ -102,7 +102,7 @@ const today = new Date().toISOString().slice(0, 10);
 beforeAll(async () => {
   pair = await startStandbyPair('standby');
   await pair.primary.tool('createdb', [DB]);
-  address = await startForwarder(pair.primary.port);
+  address = await startForwarder({ port: pair.primary.port });
   fakes = await startFakes();
   primary = createPool(pair.primary.url(DB), 2);
   standby = createPool(pair.standby.url(DB), 2);
