@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { clientContextHeaders, type ClientContext } from '../shared/headers.js';
+import { createCallGate } from './call-gate.js';
 import { createPipelinedClient } from './pipelined-client.js';
 import {
   trackInitResponseSchema,
@@ -83,8 +84,6 @@ export interface TrackerClient {
 
 export const DEFAULT_MAX_PENDING = 1_000;
 const RETRY_BASE_DELAY_MS = 100;
-/** At most one line per interval about dropped calls, however many are dropped. */
-const DROP_LOG_INTERVAL_MS = 10_000;
 
 /** Statuses worth another attempt: the request may succeed later as it is. */
 function isTransient(status: number): boolean {
@@ -114,30 +113,13 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
     agent,
   };
   const pipeline = createPipelinedClient(options.trackerUrl);
-  const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
-  const threshold = options.breakerThreshold ?? 5;
-  const cooldownMs = options.breakerCooldownMs ?? 5_000;
 
-  // Calls in flight, counted rather than kept: a drain only needs to know when none is left.
-  let running = 0;
-  let drained: Array<() => void> = [];
-  let background = 0;
-  function settled(): void {
-    running -= 1;
-    if (running === 0 && drained.length > 0) {
-      for (const wake of drained) wake();
-      drained = [];
-    }
-  }
-  function settledBackground(): void {
-    background -= 1;
-    settled();
-  }
-  let dropped = 0;
-  let lastDropLog = Number.NEGATIVE_INFINITY;
-  let failures = 0;
-  let circuit: 'closed' | 'open' | 'probing' = 'closed';
-  let openUntil = 0;
+  const gate = createCallGate({
+    log,
+    maxPending: options.maxPending ?? DEFAULT_MAX_PENDING,
+    threshold: options.breakerThreshold ?? 5,
+    cooldownMs: options.breakerCooldownMs ?? 5_000,
+  });
 
   /**
    * An invite click over node:http, given up after `timeoutMs`. Invites are not pipelined: a
@@ -164,52 +146,6 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
       });
       req.end();
     });
-  }
-
-  function track<T>(promise: Promise<T>): Promise<T> {
-    running += 1;
-    void promise.then(settled, settled);
-    return promise;
-  }
-
-  function drop(op: string, reason: string): Promise<undefined> {
-    dropped += 1;
-    const now = performance.now();
-    if (now - lastDropLog >= DROP_LOG_INTERVAL_MS) {
-      lastDropLog = now;
-      log.error({ op, dropped, reason }, 'tracker calls dropped');
-    }
-    return Promise.resolve(undefined);
-  }
-
-  function bounded<T>(op: string, call: () => Promise<T | undefined>): Promise<T | undefined> {
-    if (circuit === 'probing') return drop(op, 'circuit open');
-    if (circuit === 'open') {
-      if (performance.now() < openUntil) return drop(op, 'circuit open');
-      circuit = 'probing';
-    }
-    if (background >= maxPending) return drop(op, `more than ${maxPending} calls in flight`);
-    background += 1;
-    running += 1;
-    // One settlement hook for both counts, and no closure: this runs on every pageview.
-    const promise = call();
-    void promise.then(settledBackground, settledBackground);
-    return promise;
-  }
-
-  function succeeded(): void {
-    if (circuit !== 'closed') log.info('tracker answers again: circuit closed');
-    failures = 0;
-    circuit = 'closed';
-  }
-
-  function failed(): void {
-    failures += 1;
-    if (circuit === 'probing' || (circuit === 'closed' && failures >= threshold)) {
-      if (circuit === 'closed') log.error({ failures, cooldownMs }, 'tracker keeps failing: circuit open');
-      circuit = 'open';
-      openUntil = performance.now() + cooldownMs;
-    }
   }
 
   function headers(context: TrackerCallContext, json: boolean): Record<string, string> {
@@ -240,7 +176,7 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
         const answer = await pipeline.request('POST', path, requestHeaders, payload, timeoutMs);
         const text = answer.body.toString('utf8');
         if (answer.status >= 200 && answer.status < 300) {
-          succeeded();
+          gate.succeeded();
           const parsed = schema.safeParse(safeJson(text));
           if (parsed.success) return parsed.data;
           log.warn(
@@ -250,21 +186,21 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
           return undefined;
         }
         retry = isTransient(answer.status);
-        if (retry) failed();
-        else succeeded();
+        if (retry) gate.failed();
+        else gate.succeeded();
         log.warn(
           { op, attempt, status: answer.status, body: text.slice(0, 200) },
           'tracker refused the call',
         );
       } catch (error) {
         retry = true;
-        failed();
+        gate.failed();
         log.warn({ op, attempt, err: describe(error) }, 'tracker unreachable');
       }
       if (!retry) return undefined;
       if (attempt < attempts) {
         await sleep(RETRY_BASE_DELAY_MS * 3 ** (attempt - 1));
-        if (circuit !== 'closed') break;
+        if (!gate.closed()) break;
       }
     }
     log.error({ op, attempts }, 'tracker call given up');
@@ -325,21 +261,18 @@ export function createTrackerClient(options: TrackerClientOptions): TrackerClien
 
   return {
     init: (body, context, urgent) =>
-      bounded('init', () =>
+      gate.bounded('init', () =>
         postJson('init', '/backend/track/init', body, context, trackInitResponseSchema, urgent),
       ),
     updateFbp: (body, context) =>
-      bounded('update-fbp', () =>
+      gate.bounded('update-fbp', () =>
         postJson('update-fbp', '/backend/track/update-fbp', body, context, trackUpdateFbpResponseSchema),
       ),
-    invite: (query, context, urgent) => track(invite(query, context, urgent)),
-    entry: (query, context, urgent) => track(entry(query, context, urgent)),
-    pending: () => running,
+    invite: (query, context, urgent) => gate.track(invite(query, context, urgent)),
+    entry: (query, context, urgent) => gate.track(entry(query, context, urgent)),
+    pending: () => gate.running(),
     async drain(maxWaitMs) {
-      if (running > 0) {
-        const timer = sleep(maxWaitMs, undefined, { ref: false });
-        await Promise.race([new Promise<void>((resolve) => drained.push(resolve)), timer]);
-      }
+      await gate.drain(maxWaitMs);
       agent.destroy();
       pipeline.close();
     },
