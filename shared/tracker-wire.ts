@@ -117,6 +117,7 @@ export const trackDirectInviteBodySchema = z
     path: ['visitRequestId'],
     message: 'visitRequestId is required',
   });
+/** @public The wire shape of the body of `track/direct-invite`, for clients written in TypeScript. */
 export type TrackDirectInviteBody = z.infer<typeof trackDirectInviteBodySchema>;
 
 /** `GET /backend/track/invite` query: `channel` omitted means the site's default channel. */
@@ -150,6 +151,7 @@ export const trackAppBodySchema = z.object({ initData: z.string().min(1).max(819
 /** `GET /backend/track/consent?website=…`: the site's consent mode (the proxy asks it at start). */
 export const trackConsentQuerySchema = z.object({ website: websiteId });
 export const trackConsentResponseSchema = z.object({ consentMode: consentModeSchema });
+/** @public The wire shape of the answer of `track/consent`, for clients written in TypeScript. */
 export type TrackConsentResponse = z.infer<typeof trackConsentResponseSchema>;
 
 /** 200 from `track/init`; a retry with the same `visitRequestId` returns the same `visitId`. */
@@ -169,6 +171,7 @@ export const trackDirectInviteResponseSchema = z.object({
   visitId: z.string().min(1),
   inviteUrl: z.string().min(1),
 });
+/** @public The wire shape of the answer of `track/direct-invite`, for clients written in TypeScript. */
 export type TrackDirectInviteResponse = z.infer<typeof trackDirectInviteResponseSchema>;
 
 export type VisitRequestIdResolution =

@@ -11,7 +11,7 @@ import { healthRoutes } from './health.js';
 import { telegramRoutes } from './telegram.js';
 import { trackerRoutes } from './tracker/index.js';
 
-export type { App, AppEnv } from './env.js';
+export type { App } from './env.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -5,14 +5,7 @@ import { ApiError, ERROR_CODES, validationError } from '../errors.js';
 
 export { isDatabaseUnavailable } from '../db/unavailable.js';
 
-export {
-  ApiError,
-  ERROR_CODES,
-  fieldErrors,
-  validationError,
-  type ErrorCode,
-  type FieldError,
-} from '../errors.js';
+export { ApiError, validationError } from '../errors.js';
 
 /** Rendering of the service's errors as RFC 9457 problem+json (CONTRACT.md). */
 

@@ -36,7 +36,6 @@ import type { ActionSource, DeliveryEvent, EventOutcome, PixelConfigOf, Platform
  * alone. What Google finds wrong later (an unknown click, denied consent) is read with
  * `requestStatus:retrieve` (`delivery/google-diagnostics.ts`).
  */
-export const DATA_MANAGER_SCOPE = 'https://www.googleapis.com/auth/datamanager';
 /** `IngestEventsRequest.events`: "At most 2000 Event resources can be sent in a single request". */
 export const DATA_MANAGER_MAX_EVENTS = 2000;
 const MAX_EVENT_AGE_MS = 90 * DAY_MS;

@@ -18,12 +18,7 @@ export function adapterForPixel(pixel: PixelConfig): PlatformAdapter {
   return adapters[pixel.platform];
 }
 
-export { bisect, decideIsolation, type IsolationDecision } from './batch-isolation.js';
-export { CUSTOM_NAME, EVENT_NAMES, platformEventName } from './event-names.js';
-export { DATA_MANAGER_SCOPE, googleDataManagerAdapter } from './google-data-manager.js';
-export { GOOGLE_DEFAULT_API_VERSION, googleAdapter, googleDateTime } from './google.js';
-export { META_DEFAULT_API_VERSION, META_RETRY_CODES, metaAdapter, metaUsageDelayMs } from './meta.js';
-export { headerValue, parseRetryAfterMs } from './response.js';
-export { snapchatAdapter } from './snapchat.js';
-export { TIKTOK_DEFAULT_API_VERSION, TIKTOK_RETRY_CODES, tiktokAdapter } from './tiktok.js';
+export { decideIsolation } from './batch-isolation.js';
+export { googleDataManagerAdapter } from './google-data-manager.js';
+export { parseRetryAfterMs } from './response.js';
 export * from './types.js';

@@ -1,7 +1,7 @@
 // What the business API tests share: tenants seeded through the admin domain functions, attributed
 // joins written as the webhook would leave them (visit, invitation, membership rows), and a small
 // HTTP client for /api/v1.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../backend/config.js';
 import { hashApiKey } from '../../backend/crypto/api-keys.js';
 import type { SecretBox } from '../../backend/crypto/secret-box.js';
@@ -288,8 +288,6 @@ export async function count(pool: Pool, sql: string, params: unknown[] = []): Pr
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, params);
   return rows[0]!.n;
 }
-
-export { randomUUID };
 
 /**
  * Requests queued in the server behind others that are stuck on a lock the test holds: `hold`

@@ -45,7 +45,7 @@ import { ApiError } from '../errors.js';
  */
 export const IDEMPOTENCY_WAIT_MS = 1000;
 export const IDEMPOTENCY_ABANDONED_MS = 60 * 1000;
-export const REPLAY_HEADER = 'X-Idempotent-Replay';
+const REPLAY_HEADER = 'X-Idempotent-Replay';
 
 const KEY_RE = /^[\x20-\x7e]{1,128}$/;
 
