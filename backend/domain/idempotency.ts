@@ -207,7 +207,7 @@ export function keyLookupAndClaimStatement(q: {
 }
 
 /**
- * API key look-ups, several in one statement (`http/api/key-lookup.ts`), each with what is stored
+ * API key look-ups, several in one statement (`domain/api-key-lookup.ts`), each with what is stored
  * under its Idempotency-Key (read only when the whole key's hash matches).
  *
  * Ordinality keeps each answer with its question; a prefix that finds no key gives no row. The

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 // The full ("max") metadata: with the default ("min") one `isValid()` checks a number against its
 // country's general pattern and lengths only, and took 3,905 of 49,000 random numbers over every
-// country (29 % of those it called valid) that the full patterns refuse (docs/phones.md).
+// country (29 % of those it called valid) that the full patterns refuse (docs/api.md, "How phone numbers are read").
 import {
   type CountryCode,
   getCountryCallingCode,
