@@ -45,7 +45,7 @@ export interface CliIo {
   stderr: { write(text: string): unknown };
 }
 
-/** Runs one command and returns the process exit code: 0 done, 1 refused (the reason on stderr). */
+/** Runs one command and returns the process exit code: 0 done, 1 refused (the reason on stderr; with --json also the error object on stdout). */
 export async function runCli(
   argv: string[],
   io: CliIo,
@@ -60,26 +60,31 @@ export async function runCli(
     io.stdout.write(json ? `${JSON.stringify({ usage: text.trimEnd() })}\n` : text);
     return 0;
   };
+  /**
+   * A refusal: the reason on stderr for a person and, with --json, the one object on stdout a
+   * script reads (`{"error":{"code","message"}}`), so that `| jq` never meets an empty stdout.
+   */
+  const refuse = (code: string, message: string, detail = ''): number => {
+    io.stderr.write(`error: ${message}\n${detail}`);
+    if (json) io.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+    return 1;
+  };
   if (group === '--help' || group === '-h' || group === 'help') return help(overview());
   if (group === undefined) {
+    if (json) return refuse('USAGE', 'no command given', overview());
     io.stderr.write(overview());
     return 1;
   }
   const inGroup = COMMANDS.filter((c) => c.group === group);
-  if (inGroup.length === 0) {
-    io.stderr.write(`error: unknown command "${group}"\n\n${overview()}`);
-    return 1;
-  }
+  if (inGroup.length === 0) return refuse('USAGE', `unknown command "${group}"`, `\n${overview()}`);
   if (name === '--help' || name === '-h') return help(groupHelp(group, inGroup));
   if (name === undefined) {
+    if (json) return refuse('USAGE', `no "${group}" command given`, groupHelp(group, inGroup));
     io.stderr.write(groupHelp(group, inGroup));
     return 1;
   }
   const cmd = inGroup.find((c) => c.name === name);
-  if (!cmd) {
-    io.stderr.write(`error: unknown command "${group} ${name}"\n\n${groupHelp(group, inGroup)}`);
-    return 1;
-  }
+  if (!cmd) return refuse('USAGE', `unknown command "${group} ${name}"`, `\n${groupHelp(group, inGroup)}`);
 
   let runtime: Runtime | null = null;
   try {
@@ -105,8 +110,7 @@ export async function runCli(
     io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
     return result.exitCode ?? 0;
   } catch (err) {
-    io.stderr.write(`error: ${describeError(cmd, err)}\n`);
-    return 1;
+    return refuse(errorCode(err), describeError(cmd, err));
   } finally {
     await runtime?.close();
   }
@@ -136,6 +140,14 @@ async function refuseSecondDatabase(env: NodeJS.ProcessEnv): Promise<string | nu
     );
   }
   return pgdata;
+}
+
+/** The refusal's code: the API's problem code where the domain refused, else what kind of mistake. */
+function errorCode(err: unknown): string {
+  if (err instanceof UsageError) return 'USAGE';
+  if (err instanceof ConfigError) return 'CONFIG';
+  if (err instanceof ApiError) return err.code;
+  return 'INTERNAL';
 }
 
 /** The reason for a refusal, in the operator's terms: validation messages name the flag. */

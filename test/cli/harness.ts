@@ -95,7 +95,9 @@ export async function cliWorld(
     async refused(...argv: string[]) {
       const r = await run(...argv);
       expect(r.code, `expected a refusal; stdout: ${r.stdout}`).toBe(1);
-      expect(r.stdout).toBe('');
+      // With --json the refusal is also the one error object on stdout; without, stdout stays empty.
+      if (argv.includes('--json')) expect(r.json<{ error: { message: string } }>().error.message).not.toBe('');
+      else expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(/^error: .+\n$/s);
       return r.stderr;
     },

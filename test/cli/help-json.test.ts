@@ -43,7 +43,7 @@ describe('--help --json', () => {
     expect(await usage('channel', 'add', '--json', '--help')).toContain('--telegram-channel-id');
   });
 
-  it('refusals stay refusals: exit 1, nothing on stdout', async () => {
+  it('refusals stay refusals: exit 1, one {"error":{"code","message"}} on stdout, the reason on stderr', async () => {
     for (const argv of [
       ['--json'],
       ['key', '--json'],
@@ -53,48 +53,50 @@ describe('--help --json', () => {
     ]) {
       const r = await run(...argv);
       expect(r.code, argv.join(' ')).toBe(1);
-      expect(r.stdout, argv.join(' ')).toBe('');
-      expect(r.stderr).not.toBe('');
+      const { error } = r.json<{ error: { code: string; message: string } }>();
+      expect(error.code, argv.join(' ')).toBe('USAGE');
+      expect(r.stderr).toContain(`error: ${error.message}`);
     }
   });
 
-  it("through npm itself, npm's own errors stay visible on stderr (.npmrc does not silence npm)", async () => {
+  /** `npm run admin -- …` exactly as an operator types it, under the project's .npmrc alone. */
+  function viaNpm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     const childEnv = Object.fromEntries(
       Object.entries(process.env).filter(
         ([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json',
       ),
     );
-    const r = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
+    return new Promise((resolve) => {
       execFile(
         'npm',
-        ['run', 'no-such-script'],
-        { cwd: process.cwd(), env: childEnv, timeout: 60_000 },
-        (_err, stdout, stderr) => resolve({ stdout, stderr }),
-      );
-    });
-    expect(r.stderr).toContain('npm error Missing script: "no-such-script"');
-  });
-
-  it("through npm itself: .npmrc's json mode moves the banner to stderr, and stdout holds only the JSON", async () => {
-    // Whatever npm loglevel this test runs under, the project's .npmrc is what is being checked.
-    const childEnv = Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([k]) => k.toLowerCase() !== 'npm_config_loglevel' && k.toLowerCase() !== 'npm_config_json',
-      ),
-    );
-    const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        'npm',
-        ['run', 'admin', '--', 'key', 'create', '--help', '--json'],
+        ['run', 'admin', '--', ...args],
         { cwd: process.cwd(), env: { ...childEnv, ...env }, timeout: 60_000 },
         (err, stdout, stderr) =>
           resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
       );
     });
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^\{"usage":"npm run admin -- key create .*\}\n$/s);
-    // The banner is not gone, it is on stderr (npm's json mode).
-    expect(r.stderr).toContain('> capigram@');
-    expect(r.stdout.split('\n')).toHaveLength(2);
+  }
+
+  it('through npm itself: stdout holds the one JSON object, npm adds nothing (no banner, no error object)', async () => {
+    const ok = await viaNpm(['key', 'create', '--help', '--json']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/^\{"usage":"npm run admin -- key create .*\}\n$/s);
+    expect(ok.stdout.split('\n')).toHaveLength(2);
+    expect(`${ok.stdout}${ok.stderr}`).not.toContain('> capigram@');
+
+    for (const args of [
+      ['acount', 'list', '--json'],
+      ['account', 'create', '--json'],
+      ['key', 'create', '--account', 'x', '--colour', '--json'],
+    ]) {
+      const failed = await viaNpm(args);
+      expect(failed.code, args.join(' ')).toBe(1);
+      // Exactly one line, one object: npm's own `{"error":{"code":1,…}}` of its json mode is not there.
+      expect(failed.stdout.split('\n'), failed.stdout).toHaveLength(2);
+      const { error } = JSON.parse(failed.stdout) as { error: { code: string; message: string } };
+      expect(Object.keys(error)).toEqual(['code', 'message']);
+      expect(error.code).toBe('USAGE');
+      expect(failed.stderr).toContain(error.message);
+    }
   });
 });

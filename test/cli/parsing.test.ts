@@ -11,7 +11,8 @@ const run = (...argv: string[]) => runWith(env, argv);
 async function refusal(...argv: string[]): Promise<string> {
   const r = await run(...argv);
   expect(r.code).toBe(1);
-  expect(r.stdout).toBe('');
+  if (argv.includes('--json')) expect(r.json<{ error: { code: string } }>().error.code).not.toBe('');
+  else expect(r.stdout).toBe('');
   return r.stderr;
 }
 
@@ -213,7 +214,8 @@ describe('refusals of the command line', () => {
   it('an unreachable database is a refusal with the reason, not a crash', async () => {
     const r = await run('account', 'create', '--name', 'A', '--json');
     expect(r.code).toBe(1);
-    expect(r.stdout).toBe('');
+    expect(r.json<{ error: { code: string } }>().error.code).toBe('INTERNAL');
+    expect(r.stdout).not.toContain('nobody:x');
     expect(r.stderr).toMatch(/^error: /);
     expect(r.stderr).not.toContain('nobody:x');
   });

@@ -39,7 +39,7 @@ it('refuses to create a database when a Capigram server answers on the configure
   const env = freshEnv(new URL(server.url).port);
   const r = await runWith(env, ['account', 'list', '--json']);
   expect(r.code).toBe(1);
-  expect(r.stdout).toBe('');
+  expect(r.json<{ error: { code: string } }>().error.code).toBe('VALIDATION_FAILED');
   expect(r.stderr).toContain(
     `there is no database in DATA_DIR ${env.DATA_DIR}, but a Capigram server answers at ${server.url}`,
   );

@@ -35,7 +35,7 @@ function onlyJson(stdout: string): Record<string, any> {
   return JSON.parse(lines[0]!);
 }
 
-it('success: exit 0 and exactly one JSON object on stdout; refusal: exit 1, empty stdout, the reason on stderr', async () => {
+it('success: exit 0 and exactly one JSON object on stdout; refusal: exit 1, one error object on stdout, the reason on stderr', async () => {
   const created = await admin(['account', 'create', '--name', 'Sub', '--json']);
   expect(created.code, created.stderr).toBe(0);
   const { accountId } = onlyJson(created.stdout);
@@ -70,17 +70,20 @@ it('success: exit 0 and exactly one JSON object on stdout; refusal: exit 1, empt
   expect(bot.stderr).toContain('warning: PUBLIC_URL (http://localhost:3000) is not https');
 
   expect(refused.code).toBe(1);
-  expect(refused.stdout).toBe('');
+  expect(onlyJson(refused.stdout).error).toEqual({
+    code: 'NOT_FOUND',
+    message: 'account 00000000-0000-4000-8000-0000000000ff does not exist',
+  });
   expect(refused.stderr).toContain('error: account 00000000-0000-4000-8000-0000000000ff does not exist');
 
   expect(badFlag.code).toBe(1);
-  expect(badFlag.stdout).toBe('');
+  expect(onlyJson(badFlag.stdout).error.code).toBe('USAGE');
   expect(badFlag.stderr).toContain('unknown option --port for "site create"');
 });
 
 it('an invalid environment is a refusal naming the variable', async () => {
   const r = await admin(['account', 'create', '--name', 'X', '--json'], { PUBLIC_URL: 'not a url' });
   expect(r.code).toBe(1);
-  expect(r.stdout).toBe('');
+  expect(onlyJson(r.stdout).error.code).toBe('CONFIG');
   expect(r.stderr).toContain('PUBLIC_URL: PUBLIC_URL must be an absolute URL');
 });
