@@ -3,6 +3,7 @@ import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'grap
 import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
 import { startForwardSweep } from '../domain/telegram/forwards.js';
+import { startWebhookSweep } from '../domain/webhooks/deliver.js';
 import { UPGRADE_WEBHOOKS_TASK } from '../domain/telegram/webhook-upgrade.js';
 import { startHeartbeat } from './heartbeat.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
@@ -118,9 +119,14 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
   const stopForwardSweep = startForwardSweep(deps.pool, pollInterval, (err) =>
     deps.log.warn({ err: String(err) }, 'forward sweep failed'),
   );
+  // And the webhook events (domain/webhooks/deliver.ts).
+  const stopWebhookSweep = startWebhookSweep(deps.pool, pollInterval, (err) =>
+    deps.log.warn({ err: String(err) }, 'webhook sweep failed'),
+  );
   const stopSweep = () => {
     stopDeliverySweep();
     stopForwardSweep();
+    stopWebhookSweep();
   };
   // Beats for this runner's ids and releases the jobs of runners that stopped beating
   // (worker/heartbeat.ts).

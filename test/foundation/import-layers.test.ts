@@ -33,6 +33,10 @@ const DOMAIN_FLOORS: Record<string, number> = {
   'leads.ts': 7,
   'channel-directory.ts': 7,
   reports: 6,
+  // Alerts and exports read what the reports and the outbox read; webhooks sit over the admin's sites.
+  alerts: 6,
+  exports: 6,
+  webhooks: 5,
   // Business events, over the sites, bots, channels and pixels the operator's commands keep.
   conversions: 5,
   admin: 4,

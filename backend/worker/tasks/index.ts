@@ -8,6 +8,7 @@ import { TELEGRAM_CRONTAB, UPGRADE_WEBHOOKS_CRONTAB, telegramActionTasks } from 
 import { deliveryTasks } from './deliver.js';
 import { forwardUpdateTasks } from './forward-updates.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
+import { webhookTasks } from './webhooks.js';
 
 /** Task names are part of the queue's data: keep them stable. */
 export const TASKS = {
@@ -65,5 +66,6 @@ export function createTaskList(deps: Deps): TaskList {
     ...deliveryTasks(deps),
     ...refillInviteTasks(deps),
     ...forwardUpdateTasks(deps),
+    ...webhookTasks(deps),
   };
 }
