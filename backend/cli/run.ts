@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { accountCommands } from './accounts.js';
+import { alertCommands } from './alerts.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
 import { entryCommands } from './entries.js';
@@ -37,6 +38,7 @@ export const COMMANDS: Command[] = [
   ...leadCommands,
   ...reportCommands,
   ...webhookCommands,
+  ...alertCommands,
 ];
 
 const PROGRAM = 'npm run admin --';

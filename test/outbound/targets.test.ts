@@ -5,8 +5,11 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
+import { createSite } from '../../backend/domain/admin/sites.js';
 import { addBot } from '../../backend/domain/admin/bots.js';
 import { updateBot } from '../../backend/domain/admin/bot-update.js';
+import { addAlert } from '../../backend/domain/alerts/admin.js';
+import { addWebhook } from '../../backend/domain/webhooks/admin.js';
 import { internalAddressKind, OutboundRefused } from '../../backend/outbound/address-rule.js';
 import { checkOutboundTarget, postOutbound } from '../../backend/outbound/post.js';
 import { testDeps } from '../harness/app.js';
@@ -107,6 +110,13 @@ beforeAll(async () => {
   kinds['bot --forward-url (add)'] = (url) =>
     addBot(deps, { accountId, token: DEFAULT_BOT.token, forwardUrl: url });
   kinds['bot --forward-url (update)'] = (url) => updateBot(deps, { botId, forwardUrl: url });
+  const { siteId } = await createSite(db.pool, {
+    accountId,
+    name: 'Outbound',
+    domains: ['outbound.example.com'],
+  });
+  kinds['webhook add --url'] = (url) => addWebhook(deps, { site: siteId, url });
+  kinds['alert add --webhook-url'] = (url) => addAlert(deps, { site: siteId, webhookUrl: url });
 });
 afterAll(async () => {
   await fakes?.closeAll();
@@ -126,6 +136,6 @@ describe('every outbound kind', () => {
       }
     }
     expect(accepted).toEqual([]);
-    expect(Object.keys(kinds).length).toBeGreaterThanOrEqual(2);
+    expect(Object.keys(kinds)).toHaveLength(4);
   });
 });
