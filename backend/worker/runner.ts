@@ -198,6 +198,21 @@ function workerLogger(deps: Pick<Deps, 'log'>): Logger {
           : level === 'info'
             ? log.info
             : log.debug;
-    fn.call(log, { meta }, message);
+    fn.call(log, { meta: withoutJobData(meta) }, message);
   });
+}
+
+/**
+ * graphile-worker puts the whole job in its log meta: its payload and key name Telegram users and
+ * visits (a welcome's chat, a webhook's lead). Only what says which job it was is kept.
+ */
+function withoutJobData(meta: unknown): unknown {
+  if (typeof meta !== 'object' || meta === null || !('job' in meta)) return meta;
+  const { job, ...rest } = meta as { job: unknown };
+  if (typeof job !== 'object' || job === null) return meta;
+  const j = job as Record<string, unknown>;
+  return {
+    ...rest,
+    job: { id: j.id, task_identifier: j.task_identifier, attempts: j.attempts, max_attempts: j.max_attempts },
+  };
 }

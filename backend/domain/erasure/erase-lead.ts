@@ -5,6 +5,7 @@ import { ApiError } from '../../errors.js';
 import { leadLockKey, leadLockStatement } from '../conversions/lead-lock.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from '../conversions/site-scope.js';
 import { refreshCapiStatuses } from '../outbox/sends.js';
+import { eraseCopies } from './copies.js';
 import {
   CONVERSION_PERSON_FIELDS,
   ENTRY_CLICK_RAW_FIELDS,
@@ -152,6 +153,20 @@ async function eraseOnSite(
      WHERE (conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[])) AND status IN ('pending', 'failed')`,
     [conversionIds, visitIds, ERASED_SKIP_REASON],
   );
+
+  const { rows: external } = await tx.query<{ e: string }>(
+    `SELECT external_user_id AS e FROM leads WHERE id = ANY($1::uuid[]) AND external_user_id IS NOT NULL
+     UNION SELECT external_user_id FROM conversions WHERE id = ANY($2::uuid[]) AND external_user_id IS NOT NULL`,
+    [leads.map((l) => l.id), conversionIds],
+  );
+  await eraseCopies(tx, {
+    accountId,
+    siteId,
+    telegramUserId: user,
+    conversionIds,
+    visitIds,
+    externalIds: external.map((r) => r.e),
+  });
 
   const { rows: drawn } = await tx.query<{ n: string }>(`SELECT -nextval('erased_people') AS n`);
   const standIn = drawn[0]!.n;
