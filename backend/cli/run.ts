@@ -9,6 +9,7 @@ import { alertCommands } from './alerts.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
 import { entryCommands } from './entries.js';
+import { exportCommands } from './exports.js';
 import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command } from './command.js';
 import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
@@ -39,6 +40,7 @@ export const COMMANDS: Command[] = [
   ...reportCommands,
   ...webhookCommands,
   ...alertCommands,
+  ...exportCommands,
 ];
 
 const PROGRAM = 'npm run admin --';
@@ -56,8 +58,9 @@ export async function runCli(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
   // `--json` counts wherever it stands, before the command's name too (`--json --help`).
-  const json = argv.includes('--json');
-  const [group, name, ...words] = argv.filter((a) => a !== '--json');
+  const args = withBareCommand(argv);
+  const json = args.includes('--json');
+  const [group, name, ...words] = args.filter((a) => a !== '--json');
   const rest = json ? [...words, '--json'] : words;
   // Asked for with --json, help is still the one JSON object on stdout.
   const help = (text: string): number => {
@@ -105,8 +108,9 @@ export async function runCli(
       warn(
         `generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`,
       );
-    const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
-    io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
+    const result = await cmd.run({ deps: runtime.deps, warn, out: io.stdout }, parsed.values);
+    if (!result.streamed)
+      io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
     return result.exitCode ?? 0;
   } catch (err) {
     io.stderr.write(`error: ${describeError(cmd, err)}\n`);
@@ -114,6 +118,13 @@ export async function runCli(
   } finally {
     await runtime?.close();
   }
+}
+
+/** A command that is its group alone (`export --site …`) is named '' in the table: its name is put in. */
+function withBareCommand(argv: string[]): string[] {
+  const [group, ...rest] = argv;
+  const bare = COMMANDS.some((c) => c.group === group && c.name === '');
+  return bare && rest[0] !== '' ? [group!, '', ...rest] : argv;
 }
 
 /**
