@@ -1,10 +1,10 @@
 // Exports: the CSV cell rules (table-driven), then through HTTP and the CLI against the real
 // database: the rows of each kind in both formats, erased people staying erased, and a large
 // export streamed with the process's memory staying flat.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { csvCell } from '../../backend/domain/exports/format.js';
 import { runWith } from '../cli/harness.js';
-import { apiWorld, insertVisit, newUser, warmLead } from '../api/support.js';
+import { apiWorld, insertVisit, warmLead } from '../api/support.js';
 
 describe('csvCell', () => {
   it.each([
