@@ -1,5 +1,5 @@
 // Erasure that is complete: after a lead is erased, no stored Idempotency-Key answer, webhook
-// event or forward of the bot carries its Telegram id, visit id or external id, and a replay of
+// event, export row or forward of the bot carries its Telegram id, visit id or external id, and a replay of
 // a stored answer says the lead is gone; and at info level no log line of the whole journey (the
 // landing, the bot's /start, the worker's jobs, the API calls, the erasure) carries them.
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -77,6 +77,17 @@ it('no stored answer, webhook event or info log line keeps the lead after its er
     'SELECT telegram_user_id::text || data::text AS t FROM webhook_events',
   );
   expect(events.flatMap((r) => carrying(r.t))).toEqual([]);
+
+  // Exports: the person's joins, conversions and visits are still counted, under no id of theirs.
+  for (const kind of ['visits', 'joins', 'conversions']) {
+    const res = await fetch(`${w.app.url}/api/v1/exports/${kind}?format=ndjson`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(text.trim().split('\n').length, kind).toBeGreaterThan(0);
+    expect(carrying(text), kind).toEqual([]);
+  }
 
   const info = lines.filter((l) => (JSON.parse(l) as { level: number }).level >= 30);
   expect(info.length).toBeGreaterThan(3);

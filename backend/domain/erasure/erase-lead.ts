@@ -197,7 +197,8 @@ async function eraseOnSite(
   await tx.query(
     `WITH k AS (SELECT gen_random_uuid()::text AS salt)
      UPDATE visits SET ${setClause(VISIT_RAW_FIELDS)},
-       temp_id = md5(k.salt || temp_id::text)::uuid, session_id = md5(k.salt || session_id::text)::uuid, updated_at = now()
+       temp_id = md5(k.salt || temp_id::text)::uuid, session_id = md5(k.salt || session_id::text)::uuid, updated_at = now(),
+       erased = true
      FROM k WHERE id = ANY($1::uuid[])`,
     [visitIds],
   );

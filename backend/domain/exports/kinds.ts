@@ -4,8 +4,8 @@ import type { Column } from './format.js';
  * What each export holds, one SQL statement per kind over one site and a range of UTC days
  * (`$1` site, `$2` first instant, `$3` the instant after the last day). Raw network identifiers
  * (IP, User-Agent) and click ids are not exported. Erased people stay erased: their rows carry a
- * stand-in Telegram id (negative), which is written empty, and no visit id, and the fields erasure
- * cleared are empty.
+ * stand-in Telegram id (negative), which is written empty, their visits no id, and the fields
+ * erasure cleared are empty.
  */
 export const EXPORT_KINDS = ['visits', 'joins', 'conversions'] as const;
 export type ExportKind = (typeof EXPORT_KINDS)[number];
@@ -37,7 +37,7 @@ export const KINDS: Record<ExportKind, KindSpec> = {
       b('consented'),
     ],
     // Through the created_at index of visits (one site's rows are a slice of every site's).
-    sql: `SELECT v.id AS "visitId", v.created_at AS "createdAt", v.kind, v.channel_id AS "channelId",
+    sql: `SELECT CASE WHEN v.erased IS NOT TRUE THEN v.id END AS "visitId", v.created_at AS "createdAt", v.kind, v.channel_id AS "channelId",
             v.landing_page AS "landingPage", v.referrer, v.utm_source AS "utmSource", v.utm_medium AS "utmMedium",
             v.utm_campaign AS "utmCampaign", v.utm_content AS "utmContent", v.utm_term AS "utmTerm", v.consented
           FROM visits v

@@ -28,3 +28,7 @@ CREATE TABLE alert_states (
   last_error          text,
   PRIMARY KEY (alert_id, condition)
 );
+
+-- A visit of an erased person keeps its counts but no longer leads to anyone: exports write it
+-- without its id. A nullable column without a default costs nothing to add or to the inserts.
+ALTER TABLE visits ADD COLUMN erased boolean;
