@@ -128,6 +128,12 @@ const EnvSchema = z.object({
     .min(0, 'ATTRIBUTION_WINDOW_DAYS must be 0 or more')
     .max(3650, 'ATTRIBUTION_WINDOW_DAYS must be at most 3650')
     .default(7),
+  // 1: outbound webhooks, alert webhooks and bot forwards may target loopback and private
+  // addresses (on-premise set-ups, tests); otherwise only public ones (backend/outbound/).
+  OUTBOUND_ALLOW_PRIVATE: z
+    .enum(['0', '1'], { message: 'OUTBOUND_ALLOW_PRIVATE must be 0 or 1' })
+    .default('0')
+    .transform((v) => v === '1'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -44,12 +44,16 @@ export interface CommandResult {
   human: string;
   /** The process's exit code when not 0: the command ran, and what it found is a refusal (`pixel test`). */
   exitCode?: number;
+  /** The command wrote its output to `out` itself (`export`): nothing more is printed. */
+  streamed?: boolean;
 }
 
 export interface CommandContext {
   deps: Deps;
   /** A line on stderr: never on stdout, which `--json` keeps for the one JSON object. */
   warn(message: string): void;
+  /** stdout, for a command whose output is a stream (`export`). */
+  out: { write(text: string): unknown };
 }
 
 export interface Command {

@@ -5,9 +5,11 @@ import { ApiError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { accountCommands } from './accounts.js';
+import { alertCommands } from './alerts.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
 import { entryCommands } from './entries.js';
+import { exportCommands } from './exports.js';
 import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command } from './command.js';
 import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
@@ -16,6 +18,7 @@ import { reportCommands } from './reports.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
 import { siteCommands } from './sites.js';
+import { webhookCommands } from './webhooks.js';
 
 /**
  * The operator CLI (`npm run admin -- <group> <command> [flags]`): one command per run, on the same
@@ -35,6 +38,9 @@ export const COMMANDS: Command[] = [
   ...forwarderCommands,
   ...leadCommands,
   ...reportCommands,
+  ...webhookCommands,
+  ...alertCommands,
+  ...exportCommands,
 ];
 
 const PROGRAM = 'npm run admin --';
@@ -52,8 +58,9 @@ export async function runCli(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
   // `--json` counts wherever it stands, before the command's name too (`--json --help`).
-  const json = argv.includes('--json');
-  const [group, name, ...words] = argv.filter((a) => a !== '--json');
+  const args = withBareCommand(argv);
+  const json = args.includes('--json');
+  const [group, name, ...words] = args.filter((a) => a !== '--json');
   const rest = json ? [...words, '--json'] : words;
   // Asked for with --json, help is still the one JSON object on stdout.
   const help = (text: string): number => {
@@ -106,14 +113,22 @@ export async function runCli(
       warn(
         `generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`,
       );
-    const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
-    io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
+    const result = await cmd.run({ deps: runtime.deps, warn, out: io.stdout }, parsed.values);
+    if (!result.streamed)
+      io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
     return result.exitCode ?? 0;
   } catch (err) {
     return refuse(errorCode(err), describeError(cmd, err));
   } finally {
     await runtime?.close();
   }
+}
+
+/** A command that is its group alone (`export --site …`) is named '' in the table: its name is put in. */
+function withBareCommand(argv: string[]): string[] {
+  const [group, ...rest] = argv;
+  const bare = COMMANDS.some((c) => c.group === group && c.name === '');
+  return bare && rest[0] !== '' ? [group!, '', ...rest] : argv;
 }
 
 /**

@@ -3,6 +3,7 @@ import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'grap
 import type { Deps } from '../deps.js';
 import { startSweep } from '../delivery/sweep.js';
 import { startForwardSweep } from '../domain/telegram/forwards.js';
+import { startWebhookSweep } from '../domain/webhooks/deliver.js';
 import { UPGRADE_WEBHOOKS_TASK } from '../domain/telegram/webhook-upgrade.js';
 import { startHeartbeat } from './heartbeat.js';
 import { CRONTAB, createTaskList } from './tasks/index.js';
@@ -118,9 +119,14 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
   const stopForwardSweep = startForwardSweep(deps.pool, pollInterval, (err) =>
     deps.log.warn({ err: String(err) }, 'forward sweep failed'),
   );
+  // And the webhook events (domain/webhooks/deliver.ts).
+  const stopWebhookSweep = startWebhookSweep(deps.pool, pollInterval, (err) =>
+    deps.log.warn({ err: String(err) }, 'webhook sweep failed'),
+  );
   const stopSweep = () => {
     stopDeliverySweep();
     stopForwardSweep();
+    stopWebhookSweep();
   };
   // Beats for this runner's ids and releases the jobs of runners that stopped beating
   // (worker/heartbeat.ts).
@@ -192,6 +198,21 @@ function workerLogger(deps: Pick<Deps, 'log'>): Logger {
           : level === 'info'
             ? log.info
             : log.debug;
-    fn.call(log, { meta }, message);
+    fn.call(log, { meta: withoutJobData(meta) }, message);
   });
+}
+
+/**
+ * graphile-worker puts the whole job in its log meta: its payload and key name Telegram users and
+ * visits (a welcome's chat, a webhook's lead). Only what says which job it was is kept.
+ */
+function withoutJobData(meta: unknown): unknown {
+  if (typeof meta !== 'object' || meta === null || !('job' in meta)) return meta;
+  const { job, ...rest } = meta as { job: unknown };
+  if (typeof job !== 'object' || job === null) return meta;
+  const j = job as Record<string, unknown>;
+  return {
+    ...rest,
+    job: { id: j.id, task_identifier: j.task_identifier, attempts: j.attempts, max_attempts: j.max_attempts },
+  };
 }

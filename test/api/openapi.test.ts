@@ -29,6 +29,7 @@ const OPERATIONS = [
   ['get', '/reports/funnel'],
   ['get', '/reports/match-quality'],
   ['post', '/entries/start'],
+  ['get', '/exports/{kind}'],
 ] as const;
 
 describe('openapi.json', () => {
@@ -49,12 +50,13 @@ describe('openapi.json', () => {
       $ref: '#/components/schemas/Problem',
     });
     expect(op.responses['400'].description).toContain('VALIDATION_FAILED');
-    // An erasure is idempotent by itself (a repeat is 404): the DELETE takes no Idempotency-Key.
+    // An erasure is idempotent by itself (a repeat is 404): the DELETE takes no Idempotency-Key;
+    // nor does a streamed export, which is not stored to be replayed.
     expect(
       op.parameters.some(
         (p: { name: string; in: string }) => p.name === 'idempotency-key' && p.in === 'header',
       ),
-    ).toBe(method !== 'delete');
+    ).toBe(method !== 'delete' && path !== '/exports/{kind}');
   });
 
   it('the conversion body schema is the validating one: required fields, the event types, bounds', () => {

@@ -112,6 +112,12 @@ const ENDPOINTS: Endpoint[] = [
     idempotent: true,
     foreign: UNKNOWN_SITE,
   },
+  {
+    name: 'GET /exports/{kind}',
+    call: (o, site) => api.get(`/exports/conversions?siteId=${site}`, o),
+    idempotent: false,
+    foreign: UNKNOWN_SITE,
+  },
 ];
 
 const writes = () => count(world.db.pool, 'conversions WHERE telegram_user_id = $1', [lead.user]);

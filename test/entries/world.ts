@@ -41,10 +41,17 @@ export interface EntryWorld {
   close(): Promise<void>;
 }
 
-export async function startEntryWorld(env: Record<string, string> = {}): Promise<EntryWorld> {
+export async function startEntryWorld(
+  env: Record<string, string> = {},
+  logTo?: { write(line: string): void },
+): Promise<EntryWorld> {
   const fakes = await startFakes({ telegram: { chats: Object.values(CHATS) } });
   const db = await createTestDatabase();
-  const app = await startTestApp(db.pool, { worker: true, env: { ...fakes.env, ...env } });
+  const app = await startTestApp(db.pool, {
+    worker: true,
+    env: { ...fakes.env, ...env },
+    ...(logTo ? { logTo } : {}),
+  });
   const deps = app.deps;
   const { accountId } = await createAccount(db.pool, { name: 'Entries' });
   const site = await createSite(db.pool, { accountId, name: 'Shop', domains: ['shop.example.com'] });

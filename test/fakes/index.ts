@@ -37,6 +37,8 @@ export interface FakeEnv {
   GOOGLE_OAUTH_URL: string;
   GOOGLE_DATA_MANAGER_URL: string;
   TELEGRAM_API_URL: string;
+  /** Outbound webhooks, alerts and bot forwards may reach receivers on loopback. */
+  OUTBOUND_ALLOW_PRIVATE: '1';
 }
 
 export interface Fakes {
@@ -82,6 +84,7 @@ export async function startFakes(options: FakesOptions = {}): Promise<Fakes> {
       GOOGLE_OAUTH_URL: google.url,
       GOOGLE_DATA_MANAGER_URL: googleDataManager.url,
       TELEGRAM_API_URL: telegram.url,
+      OUTBOUND_ALLOW_PRIVATE: '1',
     },
     resetAll: () => all.forEach((f) => f.reset()),
     closeAll: async () => {

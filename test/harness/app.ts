@@ -38,6 +38,7 @@ export function testDeps(
   pool: Pool,
   env: Record<string, string> = {},
   clock = testClock(),
+  logTo?: { write(line: string): void },
 ): Deps & { clock: TestClock } {
   const config: Config = loadConfig({
     DATA_DIR: scratchDir('data'),
@@ -46,7 +47,7 @@ export function testDeps(
     ...env,
   });
   const metrics = createMetrics();
-  const log = createLogger(config.LOG_LEVEL);
+  const log = createLogger(config.LOG_LEVEL, logTo);
   return {
     config,
     pool,
@@ -75,9 +76,15 @@ export interface TestApp {
 /** The real HTTP app on a loopback port, optionally with the real worker beside it. */
 export async function startTestApp(
   pool: Pool,
-  opts: { env?: Record<string, string>; worker?: boolean | WorkerOptions; clock?: TestClock } = {},
+  opts: {
+    env?: Record<string, string>;
+    worker?: boolean | WorkerOptions;
+    clock?: TestClock;
+    /** Where the app's and worker's log lines go (at env.LOG_LEVEL), for tests that read them. */
+    logTo?: { write(line: string): void };
+  } = {},
 ): Promise<TestApp> {
-  const deps = testDeps(pool, opts.env, opts.clock);
+  const deps = testDeps(pool, opts.env, opts.clock, opts.logTo);
   const app = createApp(deps);
   const server: ServerType = await new Promise((ok) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => ok(s));

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
+import { OutboundRefused } from '../../outbound/address-rule.js';
+import { checkOutboundTarget } from '../../outbound/post.js';
 import { Uuid } from './schemas.js';
 
 /**
@@ -55,6 +57,26 @@ export const UpdateBotInput = z
       });
   });
 
+/**
+ * The outbound rule at configuration: a forward URL that is, or resolves to, an internal address
+ * is refused (and checked again at each connection) unless OUTBOUND_ALLOW_PRIVATE=1.
+ */
+export async function checkForwardUrl(
+  config: Pick<Deps['config'], 'OUTBOUND_ALLOW_PRIVATE'>,
+  forwardUrl: string | undefined,
+): Promise<void> {
+  if (forwardUrl === undefined) return;
+  try {
+    await checkOutboundTarget(forwardUrl, { allowPrivate: config.OUTBOUND_ALLOW_PRIVATE });
+  } catch (err) {
+    if (err instanceof OutboundRefused)
+      throw new ApiError('VALIDATION_FAILED', `--forward-url: ${err.message}`, {
+        errors: [{ path: 'forwardUrl', message: `--forward-url: ${err.message}` }],
+      });
+    throw err;
+  }
+}
+
 /** The columns of a bot's forwarding, the secret sealed (it is sent with each forward, so it cannot be hashed). */
 export function forwardingColumns(
   box: SecretBox,
@@ -73,12 +95,13 @@ export function forwardingColumns(
  * the bot's webhook is set with Telegram.
  */
 export async function saveBotForwarding(
-  deps: Pick<Deps, 'pool' | 'box'>,
+  deps: Pick<Deps, 'pool' | 'box' | 'config'>,
   input: z.input<typeof UpdateBotInput>,
 ): Promise<{ botId: string; forwardUrl: string | null; toggled: boolean; webhookSet: boolean }> {
   const parsed = UpdateBotInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'bot');
   const u = parsed.data;
+  await checkForwardUrl(deps.config, u.forwardUrl);
   const cols = forwardingColumns(deps.box, u);
   // One statement, the row locked first: two concurrent changes are applied one after the other.
   const { rows } = await deps.pool.query<{

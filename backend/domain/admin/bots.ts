@@ -7,7 +7,7 @@ import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, allowedUpdatesFor, createTelegramClient } from '../../telegram/client.js';
 import { findBot, type BotRow } from '../bot-api/bot-state.js';
 import { requireAccount } from './accounts.js';
-import { BotForwardingInput, forwardingColumns } from './bot-forwarding.js';
+import { BotForwardingInput, checkForwardUrl, forwardingColumns } from './bot-forwarding.js';
 import { BotToken, Uuid } from './schemas.js';
 
 export const AddBotInput = z
@@ -40,6 +40,7 @@ export async function addBot(
   const parsed = AddBotInput.safeParse(input);
   if (!parsed.success) throw validationError(parsed.error, 'bot');
   const b = parsed.data;
+  await checkForwardUrl(deps.config, b.forwardUrl);
   await requireAccount(deps.pool, b.accountId);
   const tg = createTelegramClient({ baseUrl: deps.config.TELEGRAM_API_URL, token: b.token });
   const me = await tg.getMe().catch((err: unknown) => {

@@ -5,6 +5,7 @@ import { ApiError } from '../../errors.js';
 import { leadLockKey, leadLockStatement } from '../conversions/lead-lock.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from '../conversions/site-scope.js';
 import { refreshCapiStatuses } from '../outbox/sends.js';
+import { eraseCopies } from './copies.js';
 import {
   CONVERSION_PERSON_FIELDS,
   ENTRY_CLICK_RAW_FIELDS,
@@ -153,6 +154,20 @@ async function eraseOnSite(
     [conversionIds, visitIds, ERASED_SKIP_REASON],
   );
 
+  const { rows: external } = await tx.query<{ e: string }>(
+    `SELECT external_user_id AS e FROM leads WHERE id = ANY($1::uuid[]) AND external_user_id IS NOT NULL
+     UNION SELECT external_user_id FROM conversions WHERE id = ANY($2::uuid[]) AND external_user_id IS NOT NULL`,
+    [leads.map((l) => l.id), conversionIds],
+  );
+  await eraseCopies(tx, {
+    accountId,
+    siteId,
+    telegramUserId: user,
+    conversionIds,
+    visitIds,
+    externalIds: external.map((r) => r.e),
+  });
+
   const { rows: drawn } = await tx.query<{ n: string }>(`SELECT -nextval('erased_people') AS n`);
   const standIn = drawn[0]!.n;
 
@@ -182,7 +197,8 @@ async function eraseOnSite(
   await tx.query(
     `WITH k AS (SELECT gen_random_uuid()::text AS salt)
      UPDATE visits SET ${setClause(VISIT_RAW_FIELDS)},
-       temp_id = md5(k.salt || temp_id::text)::uuid, session_id = md5(k.salt || session_id::text)::uuid, updated_at = now()
+       temp_id = md5(k.salt || temp_id::text)::uuid, session_id = md5(k.salt || session_id::text)::uuid, updated_at = now(),
+       erased = true
      FROM k WHERE id = ANY($1::uuid[])`,
     [visitIds],
   );

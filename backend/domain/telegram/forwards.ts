@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
+import { describePostFailure, postOutbound } from '../../outbound/post.js';
 import { runEvery } from '../../periodic.js';
 import { forwardOrderKey } from './forward-order.js';
 
@@ -96,7 +97,7 @@ export async function enqueueForward(
   return true;
 }
 
-export type ForwardDeps = Pick<Deps, 'pool' | 'box' | 'log' | 'now'>;
+export type ForwardDeps = Pick<Deps, 'pool' | 'box' | 'log' | 'now' | 'config'>;
 
 /** How soon a job that found the (bot, user) taken by another job looks again (run_at is the database's clock: the wall clock). */
 const BUSY_RETRY_MS = 1000;
@@ -179,7 +180,12 @@ async function sendPending(
       await wakeAt(deps.pool, p, row.next_attempt_at);
       return { delivered, dropped, failed: 0 };
     }
-    const failure = await post(bot.forward_url, secret, deps.box.open(row.body_enc));
+    const failure = await post(
+      bot.forward_url,
+      secret,
+      deps.box.open(row.body_enc),
+      deps.config.OUTBOUND_ALLOW_PRIVATE,
+    );
     if (failure !== null) {
       const next = new Date(deps.now().getTime() + forwardBackoffMs(row.attempts + 1));
       await deps.pool.query(
@@ -201,24 +207,30 @@ async function sendPending(
   }
 }
 
-/** One POST; null when the answer was 2xx, else why not (never the secret). */
-async function post(url: string, secret: string | null, body: string): Promise<string | null> {
+/** One POST under the outbound rule; null when the answer was 2xx, else why not (never the secret). */
+async function post(
+  url: string,
+  secret: string | null,
+  body: string,
+  allowPrivate: boolean,
+): Promise<string | null> {
   try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+    // A redirect is not followed: Telegram does not follow them either, and the body would be lost on a 302.
+    const res = await postOutbound(
+      url,
+      {
+        headers: {
+          'content-type': 'application/json',
+          ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }),
+        },
+        body,
+        timeoutMs: FORWARD_TIMEOUT_MS,
       },
-      body,
-      // A redirect is not followed: Telegram does not follow them either, and the body would be lost on a 302.
-      redirect: 'manual',
-      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
-    });
-    await res.arrayBuffer().catch(() => undefined);
+      { allowPrivate },
+    );
     return res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`;
   } catch (err) {
-    return (err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable';
+    return describePostFailure(err);
   }
 }
 

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps.js';
 import type { ApiEnv } from './env.js';
 import { registerListChannels } from './channels-list.js';
 import { registerEntryStart } from './entries-start.js';
+import { registerExports } from './exports.js';
 import { registerConversionEvent } from './events-conversion.js';
 import { registerConversionValue } from './lead-conversion-value.js';
 import { registerEraseLead } from './lead-erase.js';
@@ -28,6 +29,7 @@ export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
   registerFunnelReport(api, deps);
   registerMatchQualityReport(api, deps);
   registerEntryStart(api, deps);
+  registerExports(api, deps);
   registerReference(api, deps);
   return api;
 }

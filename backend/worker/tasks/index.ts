@@ -1,5 +1,6 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Deps } from '../../deps.js';
+import { evaluateAlerts } from '../../domain/alerts/evaluate.js';
 import { runRetention } from '../../domain/erasure/retention.js';
 import { purgeIdempotencyKeys } from '../../domain/idempotency.js';
 import { runRollup } from '../../domain/reports/rollup.js';
@@ -8,6 +9,7 @@ import { TELEGRAM_CRONTAB, UPGRADE_WEBHOOKS_CRONTAB, telegramActionTasks } from 
 import { deliveryTasks } from './deliver.js';
 import { forwardUpdateTasks } from './forward-updates.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
+import { webhookTasks } from './webhooks.js';
 
 /** Task names are part of the queue's data: keep them stable. */
 export const TASKS = {
@@ -15,6 +17,7 @@ export const TASKS = {
   purgeDeadJobs: 'purge_dead_jobs',
   retention: 'retention',
   reportRollup: 'report_rollup',
+  alerts: 'alerts_evaluate',
 } as const;
 
 /** One retention run stops starting batches after this long; the next hourly run goes on. */
@@ -25,6 +28,7 @@ export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASK
 */10 * * * * ${TASKS.purgeDeadJobs} ?max=1&jobKey=${TASKS.purgeDeadJobs}&jobKeyMode=replace
 23 * * * * ${TASKS.retention} ?max=5&jobKey=${TASKS.retention}&jobKeyMode=replace
 */15 * * * * ${TASKS.reportRollup} ?max=3&jobKey=${TASKS.reportRollup}&jobKeyMode=replace
+* * * * * ${TASKS.alerts} ?max=1&jobKey=${TASKS.alerts}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
 ${UPGRADE_WEBHOOKS_CRONTAB}
 ${REFILL_INVITES_CRONTAB}`;
@@ -56,7 +60,13 @@ export function createTaskList(deps: Deps): TaskList {
     const out = await runRollup(deps.pool, deps.now(), { until: Date.now() + RETENTION_RUN_MS });
     if (out.sealed + out.resealed > 0) deps.log.info(out, 'reports: days folded');
   };
+  // Alerts' conditions, moved and announced once a minute (domain/alerts/evaluate.ts).
+  const alerts: Task = async () => {
+    const out = await evaluateAlerts(deps, deps.now());
+    if (out.started + out.ended + out.failed > 0) deps.log.info(out, 'alerts evaluated');
+  };
   return {
+    [TASKS.alerts]: alerts,
     [TASKS.reportRollup]: reportRollup,
     [TASKS.purgeIdempotency]: purge,
     [TASKS.purgeDeadJobs]: purgeDead,
@@ -65,5 +75,6 @@ export function createTaskList(deps: Deps): TaskList {
     ...deliveryTasks(deps),
     ...refillInviteTasks(deps),
     ...forwardUpdateTasks(deps),
+    ...webhookTasks(deps),
   };
 }
