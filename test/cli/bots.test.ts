@@ -295,7 +295,9 @@ describe('bot add', () => {
     );
     expect(runs.map((r) => r.code).sort()).toEqual([0, 1]);
     const loser = runs.find((r) => r.code === 1)!;
-    expect(loser.json<{ error: { message: string } }>().error.message).toBe(TAKEN(bot).slice('error: '.length, -1));
+    expect(loser.json<{ error: { message: string } }>().error.message).toBe(
+      TAKEN(bot).slice('error: '.length, -1),
+    );
     expect(loser.stderr).toBe(TAKEN(bot));
     const winnerAccount = accounts[runs.findIndex((r) => r.code === 0)];
     const winner = runs.find((r) => r.code === 0)!.json<{ botId: string; webhookUrl: string }>();

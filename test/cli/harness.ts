@@ -96,7 +96,8 @@ export async function cliWorld(
       const r = await run(...argv);
       expect(r.code, `expected a refusal; stdout: ${r.stdout}`).toBe(1);
       // With --json the refusal is also the one error object on stdout; without, stdout stays empty.
-      if (argv.includes('--json')) expect(r.json<{ error: { message: string } }>().error.message).not.toBe('');
+      if (argv.includes('--json'))
+        expect(r.json<{ error: { message: string } }>().error.message).not.toBe('');
       else expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(/^error: .+\n$/s);
       return r.stderr;

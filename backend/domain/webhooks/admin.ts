@@ -14,7 +14,6 @@ export const WEBHOOK_EVENTS = [
   'join',
   'leave',
 ] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 const HttpUrl = z
   .string()
