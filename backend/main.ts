@@ -41,7 +41,8 @@ async function main(): Promise<void> {
               output: deps.config.ADMIN_TOKEN_OUTPUT,
               terminal: process.stdout.isTTY === true,
             })}`
-          : '',
+          : // A restart says where the token is, never the token itself: it was shown once.
+            `  admin token:    ${deps.config.ADMIN_TOKEN !== undefined ? 'from ADMIN_TOKEN' : `in ${deps.config.DATA_DIR}/admin-token`}`,
         '',
       ]
         .filter((l) => l !== '')
