@@ -271,6 +271,23 @@ describe('channel add', () => {
         'T',
       ),
     ).toBe('error: --telegram-channel-id: must be a negative Telegram chat id like -1001234567890\n');
+    // A public @username gets the way to its id, not a bare "must be a negative id".
+    expect(
+      await w.refused(
+        'channel',
+        'add',
+        '--site',
+        site,
+        '--bot',
+        s.botId,
+        '--telegram-channel-id',
+        '@acme_news',
+        '--title',
+        'T',
+      ),
+    ).toContain(
+      "--telegram-channel-id: is a public username, not the chat's id: give the numeric id (-100…), which getChat",
+    );
     expect(
       await w.refused(
         'channel',

@@ -44,14 +44,27 @@ export const Domain = z
  * upgrades it to a supergroup with a new -100… id as soon as join requests or a username are
  * enabled, and the channel would lose every join after that.
  */
+const BASIC_GROUP =
+  'is a basic group (its id does not start with -100): Telegram moves a basic group to a new -100… id when it becomes a supergroup (as it does once join requests or a public username are enabled) and its joins would be lost; make it a supergroup first (e.g. turn on "Chat history for new members") and add the -100… id';
+// A public @username is what the operator sees in Telegram; the id is what updates carry.
+const USERNAME =
+  "is a public username, not the chat's id: give the numeric id (-100…), which getChat with chat_id=@username answers (https://api.telegram.org/bot<token>/getChat?chat_id=@username)";
+
 export const TelegramChatId = z
   .string()
   .trim()
-  .regex(/^-\d{5,20}$/, 'must be a negative Telegram chat id like -1001234567890')
-  .refine(
-    (s) => !/^-\d{5,20}$/.test(s) || s.startsWith('-100'),
-    'is a basic group (its id does not start with -100): Telegram moves a basic group to a new -100… id when it becomes a supergroup (as it does once join requests or a public username are enabled) and its joins would be lost; make it a supergroup first (e.g. turn on "Chat history for new members") and add the -100… id',
-  )
+  .superRefine((s, ctx) => {
+    if (/^-\d{5,20}$/.test(s)) {
+      if (!s.startsWith('-100')) ctx.addIssue({ code: 'custom', message: BASIC_GROUP });
+      return;
+    }
+    ctx.addIssue({
+      code: 'custom',
+      message: /^@?[A-Za-z]\w{3,31}$/.test(s)
+        ? USERNAME
+        : 'must be a negative Telegram chat id like -1001234567890',
+    });
+  })
   .transform(Number)
   .refine((n) => Number.isSafeInteger(n), 'is out of range');
 
