@@ -113,6 +113,17 @@ export function createTelegramClient(opts: TelegramClientOptions) {
       drop_pending_updates?: boolean;
     }) => call('setWebhook', p, z.literal(true)),
     deleteWebhook: () => call('deleteWebhook', {}, z.literal(true)),
+    getWebhookInfo: () =>
+      call(
+        'getWebhookInfo',
+        {},
+        z.object({
+          url: z.string(),
+          pending_update_count: z.number().int(),
+          last_error_date: z.number().int().optional(),
+          last_error_message: z.string().optional(),
+        }),
+      ),
     createChatInviteLink: (p: {
       chat_id: number | string;
       name?: string;

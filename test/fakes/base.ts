@@ -20,10 +20,15 @@ export type FailureKind =
   | { type: 'timeout' }
   | { type: 'invalidToken' }
   /** Destroys the socket without an answer. */
-  | { type: 'reset' };
+  | { type: 'reset' }
+  /** Does what was asked, then destroys the socket: the caller cannot know it was done. */
+  | { type: 'lostAnswer' };
 
 /** A failure the platform answers itself (everything but the two transport-level kinds). */
-export type ReplyFailure = Exclude<FailureKind, { type: 'timeout' } | { type: 'reset' }>;
+export type ReplyFailure = Exclude<
+  FailureKind,
+  { type: 'timeout' } | { type: 'reset' } | { type: 'lostAnswer' }
+>;
 
 export interface ReceivedRequest {
   method: string;
@@ -198,16 +203,17 @@ export abstract class FakeServer {
     if (failure) entry.injected = failure.type;
 
     let reply: Reply | undefined;
-    if (!failure) reply = this.safeRoute(entry);
+    if (!failure || failure.type === 'lostAnswer') reply = this.safeRoute(entry);
     else if (failure.type === 'status' && failure.gateway) reply = gatewayReply(failure.status);
     else if (failure.type !== 'timeout' && failure.type !== 'reset')
       reply = this.failureReply(failure, entry);
+    if (failure?.type === 'lostAnswer') reply = undefined;
     entry.status = reply?.status;
     this.notify();
 
     if (failure?.type === 'timeout') return; // left open until the client aborts or close()
     if (this.latencyMs > 0) await sleep(this.latencyMs);
-    if (failure?.type === 'reset') {
+    if (failure?.type === 'reset' || failure?.type === 'lostAnswer') {
       req.socket.destroy();
       return;
     }

@@ -5,8 +5,11 @@ import { startFakes } from './index.js';
 describe('startFakes', () => {
   it('starts all six on distinct loopback ports, exposes the env, and closes them all', async () => {
     const fakes = await startFakes({ meta: { accessTokens: ['t1'] } });
-    const urls = Object.values(fakes.env);
-    expect(Object.keys(fakes.env).sort()).toEqual([
+    // The fakes live on loopback: the outbound rule must let Capigram reach them.
+    const { OUTBOUND_ALLOW_PRIVATE, ...urlEnv } = fakes.env;
+    expect(OUTBOUND_ALLOW_PRIVATE).toBe('1');
+    const urls = Object.values(urlEnv);
+    expect(Object.keys(urlEnv).sort()).toEqual([
       'GOOGLE_ADS_API_URL',
       'GOOGLE_DATA_MANAGER_URL',
       'GOOGLE_OAUTH_URL',

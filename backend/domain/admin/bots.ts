@@ -5,7 +5,7 @@ import { withTx, type Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, allowedUpdatesFor, createTelegramClient } from '../../telegram/client.js';
-import { findBot, type BotRow } from '../bot-api/bot-state.js';
+import { findBot, ROTATE_WEBHOOK_SECRET, unconfirmWebhookSecret, type BotRow } from '../bot-api/bot-state.js';
 import { requireAccount } from './accounts.js';
 import { BotForwardingInput, checkForwardUrl, forwardingColumns } from './bot-forwarding.js';
 import { BotToken, Uuid } from './schemas.js';
@@ -187,12 +187,16 @@ export async function listBots(db: Queryable, accountId?: string): Promise<{ bot
  * transaction that calls setWebhook and committed only once Telegram took it, so the stored
  * secret is always the one Telegram sends (for the moment between the two, Telegram's calls
  * with the new secret are refused and it sends them again). The bot's row lock serialises two
- * concurrent calls.
+ * concurrent calls. The previous secret stays accepted for 10 minutes (`authenticateWebhook`),
+ * so updates Telegram had in flight are not turned away. When setWebhook's answer is lost (a
+ * timeout, a reset), Telegram may or may not have taken the new secret: getWebhookInfo tells
+ * whether it holds this URL; if it does not, nothing changed and the call fails; if it does (or
+ * cannot be asked), both secrets stay accepted until an update shows the new one.
  */
 export async function setBotWebhook(
   deps: Pick<Deps, 'pool' | 'box' | 'config'>,
   botId: string,
-): Promise<{ botId: string; webhookUrl: string }> {
+): Promise<{ botId: string; webhookUrl: string; warning?: string }> {
   const bot = await requireBot(deps.pool, botId);
   const tg = createTelegramClient({
     baseUrl: deps.config.TELEGRAM_API_URL,
@@ -200,24 +204,35 @@ export async function setBotWebhook(
   });
   const secret = randomBytes(32).toString('base64url');
   const webhookUrl = webhookUrlFor(deps.config.PUBLIC_URL, bot.id);
+  let warning: string | undefined;
   await withTx(deps.pool, async (tx) => {
     const { rowCount } = await tx.query(
-      `UPDATE bots SET webhook_secret_hash = $2, webhook_url = $3, webhook_set_at = now(), webhook_allowed_updates = $4 WHERE id = $1 AND removed_at IS NULL`,
+      `UPDATE bots SET ${ROTATE_WEBHOOK_SECRET}, webhook_url = $3, webhook_set_at = now(), webhook_allowed_updates = $4 WHERE id = $1 AND removed_at IS NULL`,
       [bot.id, hashApiKey(secret), webhookUrl, allowedUpdatesFor(bot.forward_url !== null)],
     );
     if (!rowCount) throw new ApiError('NOT_FOUND', `bot ${botId} was removed meanwhile`);
-    await tg
-      .setWebhook({
+    try {
+      await tg.setWebhook({
         url: webhookUrl,
         secret_token: secret,
         allowed_updates: allowedUpdatesFor(bot.forward_url !== null),
         max_connections: 40,
-      })
-      .catch((err: unknown) => {
-        throw refusal(err, `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL)`);
       });
+    } catch (err) {
+      const refused = refusal(
+        err,
+        `Telegram refused the webhook ${webhookUrl} (it needs a public HTTPS PUBLIC_URL)`,
+      );
+      // A refusal (or a 5xx) changed nothing at Telegram: roll back to the secret it still sends.
+      if (!(err instanceof TelegramError && err.kind === 'network' && err.errorCode === undefined))
+        throw refused;
+      const info = await tg.getWebhookInfo().catch(() => null);
+      if (info !== null && info.url !== webhookUrl) throw refused;
+      await unconfirmWebhookSecret(tx, bot.id);
+      warning = `Telegram's answer to setWebhook was lost; ${info === null ? 'getWebhookInfo did not answer either' : 'getWebhookInfo shows the webhook set'}: the old and the new secret are both accepted until an update arrives with the new one`;
+    }
   });
-  return { botId: bot.id, webhookUrl };
+  return { botId: bot.id, webhookUrl, ...(warning === undefined ? {} : { warning }) };
 }
 
 /**

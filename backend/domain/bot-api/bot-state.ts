@@ -17,14 +17,44 @@ export interface BotRow {
   username: string | null;
   token_enc: string;
   webhook_secret_hash: Buffer;
+  /** The secret before the latest change, while it is still accepted (`webhookSecretGrace`). */
+  previous_webhook_secret_hash: Buffer | null;
+  /** A new secret not yet seen on an update: its setWebhook answer was lost. */
+  webhook_secret_confirmed: boolean;
   forward_url: string | null;
+}
+
+/** How long the previous webhook secret is accepted after a change. */
+export const WEBHOOK_SECRET_GRACE = '10 minutes';
+
+/**
+ * The columns that change a bot's webhook secret (to `$2`), keeping the one before it as the
+ * previous secret: for a statement's SET list.
+ */
+export const ROTATE_WEBHOOK_SECRET =
+  'previous_webhook_secret_hash = webhook_secret_hash, webhook_secret_hash = $2, webhook_secret_changed_at = now(), webhook_secret_confirmed = true';
+
+/** An update came with the new secret: Telegram has it, the previous one counts only for its window. */
+export async function confirmWebhookSecret(db: Queryable, botId: string): Promise<void> {
+  await db.query(
+    'UPDATE bots SET webhook_secret_confirmed = true WHERE id = $1 AND NOT webhook_secret_confirmed',
+    [botId],
+  );
+}
+
+/** A setWebhook whose answer was lost: until an update shows the new secret, the old one is accepted too. */
+export async function unconfirmWebhookSecret(db: Queryable, botId: string): Promise<void> {
+  await db.query('UPDATE bots SET webhook_secret_confirmed = false WHERE id = $1', [botId]);
 }
 
 /** A bot in use (a removed bot is found by nothing: its webhook is refused, no channel can be added to it). */
 export async function findBot(db: Queryable, botId: string): Promise<BotRow | null> {
   if (!BotId.safeParse(botId).success) return null;
   const { rows } = await db.query<BotRow>(
-    'SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, forward_url FROM bots WHERE id = $1 AND removed_at IS NULL',
+    `SELECT id, account_id, telegram_bot_id, username, token_enc, webhook_secret_hash, forward_url, webhook_secret_confirmed,
+            CASE WHEN NOT webhook_secret_confirmed OR webhook_secret_changed_at > now() - interval '${WEBHOOK_SECRET_GRACE}'
+                 THEN previous_webhook_secret_hash END AS previous_webhook_secret_hash
+       FROM bots WHERE id = $1 AND removed_at IS NULL`,
     [botId],
   );
   return rows[0] ?? null;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hashApiKey } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
+import { ROTATE_WEBHOOK_SECRET, unconfirmWebhookSecret } from '../bot-api/bot-state.js';
 import type { Deps } from '../../deps.js';
 import {
   ALLOWED_UPDATES,
@@ -56,7 +57,7 @@ export async function upgradeWebhooks(
         const allowed = allowedUpdatesFor(bot.forward_url !== null);
         const secret = randomBytes(32).toString('base64url');
         await tx.query(
-          'UPDATE bots SET webhook_secret_hash = $2, webhook_allowed_updates = $3 WHERE id = $1',
+          `UPDATE bots SET ${ROTATE_WEBHOOK_SECRET}, webhook_allowed_updates = $3 WHERE id = $1`,
           [id, hashApiKey(secret), allowed],
         );
         const tg = createTelegramClient({
@@ -64,12 +65,20 @@ export async function upgradeWebhooks(
           token: deps.box.open(bot.token_enc),
           timeoutMs: 10_000,
         });
-        await tg.setWebhook({
-          url: bot.webhook_url,
-          secret_token: secret,
-          allowed_updates: allowed,
-          max_connections: 40,
-        });
+        try {
+          await tg.setWebhook({
+            url: bot.webhook_url,
+            secret_token: secret,
+            allowed_updates: allowed,
+            max_connections: 40,
+          });
+        } catch (err) {
+          // An answer lost on the way (no HTTP status): Telegram may hold the new secret, so both
+          // are accepted until an update shows which; anything else changed nothing there.
+          if (!(err instanceof TelegramError && err.kind === 'network' && err.errorCode === undefined))
+            throw err;
+          await unconfirmWebhookSecret(tx, id);
+        }
         return true;
       });
       if (done) {

@@ -3,7 +3,7 @@ import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
-import { findBot } from '../bot-api/bot-state.js';
+import { confirmWebhookSecret, findBot } from '../bot-api/bot-state.js';
 import { handleMyChatMember } from './bot-status.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { handleJoinRequest } from './join-requests.js';
@@ -32,7 +32,12 @@ const SECRET_RE = /^[A-Za-z0-9_-]{1,256}$/;
 // Compared against when the bot does not exist, so an unknown bot costs the same as a wrong secret.
 const DECOY_HASH = createHash('sha256').update(randomBytes(32)).digest();
 
-/** The bot a webhook call is for, if the secret token matches; 401 alike for unknown bots and bad secrets. */
+/**
+ * The bot a webhook call is for, if the secret token matches: the current one, or the one before
+ * it within 10 minutes of a change (updates in flight during `bot webhook`) and for as long as
+ * the change is unconfirmed (a setWebhook whose answer was lost). 401 alike for unknown bots and
+ * bad secrets.
+ */
 export async function authenticateWebhook(
   deps: Pick<Deps, 'pool'>,
   botId: string,
@@ -40,9 +45,12 @@ export async function authenticateWebhook(
 ): Promise<WebhookBot> {
   const bot = await findBot(deps.pool, botId);
   const presented = secret !== undefined && SECRET_RE.test(secret) ? secret : '';
-  const matches = secretMatchesHash(presented, bot?.webhook_secret_hash ?? DECOY_HASH);
-  if (!bot || !matches || presented === '')
+  // Both compared every time, so the answer's timing says nothing about which one matched.
+  const current = secretMatchesHash(presented, bot?.webhook_secret_hash ?? DECOY_HASH);
+  const previous = secretMatchesHash(presented, bot?.previous_webhook_secret_hash ?? DECOY_HASH);
+  if (!bot || !(current || previous) || presented === '')
     throw new ApiError('UNAUTHORIZED', 'missing or invalid X-Telegram-Bot-Api-Secret-Token');
+  if (current && !bot.webhook_secret_confirmed) await confirmWebhookSecret(deps.pool, bot.id);
   return { id: bot.id, telegramBotId: bot.telegram_bot_id, forwards: bot.forward_url !== null };
 }
 
