@@ -65,7 +65,7 @@ it('lists held requests with approve and decline; the decision goes to Telegram 
   const cookie = await signIn();
   const page = await call(`/dashboard/sites/${w.siteId}`, { cookie });
   expect(page.status).toBe(200);
-  expect(page.text).toContain('Held join requests (2)');
+  expect(page.text).toContain('Held and failed join requests (2)');
   const base = `/dashboard/sites/${w.siteId}/channels/${w.channels.requests}/requests`;
   expect(page.text).toContain(`action="${base}/${ours.id}/approve"`);
   expect(page.text).toContain(`action="${base}/${other.id}/decline"`);
@@ -90,7 +90,7 @@ it('lists held requests with approve and decline; the decision goes to Telegram 
   expect(declined.location).toContain('notice=request-declined');
   expect(w.fakes.telegram.declines.filter((d) => d.userId === other.id)).toHaveLength(1);
   const after = await call(`/dashboard/sites/${w.siteId}`, { cookie });
-  expect(after.text).toContain('Held join requests (0)');
+  expect(after.text).toContain('Held and failed join requests (0)');
 
   // Decided already: Telegram's refusal, in words.
   const again = await call(`${base}/${other.id}/decline`, { cookie, form: { _token: token } });

@@ -125,6 +125,12 @@ export class TelegramFake extends FakeServer {
   private users = new Map<number, TgUser>();
   /** Join requests approved or declined through the API, with the link each came through. */
   private decidedRequests = new Map<string, ChatInviteLink | undefined>();
+  /**
+   * Users Telegram will not let join another chat: approving their request answers this error
+   * (`USER_CHANNELS_TOO_MUCH`: the user is in too many channels and supergroups;
+   * `CHANNELS_TOO_MUCH`: the same limit, as TDLib also words it). The request stays pending.
+   */
+  readonly chatLimitReached = new Map<number, 'USER_CHANNELS_TOO_MUCH' | 'CHANNELS_TOO_MUCH'>();
   /** Users who opened a private chat with a bot (by `token:user`): only they can be sent messages. */
   private privateChats = new Set<string>();
   private readonly initialChats: FakeChat[];
@@ -643,11 +649,17 @@ export class TelegramFake extends FakeServer {
   };
 
   private decide(bot: FakeBot, p: Params, req: ReceivedRequest, into: JoinDecision[]): Reply {
-    const chat = this.adminChat(bot, p.chat_id);
-    if ('status' in chat) return chat;
+    const chat = this.findChat(p.chat_id);
+    if (!chat) return tgError(400, 'Bad Request: chat not found');
+    // Deciding a request needs the right to add members (can_invite_users).
+    if (!chat.admins?.[bot.id]?.can_invite_users)
+      return tgError(400, 'Bad Request: not enough rights to add a new member');
     const userId = int(p.user_id);
     if (userId === undefined) return tgError(400, 'Bad Request: invalid user_id specified');
     const key = `${chat.id}:${userId}`;
+    const limit = this.chatLimitReached.get(userId);
+    if (limit !== undefined && into === this.approved && this.pending.has(key))
+      return tgError(400, `Bad Request: ${limit}`);
     const requestLink = this.pending.get(key);
     if (!this.pending.delete(key)) {
       return this.memberStatus(chat.id, userId) === 'member'

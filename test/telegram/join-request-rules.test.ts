@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_SECRET_KEY } from '../harness/app.js';
 import { scratchDir } from '../harness/scratch.js';
 import { runWith } from '../cli/harness.js';
+import { DEFAULT_BOT } from '../fakes/index.js';
 import { CHATS, eventually, newUser, startWorld, type World } from './world.js';
 
 let w: World;
@@ -83,7 +84,13 @@ describe('hold', () => {
     expect(approveCallsOf(user.id)).toEqual([]);
     expect(await conversionsOf(user.id)).toBe(0);
     expect((await held()).requests).toEqual([
-      { telegramUserId: user.id, attributed: true, requestedAt: new Date(requestedAt * 1000).toISOString() },
+      {
+        telegramUserId: user.id,
+        attributed: true,
+        requestedAt: new Date(requestedAt * 1000).toISOString(),
+        status: 'held',
+        reason: null,
+      },
     ]);
 
     expect(
@@ -283,5 +290,96 @@ describe('refused settings', () => {
         'x'.repeat(4097),
       ),
     ).toMatch(/--welcome-text: .*4096/);
+  });
+});
+
+describe('an approval Telegram refuses', () => {
+  const requests = () =>
+    cli<{ requests: { telegramUserId: number; status: string; reason: string | null }[] }>(
+      'channel',
+      'requests',
+      '--channel',
+      w.channels.requests,
+    );
+  const rowOf = async (userId: number) =>
+    (await requests()).requests.find((r) => r.telegramUserId === userId);
+
+  it.each(['USER_CHANNELS_TOO_MUCH', 'CHANNELS_TOO_MUCH'] as const)(
+    '%s: listed as failed with the reason, and approved on a retry once the user can join',
+    async (error) => {
+      await setRule('--join-requests', 'approve-all');
+      const inv = await w.invitation('requests', { joinRequest: true });
+      const user = newUser();
+      tg().chatLimitReached.set(user.id, error);
+      await w.deliver(tg().chatJoinRequest({ chatId, user, inviteLink: inv.inviteLink }));
+      await eventually(async () => (await rowOf(user.id))?.status === 'failed', 10_000, 'the failed request');
+      expect(await rowOf(user.id)).toMatchObject({
+        status: 'failed',
+        reason: expect.stringContaining(error),
+      });
+      expect(await conversionsOf(user.id)).toBe(0);
+
+      // The operator tries again while Telegram still refuses: refused, still listed.
+      const refused = await cliRefused(
+        'channel',
+        'approve',
+        '--channel',
+        w.channels.requests,
+        '--telegram-user-id',
+        String(user.id),
+      );
+      expect(refused).toContain(error === 'USER_CHANNELS_TOO_MUCH' ? 'too many channels' : error);
+      expect((await rowOf(user.id))?.status).toBe('failed');
+
+      // The user left some chats: the retry approves, credits the visit, and the row goes.
+      tg().chatLimitReached.delete(user.id);
+      expect(
+        await cli(
+          'channel',
+          'approve',
+          '--channel',
+          w.channels.requests,
+          '--telegram-user-id',
+          String(user.id),
+        ),
+      ).toEqual({ telegramUserId: user.id, status: 'approved' });
+      expect(await rowOf(user.id)).toBeUndefined();
+      expect(
+        await w.count('conversions WHERE telegram_user_id = $1 AND visit_id = $2', [user.id, inv.visitId]),
+      ).toBe(1);
+    },
+  );
+
+  it('a missing right to add members: failed, a rights check queued, and a retry works once the right is back', async () => {
+    await setRule('--join-requests', 'approve-all');
+    const user = newUser();
+    const botId = DEFAULT_BOT.id;
+    const rightsAsked = () =>
+      tg()
+        .calls('getChatMember')
+        .filter((p) => Number(p.chat_id) === chatId && Number(p.user_id) === botId).length;
+    tg().setBotRights(chatId, botId, { can_invite_users: false });
+    try {
+      const before = rightsAsked();
+      await w.deliver(tg().chatJoinRequest({ chatId, user }));
+      await eventually(async () => (await rowOf(user.id))?.status === 'failed', 10_000, 'the failed request');
+      expect((await rowOf(user.id))?.reason).toContain('not enough rights to add a new member');
+      // The refusal had the channel's rights checked again (getChatMember of the bot).
+      await eventually(async () => rightsAsked() > before, 10_000, 'the rights check');
+    } finally {
+      tg().setBotRights(chatId, botId, { can_invite_users: true });
+    }
+    await telegramIdle();
+    expect(
+      await cli(
+        'channel',
+        'decline',
+        '--channel',
+        w.channels.requests,
+        '--telegram-user-id',
+        String(user.id),
+      ),
+    ).toEqual({ telegramUserId: user.id, status: 'declined' });
+    expect(await rowOf(user.id)).toBeUndefined();
   });
 });

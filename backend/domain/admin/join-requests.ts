@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError, validationError } from '../../errors.js';
 import { TelegramError, createTelegramClient } from '../../telegram/client.js';
-import { recordApprovedJoin } from '../telegram/approved-joins.js';
+import { recordApprovedJoin, requestRefused } from '../telegram/approved-joins.js';
 import { markRequestDecided } from '../telegram/request-status.js';
 import { Uuid } from './schemas.js';
 
@@ -17,13 +17,18 @@ export interface HeldRequest {
   /** Whether the request came through one of Capigram's links, or from a user an entry tied within the window (its join is then credited to the visit). */
   attributed: boolean;
   requestedAt: string;
+  /** `held`: waiting for a decision; `failed`: Telegram refused one (`reason`), and it may be tried again. */
+  status: 'held' | 'failed';
+  /** Telegram's refusal, for a failed request. */
+  reason: string | null;
 }
 
-// A user's latest held request, unless a join or leave of theirs came after it (a person decided
-// in Telegram's app) or it was decided here.
-const HELD_SQL = `SELECT DISTINCT ON (r.telegram_user_id) r.telegram_user_id::text AS user_id, (r.invitation_id IS NOT NULL OR r.visit_id IS NOT NULL) AS attributed, r.occurred_at
+// A user's latest held (or failed) request, unless a join or leave of theirs came after it (a
+// person decided in Telegram's app) or it was decided here.
+const HELD_SQL = `SELECT DISTINCT ON (r.telegram_user_id) r.telegram_user_id::text AS user_id, (r.invitation_id IS NOT NULL OR r.visit_id IS NOT NULL) AS attributed, r.occurred_at,
+    r.request_status AS status, r.request_failure AS reason
   FROM memberships r
-  WHERE r.channel_id = $1 AND r.kind = 'join_request' AND r.request_status = 'held'
+  WHERE r.channel_id = $1 AND r.kind = 'join_request' AND r.request_status IN ('held', 'failed')
     AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.channel_id = r.channel_id AND m.telegram_user_id = r.telegram_user_id
                     AND m.kind IN ('join', 'leave') AND m.created_at > r.created_at)
   ORDER BY r.telegram_user_id, r.occurred_at DESC, r.created_at DESC`;
@@ -48,23 +53,33 @@ async function requireChannel(db: Queryable, channelId: string): Promise<Channel
   return rows[0];
 }
 
-/** The channel's held requests, oldest first. */
+interface HeldRow {
+  user_id: string;
+  attributed: boolean;
+  occurred_at: Date;
+  status: 'held' | 'failed';
+  reason: string | null;
+}
+
+function heldRequest(r: HeldRow): HeldRequest {
+  return {
+    telegramUserId: Number(r.user_id),
+    attributed: r.attributed,
+    requestedAt: r.occurred_at.toISOString(),
+    status: r.status,
+    reason: r.reason,
+  };
+}
+
+/** The channel's held and failed requests, oldest first. */
 export async function listHeldRequests(
   db: Queryable,
   channelId: string,
 ): Promise<{ requests: HeldRequest[] }> {
   const channel = await requireChannel(db, channelId);
-  const { rows } = await db.query<{ user_id: string; attributed: boolean; occurred_at: Date }>(HELD_SQL, [
-    channel.id,
-  ]);
+  const { rows } = await db.query<HeldRow>(HELD_SQL, [channel.id]);
   rows.sort((a, b) => a.occurred_at.getTime() - b.occurred_at.getTime());
-  return {
-    requests: rows.map((r) => ({
-      telegramUserId: Number(r.user_id),
-      attributed: r.attributed,
-      requestedAt: r.occurred_at.toISOString(),
-    })),
-  };
+  return { requests: rows.map(heldRequest) };
 }
 
 export const DecideInput = z.object({
@@ -98,7 +113,12 @@ export async function decideJoinRequest(
   } catch (err) {
     // Already in the channel: approved by a person in Telegram's app, or an earlier approval whose answer was lost.
     const alreadyIn = err instanceof TelegramError && /USER_ALREADY_PARTICIPANT/i.test(err.message);
-    if (!(alreadyIn && decision === 'approve')) throw telegramRefusal(err, userId);
+    if (!(alreadyIn && decision === 'approve')) {
+      // A refusal of the request itself is kept on it (a flood wait or an outage is not: try again).
+      if (err instanceof TelegramError && (err.kind === 'api' || err.kind === 'unauthorized'))
+        await requestRefused(deps, { botId: channel.bot_id, chatId, userId }, err.message);
+      throw telegramRefusal(err, userId);
+    }
   }
   const status = decision === 'approve' ? 'approved' : 'declined';
   const p = { botId: channel.bot_id, chatId, userId };
@@ -155,24 +175,12 @@ export async function heldRequestsOfSite(
   siteId: string,
   limit = 200,
 ): Promise<HeldRequestLine[]> {
-  const { rows } = await db.query<{
-    channel_id: string;
-    title: string;
-    user_id: string;
-    attributed: boolean;
-    occurred_at: Date;
-  }>(
-    `SELECT c.id AS channel_id, c.title, h.user_id, h.attributed, h.occurred_at
+  const { rows } = await db.query<HeldRow & { channel_id: string; title: string }>(
+    `SELECT c.id AS channel_id, c.title, h.user_id, h.attributed, h.occurred_at, h.status, h.reason
      FROM channels c CROSS JOIN LATERAL (${HELD_SQL.replace('$1', 'c.id')}) h
      WHERE c.site_id = $1 AND c.active
      ORDER BY h.occurred_at, c.id, h.user_id LIMIT $2`,
     [siteId, limit],
   );
-  return rows.map((r) => ({
-    channelId: r.channel_id,
-    channelTitle: r.title,
-    telegramUserId: Number(r.user_id),
-    attributed: r.attributed,
-    requestedAt: r.occurred_at.toISOString(),
-  }));
+  return rows.map((r) => ({ channelId: r.channel_id, channelTitle: r.title, ...heldRequest(r) }));
 }

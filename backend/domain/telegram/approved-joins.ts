@@ -10,7 +10,8 @@ import {
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { creditJoin } from './credit.js';
 import { findChannel, lockPendingRequestInvitation, pendingEntryRequest } from './queries.js';
-import { markRequestDecided } from './request-status.js';
+import { queueRightsCheck } from '../bot-api/rights-check.js';
+import { markRequestDecided, markRequestFailed, RIGHTS_REFUSAL } from './request-status.js';
 
 /**
  * Capigram's approveChatJoinRequest succeeded (or Telegram said the user is already in): the user
@@ -63,14 +64,33 @@ export async function recordApprovedJoin(
 /**
  * The approval job: approveChatJoinRequest, then the join recorded. Should recording fail (the
  * database), the job is retried: Telegram then answers USER_ALREADY_PARTICIPANT, which approves
- * as well, and the join is recorded on that attempt.
+ * as well, and the join is recorded on that attempt. A refusal (the user is in too many chats, the
+ * bot lacks the right to add members, the request is gone) leaves the request `failed` with
+ * Telegram's reason for the operator, and a rights refusal has the channel's rights checked again.
  */
 export async function approveAndRecordJoin(deps: ActionDeps, raw: unknown): Promise<ActionOutcome> {
   const outcome = await approveJoinRequest(deps, raw);
+  if (outcome.outcome === 'gave_up') {
+    const parsed = ApprovePayload.safeParse(raw);
+    if (parsed.success) await requestRefused(deps, parsed.data, outcome.reason);
+    return outcome;
+  }
   if (outcome.outcome !== 'done') return outcome;
   const p = ApprovePayload.parse(raw);
   await markRequestDecided(deps.pool, p, 'approved', deps.now());
   const recorded = await recordApprovedJoin(deps, p);
   deps.log.debug({ botId: p.botId, outcome: recorded }, 'join request approved');
   return outcome;
+}
+
+/** Telegram refused a decision on a user's request: listed as failed; a rights refusal re-checks the rights. */
+export async function requestRefused(
+  deps: Pick<Deps, 'pool' | 'now'>,
+  p: { botId: string; chatId: number; userId: number },
+  reason: string,
+): Promise<void> {
+  await markRequestFailed(deps.pool, p, reason, deps.now());
+  if (!RIGHTS_REFUSAL.test(reason)) return;
+  const channel = await findChannel(deps.pool, p.botId, p.chatId);
+  if (channel) await queueRightsCheck(deps.pool, channel.id);
 }
