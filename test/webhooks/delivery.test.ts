@@ -5,6 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addWebhook, listDeliveries, resendDelivery } from '../../backend/domain/webhooks/admin.js';
+import { TEST_ADMIN_TOKEN } from '../harness/app.js';
 import { apiWorld, count, warmLead } from '../api/support.js';
 import { eventually } from '../telegram/world.js';
 import { startReceiver, type Receiver } from './receiver.js';
@@ -85,6 +86,41 @@ describe('webhooks', () => {
     await expect(resendDelivery(w.db.pool, { webhookId, deliveryId: '999999999' })).rejects.toThrow(
       /does not exist/,
     );
+  });
+
+  it('the dashboard page shows the delivery log and resends a delivery', async () => {
+    const auth = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    const siteId = w.tenant.sites[0]!.siteId;
+    const pageRes = await fetch(`${w.t.url}/dashboard/sites/${siteId}/webhooks`, { headers: auth });
+    expect(pageRes.status).toBe(200);
+    const body = await pageRes.text();
+    const { deliveries } = await listDeliveries(w.db.pool, { webhookId });
+    expect(body).toContain(rx.url);
+    for (const d of deliveries) expect(body).toContain(`/deliveries/${d.deliveryId}/resend`);
+    const before = rx.received.length;
+    const res = await fetch(
+      `${w.t.url}/dashboard/sites/${siteId}/webhooks/${webhookId}/deliveries/${deliveries.at(-1)!.deliveryId}/resend`,
+      {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: '',
+        redirect: 'manual',
+      },
+    );
+    expect(res.status).toBe(303);
+    await eventually(async () => rx.received.length > before, 5000, 'the resend from the dashboard');
+    expect(JSON.parse(rx.received.at(-1)!.body)).toMatchObject({ type: 'join' });
+    // Another site's page cannot resend this site's delivery.
+    const other = await fetch(
+      `${w.t.url}/dashboard/sites/${w.tenant.sites[1]!.siteId}/webhooks/${webhookId}/deliveries/${deliveries.at(-1)!.deliveryId}/resend`,
+      {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: '',
+        redirect: 'manual',
+      },
+    );
+    expect(other.status).toBe(404);
   });
 
   it('a site without webhooks records nothing', async () => {

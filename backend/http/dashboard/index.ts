@@ -48,6 +48,7 @@ import {
   type SitePageState,
 } from './views.js';
 import { registerDashboardReports } from './reports.js';
+import { registerDashboardWebhooks } from './webhooks.js';
 
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
@@ -280,6 +281,7 @@ export function dashboardRoutes(
   }
 
   registerDashboardReports(app, deps, signedIn, siteOf);
+  registerDashboardWebhooks(app, deps, signedIn, siteOf);
 
   app.get('/dashboard/sites/:site', signedIn, async (c) => {
     const notice = c.req.query('notice');
