@@ -14,6 +14,7 @@ import { UsageError, commandHelp, flagForField, parseCommandArgs, type Command }
 import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
 import { leadCommands } from './leads.js';
+import { removalCommands } from './removals.js';
 import { reportCommands } from './reports.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
@@ -41,6 +42,7 @@ export const COMMANDS: Command[] = [
   ...webhookCommands,
   ...alertCommands,
   ...exportCommands,
+  ...removalCommands,
 ];
 
 const PROGRAM = 'npm run admin --';

@@ -60,6 +60,7 @@ const defaultOf = async (siteId: string) =>
   (await w.db.pool.query('SELECT default_channel_id FROM sites WHERE id = $1', [siteId])).rows[0]
     .default_channel_id;
 
+let sites = 0;
 async function freshSite(): Promise<string> {
   const { siteId } = await w.ok(
     'site',
@@ -69,7 +70,7 @@ async function freshSite(): Promise<string> {
     '--name',
     'More',
     '--domain',
-    'more.example.com',
+    `more${++sites}.example.com`,
   );
   return siteId;
 }

@@ -67,7 +67,18 @@ describe('webhook upgrade', () => {
       oldSecret,
       fakes.telegram.startCommand({ user: { id: 777_330_001 } }),
     );
-    expect(old.status).toBe(401);
+    // The secret before the upgrade still counts for its 10 minutes (updates in flight), then not.
+    expect(old.status).toBe(200);
+    await app.deps.pool.query(
+      `UPDATE bots SET webhook_secret_changed_at = now() - interval '11 minutes' WHERE id = $1`,
+      [botId],
+    );
+    const late = await fakes.telegram.sendUpdate(
+      `${app.url}/backend/telegram/${botId}`,
+      oldSecret,
+      fakes.telegram.startCommand({ user: { id: 777_330_002 } }),
+    );
+    expect(late.status).toBe(401);
     const calls = fakes.telegram.calls('setWebhook').length;
 
     // Done once: a second run finds nothing to do.

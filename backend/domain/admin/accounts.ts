@@ -21,7 +21,7 @@ export async function createAccount(
 export async function requireAccount(db: Queryable, accountId: string): Promise<void> {
   if (!Uuid.safeParse(accountId).success)
     throw new ApiError('VALIDATION_FAILED', `account "${accountId}" is not a valid id`);
-  const { rowCount } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
+  const { rowCount } = await db.query('SELECT 1 FROM accounts WHERE id = $1 AND removed_at IS NULL', [accountId]);
   if (!rowCount) throw new ApiError('NOT_FOUND', `account ${accountId} does not exist`);
 }
 
@@ -43,9 +43,9 @@ export async function listAccounts(db: Queryable): Promise<{ accounts: AccountLi
     bots: number;
   }>(
     `SELECT a.id, a.name, a.created_at,
-       (SELECT count(*)::int FROM sites s WHERE s.account_id = a.id) AS sites,
+       (SELECT count(*)::int FROM sites s WHERE s.account_id = a.id AND s.removed_at IS NULL) AS sites,
        (SELECT count(*)::int FROM bots b WHERE b.account_id = a.id AND b.removed_at IS NULL) AS bots
-     FROM accounts a ORDER BY a.created_at, a.id`,
+     FROM accounts a WHERE a.removed_at IS NULL ORDER BY a.created_at, a.id`,
   );
   return {
     accounts: rows.map((r) => ({

@@ -350,7 +350,7 @@ export async function listPixels(
 ): Promise<{ pixels: PixelSummary[] }> {
   const site = await requireSite(db, siteIdOrWebsiteId);
   const { rows } = await db.query<PixelListRow>(
-    `SELECT ${SUMMARY_COLUMNS} FROM pixels WHERE site_id = $1 ORDER BY created_at, id`,
+    `SELECT ${SUMMARY_COLUMNS} FROM pixels WHERE site_id = $1 AND removed_at IS NULL ORDER BY created_at, id`,
     [site.id],
   );
   return { pixels: rows.map(summaryOf) };
@@ -369,7 +369,7 @@ function pixelIdOf(pixelId: string): string {
 export async function setPixelActive(db: Queryable, pixelId: string, active: boolean): Promise<PixelSummary> {
   const id = pixelIdOf(pixelId);
   const { rows } = await db.query<PixelListRow>(
-    `UPDATE pixels SET active = $2 WHERE id = $1 RETURNING ${SUMMARY_COLUMNS}`,
+    `UPDATE pixels SET active = $2 WHERE id = $1 AND removed_at IS NULL RETURNING ${SUMMARY_COLUMNS}`,
     [id, active],
   );
   if (!rows[0]) throw new ApiError('NOT_FOUND', `pixel ${pixelId} does not exist`);

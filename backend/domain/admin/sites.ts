@@ -60,6 +60,7 @@ export async function createSite(
   if (!parsed.success) throw validationError(parsed.error, 'site');
   const s = parsed.data;
   await requireAccount(db, s.accountId);
+  await refuseTakenDomains(db, s.accountId, s.domains, null);
   const websiteId = newWebsiteId();
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO sites (account_id, website_id, name, url, domains, google_ad_user_data, default_country, telegram_action_source,
@@ -91,12 +92,38 @@ export interface SiteRow {
   dedup_window_seconds: number;
 }
 
+/**
+ * Two sites of an account serving one domain would split its visits between them at random (the
+ * tracker and the proxy find a site by its domain): a domain another site of the account already
+ * has is refused, naming that site.
+ */
+async function refuseTakenDomains(
+  db: Queryable,
+  accountId: string,
+  domains: readonly string[],
+  exceptSiteId: string | null,
+): Promise<void> {
+  if (domains.length === 0) return;
+  const { rows } = await db.query<{ domain: string; website_id: string; name: string }>(
+    `SELECT d AS domain, s.website_id, s.name FROM sites s CROSS JOIN LATERAL unnest(s.domains) d
+     WHERE s.account_id = $1 AND s.removed_at IS NULL AND ($3::uuid IS NULL OR s.id <> $3) AND d = ANY($2::text[])
+     ORDER BY d LIMIT 1`,
+    [accountId, [...domains], exceptSiteId],
+  );
+  const taken = rows[0];
+  if (taken)
+    throw fieldError(
+      'domains',
+      `${taken.domain} is already a domain of site ${taken.website_id} ("${taken.name}") of this account; remove it there first (site update --remove-domain) or use that site`,
+    );
+}
+
 /** A site by its id or its public websiteId. */
 export async function findSite(db: Queryable, idOrWebsiteId: string): Promise<SiteRow | null> {
   const byId = Uuid.safeParse(idOrWebsiteId).success;
   const { rows } = await db.query<SiteRow>(
     `SELECT id, account_id, website_id, name, domains, default_channel_id, dedup_window_seconds
-     FROM sites WHERE ${byId ? 'id = $1::uuid' : 'website_id = $1'}`,
+     FROM sites WHERE ${byId ? 'id = $1::uuid' : 'website_id = $1'} AND removed_at IS NULL`,
     [idOrWebsiteId],
   );
   return rows[0] ?? null;
@@ -197,6 +224,7 @@ export async function updateSite(pool: Pool, input: z.input<typeof UpdateSiteInp
     const domains = [
       ...new Set([...current.domains.filter((d) => !u.removeDomains.includes(d)), ...u.addDomains]),
     ];
+    await refuseTakenDomains(tx, found.account_id, u.addDomains, found.id);
     if (domains.length === 0)
       throw fieldError(
         'removeDomains',
@@ -270,7 +298,7 @@ export async function listSites(db: Queryable, accountId?: string): Promise<{ si
     `SELECT s.id, s.website_id, s.account_id, s.name, s.url, s.domains, s.default_channel_id, s.created_at,
        (SELECT count(*)::int FROM channels c WHERE c.site_id = s.id AND c.active) AS channels,
        (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active) AS active_pixels
-     FROM sites s WHERE $1::uuid IS NULL OR s.account_id = $1 ORDER BY s.created_at, s.id`,
+     FROM sites s WHERE ($1::uuid IS NULL OR s.account_id = $1) AND s.removed_at IS NULL ORDER BY s.created_at, s.id`,
     [accountId ?? null],
   );
   const install = await installStates(

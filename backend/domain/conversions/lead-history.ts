@@ -204,7 +204,7 @@ const EVENT_FACTS_SQL = `
          (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active)
   FROM (SELECT n, site_id FROM q WHERE site_id IS NOT NULL UNION SELECT n, site_id FROM acq UNION SELECT n, site_id FROM conv) named
     JOIN q ON q.n = named.n
-    CROSS JOIN LATERAL (SELECT * FROM sites s WHERE s.id = named.site_id AND s.account_id = q.account_id OFFSET 0) s
+    CROSS JOIN LATERAL (SELECT * FROM sites s WHERE s.id = named.site_id AND s.account_id = q.account_id AND s.removed_at IS NULL OFFSET 0) s
   UNION ALL
   SELECT q.n, 'o', o.site_id, o.channel_id, o.visit_id, o.received_at, NULL, o.id, o.cold_lead, o.telegram_user_id = q.telegram_user_id,
          NULL, NULL, o.capi_status, NULL, NULL, NULL, NULL

@@ -43,7 +43,7 @@ export function createSiteDirectory(
       domains: string[];
       consent_mode: ConsentMode;
     }>(
-      `SELECT id, website_id, domains, consent_mode FROM sites WHERE ${column === 'id' ? 'id = $1::uuid' : 'website_id = $1'}`,
+      `SELECT id, website_id, domains, consent_mode FROM sites WHERE ${column === 'id' ? 'id = $1::uuid' : 'website_id = $1'} AND removed_at IS NULL`,
       [value],
     );
     const row = rows[0];
@@ -70,6 +70,6 @@ export function createSiteDirectory(
 /** Whether any site lists this host (or a parent domain of it): the CORS preflight's question. */
 export async function anySiteServesHost(db: Queryable, candidates: readonly string[]): Promise<boolean> {
   if (candidates.length === 0) return false;
-  const { rows } = await db.query('SELECT 1 FROM sites WHERE domains && $1::text[] LIMIT 1', [candidates]);
+  const { rows } = await db.query('SELECT 1 FROM sites WHERE domains && $1::text[] AND removed_at IS NULL LIMIT 1', [candidates]);
   return rows.length > 0;
 }
