@@ -63,6 +63,7 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
               count(*) FILTER (WHERE x.status = 'failed')::int AS failed, count(*) FILTER (WHERE x.status = 'skipped')::int AS skipped
        FROM sends x JOIN pixels p ON p.id = x.pixel_id
        WHERE p.site_id = s.id AND x.created_at >= $1) r ON true
+     WHERE s.removed_at IS NULL
      ORDER BY a.name, a.id, s.name, s.id`,
     [since],
   );
