@@ -279,12 +279,10 @@
   }
 
   /**
-   * Join links go through the tracker, which hands out an invite link of this very visit. A plain
-   * click asks for the link as JSON and goes there, or to the link's own href when Capigram answers
-   * anything else or not within INVITE_WAIT_MS: the visitor reaches the channel either way, never an
-   * error page. A click that opens another tab or window (middle click, a modifier key, a target,
-   * the context menu) cannot wait for an answer: the href itself is pointed at the tracker, whose
-   * failures still send a browser on to the channel's public link.
+   * Join links get an invite link of this very visit (as JSON; a target="_blank" tab is opened at
+   * once and sent on), else the link's own href on any failure or after INVITE_WAIT_MS: never an
+   * error page or a blank tab. Tabs opened by the visitor's choice (middle click, modifier keys,
+   * context menu) cannot wait: the href is pointed at the tracker, which falls back itself.
    */
   function route(event) {
     var target = event.target;
@@ -294,30 +292,47 @@
     // The link's own href, as the page wrote it: a click that opened a tab already replaced it.
     if (!link.__capigramOwn) link.__capigramOwn = link.getAttribute('href') ? link.href : '';
     var own = link.__capigramOwn;
+    var name = link.target;
+    var newTab = name && !/^_(self|parent|top)$/i.test(name);
     var plain =
       event.type === 'click' && event.button === 0 && !event.defaultPrevented &&
       !event.metaKey && !event.ctrlKey && !event.shiftKey && !event.altKey &&
-      (!link.target || link.target === '_self') && !link.hasAttribute('download') &&
+      (newTab || !name || /^_self$/i.test(name)) && !link.hasAttribute('download') &&
       own && typeof fetch === 'function' && typeof AbortController === 'function';
     if (!plain) {
       link.href = inviteUrl(link);
       return;
     }
+    var tab = null;
+    if (newTab && !link.__capigramPending) {
+      tab = openTab(name);
+      if (!tab) {
+        // A popup blocker: the browser opens the link's own href itself.
+        link.href = own;
+        return;
+      }
+    }
     event.preventDefault();
     if (link.__capigramPending) return;
     link.__capigramPending = true;
-    var fallback = own;
     var settled = false;
     var go = function (url) {
       if (settled) return;
       settled = true;
       link.__capigramPending = false;
-      location.href = url;
+      if (!tab) location.href = url;
+      else {
+        try {
+          tab.location.replace(url);
+        } catch (e) {
+          // The visitor took it elsewhere.
+        }
+      }
     };
     var abort = new AbortController();
     var timer = setTimeout(function () {
       abort.abort();
-      go(fallback);
+      go(own);
     }, INVITE_WAIT_MS);
     fetch(`${inviteUrl(link)}&format=json`, { credentials: 'omit', signal: abort.signal })
       .then(function (res) {
@@ -326,12 +341,26 @@
       .then(function (answer) {
         clearTimeout(timer);
         var url = answer ? String(answer.inviteUrl || answer.url || '') : '';
-        go(/^(https?:|tg:)/.test(url) ? url : fallback);
+        go(/^(https?:|tg:)/.test(url) ? url : own);
       })
       .catch(function () {
         clearTimeout(timer);
-        go(fallback);
+        go(own);
       });
+  }
+
+  /** A tab for the link, cut from this page (no `window.opener`); null if the browser refuses. */
+  function openTab(name) {
+    var tab = null;
+    try {
+      tab = window.open('', name);
+      tab.opener = null;
+      tab.document.title = 'Telegram';
+      tab.document.body.textContent = 'Opening Telegram\u2026';
+    } catch (e) {
+      // No tab (null), or a named one of another page.
+    }
+    return tab;
   }
 
   // The page's calls made before the script loaded, queued by the snippet in docs/consent.md.
