@@ -137,7 +137,9 @@ describe('remove', () => {
     );
     const key = await w.db.pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [keyId]);
     expect(key.rows[0].revoked_at).toBeInstanceOf(Date);
-    const visits = await w.db.pool.query('SELECT count(*)::int AS n FROM visits WHERE site_id = $1', [siteId]);
+    const visits = await w.db.pool.query('SELECT count(*)::int AS n FROM visits WHERE site_id = $1', [
+      siteId,
+    ]);
     expect(visits.rows[0].n).toBe(1);
     // Its domain may now serve a new site of the account.
     await w.ok('site', 'create', '--account', accountId, '--name', 'New', '--domain', 'old.example.com');

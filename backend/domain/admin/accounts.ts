@@ -21,7 +21,9 @@ export async function createAccount(
 export async function requireAccount(db: Queryable, accountId: string): Promise<void> {
   if (!Uuid.safeParse(accountId).success)
     throw new ApiError('VALIDATION_FAILED', `account "${accountId}" is not a valid id`);
-  const { rowCount } = await db.query('SELECT 1 FROM accounts WHERE id = $1 AND removed_at IS NULL', [accountId]);
+  const { rowCount } = await db.query('SELECT 1 FROM accounts WHERE id = $1 AND removed_at IS NULL', [
+    accountId,
+  ]);
   if (!rowCount) throw new ApiError('NOT_FOUND', `account ${accountId} does not exist`);
 }
 

@@ -70,6 +70,9 @@ export function createSiteDirectory(
 /** Whether any site lists this host (or a parent domain of it): the CORS preflight's question. */
 export async function anySiteServesHost(db: Queryable, candidates: readonly string[]): Promise<boolean> {
   if (candidates.length === 0) return false;
-  const { rows } = await db.query('SELECT 1 FROM sites WHERE domains && $1::text[] AND removed_at IS NULL LIMIT 1', [candidates]);
+  const { rows } = await db.query(
+    'SELECT 1 FROM sites WHERE domains && $1::text[] AND removed_at IS NULL LIMIT 1',
+    [candidates],
+  );
   return rows.length > 0;
 }
