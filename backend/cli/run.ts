@@ -16,6 +16,7 @@ import { reportCommands } from './reports.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
 import { siteCommands } from './sites.js';
+import { userCommands } from './users.js';
 
 /**
  * The operator CLI (`npm run admin -- <group> <command> [flags]`): one command per run, on the same
@@ -35,6 +36,7 @@ export const COMMANDS: Command[] = [
   ...forwarderCommands,
   ...leadCommands,
   ...reportCommands,
+  ...userCommands,
 ];
 
 const PROGRAM = 'npm run admin --';
