@@ -1,6 +1,4 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { parseTrustedProxies, resolveForwardedChain } from '../../../shared/client-ip.js';
 import type { Deps } from '../../deps.js';
 import { retryFailedSends, retrySend } from '../../delivery/admin.js';
 import {
@@ -16,7 +14,7 @@ import { findSite, type SiteRow } from '../../domain/admin/sites.js';
 import { decideJoinRequest, heldRequestsOfSite } from '../../domain/admin/join-requests.js';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
 import { eraseLeadInAccount } from '../../domain/erasure/erase-lead.js';
-import { closeSession, openSession, sessionOpen } from '../../domain/dashboard/sessions.js';
+import { scopeOf, seesSite } from '../../domain/admin/roles.js';
 import {
   conversionOwner,
   dashboardOverview,
@@ -25,20 +23,10 @@ import {
 } from '../../domain/dashboard/read-model.js';
 import { ApiError } from '../../errors.js';
 import type { DashEnv } from './env.js';
-import { bearerToken, socketAddress } from '../request-info.js';
-import { createSignInLimit } from './sign-in-limit.js';
-import {
-  formToken,
-  formTokenValid,
-  issueSession,
-  sameSecret,
-  SESSION_COOKIE,
-  SESSION_TTL_MS,
-  sessionValid,
-} from './session.js';
+import { registerAuditPage } from './audit-page.js';
+import { registerDashboardAuth, viewSession } from './auth.js';
 import {
   journeyPage,
-  loginPage,
   NOTICES,
   notFoundPage,
   overviewPage,
@@ -70,7 +58,6 @@ export function dashboardRoutes(
   deps: Pick<Deps, 'pool' | 'now' | 'adminToken' | 'config' | 'log' | 'local' | 'box'>,
 ): Hono<DashEnv> {
   const app = new Hono<DashEnv>();
-  const secure = deps.config.PUBLIC_URL.startsWith('https:');
   const nowMs = () => deps.now().getTime();
 
   const headers: MiddlewareHandler = async (c, next) => {
@@ -82,110 +69,25 @@ export function dashboardRoutes(
   app.use('/dashboard', headers);
   app.use('/dashboard/*', headers);
 
-  const signInLimit = createSignInLimit(deps.pool);
-  const trust = parseTrustedProxies(deps.config.TRUSTED_PROXIES);
-  const clientIp = (c: Context): string =>
-    resolveForwardedChain(socketAddress(c), c.req.header('x-forwarded-for'), trust).clientIp;
-
-  /** A cookie this ADMIN_TOKEN issued, unexpired, whose session was not signed out. */
-  const honoured = async (session: string | undefined): Promise<boolean> =>
-    session !== undefined &&
-    sessionValid(deps.adminToken, session, nowMs()) &&
-    (await sessionOpen(deps.pool, session, deps.now()));
-
-  /** Signed in by cookie (the session, whose form token POSTs must carry) or by bearer token. */
-  const signedIn: MiddlewareHandler<DashEnv> = async (c, next) => {
-    const bearer = bearerToken(c.req.header('authorization'));
-    if (bearer !== undefined) {
-      // Guessing the token as a bearer counts against the same budget as the sign-in form.
-      const ip = clientIp(c);
-      const blockedMs = await signInLimit.take(ip);
-      if (blockedMs > 0)
-        throw new ApiError('RATE_LIMITED', 'too many failed sign-ins from this address', {
-          headers: { 'Retry-After': String(Math.ceil(blockedMs / 1000)) },
-        });
-      if (!sameSecret(bearer, deps.adminToken)) {
-        deps.log.warn({ requestId: c.get('requestId') }, 'dashboard bearer token refused');
-        throw new ApiError('UNAUTHORIZED', 'the admin token is required', {
-          headers: { 'www-authenticate': 'Bearer realm="capigram-admin"' },
-        });
-      }
-      await signInLimit.giveBack(ip);
-      c.set('session', null);
-      c.set('formToken', '');
-      return next();
-    }
-    const session = getCookie(c, SESSION_COOKIE);
-    if (session === undefined || !(await honoured(session))) return c.redirect('/dashboard/login', 303);
-    c.set('session', session);
-    c.set('formToken', formToken(deps.adminToken, session));
-    if (c.req.method === 'POST') {
-      const form = await c.req.parseBody();
-      if (!formTokenValid(deps.adminToken, session, form._token)) {
-        throw new ApiError(
-          'FORBIDDEN',
-          'the form is stale or was not sent by this dashboard: reload the page and try again',
-        );
-      }
-    }
-    return next();
-  };
-
-  app.get('/dashboard/login', async (c) => {
-    if (await honoured(getCookie(c, SESSION_COOKIE))) return c.redirect('/dashboard', 303);
-    return c.html(loginPage());
-  });
-
-  app.post('/dashboard/login', async (c) => {
-    const ip = clientIp(c);
-    const blockedMs = await signInLimit.take(ip);
-    if (blockedMs > 0) {
-      const minutes = Math.ceil(blockedMs / 60_000);
-      c.header('Retry-After', String(Math.ceil(blockedMs / 1000)));
-      return c.html(
-        loginPage(
-          `Too many failed sign-ins from this address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-        ),
-        429,
-      );
-    }
-    const form = await c.req.parseBody();
-    if (typeof form.token !== 'string' || !sameSecret(form.token.trim(), deps.adminToken)) {
-      deps.log.warn({ requestId: c.get('requestId') }, 'dashboard sign-in refused');
-      return c.html(loginPage('That is not the admin token.'), 401);
-    }
-    await signInLimit.giveBack(ip);
-    const session = issueSession(deps.adminToken, nowMs());
-    await openSession(deps.pool, session, new Date(nowMs() + SESSION_TTL_MS));
-    setCookie(c, SESSION_COOKIE, session, {
-      path: '/dashboard',
-      httpOnly: true,
-      sameSite: 'Strict',
-      secure,
-      maxAge: SESSION_TTL_MS / 1000,
-    });
-    return c.redirect('/dashboard', 303);
-  });
-
-  app.post('/dashboard/logout', signedIn, async (c) => {
-    const session = c.get('session');
-    if (session !== null) await closeSession(deps.pool, session);
-    deleteCookie(c, SESSION_COOKIE, { path: '/dashboard', secure });
-    return c.redirect('/dashboard/login', 303);
-  });
+  const { signedIn } = registerDashboardAuth(app, deps);
+  registerAuditPage(app, deps, signedIn);
 
   app.get('/dashboard', signedIn, async (c) => {
     const since = new Date(nowMs() - OVERVIEW_HOURS * 3600_000);
     return c.html(
-      overviewPage(await dashboardOverview(deps.pool, since), OVERVIEW_HOURS, {
-        formToken: c.get('formToken'),
-      }),
+      overviewPage(
+        (await dashboardOverview(deps.pool, since)).filter((s) =>
+          seesSite(c.get('actor'), { id: s.siteId, accountId: s.accountId }),
+        ),
+        OVERVIEW_HOURS,
+        viewSession(c),
+      ),
     );
   });
 
   app.get('/dashboard/leads', signedIn, async (c) => {
     const query = (c.req.query('user') ?? '').trim().slice(0, 40);
-    const session = { formToken: c.get('formToken') };
+    const session = viewSession(c);
     const id = /^\d{1,16}$/.test(query) ? Number(query) : Number.NaN;
     if (!(Number.isSafeInteger(id) && id > 0)) {
       return c.html(
@@ -201,7 +103,15 @@ export function dashboardRoutes(
     const erased = c.req.query('erased');
     const notice =
       erased !== undefined && isUuid(erased) ? "This person's data on that site was erased." : undefined;
-    return c.html(journeyPage(String(id), await leadJourney(deps.pool, id), session, undefined, notice));
+    return c.html(
+      journeyPage(
+        String(id),
+        await leadJourney(deps.pool, id, scopeOf(c.get('actor'))),
+        session,
+        undefined,
+        notice,
+      ),
+    );
   });
 
   // Erasure needs the confirmation box ticked: the page has no script to ask, and nothing undoes it.
@@ -210,7 +120,7 @@ export function dashboardRoutes(
     if (site instanceof Response) return site;
     const rawUser = c.req.param('user');
     const user = /^\d{1,16}$/.test(rawUser) ? Number(rawUser) : Number.NaN;
-    const session = { formToken: c.get('formToken') };
+    const session = viewSession(c);
     if (!(Number.isSafeInteger(user) && user > 0))
       return c.html(
         journeyPage(
@@ -226,7 +136,7 @@ export function dashboardRoutes(
       return c.html(
         journeyPage(
           String(user),
-          await leadJourney(deps.pool, user),
+          await leadJourney(deps.pool, user, scopeOf(c.get('actor'))),
           session,
           'Tick the box to confirm the erasure: it cannot be undone.',
         ),
@@ -244,7 +154,7 @@ export function dashboardRoutes(
         return c.html(
           journeyPage(
             String(user),
-            await leadJourney(deps.pool, user),
+            await leadJourney(deps.pool, user, scopeOf(c.get('actor'))),
             session,
             'Nothing is known about this user on that site (erased already?).',
           ),
@@ -262,7 +172,7 @@ export function dashboardRoutes(
     const siteRef = c.req.param('site') ?? '';
     return (
       (await findSite(deps.pool, siteRef)) ??
-      c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404)
+      c.html(notFoundPage(`There is no site ${siteRef}.`, viewSession(c)), 404)
     );
   }
 
@@ -273,10 +183,9 @@ export function dashboardRoutes(
     status: 200 | 400 | 404 | 409 = 200,
   ) {
     const detail = await dashboardSite(deps.pool, siteRef);
-    if (!detail)
-      return c.html(notFoundPage(`There is no site ${siteRef}.`, { formToken: c.get('formToken') }), 404);
+    if (!detail) return c.html(notFoundPage(`There is no site ${siteRef}.`, viewSession(c)), 404);
     const heldRequests = await heldRequestsOfSite(deps.pool, detail.site.id);
-    return c.html(sitePage(detail, { ...state, heldRequests, formToken: c.get('formToken') }), status);
+    return c.html(sitePage(detail, { ...state, heldRequests, ...viewSession(c) }), status);
   }
 
   registerDashboardReports(app, deps, signedIn, siteOf);
