@@ -24,10 +24,14 @@ function derive(password: string, salt: Buffer, logN: number, r: number, p: numb
   );
 }
 
-export async function hashPassword(password: string): Promise<string> {
+/** The stored form of a password; `cost` (log2 N) defaults to the production parameters. */
+export async function hashPassword(
+  password: string,
+  cost: { logN: number; p: number } = { logN: LOG_N, p: P },
+): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, LOG_N, R, P);
-  return ['scrypt', LOG_N, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const key = await derive(password, salt, cost.logN, R, cost.p);
+  return ['scrypt', cost.logN, R, cost.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 /** Whether the password matches the stored hash (constant-time on the derived keys). */
