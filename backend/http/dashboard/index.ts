@@ -40,8 +40,10 @@ import { registerDashboardReports } from './reports.js';
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
  * value) and the actions the CLI also offers: submitting a waiting conversion's value, retrying a
- * failed send, approving or declining a held join request. Signed in with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
- * for scripts). Server-rendered, no script; forms carry a session-bound token.
+ * failed send, approving or declining a held join request. Signed in as a user (e-mail and
+ * password, a role over a scope) or with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
+ * for scripts): auth.ts is the one gate every signed-in route passes. Server-rendered, no script;
+ * forms carry a session-bound token.
  */
 const OVERVIEW_HOURS = 24;
 const isUuid = (s: string) => Uuid.safeParse(s).success;
