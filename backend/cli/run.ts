@@ -20,6 +20,7 @@ import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
 import { siteCommands } from './sites.js';
 import { webhookCommands } from './webhooks.js';
+import { userCommands } from './users.js';
 
 /**
  * The operator CLI (`npm run admin -- <group> <command> [flags]`): one command per run, on the same
@@ -43,6 +44,7 @@ export const COMMANDS: Command[] = [
   ...alertCommands,
   ...exportCommands,
   ...removalCommands,
+  ...userCommands,
 ];
 
 const PROGRAM = 'npm run admin --';

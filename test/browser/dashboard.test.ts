@@ -37,7 +37,7 @@ it('signs in, shows the site styled under its CSP, and submits a waiting value',
   await page.goto(`${t.url}/dashboard`);
   expect(page.url()).toBe(`${t.url}/dashboard/login`);
   await page.fill('input[name=token]', TEST_ADMIN_TOKEN);
-  await page.click('button');
+  await page.click('#token-sign-in button');
   await page.waitForURL(`${t.url}/dashboard`);
   // The inline stylesheet is allowed by its hash: the header is dark, not the browser's default.
   expect(await page.evaluate(() => getComputedStyle(document.querySelector('header')!).backgroundColor)).toBe(

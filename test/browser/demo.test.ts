@@ -80,7 +80,7 @@ it('landing page → join in the sandbox Telegram → the dashboard shows the at
   const leadUrl = (await telegram.getAttribute('#lead', 'href'))!;
   await telegram.goto(urls.dashboard);
   await telegram.fill('input[name=token]', urls.token);
-  await telegram.click('button');
+  await telegram.click('#token-sign-in button');
   await telegram.waitForURL(urls.dashboard);
   expect(await telegram.textContent('#sandbox-banner')).toContain('SANDBOX');
   await expect

@@ -104,7 +104,7 @@ async function signedIn(width: number, height: number): Promise<BrowserContext> 
   const page = await context.newPage();
   await page.goto(`${t.url}/dashboard/login`);
   await page.fill('input[name=token]', TEST_ADMIN_TOKEN);
-  await page.click('button');
+  await page.click('#token-sign-in button');
   await page.waitForURL(`${t.url}/dashboard`);
   await page.close();
   return context;

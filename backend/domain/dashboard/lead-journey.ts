@@ -113,7 +113,14 @@ function visitOf(r: VisitColumns): VisitSignals | null {
 }
 
 /** The journey of a Telegram user (a positive safe integer), newest first, at most JOURNEY_LIMIT of each kind. */
-export async function leadJourney(db: Queryable, telegramUserId: number): Promise<LeadJourney> {
+export async function leadJourney(
+  db: Queryable,
+  telegramUserId: number,
+  within: { accountId: string | null; siteId: string | null } = { accountId: null, siteId: null },
+): Promise<LeadJourney> {
+  // A user limited to an account or a site sees the journey within it only.
+  const scoped = (a: number) =>
+    `AND ($${a}::uuid IS NULL OR s.account_id = $${a}) AND ($${a + 1}::uuid IS NULL OR s.id = $${a + 1})`;
   const [leads, memberships, conversions] = await Promise.all([
     db.query<{
       site_id: string;
@@ -123,8 +130,8 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
       external_user_id: string | null;
     }>(
       `SELECT l.site_id, s.name AS site_name, l.first_seen_at, l.last_seen_at, l.external_user_id
-       FROM leads l JOIN sites s ON s.id = l.site_id WHERE l.telegram_user_id = $1 ORDER BY l.first_seen_at, s.name`,
-      [telegramUserId],
+       FROM leads l JOIN sites s ON s.id = l.site_id WHERE l.telegram_user_id = $1 ${scoped(2)} ORDER BY l.first_seen_at, s.name`,
+      [telegramUserId, within.accountId, within.siteId],
     ),
     db.query<
       VisitColumns & {
@@ -139,8 +146,8 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
       `SELECT m.occurred_at, s.name AS site_name, ch.title AS channel_title, m.kind, m.attributed, m.via_join_request, ${VISIT_FIELDS}
        FROM memberships m JOIN channels ch ON ch.id = m.channel_id JOIN sites s ON s.id = ch.site_id
        LEFT JOIN visits v ON v.id = m.visit_id
-       WHERE m.telegram_user_id = $1 ORDER BY m.occurred_at DESC LIMIT $2`,
-      [telegramUserId, JOURNEY_LIMIT],
+       WHERE m.telegram_user_id = $1 ${scoped(3)} ORDER BY m.occurred_at DESC LIMIT $2`,
+      [telegramUserId, JOURNEY_LIMIT, within.accountId, within.siteId],
     ),
     db.query<
       VisitColumns & {
@@ -168,8 +175,8 @@ export async function leadJourney(db: Queryable, telegramUserId: number): Promis
           FROM sends x JOIN pixels p ON p.id = x.pixel_id WHERE x.conversion_id = c.id) AS sends
        FROM conversions c JOIN sites s ON s.id = c.site_id LEFT JOIN channels ch ON ch.id = c.channel_id
        LEFT JOIN visits v ON v.id = c.visit_id
-       WHERE c.telegram_user_id = $1 ORDER BY c.received_at DESC, c.id LIMIT $2`,
-      [telegramUserId, JOURNEY_LIMIT],
+       WHERE c.telegram_user_id = $1 ${scoped(3)} ORDER BY c.received_at DESC, c.id LIMIT $2`,
+      [telegramUserId, JOURNEY_LIMIT, within.accountId, within.siteId],
     ),
   ]);
   return {

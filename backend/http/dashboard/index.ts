@@ -4,8 +4,8 @@ import type { DashEnv } from './env.js';
 import { registerJoinRequestDecide } from './join-request-decide.js';
 import { registerLeadErase } from './lead-erase.js';
 import { registerLeads } from './leads.js';
-import { registerLogin } from './login.js';
-import { registerLogout } from './logout.js';
+import { registerAuditPage } from './audit-page.js';
+import { registerDashboardAuth } from './auth.js';
 import { registerOverview } from './overview.js';
 import { registerDashboardReports } from './reports.js';
 import { registerDashboardWebhooks } from './webhooks.js';
@@ -18,9 +18,10 @@ import { STYLE_HASH } from './views.js';
 /**
  * `/dashboard`: the operator's view of every site (what is set up, what fails, what waits for a
  * value) and the actions the CLI also offers: submitting a waiting conversion's value, retrying a
- * failed send, approving or declining a held join request. Signed in with ADMIN_TOKEN (a cookie
- * session, or `Authorization: Bearer` for scripts). Server-rendered; forms carry a session-bound
- * token. One file per route; what they share is in surface.ts.
+ * failed send, approving or declining a held join request. Signed in as a user (e-mail and
+ * password, a role over a scope) or with ADMIN_TOKEN (a cookie session, or `Authorization: Bearer`
+ * for scripts): auth.ts is the one gate every signed-in route passes. Server-rendered; forms carry
+ * a session-bound token. One file per route; what they share is in surface.ts.
  */
 const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': `default-src 'none'; style-src '${STYLE_HASH}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
@@ -41,9 +42,9 @@ export function dashboardRoutes(deps: DashDeps): Hono<DashEnv> {
   app.use('/dashboard', headers);
   app.use('/dashboard/*', headers);
 
-  const s = createDashboardSurface(deps);
-  registerLogin(app, s);
-  registerLogout(app, s);
+  const { signedIn } = registerDashboardAuth(app, deps);
+  registerAuditPage(app, deps, signedIn);
+  const s = createDashboardSurface(deps, signedIn);
   registerOverview(app, s);
   registerLeads(app, s);
   registerLeadErase(app, s);

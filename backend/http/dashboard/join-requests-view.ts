@@ -4,8 +4,12 @@ import type { HeldRequestLine } from '../../domain/admin/join-requests.js';
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
-/** The site page's list of join requests its channels' rules held, each with approve and decline. */
-export function heldRequestsSection(siteId: string, requests: HeldRequestLine[], formToken: string): Html {
+/** The site page's list of join requests its channels' rules held, each with approve and decline (none without a form token: a viewer's page). */
+export function heldRequestsSection(
+  siteId: string,
+  requests: HeldRequestLine[],
+  formToken: string | null,
+): Html {
   const token = html`<input type="hidden" name="_token" value="${formToken}">`;
   const rows = requests.map((r) => {
     const action = (decision: string) =>
@@ -13,8 +17,8 @@ export function heldRequestsSection(siteId: string, requests: HeldRequestLine[],
     return html`<tr><td>${r.requestedAt.replace('T', ' ').slice(0, 19)}</td><td>${r.channelTitle}</td><td>${r.telegramUserId}</td>
 <td>${r.attributed ? html`<span class="ok">yes</span>` : html`<span class="muted">no</span>`}</td>
 <td>${r.status === 'failed' ? html`<span class="bad">failed</span> <span class="muted">${r.reason ?? ''}</span>` : html`held`}</td>
-<td><form class="inline" method="post" action="${action('approve')}">${token}<button>Approve</button></form></td>
-<td><form class="inline" method="post" action="${action('decline')}">${token}<button>Decline</button></form></td></tr>`;
+<td>${formToken === null ? '' : html`<form class="inline" method="post" action="${action('approve')}">${token}<button>Approve</button></form>`}</td>
+<td>${formToken === null ? '' : html`<form class="inline" method="post" action="${action('decline')}">${token}<button>Decline</button></form>`}</td></tr>`;
   });
   return html`<h2>Held and failed join requests (${requests.length})</h2>
 ${

@@ -2,6 +2,8 @@ import type { Hono } from 'hono';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
 import { eraseLeadInAccount } from '../../domain/erasure/erase-lead.js';
 import { ApiError } from '../../errors.js';
+import { scopeOf } from '../../domain/admin/roles.js';
+import { viewSession } from './auth.js';
 import type { DashEnv } from './env.js';
 import type { DashboardSurface } from './surface.js';
 import { journeyPage } from './views.js';
@@ -17,7 +19,7 @@ export function registerLeadErase(app: Hono<DashEnv>, s: DashboardSurface): void
     if (site instanceof Response) return site;
     const rawUser = c.req.param('user');
     const user = /^\d{1,16}$/.test(rawUser) ? Number(rawUser) : Number.NaN;
-    const session = { formToken: c.get('formToken') };
+    const session = viewSession(c);
     if (!(Number.isSafeInteger(user) && user > 0))
       return c.html(
         journeyPage(
@@ -33,7 +35,7 @@ export function registerLeadErase(app: Hono<DashEnv>, s: DashboardSurface): void
       return c.html(
         journeyPage(
           String(user),
-          await leadJourney(deps.pool, user),
+          await leadJourney(deps.pool, user, scopeOf(c.get('actor'))),
           session,
           'Tick the box to confirm the erasure: it cannot be undone.',
         ),
@@ -51,7 +53,7 @@ export function registerLeadErase(app: Hono<DashEnv>, s: DashboardSurface): void
         return c.html(
           journeyPage(
             String(user),
-            await leadJourney(deps.pool, user),
+            await leadJourney(deps.pool, user, scopeOf(c.get('actor'))),
             session,
             'Nothing is known about this user on that site (erased already?).',
           ),

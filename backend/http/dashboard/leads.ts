@@ -1,5 +1,7 @@
 import type { Hono } from 'hono';
 import { leadJourney } from '../../domain/dashboard/lead-journey.js';
+import { scopeOf } from '../../domain/admin/roles.js';
+import { viewSession } from './auth.js';
 import type { DashEnv } from './env.js';
 import { type DashboardSurface, isUuid } from './surface.js';
 import { journeyPage } from './views.js';
@@ -8,7 +10,7 @@ import { journeyPage } from './views.js';
 export function registerLeads(app: Hono<DashEnv>, s: DashboardSurface): void {
   app.get('/dashboard/leads', s.signedIn, async (c) => {
     const query = (c.req.query('user') ?? '').trim().slice(0, 40);
-    const session = { formToken: c.get('formToken') };
+    const session = viewSession(c);
     const id = /^\d{1,16}$/.test(query) ? Number(query) : Number.NaN;
     if (!(Number.isSafeInteger(id) && id > 0)) {
       return c.html(
@@ -24,6 +26,14 @@ export function registerLeads(app: Hono<DashEnv>, s: DashboardSurface): void {
     const erased = c.req.query('erased');
     const notice =
       erased !== undefined && isUuid(erased) ? "This person's data on that site was erased." : undefined;
-    return c.html(journeyPage(String(id), await leadJourney(s.deps.pool, id), session, undefined, notice));
+    return c.html(
+      journeyPage(
+        String(id),
+        await leadJourney(s.deps.pool, id, scopeOf(c.get('actor'))),
+        session,
+        undefined,
+        notice,
+      ),
+    );
   });
 }

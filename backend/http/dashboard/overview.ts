@@ -1,5 +1,7 @@
 import type { Hono } from 'hono';
 import { dashboardOverview } from '../../domain/dashboard/read-model.js';
+import { seesSite } from '../../domain/admin/roles.js';
+import { viewSession } from './auth.js';
 import type { DashEnv } from './env.js';
 import type { DashboardSurface } from './surface.js';
 import { overviewPage } from './views.js';
@@ -11,9 +13,13 @@ export function registerOverview(app: Hono<DashEnv>, s: DashboardSurface): void 
   app.get('/dashboard', s.signedIn, async (c) => {
     const since = new Date(s.nowMs() - OVERVIEW_HOURS * 3600_000);
     return c.html(
-      overviewPage(await dashboardOverview(s.deps.pool, since), OVERVIEW_HOURS, {
-        formToken: c.get('formToken'),
-      }),
+      overviewPage(
+        (await dashboardOverview(s.deps.pool, since)).filter((site) =>
+          seesSite(c.get('actor'), { id: site.siteId, accountId: site.accountId }),
+        ),
+        OVERVIEW_HOURS,
+        viewSession(c),
+      ),
     );
   });
 }

@@ -43,26 +43,22 @@ export const NOTICES = {
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
-export function page(title: string, body: Html, session?: { formToken: string }): Html {
+/** What a signed-in page knows of its session: the form token, and whether to hide the forms that change things (a viewer's). */
+export interface PageSession {
+  formToken: string;
+  readOnly?: boolean | undefined;
+}
+
+export function page(title: string, body: Html, session?: PageSession): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>${title} · Capigram</title><style>${raw(STYLE)}</style></head>
 <body><header><a href="/dashboard">Capigram</a><span class="muted">operator dashboard</span>${
     session
-      ? html`<form class="inline" method="get" action="/dashboard/leads"><input type="text" name="user" inputmode="numeric" placeholder="Telegram user id" aria-label="Telegram user id" size="16"><button>Find</button></form>
+      ? html`<form class="inline" method="get" action="/dashboard/leads"><input type="text" name="user" inputmode="numeric" placeholder="Telegram user id" aria-label="Telegram user id" size="16"><button>Find</button></form><a href="/dashboard/audit">Audit log</a>
 <form method="post" action="/dashboard/logout"><input type="hidden" name="_token" value="${session.formToken}"><button>Sign out</button></form>`
       : ''
   }</header><main>${body}</main></body></html>`;
-}
-
-export function loginPage(error?: string): Html {
-  return page(
-    'Sign in',
-    html`<h1>Sign in</h1>${error ? html`<p class="error">${error}</p>` : ''}
-<form method="post" action="/dashboard/login"><input type="text" name="username" value="admin" autocomplete="username" hidden><p><label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label></p>
-<p><button>Sign in</button></p></form>
-<p class="muted">The token is ADMIN_TOKEN, or the one generated into <code>$DATA_DIR/admin-token</code> and printed on first start.</p>`,
-  );
 }
 
 function when(d: Date): string {
@@ -73,11 +69,7 @@ function bad(n: number, label: string): Html {
   return n > 0 ? html`<span class="warn">${n} ${label}</span>` : html`<span class="muted">0 ${label}</span>`;
 }
 
-export function overviewPage(
-  sites: SiteOverview[],
-  sinceHours: number,
-  session: { formToken: string },
-): Html {
+export function overviewPage(sites: SiteOverview[], sinceHours: number, session: PageSession): Html {
   const rows = sites.map(
     (
       s,
@@ -126,6 +118,8 @@ const CONVERSION_HEAD = html`<tr><th>received (UTC)</th><th>event</th><th>value<
 
 export interface SitePageState {
   formToken: string;
+  /** A viewer's page: no form that changes anything. */
+  readOnly?: boolean | undefined;
   notice?: NoticeKey | undefined;
   error?: string | undefined;
   /** What the value form held when it was refused, to show it again. */
@@ -172,16 +166,20 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
   const awaiting = d.awaiting.map((c) => {
     const kept = state.valueForm?.conversionId === c.conversionId ? state.valueForm : undefined;
     return html`<tr><td>${when(c.receivedAt)}</td><td>${c.telegramUserId}</td><td>${c.channelTitle ?? ''}</td><td><code>${c.conversionId}</code></td>
-<td><form class="inline" method="post" action="${action(`conversions/${c.conversionId}/value`)}">${token}
+<td>${
+      state.readOnly
+        ? ''
+        : html`<form class="inline" method="post" action="${action(`conversions/${c.conversionId}/value`)}">${token}
 <input type="number" name="value" step="any" min="0" required placeholder="value" value="${kept?.value ?? ''}" aria-label="value">
 <input type="text" name="currency" required maxlength="3" size="4" placeholder="USD" value="${kept?.currency ?? c.currency ?? ''}" aria-label="currency">
-<button>Submit value</button></form></td></tr>`;
+<button>Submit value</button></form>`
+    }</td></tr>`;
   });
   const failed = d.failedSends.map(
     (
       s,
     ) => html`<tr><td>${when(s.updatedAt)}</td><td>${s.platform}</td><td class="num">${s.attempts}</td><td>${s.reason ?? ''}</td><td>${s.subject}</td>
-<td><form class="inline" method="post" action="${action(`sends/${s.sendId}/retry`)}">${token}<button>Retry</button></form></td></tr>`,
+<td>${state.readOnly ? '' : html`<form class="inline" method="post" action="${action(`sends/${s.sendId}/retry`)}">${token}<button>Retry</button></form>`}</td></tr>`,
   );
   return page(
     site.name,
@@ -192,9 +190,9 @@ ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${sta
 ${installSection(d)}
 <h2>Awaiting a value (${d.awaiting.length})</h2>
 ${d.awaiting.length === 0 ? html`<p class="muted">Nothing waits for a value.</p>` : html`<table><thead><tr><th>received (UTC)</th><th>Telegram user</th><th>channel</th><th>conversion</th><th>value</th></tr></thead><tbody>${awaiting}</tbody></table>`}
-${state.heldRequests ? heldRequestsSection(site.id, state.heldRequests, state.formToken) : ''}
+${state.heldRequests ? heldRequestsSection(site.id, state.heldRequests, state.readOnly ? null : state.formToken) : ''}
 <h2>Failed sends (${d.failedSends.length === d.failedLimit ? `${d.failedLimit} newest` : d.failedSends.length})</h2>
-${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form><table><thead><tr><th>last try (UTC)</th><th>pixel</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
+${d.failedSends.length === 0 ? html`<p class="muted">No failed send.</p>` : html`${state.readOnly ? '' : html`<form method="post" action="${action('sends/retry-failed')}">${token}<p><button>Retry every failed send</button> <span class="muted">of the site's active pixels, after fixing what made them fail (a token, say)</span></p></form>`}<table><thead><tr><th>last try (UTC)</th><th>pixel</th><th>attempts</th><th>reason</th><th>for</th><th></th></tr></thead><tbody>${failed}</tbody></table>`}
 <h2>Latest conversions</h2>
 ${d.recent.length === 0 ? html`<p class="muted">No conversion yet.</p>` : html`<table><thead>${CONVERSION_HEAD}</thead><tbody>${conversionRows(d.recent)}</tbody></table>`}
 <h2>Channels</h2>
@@ -205,7 +203,7 @@ ${d.pixels.length === 0 ? html`<p class="warn">No pixel: nothing is sent to any 
   );
 }
 
-export function notFoundPage(what: string, session: { formToken: string }): Html {
+export function notFoundPage(what: string, session: PageSession): Html {
   return page(
     'Not found',
     html`<h1>Not found</h1><p>${what}</p><p><a href="/dashboard">All sites</a></p>`,
@@ -224,7 +222,7 @@ function visitCell(v: VisitSignals | null): Html {
 export function journeyPage(
   query: string,
   journey: LeadJourney | null,
-  session: { formToken: string },
+  session: PageSession,
   error?: string,
   notice?: string,
 ): Html {
@@ -243,7 +241,7 @@ export function journeyPage(
     (
       l,
     ) => html`<tr><td><a href="/dashboard/sites/${l.siteId}">${l.siteName}</a></td><td>${when(l.firstSeenAt)}</td><td>${when(l.lastSeenAt)}</td><td>${l.externalUserId ?? ''}</td>
-<td><form class="inline" method="post" action="/dashboard/sites/${l.siteId}/leads/${query}/erase"><input type="hidden" name="_token" value="${session.formToken}"><label><input type="checkbox" name="confirm" value="yes" required> erase for good</label><button>Erase data</button></form></td></tr>`,
+<td>${session.readOnly ? '' : html`<form class="inline" method="post" action="/dashboard/sites/${l.siteId}/leads/${query}/erase"><input type="hidden" name="_token" value="${session.formToken}"><label><input type="checkbox" name="confirm" value="yes" required> erase for good</label><button>Erase data</button></form>`}</td></tr>`,
   );
   const memberships = journey.memberships.map(
     (
