@@ -54,15 +54,6 @@ export async function sessionHolder(
   return { userId: r.user_id, email: r.email, role: r.role, accountId: r.account_id, siteId: r.site_id };
 }
 
-/** Whether the server still honours this (otherwise valid) session cookie. */
-export async function sessionOpen(db: Queryable, cookie: string, now: Date): Promise<boolean> {
-  const { rows } = await db.query(
-    'SELECT 1 FROM dashboard_sessions WHERE cookie_sha256 = $1 AND expires_at > $2',
-    [digest(cookie), now],
-  );
-  return rows.length > 0;
-}
-
 /** Ends a session: its cookie is refused from now on, by every process. */
 export async function closeSession(db: Queryable, cookie: string): Promise<void> {
   await db.query('DELETE FROM dashboard_sessions WHERE cookie_sha256 = $1', [digest(cookie)]);
