@@ -141,6 +141,12 @@ const ROUTES: Record<string, RouteCase> = {
     need: 'site',
     path: (s) => `/dashboard/sites/${s}/reports.csv`,
   },
+  'GET /dashboard/sites/:site/webhooks': { need: 'site', path: (s) => `/dashboard/sites/${s}/webhooks` },
+  'POST /dashboard/sites/:site/webhooks/:webhook/deliveries/:delivery/resend': {
+    need: 'change-site',
+    path: (s) => `/dashboard/sites/${s}/webhooks/${uuid}/deliveries/${uuid}/resend`,
+    form: {},
+  },
   'POST /dashboard/sites/:site/leads/:user/erase': {
     need: 'change-site',
     path: (s) => `/dashboard/sites/${s}/leads/987654321/erase`,
