@@ -97,6 +97,8 @@ export interface ConversionLine {
   value: number | null;
   currency: string | null;
   channelTitle: string | null;
+  /** False for a conversion of a bot or Mini App entry, which has no channel (not a deleted one). */
+  hasChannel: boolean;
   source: string;
   capiStatus: string;
   coldLead: boolean;
@@ -127,7 +129,7 @@ export interface SiteDetail {
 }
 
 const CONVERSION_FIELDS = `c.id, c.telegram_user_id::text AS telegram_user_id, c.event_type, c.custom_event_name, c.value::float8 AS value, c.currency,
-  ch.title AS channel_title, c.source, c.capi_status, c.cold_lead, c.awaiting_manual_input,
+  ch.title AS channel_title, c.channel_id IS NOT NULL AS has_channel, c.source, c.capi_status, c.cold_lead, c.awaiting_manual_input,
   (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL) AS attributed, c.received_at,
   ARRAY(SELECT x.status FROM sends x WHERE x.conversion_id = c.id) AS send_statuses`;
 
@@ -139,6 +141,7 @@ type ConversionRow = {
   value: number | null;
   currency: string | null;
   channel_title: string | null;
+  has_channel: boolean;
   source: string;
   capi_status: string;
   cold_lead: boolean;
@@ -157,6 +160,7 @@ function conversionLine(r: ConversionRow): ConversionLine {
     value: r.value,
     currency: r.currency?.trim() ?? null,
     channelTitle: r.channel_title,
+    hasChannel: r.has_channel,
     source: r.source,
     capiStatus: deliveryLabel(r.capi_status, r.send_statuses),
     coldLead: r.cold_lead,
