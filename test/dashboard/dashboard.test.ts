@@ -7,6 +7,7 @@ import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import {
   attributedJoin,
   count,
+  insertVisit,
   newUser,
   seedTenant,
   VISIT,
@@ -202,6 +203,24 @@ describe('a site', () => {
     const home = (await call('/dashboard', { cookie })).text;
     const row = home.slice(home.indexOf(site!.websiteId));
     expect(row.slice(0, row.indexOf('</tr>'))).toContain('1 awaiting a value');
+  });
+
+  it("gives each site today's visits, joins and conversions (since midnight UTC)", async () => {
+    const cookie = await signIn();
+    const [site] = (await seedTenant(db.pool, t.deps.box)).sites;
+    await waitingJoin(db.pool, site!, newUser());
+    await attributedJoin(db.pool, {
+      siteId: site!.siteId,
+      channelId: site!.channels.main,
+      telegramUserId: newUser(),
+    });
+    // Yesterday's visit is not today's.
+    await insertVisit(db.pool, site!.siteId, { ...VISIT, createdAt: new Date(Date.now() - 26 * 3600_000) });
+    const home = (await call('/dashboard', { cookie })).text;
+    const row = home.slice(home.indexOf(site!.websiteId));
+    expect(row.slice(0, row.indexOf('</tr>'))).toContain(
+      '<td class="num" data-label="today (UTC)">2 visits · 1 joins · 1 conversions</td>',
+    );
   });
 });
 

@@ -11,7 +11,7 @@ export function registerOverview(app: Hono<DashEnv>, s: DashboardSurface): void 
   app.get('/dashboard', s.signedIn, async (c) => {
     const since = new Date(s.nowMs() - OVERVIEW_HOURS * 3600_000);
     return c.html(
-      overviewPage(await dashboardOverview(s.deps.pool, since), OVERVIEW_HOURS, {
+      overviewPage(await dashboardOverview(s.deps.pool, since, s.deps.now()), OVERVIEW_HOURS, {
         formToken: c.get('formToken'),
       }),
     );
