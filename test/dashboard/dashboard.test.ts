@@ -219,7 +219,7 @@ describe('a site', () => {
     const home = (await call('/dashboard', { cookie })).text;
     const row = home.slice(home.indexOf(site!.websiteId));
     expect(row.slice(0, row.indexOf('</tr>'))).toContain(
-      '<td class="num" data-label="today (UTC)">2 visits · 1 joins · 1 conversions</td>',
+      '<td class="num" data-label="today (UTC)">visits 2 · joins 1 · conversions 1</td>',
     );
   });
 });
