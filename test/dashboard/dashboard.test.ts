@@ -7,6 +7,7 @@ import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import {
   attributedJoin,
   count,
+  insertVisit,
   newUser,
   seedTenant,
   VISIT,
@@ -202,6 +203,24 @@ describe('a site', () => {
     const home = (await call('/dashboard', { cookie })).text;
     const row = home.slice(home.indexOf(site!.websiteId));
     expect(row.slice(0, row.indexOf('</tr>'))).toContain('1 awaiting a value');
+  });
+
+  it("gives each site today's visits, joins and conversions (since midnight UTC)", async () => {
+    const cookie = await signIn();
+    const [site] = (await seedTenant(db.pool, t.deps.box)).sites;
+    await waitingJoin(db.pool, site!, newUser());
+    await attributedJoin(db.pool, {
+      siteId: site!.siteId,
+      channelId: site!.channels.main,
+      telegramUserId: newUser(),
+    });
+    // Yesterday's visit is not today's.
+    await insertVisit(db.pool, site!.siteId, { ...VISIT, createdAt: new Date(Date.now() - 26 * 3600_000) });
+    const home = (await call('/dashboard', { cookie })).text;
+    const row = home.slice(home.indexOf(site!.websiteId));
+    expect(row.slice(0, row.indexOf('</tr>'))).toContain(
+      '<td class="num" data-label="today (UTC)">visits 2 · joins 1 · conversions 1</td>',
+    );
   });
 });
 
@@ -581,11 +600,29 @@ describe('a conversion whose pixels disagree', () => {
     expect(journey).toContain('meta 1234567890: sent');
     expect(journey).toContain('tiktok CTIKTOKPIXEL01: failed');
     const site = (await call(`/dashboard/sites/${tenant.site.siteId}`, { cookie })).text;
-    expect(site).toContain('<td>partially sent</td>');
+    expect(site).toContain('<td data-label="status">partially sent</td>');
     expect(site).toContain('<td>tiktok CTIKTOKPIXEL01</td>');
     // Once the failed pixel delivers too, the conversion is sent.
     await db.pool.query(`UPDATE sends SET status = 'sent' WHERE conversion_id = $1`, [c!.id]);
     await db.pool.query(`UPDATE conversions SET capi_status = 'sent' WHERE id = $1`, [c!.id]);
     expect((await call(`/dashboard/leads?user=${user}`, { cookie })).text).not.toContain('partially sent');
+  });
+});
+
+describe('a conversion without a channel', () => {
+  it('says it came through a bot entry, not that its channel was deleted', async () => {
+    const bearer = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    const { conversionId } = await waitingJoin(db.pool, tenant.site, newUser());
+    const rowOf = (text: string) => {
+      const row = text.slice(text.lastIndexOf('<tr>', text.lastIndexOf(conversionId)));
+      return row.slice(0, row.indexOf('</tr>'));
+    };
+    const before = await call(`/dashboard/sites/${tenant.site.siteId}`, { headers: bearer });
+    expect(rowOf(before.text)).toContain('VIP');
+    // A Mini App's or a bot's conversion has no channel at all.
+    await db.pool.query('UPDATE conversions SET channel_id = NULL WHERE id = $1', [conversionId]);
+    const after = await call(`/dashboard/sites/${tenant.site.siteId}`, { headers: bearer });
+    expect(rowOf(after.text)).toContain('none (bot entry)');
+    expect(rowOf(after.text)).not.toContain('deleted');
   });
 });

@@ -29,10 +29,13 @@ export interface SiteOverview {
   failedSends: number;
   /** Install checks: visits seen, hosts refused. */
   install: SiteInstallState;
+  /** Since midnight UTC of `today`'s day: visits, channel joins (attributed or not), conversions. */
+  today: { visits: number; joins: number; conversions: number };
 }
 
 /** Every site, grouped by account, with the counts that tell whether it is working. */
-export async function dashboardOverview(db: Queryable, since: Date): Promise<SiteOverview[]> {
+export async function dashboardOverview(db: Queryable, since: Date, now: Date): Promise<SiteOverview[]> {
+  const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
   const { rows } = await db.query<{
     id: string;
     website_id: string;
@@ -49,6 +52,9 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
     sent: number;
     failed: number;
     skipped: number;
+    visits_today: number;
+    joins_today: number;
+    conversions_today: number;
   }>(
     `SELECT s.id, s.website_id, s.name, s.account_id, a.name AS account_name, s.domains,
        (SELECT count(*)::int FROM channels c WHERE c.site_id = s.id AND c.active) AS channels,
@@ -56,6 +62,10 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
        (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active) AS active_pixels,
        (SELECT count(*)::int FROM conversions c WHERE c.site_id = s.id AND c.awaiting_manual_input) AS awaiting,
        (SELECT count(*)::int FROM sends x JOIN pixels p ON p.id = x.pixel_id WHERE p.site_id = s.id AND x.status = 'failed') AS failed_all,
+       (SELECT count(*)::int FROM visits v WHERE v.site_id = s.id AND v.created_at >= $2) AS visits_today,
+       (SELECT count(*)::int FROM channels c JOIN memberships m ON m.channel_id = c.id
+         WHERE c.site_id = s.id AND m.kind = 'join' AND m.occurred_at >= $2) AS joins_today,
+       (SELECT count(*)::int FROM conversions c WHERE c.site_id = s.id AND c.received_at >= $2) AS conversions_today,
        COALESCE(r.pending, 0) AS pending, COALESCE(r.sent, 0) AS sent, COALESCE(r.failed, 0) AS failed, COALESCE(r.skipped, 0) AS skipped
      FROM sites s JOIN accounts a ON a.id = s.account_id
      LEFT JOIN LATERAL (
@@ -65,7 +75,7 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
        WHERE p.site_id = s.id AND x.created_at >= $1) r ON true
      WHERE s.removed_at IS NULL
      ORDER BY a.name, a.id, s.name, s.id`,
-    [since],
+    [since, midnight],
   );
   const install = await installStates(
     db,
@@ -85,6 +95,7 @@ export async function dashboardOverview(db: Queryable, since: Date): Promise<Sit
     sends: { pending: r.pending, sent: r.sent, failed: r.failed, skipped: r.skipped },
     failedSends: r.failed_all,
     install: install.get(r.id) ?? NOTHING_SEEN,
+    today: { visits: r.visits_today, joins: r.joins_today, conversions: r.conversions_today },
   }));
 }
 
@@ -98,6 +109,8 @@ export interface ConversionLine {
   value: number | null;
   currency: string | null;
   channelTitle: string | null;
+  /** False for a conversion of a bot or Mini App entry, which has no channel (not a deleted one). */
+  hasChannel: boolean;
   source: string;
   capiStatus: string;
   coldLead: boolean;
@@ -128,7 +141,7 @@ export interface SiteDetail {
 }
 
 const CONVERSION_FIELDS = `c.id, c.telegram_user_id::text AS telegram_user_id, c.event_type, c.custom_event_name, c.value::float8 AS value, c.currency,
-  ch.title AS channel_title, c.source, c.capi_status, c.cold_lead, c.awaiting_manual_input,
+  ch.title AS channel_title, c.channel_id IS NOT NULL AS has_channel, c.source, c.capi_status, c.cold_lead, c.awaiting_manual_input,
   (c.visit_id IS NOT NULL OR c.api_visit_override IS NOT NULL) AS attributed, c.received_at,
   ARRAY(SELECT x.status FROM sends x WHERE x.conversion_id = c.id) AS send_statuses`;
 
@@ -140,6 +153,7 @@ type ConversionRow = {
   value: number | null;
   currency: string | null;
   channel_title: string | null;
+  has_channel: boolean;
   source: string;
   capi_status: string;
   cold_lead: boolean;
@@ -158,6 +172,7 @@ function conversionLine(r: ConversionRow): ConversionLine {
     value: r.value,
     currency: r.currency?.trim() ?? null,
     channelTitle: r.channel_title,
+    hasChannel: r.has_channel,
     source: r.source,
     capiStatus: deliveryLabel(r.capi_status, r.send_statuses),
     coldLead: r.cold_lead,

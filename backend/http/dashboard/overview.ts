@@ -14,7 +14,7 @@ export function registerOverview(app: Hono<DashEnv>, s: DashboardSurface): void 
     const since = new Date(s.nowMs() - OVERVIEW_HOURS * 3600_000);
     return c.html(
       overviewPage(
-        (await dashboardOverview(s.deps.pool, since)).filter((site) =>
+        (await dashboardOverview(s.deps.pool, since, s.deps.now())).filter((site) =>
           seesSite(c.get('actor'), { id: site.siteId, accountId: site.accountId }),
         ),
         OVERVIEW_HOURS,

@@ -22,7 +22,7 @@ th,td{border:1px solid #dde1e6;padding:5px 8px;text-align:left;vertical-align:to
 .num{text-align:right}.warn{color:#a4262c;font-weight:600}.ok{color:#1a7f37}.muted{color:#667085}
 .notice{background:#e6f4ea;border:1px solid #1a7f37;padding:8px}.error{background:#fdecea;border:1px solid #a4262c;padding:8px}
 form.inline{display:flex;gap:6px;margin:0}input[type=text],input[type=number],input[type=password]{padding:3px 6px}
-code{font-size:12px}td,th{overflow-wrap:anywhere}
+code{font-size:12px}td{overflow-wrap:anywhere}th,button,h1,h2,h3{overflow-wrap:normal;word-break:normal}
 nav.tabs{display:flex;gap:12px;flex-wrap:wrap;margin:8px 0}.chart{position:relative;height:260px;background:#fff;border:1px solid #dde1e6;margin:8px 0}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}form.range{display:flex;flex-wrap:wrap;gap:8px;align-items:end}
 form.range label{display:flex;flex-direction:column;font-size:12px}ul.advice{margin:4px 0 12px;padding-left:20px}
@@ -73,23 +73,24 @@ export function overviewPage(sites: SiteOverview[], sinceHours: number, session:
   const rows = sites.map(
     (
       s,
-    ) => html`<tr><td>${s.accountName}</td><td><a href="/dashboard/sites/${s.siteId}">${s.name}</a><br><code>${s.websiteId}</code></td>
-<td>${s.domains.join(', ')}</td><td class="num">${s.channels}${s.channelsWithoutInviteRights > 0 ? html`<br><span class="warn">${s.channelsWithoutInviteRights} without invite rights</span>` : ''}</td>
-<td class="num">${s.activePixels === 0 ? html`<span class="warn">none</span>` : s.activePixels}</td>
-<td class="num">${s.sends.sent} sent · ${s.sends.pending} pending · ${s.sends.skipped} skipped · ${s.sends.failed} failed</td>
-<td>${s.install.lastVisitAt === null ? html`<span class="warn">waiting for the first visit</span>` : html`last ${when(new Date(s.install.lastVisitAt))}`}${
+    ) => html`<tr><td data-label="account">${s.accountName}</td><td data-label="site"><a href="/dashboard/sites/${s.siteId}">${s.name}</a><br><code>${s.websiteId}</code></td>
+<td data-label="domains">${s.domains.join(', ')}</td><td class="num" data-label="channels">${s.channels}${s.channelsWithoutInviteRights > 0 ? html`<br><span class="warn">${s.channelsWithoutInviteRights} without invite rights</span>` : ''}</td>
+<td class="num" data-label="active pixels">${s.activePixels === 0 ? html`<span class="warn">none</span>` : s.activePixels}</td>
+<td class="num" data-label="today (UTC)">visits ${s.today.visits} · joins ${s.today.joins} · conversions ${s.today.conversions}</td>
+<td class="num" data-label="sends, last ${sinceHours} h">${s.sends.sent} sent · ${s.sends.pending} pending · ${s.sends.skipped} skipped · ${s.sends.failed} failed</td>
+<td data-label="visits (UTC)">${s.install.lastVisitAt === null ? html`<span class="warn">waiting for the first visit</span>` : html`last ${when(new Date(s.install.lastVisitAt))}`}${
       s.install.refusedHosts.length > 0
         ? html`<br><span class="warn">refused: ${s.install.refusedHosts.map((h) => h.host).join(', ')}</span>`
         : ''
     }</td>
-<td>${bad(s.awaitingValue, 'awaiting a value')}<br>${bad(s.failedSends, 'failed sends')}</td></tr>`,
+<td data-label="needs attention">${bad(s.awaitingValue, 'awaiting a value')}<br>${bad(s.failedSends, 'failed sends')}</td></tr>`,
   );
   return page(
     'Sites',
     html`<h1>Sites</h1>${
       sites.length === 0
         ? html`<p>No site yet: create one with <code>npm run admin -- site create</code>.</p>`
-        : html`<table><thead><tr><th>account</th><th>site</th><th>domains</th><th>channels</th><th>active pixels</th><th>sends, last ${sinceHours} h</th><th>visits (UTC)</th><th>needs attention</th></tr></thead><tbody>${rows}</tbody></table>`
+        : html`<table><thead><tr><th>account</th><th>site</th><th>domains</th><th>channels</th><th>active pixels</th><th>today (UTC)</th><th>sends, last ${sinceHours} h</th><th>visits (UTC)</th><th>needs attention</th></tr></thead><tbody>${rows}</tbody></table>`
     }`,
     session,
   );
@@ -107,10 +108,10 @@ function conversionRows(list: ConversionLine[]): Html[] {
   return list.map(
     (
       c,
-    ) => html`<tr><td>${when(c.receivedAt)}</td><td>${eventName(c)}</td><td class="num">${money(c)}</td><td>${c.telegramUserId}</td>
-<td>${c.channelTitle ?? html`<span class="muted">deleted</span>`}</td><td>${c.source}${c.coldLead ? ' (cold)' : ''}</td>
-<td>${c.attributed ? html`<span class="ok">yes</span>` : html`<span class="muted">no</span>`}</td>
-<td>${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td><td><code>${c.conversionId}</code></td></tr>`,
+    ) => html`<tr><td data-label="received (UTC)">${when(c.receivedAt)}</td><td data-label="event">${eventName(c)}</td><td data-label="value" class="num">${money(c)}</td><td data-label="Telegram user">${c.telegramUserId}</td>
+<td data-label="channel">${c.channelTitle ?? (c.hasChannel ? html`<span class="muted">deleted</span>` : html`<span class="muted">none (bot entry)</span>`)}</td><td data-label="source">${c.source}${c.coldLead ? ' (cold)' : ''}</td>
+<td data-label="attributed">${c.attributed ? html`<span class="ok">yes</span>` : html`<span class="muted">no</span>`}</td>
+<td data-label="status">${c.awaitingValue ? html`<span class="warn">awaiting value</span>` : c.capiStatus}</td><td data-label="id"><code>${c.conversionId}</code></td></tr>`,
   );
 }
 
