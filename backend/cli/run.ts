@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { accountCommands } from './accounts.js';
+import { recordCliChange } from './audit.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
 import { entryCommands } from './entries.js';
@@ -104,6 +105,7 @@ export async function runCli(
         `generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`,
       );
     const result = await cmd.run({ deps: runtime.deps, warn }, parsed.values);
+    await recordCliChange(runtime.deps, cmd, parsed.values, result.json);
     io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
     return result.exitCode ?? 0;
   } catch (err) {
