@@ -6,6 +6,7 @@ import { createLogger } from '../log.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { accountCommands } from './accounts.js';
 import { alertCommands } from './alerts.js';
+import { recordCliChange } from './audit.js';
 import { botCommands } from './bots.js';
 import { channelCommands } from './channels.js';
 import { entryCommands } from './entries.js';
@@ -118,6 +119,7 @@ export async function runCli(
         `generated the admin token into ${runtime.deps.config.DATA_DIR}/admin-token (dashboard and admin API)`,
       );
     const result = await cmd.run({ deps: runtime.deps, warn, out: io.stdout }, parsed.values);
+    await recordCliChange(runtime.deps, cmd, parsed.values, result.json);
     if (!result.streamed)
       io.stdout.write(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.human}\n`);
     return result.exitCode ?? 0;

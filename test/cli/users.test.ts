@@ -96,4 +96,21 @@ describe('user add|list|remove', () => {
     const audit = await w.db.pool.query("SELECT actor, target FROM audit_log WHERE action = 'user.remove'");
     expect(audit.rows).toEqual([{ actor: 'cli', target: 'dee@example.com' }]);
   });
+
+  it('every other command that changes something is recorded as cli, by name, with ids and no secrets', async () => {
+    const { keyId, apiKey } = await w.ok('key', 'create', '--account', accountId);
+    await w.ok('site', 'update', '--site', websiteId, '--dedup-window-seconds', '120');
+    await w.ok('site', 'list', '--account', accountId);
+    const { rows } = await w.db.pool.query(
+      "SELECT action, target, site_id, account_id, detail::text AS detail FROM audit_log WHERE actor = 'cli' AND action LIKE 'site.%' ORDER BY id",
+    );
+    expect(rows.map((r) => r.action)).toEqual(['site.create', 'site.update']);
+    expect(rows[0]).toMatchObject({ target: `siteId ${siteId}`, site_id: siteId, account_id: accountId });
+    expect(rows[1]).toMatchObject({ site_id: siteId, account_id: accountId });
+    const all = await w.db.pool.query(
+      "SELECT string_agg(detail::text || target, ' ') AS text FROM audit_log",
+    );
+    expect(all.rows[0].text).toContain(`keyId ${keyId}`);
+    expect(all.rows[0].text).not.toContain(apiKey);
+  });
 });

@@ -3,8 +3,8 @@ import type { Queryable } from '../../db/pool.js';
 /**
  * The audit log: every change an operator makes, from the dashboard (a user, or the admin token)
  * or the CLI, with who made it, what it was, what it touched and when. Written in the change's
- * own transaction where it has one; never holds PII (a Telegram user id is the lead's key, which
- * erasure itself names).
+ * own transaction where it has one. Never holds PII nor a lead's ids (Telegram user id, external
+ * id): an erased lead leaves nothing of itself here.
  */
 export interface AuditEntry {
   /** The user's e-mail, `admin token` (dashboard) or `cli`. */

@@ -48,13 +48,11 @@ const ACTIONS: Record<string, (p: Record<string, string>) => { action: string; t
     target: 'failed sends',
   }),
   '/dashboard/sites/:site/sends/:send/retry': (p) => ({ action: 'send.retry', target: `send ${p.send}` }),
-  '/dashboard/sites/:site/leads/:user/erase': (p) => ({
-    action: 'lead.erase',
-    target: `Telegram user ${p.user}`,
-  }),
+  // Never a Telegram user id: an erased lead's id must not outlive it here.
+  '/dashboard/sites/:site/leads/:user/erase': () => ({ action: 'lead.erase', target: 'a lead' }),
   '/dashboard/sites/:site/channels/:channel/requests/:user/:decision{approve|decline}': (p) => ({
     action: `join-request.${p.decision}`,
-    target: `Telegram user ${p.user} in channel ${p.channel}`,
+    target: `a join request in channel ${p.channel}`,
   }),
 };
 /** Form fields kept in an audit entry's detail (the rest, such as the form token, are not). */
@@ -163,10 +161,8 @@ export function registerDashboardAuth(
     await next();
     if (change && c.res.status === 303) {
       const params = c.req.param() as Record<string, string>;
-      const named = ACTIONS[c.req.routePath]?.(params) ?? {
-        action: c.req.routePath,
-        target: JSON.stringify(params),
-      };
+      // An unnamed route is recorded by its path and site: its other parameters may be a lead's ids.
+      const named = ACTIONS[c.req.routePath]?.(params) ?? { action: c.req.routePath, target: site?.id ?? '' };
       const form = await c.req.parseBody();
       const detail: Record<string, string> = {};
       for (const f of AUDITED_FIELDS)
