@@ -50,9 +50,9 @@ function skipSends(conversionId: string, reason: string) {
       return {
         name: 'telegram_payment_skip',
         sql: `UPDATE sends s SET status = 'skipped', skip_reason = i.reason, updated_at = now()
-                FROM unnest($1::uuid[], $2::text[]) AS i(conversion_id, reason)
+                FROM jsonb_to_recordset($1::jsonb) AS i(conversion_id uuid, reason text)
                WHERE s.conversion_id = i.conversion_id AND s.status = 'pending'`,
-        values: [all.map((i) => i.conversionId), all.map((i) => i.reason)],
+        values: [JSON.stringify(all.map((i) => ({ conversion_id: i.conversionId, reason: i.reason })))],
       };
     },
   };
@@ -66,7 +66,10 @@ export async function recordPayment(
 ): Promise<UpdateOutcome> {
   const payer = await payerSite(deps.pool, bot.id, payment.userId);
   if (payer === null) {
-    log.info({ currency: payment.currency }, 'telegram payment from a user no site of this bot knows: not a conversion');
+    log.info(
+      { currency: payment.currency },
+      'telegram payment from a user no site of this bot knows: not a conversion',
+    );
     return 'payment_unknown_user';
   }
   const stars: StarsValue | null =
@@ -95,12 +98,16 @@ export async function recordPayment(
         client: { clientIp: null, userAgent: null },
         eventSourceUrl: null,
       },
-      persist: valued.valued ? undefined : (o) => (o.created ? skipSends(o.result.conversionId, valued.reason) : null),
+      persist: valued.valued
+        ? undefined
+        : (o) => (o.created ? skipSends(o.result.conversionId, valued.reason) : null),
     });
     if (valued.valued) deps.local.waker.wake();
     log.info(
       { conversionId: outcome.result.conversionId, created: outcome.created, renewal: payment.renewal },
-      valued.valued ? 'telegram payment recorded as a purchase' : `telegram payment recorded, not sent: ${valued.reason}`,
+      valued.valued
+        ? 'telegram payment recorded as a purchase'
+        : `telegram payment recorded, not sent: ${valued.reason}`,
     );
     return 'payment_recorded';
   } catch (error) {

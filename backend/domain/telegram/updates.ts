@@ -70,7 +70,7 @@ export interface BotPayment {
   currency: string;
   totalAmount: number;
   chargeId: string;
-  /** A later period of a subscription (`is_first_recurring` false), not its first payment. */
+  /** A later period of a subscription (`is_first_recurring` not true), not its first payment. */
   renewal: boolean;
   date: number | null;
 }
@@ -181,13 +181,20 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
   };
 }
 
-function paymentOf(userId: number, p: z.infer<typeof SuccessfulPayment>, date: number | undefined): BotPayment {
+function paymentOf(
+  userId: number,
+  p: z.infer<typeof SuccessfulPayment>,
+  date: number | undefined,
+): BotPayment {
   return {
     userId,
     currency: p.currency,
     totalAmount: p.total_amount,
     chargeId: p.telegram_payment_charge_id,
-    renewal: p.subscription_expiration_date !== undefined && p.is_first_recurring === false,
+    // The Bot API sends `is_first_recurring` only as `true`: a renewal is a subscription payment without it.
+    renewal:
+      (p.is_recurring === true || p.subscription_expiration_date !== undefined) &&
+      p.is_first_recurring !== true,
     date: date ?? null,
   };
 }
