@@ -1,3 +1,5 @@
+import { setSiteStarsValue } from '../domain/admin/site-stars.js';
+import { parseStarsValue } from '../domain/telegram/payment-value.js';
 import {
   MAX_DEDUP_WINDOW_SECONDS,
   UPDATE_FLAGS,
@@ -135,9 +137,15 @@ export const siteCommands = [
       },
       consent: CONSENT_MODE_FLAG,
       'limited-data-use': LIMITED_DATA_USE_FLAG,
+      'stars-value': {
+        type: 'string',
+        placeholder: 'CUR=AMOUNT',
+        help: 'the value of one Telegram Star, e.g. USD=0.013: Stars payments are sent with it (docs/telegram-payments.md)',
+      },
     },
     check(v) {
       if (
+        v['stars-value'] === undefined &&
         v['dedup-window-seconds'] === undefined &&
         v['add-domain'].length === 0 &&
         v['remove-domain'].length === 0 &&
@@ -152,6 +160,27 @@ export const siteCommands = [
       }
     },
     async run({ deps }, v) {
+      // --stars-value alone changes nothing else; with other flags it is set once they are.
+      const onlyStars =
+        v['dedup-window-seconds'] === undefined &&
+        v['add-domain'].length === 0 &&
+        v['remove-domain'].length === 0 &&
+        v['google-ad-user-data'] === undefined &&
+        v['default-country'] === undefined &&
+        v['telegram-action-source'] === undefined &&
+        v.url === undefined &&
+        v.consent === undefined &&
+        v['limited-data-use'] === undefined;
+      if (onlyStars && v['stars-value'] !== undefined) {
+        const stars = await setSiteStarsValue(deps.pool, v.site, v['stars-value']);
+        return {
+          json: { ...stars },
+          human: `Site updated: ${stars.siteId}\n  one Star: ${stars.starsValue.amount} ${stars.starsValue.currency}`,
+        };
+      }
+      const starsText = v['stars-value'];
+      const starsProblem = starsText === undefined ? null : parseStarsValue(starsText);
+      if (typeof starsProblem === 'string') throw new UsageError(`--stars-value ${starsProblem}`);
       const out = await updateSite(deps.pool, {
         siteId: v.site,
         dedupWindowSeconds: v['dedup-window-seconds'],
@@ -169,9 +198,12 @@ export const siteCommands = [
           ? ''
           : `\n  Google ad user data consent: ${out.googleAdUserData.toLowerCase()}`;
       const signal = `\n  default country: ${out.defaultCountry ?? 'none'}\n  Telegram joins reported as: ${out.telegramActionSource}${out.consentMode === 'required' ? '\n  consent: required' : ''}${out.limitedDataUse ? '\n  limited data use: on' : ''}${out.url === null ? '' : `\n  url: ${out.url}`}`;
+      const stars = starsText === undefined ? null : await setSiteStarsValue(deps.pool, v.site, starsText);
+      const starLine =
+        stars === null ? '' : `\n  one Star: ${stars.starsValue.amount} ${stars.starsValue.currency}`;
       return {
-        json: { ...out },
-        human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}`,
+        json: stars === null ? { ...out } : { ...out, starsValue: stars.starsValue },
+        human: `Site updated: ${out.siteId}\n  domains: ${out.domains.join(', ')}\n  dedup window: ${out.dedupWindowSeconds} s${consent}${signal}${starLine}`,
       };
     },
   }),

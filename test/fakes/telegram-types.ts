@@ -66,6 +66,19 @@ export interface TgMessage {
   from?: TgUser;
   text?: string;
   entities?: { type: string; offset: number; length: number }[];
+  successful_payment?: TgSuccessfulPayment;
+}
+
+/** Bot API `SuccessfulPayment` (a service message in the payer's private chat with the bot). */
+export interface TgSuccessfulPayment {
+  currency: string;
+  total_amount: number;
+  invoice_payload: string;
+  subscription_expiration_date?: number;
+  is_recurring?: true;
+  is_first_recurring?: true;
+  telegram_payment_charge_id: string;
+  provider_payment_charge_id: string;
 }
 
 /** The update types Telegram sends when `allowed_updates` was not given: all but these three. */

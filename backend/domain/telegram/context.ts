@@ -31,7 +31,11 @@ export type UpdateOutcome =
   /** `/start <payload>` tied an entry click's visit to the user. */
   | 'entry_start'
   /** `/start` without a payload this bot knows, or with one another user already brought. */
-  | 'organic_start';
+  | 'organic_start'
+  /** `successful_payment` of a lead: a `Purchase` with the charge id as its order id. */
+  | 'payment_recorded'
+  /** `successful_payment` from a user no site of the bot knows. */
+  | 'payment_unknown_user';
 
 export function secondsToDate(unixSeconds: number): Date {
   return new Date(unixSeconds * 1000);

@@ -52,6 +52,29 @@ export const ChatJoinRequest = z.object({
 });
 export type ChatJoinRequest = z.infer<typeof ChatJoinRequest>;
 
+/** Bot API `SuccessfulPayment`: the fields a payment's conversion needs (docs/telegram-payments.md). */
+const SuccessfulPayment = z.object({
+  /** ISO 4217, or `XTR` for Telegram Stars. */
+  currency: z.string().regex(/^[A-Z]{3}$/),
+  /** In the currency's smallest units; a count of Stars for `XTR`. */
+  total_amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  telegram_payment_charge_id: storableText(128).min(1),
+  subscription_expiration_date: UnixSeconds.optional(),
+  is_recurring: z.boolean().optional(),
+  is_first_recurring: z.boolean().optional(),
+});
+
+/** A payment the user made to the bot (`message.successful_payment`). */
+export interface BotPayment {
+  userId: number;
+  currency: string;
+  totalAmount: number;
+  chargeId: string;
+  /** A later period of a subscription (`is_first_recurring` not true), not its first payment. */
+  renewal: boolean;
+  date: number | null;
+}
+
 /** A service message naming a basic group's upgrade: `migrate_to_chat_id` in the old chat, `migrate_from_chat_id` in the new. */
 const MigrationMessage = z.object({
   chat: MessageChat,
@@ -60,6 +83,8 @@ const MigrationMessage = z.object({
   /** A user's message to the bot in a private chat: `/start <payload>` from an entry's deep link. */
   from: User.optional(),
   text: z.string().max(4096).optional(),
+  date: UnixSeconds.optional(),
+  successful_payment: SuccessfulPayment.optional(),
 });
 
 /** A user's text message to the bot in their private chat with it. */
@@ -75,6 +100,7 @@ export type ParsedUpdate =
   | { kind: 'chat_join_request'; updateId: number; body: ChatJoinRequest }
   | { kind: 'chat_migrated'; updateId: number; body: { fromChatId: number; toChatId: number } }
   | { kind: 'private_message'; updateId: number; body: PrivateMessage }
+  | { kind: 'payment'; updateId: number; body: BotPayment }
   /**
    * Not acted on; `reason` is for the log and never holds user data. `routine`: an update Telegram
    * sends in the normal course (a group's messages reach a bot that administers it, now that
@@ -126,6 +152,8 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
           updateId,
           body: { fromChatId: m.migrate_from_chat_id, toChatId: m.chat.id },
         };
+      if (m.successful_payment !== undefined && m.from !== undefined && m.from.is_bot !== true)
+        return { kind: 'payment', updateId, body: paymentOf(m.from.id, m.successful_payment, m.date) };
       // Only /start means anything: other messages are not even recorded as seen (no write per chat message).
       if (
         m.chat.type === 'private' &&
@@ -150,5 +178,23 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
     kind: 'ignored',
     updateId,
     reason: payload ? `unhandled update type ${payload.slice(0, 40)}` : 'update without payload',
+  };
+}
+
+function paymentOf(
+  userId: number,
+  p: z.infer<typeof SuccessfulPayment>,
+  date: number | undefined,
+): BotPayment {
+  return {
+    userId,
+    currency: p.currency,
+    totalAmount: p.total_amount,
+    chargeId: p.telegram_payment_charge_id,
+    // The Bot API sends `is_first_recurring` only as `true`: a renewal is a subscription payment without it.
+    renewal:
+      (p.is_recurring === true || p.subscription_expiration_date !== undefined) &&
+      p.is_first_recurring !== true,
+    date: date ?? null,
   };
 }

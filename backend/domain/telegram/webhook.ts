@@ -12,6 +12,7 @@ import { handleChatMember } from './joins.js';
 import { enqueueForward } from './forwards.js';
 import { claimUpdate } from './queries.js';
 import { followChatMigration } from '../bot-api/migration.js';
+import { recordPayment } from './payments.js';
 import { parseUpdate, type ParsedUpdate } from './updates.js';
 
 /**
@@ -88,8 +89,15 @@ export async function handleWebhookUpdate(
     }
     return 'ignored';
   }
+  // A payment runs as a business event in its own lead-locked transaction, before the update is
+  // claimed: its charge id is its order id, so a resend finds the same conversion (payments.ts).
+  const paid = update.kind === 'payment' ? await recordPayment(deps, bot, update.body, log) : null;
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
-    if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return 'duplicate';
+    if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return paid ?? 'duplicate';
+    if (paid !== null) {
+      if (bot.forwards) await enqueueForward(tx, deps.box, bot.id, update.updateId, body, raw);
+      return paid;
+    }
     const ctx: UpdateContext = {
       tx,
       bot,
@@ -123,6 +131,8 @@ async function handleParsed(
       return handleMyChatMember(ctx, update.body);
     case 'private_message':
       return handlePrivateMessage(ctx, update.body, update.updateId);
+    case 'payment':
+      return 'ignored';
     case 'chat_migrated':
       return (await followChatMigration(tx, log, { botId: bot.id, ...update.body })).length > 0
         ? 'chat_migrated'
