@@ -41,6 +41,8 @@ export class MetaInsightsFake {
   pageSize = 25;
   /** The next N requests answer the business-use-case limit. */
   rateLimited = 0;
+  /** Pages answered before `rateLimited` starts counting (a limit struck in the middle of an import). */
+  pagesBeforeLimit = 0;
   regainMinutes = 3;
 
   async start(): Promise<void> {
@@ -62,7 +64,8 @@ export class MetaInsightsFake {
         return error(400, 190, 'Error validating access token: The session has been invalidated.', {
           error_subcode: 460,
         });
-      if (this.rateLimited > 0) {
+      if (this.rateLimited > 0 && this.pagesBeforeLimit > 0) this.pagesBeforeLimit--;
+      else if (this.rateLimited > 0) {
         this.rateLimited--;
         const usage = {
           [m[1]!.slice(4)]: [

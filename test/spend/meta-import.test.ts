@@ -48,7 +48,34 @@ describe('Meta spend import against the Insights fake', () => {
     // 180 rows at 25 a page: eight pages.
     const calls = fake.requests.length;
     const o = opts();
-    // Answer the limit on the first request: nothing written,, a wait of regainMinutes.
+    // The limit strikes after two pages: those stay written, and the next run starts at the third.
+    fake.rateLimited = 1;
+    fake.pagesBeforeLimit = 2;
+    const paused = await importMetaSpend(db.pool, source(), o);
+    expect(paused).toMatchObject({ kind: 'paused', rows: 50, retryAfterMs: 3 * 60_000 });
+    expect(paused.kind === 'paused' && paused.reason).toContain('#80004');
+    const { rows: kept } = await db.pool.query<{ progress: { url: string } }>(
+      'SELECT progress FROM spend_sources',
+    );
+    expect(new URL(kept[0]!.progress.url).searchParams.get('after')).not.toBeNull();
+    const done = await importMetaSpend(db.pool, source(), o);
+    expect(done).toEqual({ kind: 'done', rows: 130, spend: { EUR: 1365 } });
+    // 2 pages, the refusal, then pages 3 to 8.
+    expect(fake.requests.length - calls).toBe(2 + 1 + 6);
+    const { rows } = await db.pool.query(
+      `SELECT count(*)::int AS n, sum(spend)::float8 AS spend, min(day)::text AS first, max(day)::text AS last
+       FROM spend_daily WHERE source_id = $1`,
+      [sourceId],
+    );
+    expect(rows[0]).toEqual({ n: 180, spend: 1890, first: day(89), last: day(0) });
+    const { rows: st } = await db.pool.query('SELECT status, currency, progress FROM spend_sources');
+    expect(st[0]).toEqual({ status: 'ok', currency: 'EUR', progress: null });
+  });
+
+  it('a limit on the first page writes nothing; reading the 90 days again doubles nothing', async () => {
+    const o = opts();
+    const calls = fake.requests.length;
+    // Answer the limit on the first request: nothing written, a wait of regainMinutes.
     fake.rateLimited = 1;
     const paused = await importMetaSpend(db.pool, source(), o);
     expect(paused).toMatchObject({ kind: 'paused', rows: 0, retryAfterMs: 3 * 60_000 });
