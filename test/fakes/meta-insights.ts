@@ -1,0 +1,137 @@
+// A loopback fake of Meta's Insights API for ad spend: GET /{version}/act_{id}/insights, as the
+// Marketing API reference ("Ad Account Insights", "Insights API: Pagination, Limits") and the
+// AdReportRun/AdsInsights field names of facebook-nodejs-business-sdk describe it. Strict: refuses
+// an unknown field, a level other than campaign, a missing time_increment, an unreadable
+// time_range, a token it does not know (code 190); pages with `paging.cursors` and `paging.next`;
+// can answer the business-use-case limit (code 80004 with X-Business-Use-Case-Usage).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface InsightsRow {
+  campaign_id: string;
+  campaign_name: string;
+  date_start: string;
+  spend: string;
+  impressions: string;
+  clicks: string;
+}
+
+/** Fields AdsInsights has (a subset: the ones a spend import may ask for). */
+const FIELDS = new Set([
+  'account_currency',
+  'account_id',
+  'campaign_id',
+  'campaign_name',
+  'adset_id',
+  'adset_name',
+  'spend',
+  'impressions',
+  'clicks',
+  'date_start',
+  'date_stop',
+]);
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+export class MetaInsightsFake {
+  private server: Server | null = null;
+  url = '';
+  /** Rows per ad account (`act_N`) and the token that may read it. */
+  readonly accounts = new Map<string, { token: string; currency: string; rows: InsightsRow[] }>();
+  readonly requests: URL[] = [];
+  pageSize = 25;
+  /** The next N requests answer the business-use-case limit. */
+  rateLimited = 0;
+  /** Pages answered before `rateLimited` starts counting (a limit struck in the middle of an import). */
+  pagesBeforeLimit = 0;
+  regainMinutes = 3;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const u = new URL(req.url ?? '/', 'http://fake');
+      this.requests.push(u);
+      const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(body));
+      };
+      const error = (status: number, code: number, message: string, extra: object = {}) =>
+        send(status, { error: { message, type: 'OAuthException', code, fbtrace_id: 'Afake', ...extra } });
+      const m = /^\/v\d+\.\d+\/(act_\d+)\/insights$/.exec(u.pathname);
+      if (req.method !== 'GET' || !m) return error(400, 100, 'Unsupported get request.');
+      const token =
+        (req.headers.authorization ?? '').replace(/^Bearer /, '') || u.searchParams.get('access_token');
+      const account = this.accounts.get(m[1]!);
+      if (!token || !account || account.token !== token)
+        return error(400, 190, 'Error validating access token: The session has been invalidated.', {
+          error_subcode: 460,
+        });
+      if (this.rateLimited > 0 && this.pagesBeforeLimit > 0) this.pagesBeforeLimit--;
+      else if (this.rateLimited > 0) {
+        this.rateLimited--;
+        const usage = {
+          [m[1]!.slice(4)]: [
+            {
+              type: 'ads_insights',
+              call_count: 100,
+              total_cputime: 40,
+              total_time: 60,
+              estimated_time_to_regain_access: this.regainMinutes,
+            },
+          ],
+        };
+        res.setHeader('x-business-use-case-usage', JSON.stringify(usage));
+        return error(400, 80004, 'There have been too many calls to this ad-account.', {
+          error_subcode: 2446079,
+        });
+      }
+      if (u.searchParams.get('level') !== 'campaign')
+        return error(400, 100, '(#100) level must be one of ...');
+      if (u.searchParams.get('time_increment') !== '1')
+        return error(400, 100, '(#100) time_increment required');
+      const fields = (u.searchParams.get('fields') ?? '').split(',');
+      const bad = fields.find((f) => !FIELDS.has(f));
+      if (bad !== undefined) return error(400, 100, `(#100) ${bad} is not valid for fields param.`);
+      let range: { since?: unknown; until?: unknown };
+      try {
+        range = JSON.parse(u.searchParams.get('time_range') ?? '');
+      } catch {
+        return error(400, 100, '(#100) time_range must be a JSON object');
+      }
+      const since = String(range.since);
+      const until = String(range.until);
+      if (!DATE.test(since) || !DATE.test(until) || since > until)
+        return error(400, 100, '(#100) time_range is invalid');
+      const all = account.rows
+        .filter((r) => r.date_start >= since && r.date_start <= until)
+        .sort(
+          (a, b) => a.date_start.localeCompare(b.date_start) || a.campaign_id.localeCompare(b.campaign_id),
+        );
+      const limit = Math.min(Number(u.searchParams.get('limit') ?? this.pageSize), this.pageSize);
+      const after = u.searchParams.get('after');
+      const start = after === null ? 0 : Number(Buffer.from(after, 'base64url').toString());
+      const page = all.slice(start, start + limit);
+      const data = page.map((r) => ({
+        ...Object.fromEntries(fields.filter((f) => f in r).map((f) => [f, r[f as keyof InsightsRow]])),
+        ...(fields.includes('account_currency') ? { account_currency: account.currency } : {}),
+        date_stop: r.date_start,
+      }));
+      const paging: Record<string, unknown> = {
+        cursors: {
+          before: Buffer.from(String(start)).toString('base64url'),
+          after: Buffer.from(String(start + page.length)).toString('base64url'),
+        },
+      };
+      if (start + page.length < all.length) {
+        const next = new URL(u.toString(), this.url);
+        next.searchParams.set('after', Buffer.from(String(start + page.length)).toString('base64url'));
+        paging.next = `${this.url}${next.pathname}${next.search}`;
+      }
+      send(200, { data, paging });
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+}
