@@ -425,7 +425,7 @@ export const pixelCommands = [
                 p.platform,
                 publicIds(p),
                 p.testEventCode ?? '',
-                p.active ? 'yes' : 'no',
+                p.active ? (p.testMode ? 'yes (test mode)' : 'yes') : 'no',
                 p.createdAt,
               ]),
             );

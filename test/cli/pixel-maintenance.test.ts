@@ -331,12 +331,14 @@ describe('pixel update', () => {
       platform: 'meta',
       publicConfig: { pixelId: '1234567' },
       testEventCode: 'TEST77',
+      testMode: true,
       active: true,
       createdAt: expect.any(String),
     });
     expect(await secretsOf(pixelId)).toEqual({ accessToken: 'meta-token-maint-2' });
     const cleared = await w.ok('pixel', 'update', '--pixel', pixelId, '--no-test-event-code');
     expect(cleared.testEventCode).toBeNull();
+    expect(cleared.testMode).toBe(false);
     expect(await pixelRow(pixelId)).toMatchObject({ test_event_code: null });
     expect(await secretsOf(pixelId)).toEqual({ accessToken: 'meta-token-maint-2' });
   });
@@ -565,8 +567,8 @@ describe('pixel list', () => {
 
     const out = await w.ok('pixel', 'list', '--site', site.websiteId);
     expect(out.pixels.map((p: Record<string, unknown>) => Object.keys(p))).toEqual([
-      ['pixelId', 'platform', 'publicConfig', 'testEventCode', 'active', 'createdAt'],
-      ['pixelId', 'platform', 'publicConfig', 'testEventCode', 'active', 'createdAt'],
+      ['pixelId', 'platform', 'publicConfig', 'testEventCode', 'testMode', 'active', 'createdAt'],
+      ['pixelId', 'platform', 'publicConfig', 'testEventCode', 'testMode', 'active', 'createdAt'],
     ]);
     expect(out.pixels).toMatchObject([
       {
@@ -574,6 +576,7 @@ describe('pixel list', () => {
         platform: 'meta',
         publicConfig: { pixelId: '222222' },
         testEventCode: 'TEST1',
+        testMode: true,
         active: false,
       },
       {
@@ -581,6 +584,7 @@ describe('pixel list', () => {
         platform: 'google',
         publicConfig: { customerId: '1234567890', conversionActions: { Subscribe: '987654' } },
         testEventCode: null,
+        testMode: false,
         active: true,
       },
     ]);

@@ -317,6 +317,8 @@ export interface PixelSummary {
   platform: string;
   publicConfig: Record<string, unknown>;
   testEventCode: string | null;
+  /** A test event code is set: the platform shows the events in its test tool, not as real traffic. */
+  testMode: boolean;
   active: boolean;
   createdAt: string;
 }
@@ -338,6 +340,7 @@ function summaryOf(r: PixelListRow): PixelSummary {
     platform: r.platform,
     publicConfig: r.public_config,
     testEventCode: r.test_event_code,
+    testMode: r.test_event_code !== null,
     active: r.active,
     createdAt: r.created_at.toISOString(),
   };

@@ -162,7 +162,7 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
     (
       p,
     ) => html`<tr><td>${p.platform}</td><td><code>${JSON.stringify(p.publicConfig)}</code></td><td>${p.testEventCode ?? ''}</td>
-<td>${p.active ? html`<span class="ok">active</span>` : html`<span class="muted">inactive</span>`}</td><td><code>${p.pixelId}</code></td></tr>`,
+<td>${!p.active ? html`<span class="muted">inactive</span>` : p.testEventCode ? html`<span class="warn" title="events carry the test event code: the platform shows them as test events">test mode</span>` : html`<span class="ok">active</span>`}</td><td><code>${p.pixelId}</code></td></tr>`,
   );
   const awaiting = d.awaiting.map((c) => {
     const kept = state.valueForm?.conversionId === c.conversionId ? state.valueForm : undefined;
