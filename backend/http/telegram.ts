@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { Deps } from '../deps.js';
 import { authenticateWebhook, handleWebhookUpdate } from '../domain/telegram/webhook.js';
+import { recordPayment } from '../domain/conversions/telegram-payments.js';
 import type { AppEnv } from './env.js';
 import { limitBody, payloadTooLarge, WEBHOOK_BODY_LIMIT_BYTES } from './body-limit.js';
 
@@ -25,7 +26,7 @@ export function telegramRoutes(
     await limited(c, async () => {
       body = await c.req.text();
     });
-    await handleWebhookUpdate(deps, bot, body);
+    await handleWebhookUpdate(deps, bot, body, (b, payment, log) => recordPayment(deps, b, payment, log));
     return c.json({ ok: true });
   });
   return app;

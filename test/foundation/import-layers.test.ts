@@ -36,6 +36,8 @@ const DOMAIN_FLOORS: Record<string, number> = {
   // Alerts and exports read what the reports and the outbox read; webhooks sit over the admin's sites.
   alerts: 6,
   exports: 6,
+  // Ad spend read from the platforms, beside what the reports count.
+  spend: 6,
   webhooks: 5,
   // Business events, over the sites, bots, channels and pixels the operator's commands keep.
   conversions: 5,

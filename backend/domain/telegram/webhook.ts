@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { secretMatchesHash } from '../../crypto/api-keys.js';
 import { withTx } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
+import type { Logger } from '../../log.js';
 import { ApiError } from '../../errors.js';
 import { confirmWebhookSecret, findBot } from '../bot-api/bot-state.js';
 import { handleMyChatMember } from './bot-status.js';
@@ -12,8 +13,7 @@ import { handleChatMember } from './joins.js';
 import { enqueueForward } from './forwards.js';
 import { claimUpdate } from './queries.js';
 import { followChatMigration } from '../bot-api/migration.js';
-import { recordPayment } from './payments.js';
-import { parseUpdate, type ParsedUpdate } from './updates.js';
+import { parseUpdate, type BotPayment, type ParsedUpdate } from './updates.js';
 
 /**
  * The Telegram webhook's domain: who may post, and what an update does. Everything an update
@@ -55,11 +55,16 @@ export async function authenticateWebhook(
   return { id: bot.id, telegramBotId: bot.telegram_bot_id, forwards: bot.forward_url !== null };
 }
 
+/** Records a bot's `successful_payment` as the payer's Purchase; null when nothing was recorded. */
+export type PaymentRecorder = (bot: WebhookBot, payment: BotPayment, log: Logger) => Promise<UpdateOutcome>;
+
 /** Handles one webhook body. Never throws for anything a caller sent; only database failures escape. */
 export async function handleWebhookUpdate(
   deps: Pick<Deps, 'pool' | 'log' | 'now' | 'metrics' | 'local' | 'box' | 'config'>,
   bot: WebhookBot,
   body: string,
+  /** What a payment becomes: a business event (`conversions/telegram-payments.ts`), given by the caller so that what Telegram tells stays below the conversions it leads to. */
+  recordPayment: PaymentRecorder,
 ): Promise<UpdateOutcome> {
   let raw: unknown;
   try {
@@ -91,7 +96,7 @@ export async function handleWebhookUpdate(
   }
   // A payment runs as a business event in its own lead-locked transaction, before the update is
   // claimed: its charge id is its order id, so a resend finds the same conversion (payments.ts).
-  const paid = update.kind === 'payment' ? await recordPayment(deps, bot, update.body, log) : null;
+  const paid = update.kind === 'payment' ? await recordPayment(bot, update.body, log) : null;
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome> => {
     if (!(await claimUpdate(tx, bot.id, update.updateId, update.kind))) return paid ?? 'duplicate';
     if (paid !== null) {

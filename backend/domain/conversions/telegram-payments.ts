@@ -1,10 +1,10 @@
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { submitBusinessEvent } from '../conversions/submit-event.js';
-import type { UpdateOutcome } from './context.js';
-import { paymentValue, type StarsValue } from './payment-value.js';
-import type { BotPayment } from './updates.js';
+import type { UpdateOutcome } from '../telegram/context.js';
+import { paymentValue, type StarsValue } from '../telegram/payment-value.js';
+import type { BotPayment } from '../telegram/updates.js';
+import { submitBusinessEvent } from './submit-event.js';
 
 /**
  * A payment a user made to the bot (`message.successful_payment`, Stars or fiat) becomes a
