@@ -5,90 +5,77 @@ import {
   removePixel,
   removeSite,
 } from '../domain/admin/removal.js';
+import type { Deps } from '../deps.js';
 import { defineCommand, type Command } from './command.js';
 
-const removed = (what: string, id: string) => ({ json: { removed: true }, human: `Removed ${what} ${id}` });
+/** One `… remove` command: the flag naming what goes, and the removal it runs. */
+interface Removal {
+  group: 'site' | 'channel' | 'entry' | 'pixel' | 'account';
+  placeholder: string;
+  field: string;
+  help: string;
+  summary: string;
+  remove(deps: Deps, id: string): Promise<unknown>;
+}
 
-/** `… remove`: history stays for reports and erasure (docs/cli.md, "Removing things"). */
-export const removalCommands: Command[] = [
-  defineCommand({
+const REMOVALS: Removal[] = [
+  {
     group: 'site',
-    name: 'remove',
+    placeholder: 'SITE',
+    field: 'siteId',
+    help: 'the site (siteId or websiteId)',
     summary:
       'Removes a site: its channels, entries and pixels stop, its site keys are revoked; its visits and conversions stay in reports.',
-    flags: {
-      site: {
-        type: 'string',
-        required: true,
-        placeholder: 'SITE',
-        field: 'siteId',
-        help: 'the site (siteId or websiteId)',
-      },
-    },
-    async run({ deps }, v) {
-      await removeSite(deps.pool, v.site);
-      return removed('site', v.site);
-    },
-  }),
-  defineCommand({
+    remove: (deps, id) => removeSite(deps.pool, id),
+  },
+  {
     group: 'channel',
-    name: 'remove',
+    placeholder: 'CHANNEL_ID',
+    field: 'channelId',
+    help: 'the channel',
     summary: 'Removes a channel: no more invite links; its joins and conversions stay in reports.',
-    flags: {
-      channel: {
-        type: 'string',
-        required: true,
-        placeholder: 'CHANNEL_ID',
-        field: 'channelId',
-        help: 'the channel',
-      },
-    },
-    async run({ deps }, v) {
-      await removeChannel(deps.pool, v.channel);
-      return removed('channel', v.channel);
-    },
-  }),
-  defineCommand({
+    remove: (deps, id) => removeChannel(deps.pool, id),
+  },
+  {
     group: 'entry',
-    name: 'remove',
+    placeholder: 'ENTRY_ID',
+    field: 'entryId',
+    help: 'the entry',
     summary: 'Removes an entry: its links stop handing out payloads; its clicks stay in reports.',
-    flags: {
-      entry: { type: 'string', required: true, placeholder: 'ENTRY_ID', field: 'entryId', help: 'the entry' },
-    },
-    async run({ deps }, v) {
-      await removeEntry(deps.pool, v.entry);
-      return removed('entry', v.entry);
-    },
-  }),
-  defineCommand({
+    remove: (deps, id) => removeEntry(deps.pool, id),
+  },
+  {
     group: 'pixel',
-    name: 'remove',
+    placeholder: 'PIXEL_ID',
+    field: 'pixelId',
+    help: 'the pixel',
     summary:
       'Removes a pixel: nothing more is sent to it and its waiting sends are skipped; its sends stay on record.',
-    flags: {
-      pixel: { type: 'string', required: true, placeholder: 'PIXEL_ID', field: 'pixelId', help: 'the pixel' },
-    },
-    async run({ deps }, v) {
-      await removePixel(deps.pool, v.pixel);
-      return removed('pixel', v.pixel);
-    },
-  }),
-  defineCommand({
+    remove: (deps, id) => removePixel(deps.pool, id),
+  },
+  {
     group: 'account',
-    name: 'remove',
+    placeholder: 'ACCOUNT_ID',
+    field: 'accountId',
+    help: 'the account',
     summary: 'Removes an account without sites: its bots are removed and its API keys revoked.',
+    remove: (deps, id) => removeAccount(deps, id),
+  },
+];
+
+/** `… remove`: history stays for reports and erasure (docs/cli.md, "Removing things"). */
+export const removalCommands: Command[] = REMOVALS.map((r) =>
+  defineCommand({
+    group: r.group,
+    name: 'remove',
+    summary: r.summary,
     flags: {
-      account: {
-        type: 'string',
-        required: true,
-        placeholder: 'ACCOUNT_ID',
-        field: 'accountId',
-        help: 'the account',
-      },
+      [r.group]: { type: 'string', required: true, placeholder: r.placeholder, field: r.field, help: r.help },
     },
     async run({ deps }, v) {
-      await removeAccount(deps, v.account);
-      return removed('account', v.account);
+      const id = v[r.group] as string;
+      await r.remove(deps, id);
+      return { json: { removed: true }, human: `Removed ${r.group} ${id}` };
     },
   }),
-];
+);
