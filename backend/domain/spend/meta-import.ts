@@ -1,4 +1,5 @@
 import type { Pool } from '../../db/pool.js';
+import type { ImportOutcome } from './importer.js';
 import { addMoney } from './roi-rules.js';
 
 /**
@@ -12,11 +13,6 @@ import { addMoney } from './roi-rules.js';
  * source failing with Meta's reason.
  */
 export const META_FIELDS = 'campaign_id,campaign_name,spend,impressions,clicks,account_currency,date_start';
-
-export type ImportOutcome =
-  | { kind: 'done'; rows: number; spend: Record<string, number> }
-  | { kind: 'paused'; rows: number; retryAfterMs: number; reason: string }
-  | { kind: 'failed'; rows: number; reason: string };
 
 export interface MetaSource {
   id: string;
