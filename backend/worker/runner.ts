@@ -190,29 +190,34 @@ function workerLogger(deps: Pick<Deps, 'log'>): Logger {
   const log = deps.log.child({ component: 'worker' });
   // graphile-worker's Logger takes a factory of (level, message, meta) functions.
   return new Logger(() => (level, message, meta) => {
-    const fn =
-      level === 'error'
-        ? log.error
-        : level === 'warning'
-          ? log.warn
-          : level === 'info'
-            ? log.info
-            : log.debug;
-    fn.call(log, { meta: withoutJobData(meta) }, message);
+    const line = workerLine(level, meta);
+    const fn = { error: log.error, warn: log.warn, info: log.info, debug: log.debug }[line.level];
+    fn.call(log, line.fields, message);
   });
 }
 
 /**
- * graphile-worker puts the whole job in its log meta: its payload and key name Telegram users and
- * visits (a welcome's chat, a webhook's lead). Only what says which job it was is kept.
+ * One short log line per graphile-worker message. Its job messages carry the whole job row: its
+ * payload and key name Telegram users and visits (a welcome's chat, a webhook's lead) and run to
+ * hundreds of characters. Only the task, the job id, the attempt and the duration are kept. A job
+ * done is routine (debug); a failure stays a warning or an error.
  */
-function withoutJobData(meta: unknown): unknown {
-  if (typeof meta !== 'object' || meta === null || !('job' in meta)) return meta;
-  const { job, ...rest } = meta as { job: unknown };
-  if (typeof job !== 'object' || job === null) return meta;
-  const j = job as Record<string, unknown>;
-  return {
-    ...rest,
-    job: { id: j.id, task_identifier: j.task_identifier, attempts: j.attempts, max_attempts: j.max_attempts },
-  };
+export function workerLine(
+  level: string,
+  meta: Record<string, unknown> | undefined,
+): { level: 'error' | 'warn' | 'info' | 'debug'; fields: Record<string, unknown> } {
+  const job = meta?.job as { id?: unknown; task_identifier?: unknown; attempts?: unknown } | undefined;
+  const fields: Record<string, unknown> =
+    job && typeof job === 'object'
+      ? {
+          task: job.task_identifier,
+          jobId: job.id,
+          attempt: job.attempts,
+          ...(typeof meta?.duration === 'number' ? { ms: Math.round(meta.duration) } : {}),
+        }
+      : { meta };
+  if (level === 'error') return { level: 'error', fields };
+  if (level === 'warning') return { level: 'warn', fields };
+  if (level === 'info' && !(job && meta?.success === true)) return { level: 'info', fields };
+  return { level: 'debug', fields };
 }
