@@ -102,6 +102,8 @@ async function checkGoogle(config: Config, p: PixelConfigOf<'google'>): Promise<
     nowMs: Date.now(),
   });
   if ('error' in auth) {
+    if (auth.configuration)
+      return [`warning: the credentials could not be checked with Google: ${auth.error}`];
     if (auth.retry) return [unchecked('Google', auth.error)];
     throw new ApiError('VALIDATION_FAILED', `Google refused the OAuth credentials: ${auth.error}`);
   }

@@ -36,7 +36,7 @@ export interface RefreshCredentials {
 /** The pixel ready to be sent, or why it cannot be (`retry`: the token endpoint may answer later). */
 export type Authorized =
   | { pixel: PixelConfig; refreshed?: RefreshedToken }
-  | { error: string; retry: boolean; delayMs?: number };
+  | { error: string; retry: boolean; delayMs?: number; configuration?: true };
 
 /** Which cached token a request used, so a 401 discards that token and not a newer one. */
 export interface RefreshedToken {
@@ -81,7 +81,7 @@ export class GoogleTokens {
 
 type TokenAnswer =
   | { ok: true; accessToken: string; expiresAtMs: number }
-  | { ok: false; error: string; retry: boolean; delayMs?: number };
+  | { ok: false; error: string; retry: boolean; delayMs?: number; configuration?: true };
 
 export function refreshCredentialsOf(pixel: PixelConfig): RefreshCredentials | undefined {
   if (pixel.platform !== 'google') return undefined;
@@ -126,6 +126,7 @@ export async function authorize(
         error: answer.error,
         retry: answer.retry,
         ...(answer.delayMs === undefined ? {} : { delayMs: answer.delayMs }),
+        ...(answer.configuration ? { configuration: true as const } : {}),
       };
     // Rotated credentials leave their old entries behind: drop whatever has run out meanwhile.
     for (const [k, t] of cache) if (t.expiresAtMs <= o.nowMs) cache.delete(k);
@@ -173,11 +174,11 @@ async function exchange(
     },
     timeoutMs,
   );
-  return classifyTokenResponse(res, nowMs);
+  return classifyTokenResponse(res, nowMs, tokenUrl);
 }
 
 /** Pure: what a token endpoint answer means. Exported for table-driven tests. */
-export function classifyTokenResponse(res: PlatformResponse, nowMs: number): TokenAnswer {
+export function classifyTokenResponse(res: PlatformResponse, nowMs: number, tokenUrl: string): TokenAnswer {
   if ('networkError' in res)
     return {
       ok: false,
@@ -187,12 +188,16 @@ export function classifyTokenResponse(res: PlatformResponse, nowMs: number): Tok
   const json = parseJsonObject(res.bodyText);
   if (res.status >= 200 && res.status < 300) {
     const accessToken = stringField(json, 'access_token');
-    // An unreadable success is the endpoint's fault, not the credentials': ask again later.
+    // A success without a token is not the credentials' fault: most likely not a token endpoint.
     if (!accessToken)
       return {
         ok: false,
         retry: true,
-        error: `Google OAuth token refresh: HTTP ${res.status} without an access_token`,
+        configuration: true,
+        error: truncateError(
+          `configuration error: ${tokenUrl} answered HTTP ${res.status} without an access_token: ` +
+            "check GOOGLE_OAUTH_URL (Google's is https://oauth2.googleapis.com)",
+        ),
       };
     const expiresIn = json?.expires_in;
     const lifetimeMs =
@@ -209,6 +214,20 @@ export function classifyTokenResponse(res: PlatformResponse, nowMs: number): Tok
   const description = isRecord(json) ? stringField(json, 'error_description') : undefined;
   const what = code ? `${code}${description ? ` (${description})` : ''}` : `HTTP ${res.status}`;
   const transient = res.status >= 500 || res.status === 429 || res.status === 408;
+  // A refusal of the credentials is an OAuth error answer (RFC 6749 §5.2: JSON with an `error`
+  // code). Any other answer, such as a 404 page, comes from something that is not a token
+  // endpoint: GOOGLE_OAUTH_URL is wrong, whatever the pixel holds. It is retried, so that the
+  // sends go once the server is set right.
+  if (code === undefined && !transient)
+    return {
+      ok: false,
+      retry: true,
+      configuration: true,
+      error: truncateError(
+        `configuration error: ${tokenUrl} answered HTTP ${res.status}, which is not an OAuth token endpoint's answer: ` +
+          "check GOOGLE_OAUTH_URL (Google's is https://oauth2.googleapis.com)",
+      ),
+    };
   if (transient && !(code !== undefined && PERMANENT_OAUTH_ERRORS.has(code))) {
     const delayMs = retryAfterMs(res, nowMs);
     return {

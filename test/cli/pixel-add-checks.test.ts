@@ -3,7 +3,7 @@
 // credentials work (a refusal refuses the pixel; no answer is a warning). Against the fakes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakes, type Fakes } from '../fakes/index.js';
-import { cliWorld, type CliWorld } from './harness.js';
+import { cliWorld, runWith, type CliWorld } from './harness.js';
 
 let w: CliWorld;
 let fakes: Fakes;
@@ -297,6 +297,39 @@ describe('credentials asked of the platform', () => {
       ),
     ).toMatch(/^error: Google refused the OAuth credentials: .*invalid_grant/);
     expect(await count(s)).toBe(0);
+  });
+
+  it('google: a GOOGLE_OAUTH_URL that is not a token endpoint (404) is a configuration warning naming the URL, not refused credentials', async () => {
+    const s = await site();
+    const wrong = `${w.env.GOOGLE_OAUTH_URL}/oauth2/v4`;
+    const r = await runWith({ ...w.env, GOOGLE_OAUTH_URL: wrong }, [
+      'pixel',
+      'add',
+      '--site',
+      s,
+      '--platform',
+      'google',
+      '--customer-id',
+      '1234567890',
+      '--conversion-action',
+      'Subscribe=555',
+      '--api',
+      'ads',
+      '--developer-token',
+      'google-dev-token',
+      '--refresh-token',
+      'google-refresh-token',
+      '--client-id',
+      'google-client-id',
+      '--client-secret',
+      'google-client-secret',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe(
+      `warning: the credentials could not be checked with Google: configuration error: ${wrong}/token answered HTTP 404, which is not an OAuth token endpoint's answer: check GOOGLE_OAUTH_URL (Google's is https://oauth2.googleapis.com)\n`,
+    );
+    expect(r.stderr).not.toMatch(/refused/);
+    expect(await count(s)).toBe(1);
   });
 
   it('google: good refresh credentials are accepted; a customer they do not reach is a warning', async () => {

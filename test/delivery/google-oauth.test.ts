@@ -189,6 +189,7 @@ describe('a Google pixel with a refresh token', () => {
 
 describe('classifyTokenResponse', () => {
   const now = 1_000_000;
+  const TOKEN_URL = 'https://oauth.example.com/wrong/token';
   const res = (status: number, body: unknown, headers: Record<string, string> = {}) => ({
     status,
     headers,
@@ -211,14 +212,25 @@ describe('classifyTokenResponse', () => {
       res(200, { access_token: 'ya29.c' }),
       { ok: true, accessToken: 'ya29.c', expiresAtMs: now + 3_540_000 },
     ],
-    ['a success without a token', res(200, {}), { ok: false, retry: true }],
+    ['a success without a token', res(200, {}), { ok: false, retry: true, configuration: true }],
     [
       'invalid_grant',
       res(400, { error: 'invalid_grant', error_description: 'Bad Request' }),
       { ok: false, retry: false },
     ],
     ['invalid_client', res(401, { error: 'invalid_client' }), { ok: false, retry: false }],
-    ['another 4xx', res(403, 'forbidden'), { ok: false, retry: false }],
+    ['another OAuth refusal', res(400, { error: 'invalid_scope' }), { ok: false, retry: false }],
+    [
+      'a 404 page: not a token endpoint',
+      res(404, '<html>Not Found</html>'),
+      { ok: false, retry: true, configuration: true },
+    ],
+    [
+      "a Google API's 404 (its error is an object, not an OAuth code)",
+      res(404, { error: { code: 404, message: 'Method not found', status: 'NOT_FOUND' } }),
+      { ok: false, retry: true, configuration: true },
+    ],
+    ['a 403 page', res(403, 'forbidden'), { ok: false, retry: true, configuration: true }],
     ['a 5xx', res(503, { error: 'internal_failure' }), { ok: false, retry: true }],
     ['a gateway page', res(502, '<html>Bad Gateway</html>'), { ok: false, retry: true }],
     [
@@ -228,17 +240,25 @@ describe('classifyTokenResponse', () => {
     ],
     ['no answer', { networkError: 'ECONNREFUSED' }, { ok: false, retry: true }],
   ] as const)('%s', (_, response, expected) => {
-    expect(classifyTokenResponse(response, now)).toMatchObject(expected);
+    expect(classifyTokenResponse(response, now, TOKEN_URL)).toMatchObject(expected);
   });
 
   it('names the OAuth error and what to do', () => {
     const a = classifyTokenResponse(
       res(401, { error: 'invalid_client', error_description: 'The OAuth client was not found.' }),
       now,
+      TOKEN_URL,
     );
     expect(a).toMatchObject({ ok: false, retry: false });
     expect(!a.ok && a.error).toBe(
       'Google OAuth token refresh failed: invalid_client (The OAuth client was not found.): the OAuth client id or secret is wrong; correct them (pixel update --client-id --client-secret)',
+    );
+  });
+
+  it('names the URL and GOOGLE_OAUTH_URL when what answered is not a token endpoint', () => {
+    const a = classifyTokenResponse(res(404, '<html>Not Found</html>'), now, TOKEN_URL);
+    expect(!a.ok && a.error).toBe(
+      "configuration error: https://oauth.example.com/wrong/token answered HTTP 404, which is not an OAuth token endpoint's answer: check GOOGLE_OAUTH_URL (Google's is https://oauth2.googleapis.com)",
     );
   });
 });
