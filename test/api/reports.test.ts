@@ -411,6 +411,14 @@ describe('funnel', () => {
       expect(res.body.code, q).toBe('VALIDATION_FAILED');
     }
   });
+
+  it('answers for the first and the last day the calendar holds', async () => {
+    for (const path of ['/reports/funnel', '/reports/match-quality'])
+      for (const q of ['from=0001-01-01&to=0001-01-03', 'to=0001-01-02', 'from=9999-12-30&to=9999-12-31']) {
+        const res = await api.get(`${path}?siteId=${site.siteId}&${q}`, { key: site.siteKey });
+        expect(res.status, `${path}?${q}: ${JSON.stringify(res.body)}`).toBe(200);
+      }
+  });
 });
 
 async function count(sql: string, params: unknown[]): Promise<number> {

@@ -4,6 +4,7 @@
 // same entry through npm itself and shows npm adds nothing to stdout.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { BotToken } from '../../backend/domain/admin/schemas.js';
 import { DEFAULT_BOT, cliWorld, type CliWorld } from './harness.js';
 
 /** The argv of each documented example: code-block lines, `\` continuations joined. */
@@ -111,3 +112,12 @@ it('each documented example prints exactly one JSON object with --json, refusals
   expect(seen.ok).toBeGreaterThan(3);
   expect(seen.refused).toBeGreaterThan(3);
 }, 60_000);
+
+it("every documented bot token has the shape the CLI accepts (only Telegram's getMe may refuse it)", () => {
+  const tokens = examples.flatMap(({ argv }) => {
+    const at = argv.indexOf('--token');
+    return argv[0] === 'bot' && at > 0 && !argv[at + 1]!.startsWith('$') ? [argv[at + 1]!] : [];
+  });
+  expect(tokens.length).toBeGreaterThan(0);
+  for (const t of tokens) expect(BotToken.safeParse(t).success, t).toBe(true);
+});

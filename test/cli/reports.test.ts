@@ -76,6 +76,25 @@ describe('report', () => {
     expect(await w.refused('report', 'funnel', '--site', siteId, '--from', '10/10/2026')).toMatch(
       /YYYY-MM-DD/,
     );
+    // Year 0 is a date ISO 8601 writes but the database cannot hold: refused as malformed, never a crash.
+    const r = await w.run(
+      'report',
+      'funnel',
+      '--site',
+      siteId,
+      '--from',
+      '0000-12-30',
+      '--to',
+      '0000-12-31',
+      '--json',
+    );
+    expect(r.code).toBe(1);
+    expect(r.json()).toEqual({
+      error: { code: 'VALIDATION_FAILED', message: '--from: must be a date written YYYY-MM-DD' },
+    });
+    expect(
+      (await w.run('report', 'match-quality', '--site', siteId, '--to', '0001-01-01', '--json')).code,
+    ).toBe(0);
   });
 
   it('match-quality prints the shares and the channels', async () => {

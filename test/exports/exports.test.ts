@@ -101,10 +101,27 @@ describe('GET /exports/{kind}', () => {
   });
 
   it('refuses an unknown kind, format or a bad date: 400, not a stream', async () => {
-    for (const path of ['/exports/leads', '/exports/visits?format=xml', '/exports/visits?from=2026-13-01']) {
+    for (const path of [
+      '/exports/leads',
+      '/exports/visits?format=xml',
+      '/exports/visits?from=2026-13-01',
+      '/exports/visits?from=0000-12-01&to=0000-12-31',
+      '/exports/conversions?to=0000-01-01',
+    ]) {
       const res = await get(path);
       expect(res.status, path).toBe(400);
       expect(JSON.parse(res.text)).toMatchObject({ code: 'VALIDATION_FAILED' });
+    }
+  });
+
+  it('the first and the last day the calendar holds are ranges like any other: 200, no rows', async () => {
+    for (const path of [
+      '/exports/visits?from=0001-01-01&to=0001-01-31',
+      '/exports/conversions?format=ndjson&from=9999-12-01&to=9999-12-31',
+    ]) {
+      const res = await get(path);
+      expect(res.status, `${path}: ${res.text}`).toBe(200);
+      expect(res.text.split('\n').filter(Boolean).length, path).toBeLessThanOrEqual(1);
     }
   });
 
