@@ -1,6 +1,7 @@
 // capigram-worker.js — Cloudflare Worker on the site's route (e.g. shop.example.com/*).
 // Variables: CAPIGRAM_TRACKER_URL, CAPIGRAM_WEBSITE_ID; optional CAPIGRAM_CHANNEL_ID,
-// CAPIGRAM_INVITE_PATH (default /capigram/invite), CAPIGRAM_FALLBACK_URL, CAPIGRAM_UPSTREAM
+// CAPIGRAM_INVITE_PATH (default /capigram/invite), CAPIGRAM_ENTRY_PATH (default /capigram/entry:
+// clicks into the bot or its Mini App, ?entry=ID), CAPIGRAM_FALLBACK_URL, CAPIGRAM_UPSTREAM
 // (an origin URL; unset: the zone's own origin), CAPIGRAM_CONSENT_COOKIE (the cookie holding the
 // visitor's consent, granted or denied) and CAPIGRAM_CONSENT_REQUIRED (true when the site's
 // --consent is required: a visitor without that cookie has not consented; docs/consent.md).
@@ -15,8 +16,10 @@ const COOKIE_SAFE = /^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/;
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
-    const invitePath = env.CAPIGRAM_INVITE_PATH || '/capigram/invite';
-    if (request.method === 'GET' && url.pathname === invitePath) return invite(request, url, env, ctx);
+    if (request.method === 'GET' && url.pathname === (env.CAPIGRAM_INVITE_PATH || '/capigram/invite'))
+      return click(request, url, env, ctx, 'invite', 'channel', env.CAPIGRAM_CHANNEL_ID);
+    if (request.method === 'GET' && url.pathname === (env.CAPIGRAM_ENTRY_PATH || '/capigram/entry'))
+      return click(request, url, env, ctx, 'entry', 'entry', undefined);
 
     const visitor = isNavigation(request, url) ? readVisitor(request, url, env) : null;
     const upstream = await fetch(toOrigin(request, url, env));
@@ -226,25 +229,28 @@ async function patchFbp(request, url, env, v) {
     });
 }
 
-async function invite(request, url, env, ctx) {
+// A click the visitor waits on: a visit recorded first for a browser without a session, then the
+// tracker's 302 (`what` = `invite` to a channel, `entry` into the bot), else the fallback, else a
+// plain page: never an error page.
+async function click(request, url, env, ctx, what, param, byDefault) {
   const v = readVisitor(request, url, env);
   const headers = new Headers({ 'Cache-Control': 'no-store' });
   for (const cookie of v.cookies) headers.append('Set-Cookie', cookie);
   try {
-    // Without consent: still to the channel, through a link of a visit of its own that keeps nothing.
+    // Without consent: still on its way, through a visit of its own that keeps nothing.
     if (!v.denied && (v.tidIsNew || v.sidIsNew))
       await post(env, request, url, '/backend/track/init', initBody(request, url, env, v));
     else if (!v.denied) ctx.waitUntil(patchFbp(request, url, env, v));
     const query = new URLSearchParams({ website: env.CAPIGRAM_WEBSITE_ID, tid: v.tid, sid: v.sid });
-    const channel = url.searchParams.get('channel') || env.CAPIGRAM_CHANNEL_ID;
-    if (channel) query.set('channel', channel);
+    const named = url.searchParams.get(param) || byDefault;
+    if (named) query.set(param, named);
     if (v.denied) query.set('consent', 'denied');
     else if (v.consent === 'granted') query.set('consent', 'granted');
     const forward = clientHeaders(request, url, env, v.denied);
     const referer = request.headers.get('Referer');
     if (referer && !v.denied) forward.Referer = referer;
     const tracker = env.CAPIGRAM_TRACKER_URL.replace(/\/+$/, '');
-    const res = await fetch(`${tracker}/backend/track/invite?${query}`, {
+    const res = await fetch(`${tracker}/backend/track/${what}?${query}`, {
       headers: forward,
       redirect: 'manual',
       signal: AbortSignal.timeout(3000),
@@ -254,9 +260,9 @@ async function invite(request, url, env, ctx) {
       headers.set('Location', location);
       return new Response(null, { status: 302, headers });
     }
-    console.warn(`capigram invite: HTTP ${res.status}`);
+    console.warn(`capigram ${what}: HTTP ${res.status}`);
   } catch (error) {
-    console.warn(`capigram invite: ${error}`);
+    console.warn(`capigram ${what}: ${error}`);
   }
   if (env.CAPIGRAM_FALLBACK_URL) {
     headers.set('Location', env.CAPIGRAM_FALLBACK_URL);

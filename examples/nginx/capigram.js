@@ -1,9 +1,9 @@
 // Capigram first-party tracking for nginx (njs >= 0.7). Mirrors `npm run proxy`:
-// cookies on HTML navigations, track/init beside the page, _fbp patch, invite redirects.
+// cookies on HTML navigations, track/init beside the page, _fbp patch, invite and entry redirects.
 const TRACKER = 'https://capigram.example.net'; // Capigram's site URL (PUBLIC_URL)
 const WEBSITE_ID = 'ws_your_public_id'; // the site's public websiteId
 const CHANNEL = ''; // default channel for invites ('' = site default)
-const FALLBACK = ''; // where invite clicks go if Capigram is unreachable
+const FALLBACK = ''; // where invite and entry clicks go if Capigram is unreachable
 const CONSENT_COOKIE = ''; // the cookie holding the visitor's consent, granted or denied ('' = none)
 const CONSENT_REQUIRED = false; // true when the site's --consent is required: no cookie = no consent
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -84,15 +84,18 @@ function consentOf(c) {
   return CONSENT_REQUIRED ? 'denied' : '';
 }
 
+// The clicks answered by njs (capigram.conf routes them here): to a channel, or into the bot.
+const CLICKS = { '/capigram/invite': true, '/capigram/entry': true };
+
 function plan(r) {
-  const invite = r.uri === '/capigram/invite' && r.method === 'GET';
-  if (!invite && !isNavigation(r)) return '{}';
+  const click = r.method === 'GET' && CLICKS[r.uri] === true;
+  if (!click && !isNavigation(r)) return '{}';
   const c = cookies(r);
   const consent = consentOf(c);
   // Without consent the visit is only counted: no cookie set or read, nothing of the visitor sent.
   if (consent === 'denied')
     return JSON.stringify({
-      invite: invite,
+      click: click,
       cookies: [],
       denied: true,
       tid: uuid(),
@@ -100,7 +103,7 @@ function plan(r) {
       visitRequestId: uuid(),
     });
   const secure = r.variables.scheme === 'https';
-  const p = { invite: invite, cookies: [] };
+  const p = { click: click, cookies: [] };
   p.tidIsNew = !UUID.test(c.capigram_tid || '');
   p.sidIsNew = !UUID.test(c.capigram_sid || '');
   p.tid = p.tidIsNew ? uuid() : c.capigram_tid.toLowerCase();
@@ -207,7 +210,7 @@ async function post(r, path, body, anonymous) {
 // The mirror of a navigation: runs beside the page, never delays it.
 async function pageview(r) {
   const p = JSON.parse(r.variables.capigram_visit || '{}');
-  if (p.tid && !p.invite) {
+  if (p.tid && !p.click) {
     if (p.patchFbp)
       await post(
         r,
@@ -219,12 +222,15 @@ async function pageview(r) {
   r.return(204);
 }
 
-async function invite(r) {
+// A click the visitor waits on: a visit recorded first for a browser without a session, then the
+// tracker's 302 (`what` = `invite` to a channel, `entry` into the bot), else the fallback, else a
+// plain page: never an error page.
+async function click(r, what, param, byDefault) {
   const p = JSON.parse(r.variables.capigram_plan);
   r.headersOut['Set-Cookie'] = p.cookies;
   r.headersOut['Cache-Control'] = 'no-store';
   try {
-    // Without consent: still to the channel, through a link of a visit of its own that keeps nothing.
+    // Without consent: still on its way, through a visit of its own that keeps nothing.
     if (!p.denied && (p.tidIsNew || p.sidIsNew)) await post(r, '/backend/track/init', initBody(r, p));
     else if (p.patchFbp)
       post(
@@ -232,7 +238,7 @@ async function invite(r) {
         '/backend/track/update-fbp',
         JSON.stringify({ websiteId: WEBSITE_ID, tempId: p.tid, fbp: p.fbp }),
       );
-    const channel = r.args.channel || CHANNEL;
+    const named = r.args[param] || byDefault;
     const query =
       'website=' +
       encodeURIComponent(WEBSITE_ID) +
@@ -240,16 +246,16 @@ async function invite(r) {
       p.tid +
       '&sid=' +
       p.sid +
-      (channel ? `&channel=${encodeURIComponent(channel)}` : '') +
+      (named ? `&${param}=${encodeURIComponent(named)}` : '') +
       (p.denied ? '&consent=denied' : p.consent === 'granted' ? '&consent=granted' : '');
     const h = headers(r, false, p.denied);
     if (r.headersIn.Referer && !p.denied) h.Referer = r.headersIn.Referer;
-    const res = await ngx.fetch(`${TRACKER}/backend/track/invite?${query}`, { headers: h });
+    const res = await ngx.fetch(`${TRACKER}/backend/track/${what}?${query}`, { headers: h });
     const location = res.headers.get('Location');
     if (res.status >= 300 && res.status < 400 && /^(https?|tg):/i.test(location || ''))
       return r.return(302, location);
   } catch (e) {
-    r.warn(`capigram invite: ${e.message}`);
+    r.warn(`capigram ${what}: ${e.message}`);
   }
   if (FALLBACK) return r.return(302, FALLBACK);
   r.headersOut['Content-Type'] = 'text/html; charset=utf-8';
@@ -257,6 +263,16 @@ async function invite(r) {
     200,
     '<!doctype html><title>Almost there</title><p>We could not open the invitation right now. Please go back and tap the link again in a moment.</p>',
   );
+}
+
+// GET /capigram/invite[?channel=ID]: to the channel (CHANNEL, else the site's default).
+function invite(r) {
+  return click(r, 'invite', 'channel', CHANNEL);
+}
+
+// GET /capigram/entry[?entry=ID]: into the bot or its Mini App (without ?entry=, the site's default entry).
+function entry(r) {
+  return click(r, 'entry', 'entry', '');
 }
 
 export default {
@@ -267,4 +283,5 @@ export default {
   cookie3: setCookie(3),
   pageview,
   invite,
+  entry,
 };

@@ -178,6 +178,46 @@ describe('the Cloudflare Worker recipe', () => {
     expect(await page.text()).toContain('tap the link again');
   });
 
+  it('redirects entry clicks into the bot with the deep link track/entry gives; without ?entry=, the default entry', async () => {
+    const res = await run('/capigram/entry?entry=e_1', {
+      headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}`, referer: `${SITE}/bot` },
+    });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toMatch(/^https:\/\/t\.me\/stand_in_bot\?start=StandIn\d+$/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const [call, ...more] = tracker.calls;
+    expect(more).toEqual([]);
+    expect(call?.path).toBe('/backend/track/entry');
+    expect(Object.fromEntries(call!.query)).toEqual({
+      website: 'ws_worker',
+      tid: TID,
+      sid: SID,
+      entry: 'e_1',
+    });
+    expect(call?.headers).toMatchObject({ 'x-capigram-client-ip': '203.0.113.8', referer: `${SITE}/bot` });
+    expect(upstream.requests.some((r) => r.url.startsWith('/capigram/entry'))).toBe(false);
+
+    tracker.calls.length = 0;
+    env.CAPIGRAM_CHANNEL_ID = 'ch_default';
+    const fresh = await run('/capigram/entry', { headers: {} });
+    expect(fresh.status).toBe(302);
+    expect(tracker.calls.map((c) => c.path)).toEqual(['/backend/track/init', '/backend/track/entry']);
+    expect(Object.fromEntries(tracker.calls[1]!.query)).toEqual({
+      website: 'ws_worker',
+      tid: cookieNamed(fresh.headers.getSetCookie(), 'capigram_tid')?.value,
+      sid: cookieNamed(fresh.headers.getSetCookie(), 'capigram_sid')?.value,
+    });
+  });
+
+  it('sends entry clicks to the fallback when the tracker does not answer', async () => {
+    env.CAPIGRAM_TRACKER_URL = 'http://127.0.0.1:9';
+    env.CAPIGRAM_FALLBACK_URL = 'https://t.me/public_fallback';
+    const res = await run('/capigram/entry', {
+      headers: { cookie: `capigram_tid=${TID}; capigram_sid=${SID}` },
+    });
+    expect(res.headers.get('location')).toBe('https://t.me/public_fallback');
+  });
+
   it("keeps an _fbc with Meta's appendix for the same click, and reports the _ttp and _scid cookies", async () => {
     const res = await run('/landing?fbclid=SAME', {
       headers: {
