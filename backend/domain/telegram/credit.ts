@@ -92,14 +92,45 @@ async function convertJoin(
   visitId: string,
 ): Promise<UpdateOutcome> {
   const { tx } = ctx;
-  const { channel, userId } = j;
-  const visit = await visitContext(tx, visitId);
-  if (visit !== null && !visit.consented) {
+  const conversion = await recordJoinConversion(ctx, {
+    channel: j.channel,
+    userId: j.userId,
+    visitId,
+    occurredAt: j.occurredAt,
+    recordedBy: j.recordedBy,
+  });
+  if (conversion === null) {
     // A visit without consent leads to an organic join: recorded, nothing sent (docs/consent.md).
     const { visitId: _visit, attributed: _attributed, ...organic } = attributed;
     await insertMembership(tx, organic);
     return 'organic_join';
   }
+  await insertMembership(tx, {
+    ...attributed,
+    leadId: conversion.leadId,
+    conversionId: conversion.conversionId,
+  });
+  return 'attributed_join';
+}
+
+/**
+ * Records a join's conversion for a visit with the visit's page, IP and User-Agent; null (nothing
+ * recorded) when the visit has no consent. The caller records or updates the membership naming it.
+ */
+export async function recordJoinConversion(
+  ctx: UpdateContext,
+  j: {
+    channel: ChannelRow;
+    userId: number;
+    visitId: string;
+    occurredAt: Date;
+    recordedBy: JoinToCredit['recordedBy'] | 'late_start';
+  },
+): Promise<{ conversionId: string; leadId: string } | null> {
+  const { tx } = ctx;
+  const { channel, userId, visitId } = j;
+  const visit = await visitContext(tx, visitId);
+  if (visit !== null && !visit.consented) return null;
   const terms = joinConversionTerms(channel);
   const conversion = await recordConversion(
     tx,
@@ -120,11 +151,6 @@ async function convertJoin(
     },
     true,
   );
-  await insertMembership(tx, {
-    ...attributed,
-    leadId: conversion.leadId,
-    conversionId: conversion.conversionId,
-  });
   ctx.log.info(
     {
       botId: ctx.bot.id,
@@ -136,11 +162,11 @@ async function convertJoin(
     },
     'attributed channel join',
   );
-  return 'attributed_join';
+  return { conversionId: conversion.conversionId, leadId: conversion.leadId };
 }
 
 /** Whether this user's join of the channel was already credited to the entry's visit (a rejoin converts once). */
-async function entryJoinAlreadyConverted(
+export async function entryJoinAlreadyConverted(
   tx: Queryable,
   channelId: string,
   telegramUserId: number,
