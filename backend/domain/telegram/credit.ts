@@ -25,6 +25,11 @@ export interface JoinToCredit {
   occurredAt: Date;
   viaJoinRequest: boolean;
   recordedBy: 'update' | 'approval';
+  /**
+   * Without one of our links: a visit the guard bot's gate Mini App proved for this user
+   * (`join-gate.ts`), taken before an entry's tie.
+   */
+  provenVisit?: string | null;
 }
 
 /**
@@ -37,12 +42,13 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
   const { channel, invitation, userId } = j;
   const entryVisit = invitation
     ? null
-    : await entryVisitInWindow(tx, {
+    : (j.provenVisit ??
+      (await entryVisitInWindow(tx, {
         siteId: channel.site_id,
         telegramUserId: userId,
         at: j.occurredAt,
         windowDays: ctx.attributionWindowDays,
-      });
+      })));
   const visitId = invitation ? invitation.visit_id : entryVisit;
   const alreadyConverted =
     visitId !== null &&
