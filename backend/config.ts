@@ -128,6 +128,14 @@ const EnvSchema = z.object({
     .min(0, 'ATTRIBUTION_WINDOW_DAYS must be 0 or more')
     .max(3650, 'ATTRIBUTION_WINDOW_DAYS must be at most 3650')
     .default(7),
+  // How long a guard bot's join query waits for the gate Mini App (`--join-gate webapp`) before
+  // it is answered by the channel's rule; Telegram wants the answer within 10 seconds.
+  JOIN_GATE_WAIT_MS: z.coerce
+    .number({ message: 'JOIN_GATE_WAIT_MS must be a whole number of milliseconds' })
+    .int('JOIN_GATE_WAIT_MS must be a whole number of milliseconds')
+    .min(100, 'JOIN_GATE_WAIT_MS must be at least 100')
+    .max(8000, 'JOIN_GATE_WAIT_MS must be at most 8000 (Telegram wants an answer within 10 seconds)')
+    .default(6000),
   // 1: outbound webhooks, alert webhooks and bot forwards may target loopback and private
   // addresses (on-premise set-ups, tests); otherwise only public ones (backend/outbound/).
   OUTBOUND_ALLOW_PRIVATE: z

@@ -59,6 +59,11 @@ const CHANNEL_FLAGS = {
     placeholder: 'RULE',
     help: 'what becomes of join requests: approve-all (default), approve-attributed (approve those through a Capigram link, hold the others for you) or hold (all wait for channel approve|decline)',
   },
+  'join-gate': {
+    type: 'string',
+    placeholder: 'off|webapp',
+    help: "for a channel whose guard bot is this bot: webapp shows each requester Capigram's gate Mini App, which ties them to their visit before the join is approved; off (default) answers by --join-requests",
+  },
   'welcome-text': {
     type: 'string',
     placeholder: 'TEXT',
@@ -87,6 +92,7 @@ function settings(v: Record<string, unknown>) {
     publicInviteUrl: v['public-invite-url'] as string | undefined,
     joinRequests: v['join-requests'] as Input['joinRequests'],
     welcomeText: v['welcome-text'] as string | undefined,
+    joinGate: v['join-gate'] as Input['joinGate'],
     requireTelegram: v['skip-telegram-check'] !== true,
   };
 }

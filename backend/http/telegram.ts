@@ -4,6 +4,7 @@ import { authenticateWebhook, handleWebhookUpdate } from '../domain/telegram/web
 import { recordPayment } from '../domain/conversions/telegram-payments.js';
 import type { AppEnv } from './env.js';
 import { limitBody, payloadTooLarge, WEBHOOK_BODY_LIMIT_BYTES } from './body-limit.js';
+import { telegramGateRoutes } from './telegram-gate.js';
 
 /**
  * `POST /backend/telegram/{botId}`: Telegram's webhook. The secret token is checked before the
@@ -29,5 +30,6 @@ export function telegramRoutes(
     await handleWebhookUpdate(deps, bot, body, (b, payment, log) => recordPayment(deps, b, payment, log));
     return c.json({ ok: true });
   });
+  app.route('/', telegramGateRoutes(deps));
   return app;
 }

@@ -137,6 +137,14 @@ export function createTelegramClient(opts: TelegramClientOptions) {
       call('approveChatJoinRequest', p, z.literal(true)),
     declineChatJoinRequest: (p: { chat_id: number | string; user_id: number }) =>
       call('declineChatJoinRequest', p, z.literal(true)),
+    /** Bot API 10.1: the guard bot's answer to a join-request query (`ChatJoinRequest.query_id`). */
+    answerChatJoinRequestQuery: (p: {
+      chat_join_request_query_id: string;
+      result: 'approve' | 'decline' | 'queue';
+    }) => call('answerChatJoinRequestQuery', p, z.literal(true)),
+    /** Bot API 10.1: shows the requester a Mini App before the query is answered. */
+    sendChatJoinRequestWebApp: (p: { chat_join_request_query_id: string; web_app_url: string }) =>
+      call('sendChatJoinRequestWebApp', p, z.literal(true)),
     sendMessage: (p: {
       chat_id: number | string;
       text: string;

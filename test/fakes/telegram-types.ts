@@ -50,6 +50,8 @@ export interface ChatJoinRequest {
   user_chat_id: number;
   date: number;
   invite_link?: ChatInviteLink;
+  /** Bot API 10.1: set when the bot receiving the request is the chat's guard bot (see `guardJoinRequest`). */
+  query_id?: string;
 }
 
 export type TgUpdate =

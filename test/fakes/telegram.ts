@@ -7,6 +7,7 @@
 // `via_join_request`, never both; join requests to public chats come without their link
 // (tdlib/telegram-bot-api#580); webhooks are https on ports 80, 88, 443 or 8443 (loopback URLs
 // are let through so tests can run a plain-http server on any port).
+import { createHmac } from 'node:crypto';
 import {
   FakeServer,
   isRecord,
@@ -86,6 +87,22 @@ export interface JoinDecision {
   at: number;
 }
 
+/** Telegram's deadline for a guard bot's answer to a join-request query. */
+export const JOIN_QUERY_TIMEOUT_MS = 10_000;
+
+/** A guard bot's join-request query and what became of it (epoch milliseconds). */
+export interface JoinQuery {
+  queryId: string;
+  chatId: number;
+  userId: number;
+  botToken: string;
+  issuedAtEpochMs: number;
+  webAppUrl?: string;
+  webAppShownAtEpochMs?: number;
+  result?: 'approve' | 'decline' | 'queue';
+  answeredAtEpochMs?: number;
+}
+
 /** A user as the builders take it; `first_name` defaults to `User<id>`. */
 export type UserInput = { id: number; first_name?: string; username?: string };
 
@@ -142,6 +159,7 @@ export class TelegramFake extends FakeServer {
     this.chats = new Map();
     this.firstUpdateId = this.nextUpdateId = options.firstUpdateId ?? 815000001;
     this.resetState();
+    Object.assign(this.handlers, this.joinQueryHandlers());
   }
 
   // ---- test helpers ----
@@ -437,6 +455,131 @@ export class TelegramFake extends FakeServer {
       : { ...link, invite_link: truncateLink(link.invite_link) };
   }
 
+  // ---- guard-bot join queries (Bot API 10.1–10.3) ----
+  // A chat's guard bot receives each join request with a `query_id` and must answer it within 10
+  // seconds: `answerChatJoinRequestQuery` with `result` approve, decline or queue, or first
+  // `sendChatJoinRequestWebApp`, which shows the requester a Mini App (then the answer follows).
+  // Names and fields as the Bot API documents them (answerchatjoinrequestquery,
+  // sendchatjoinrequestwebapp; `ChatJoinRequest.query_id`; the Mini App's initData carries
+  // `chat_join_request_query_id`). The fake holds every call about a query to the 10 seconds and
+  // to one answer; a web app URL must be https (plain http on loopback, for tests).
+
+  /** Guard queries by query id, with what became of them. */
+  private readonly joinQueries = new Map<string, JoinQuery>();
+
+  /**
+   * A join request as the chat's guard bot receives it: `chatJoinRequest`'s update (the request
+   * pending, a public chat's without its link) with a `query_id` whose 10 seconds start now.
+   */
+  guardJoinRequest(o: {
+    chatId: number;
+    user: UserInput;
+    inviteLink?: string | ChatInviteLink;
+    date?: number;
+    botToken?: string;
+  }): TgUpdate & { chat_join_request: { query_id: string } } {
+    const update = this.chatJoinRequest(o);
+    if (!('chat_join_request' in update)) throw new Error('Telegram fake: not a join request');
+    const queryId = randomId(20);
+    this.joinQueries.set(queryId, {
+      queryId,
+      chatId: o.chatId,
+      userId: o.user.id,
+      botToken: o.botToken ?? DEFAULT_BOT.token,
+      issuedAtEpochMs: Date.now(),
+    });
+    return { ...update, chat_join_request: { ...update.chat_join_request, query_id: queryId } };
+  }
+
+  /** What became of a guard query (a copy), or undefined for an id the fake never issued. */
+  joinQuery(queryId: string): JoinQuery | undefined {
+    const q = this.joinQueries.get(queryId);
+    return q ? { ...q } : undefined;
+  }
+
+  /** Signed initData as Telegram hands it to the Mini App shown for a guard query (HMAC with the bot's token). */
+  gateInitData(queryId: string, o: { authDate?: number } = {}): string {
+    const q = this.joinQueries.get(queryId);
+    if (!q) throw new Error('Telegram fake: no such join query');
+    const chat = this.tgChat(q.chatId);
+    const user = this.users.get(q.userId) ?? { id: q.userId, is_bot: false, first_name: `User${q.userId}` };
+    const fields: Record<string, string> = {
+      user: JSON.stringify({ id: user.id, first_name: user.first_name }),
+      chat: JSON.stringify(chat),
+      chat_join_request_query_id: q.queryId,
+      auth_date: String(o.authDate ?? nowSec()),
+    };
+    const dataCheckString = Object.keys(fields)
+      .sort()
+      .map((k) => `${k}=${fields[k]}`)
+      .join('\n');
+    const secret = createHmac('sha256', 'WebAppData').update(q.botToken).digest();
+    const hash = createHmac('sha256', secret).update(dataCheckString).digest('hex');
+    return new URLSearchParams({ ...fields, hash }).toString();
+  }
+
+  private joinQueryHandlers(): Record<string, Handler> {
+    return {
+      answerchatjoinrequestquery: (bot, p, req) => {
+        const open = this.openJoinQuery(bot, p, req);
+        if ('status' in open) return open;
+        const result = str(p.result);
+        if (result !== 'approve' && result !== 'decline' && result !== 'queue')
+          return tgError(400, 'Bad Request: result must be one of "approve", "decline" or "queue"');
+        const key = `${open.chatId}:${open.userId}`;
+        if (result === 'approve') {
+          const limit = this.chatLimitReached.get(open.userId);
+          if (limit !== undefined) return tgError(400, `Bad Request: ${limit}`);
+        }
+        open.result = result;
+        open.answeredAtEpochMs = req.receivedAtEpochMs;
+        // `queue` leaves an ordinary pending request for the chat's administrators.
+        if (result === 'queue') return ok(true);
+        const link = this.pending.get(key);
+        this.pending.delete(key);
+        this.decidedRequests.set(key, link);
+        if (result === 'approve') this.setMember(open.chatId, open.userId, 'member');
+        (result === 'approve' ? this.approved : this.declined).push({
+          chatId: open.chatId,
+          userId: open.userId,
+          botToken: bot.token,
+          at: req.receivedAt,
+        });
+        return ok(true);
+      },
+      sendchatjoinrequestwebapp: (bot, p, req) => {
+        const open = this.openJoinQuery(bot, p, req);
+        if ('status' in open) return open;
+        if (open.webAppUrl !== undefined) return tgError(400, 'Bad Request: QUERY_ID_INVALID');
+        let url: URL;
+        try {
+          url = new URL(str(p.web_app_url) ?? '');
+        } catch {
+          return tgError(400, 'Bad Request: WEBAPP_URL_INVALID');
+        }
+        const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+        if (url.protocol !== 'https:' && !(loopback && url.protocol === 'http:'))
+          return tgError(400, 'Bad Request: WEBAPP_URL_INVALID');
+        open.webAppUrl = url.toString();
+        open.webAppShownAtEpochMs = req.receivedAtEpochMs;
+        return ok(true);
+      },
+    };
+  }
+
+  /** The bot's own query, unanswered and within its 10 seconds, else Telegram's refusal. */
+  private openJoinQuery(bot: FakeBot, p: Params, req: ReceivedRequest): JoinQuery | Reply {
+    const id = str(p.chat_join_request_query_id);
+    const q = id === undefined ? undefined : this.joinQueries.get(id);
+    if (!q || q.botToken !== bot.token) return tgError(400, 'Bad Request: QUERY_ID_INVALID');
+    if (q.result !== undefined || req.receivedAtEpochMs - q.issuedAtEpochMs > JOIN_QUERY_TIMEOUT_MS)
+      return tgError(
+        400,
+        'Bad Request: query is too old and response timeout expired or query ID is invalid',
+      );
+    return q;
+  }
+
   // ---- server ----
 
   protected resetState(): void {
@@ -455,6 +598,7 @@ export class TelegramFake extends FakeServer {
     this.privateChats.clear();
     this.members.clear();
     this.users.clear();
+    this.joinQueries.clear();
   }
 
   protected route(req: ReceivedRequest): Reply {

@@ -33,6 +33,8 @@ const ChannelFields = z.object({
   joinRequests: z.enum(JOIN_REQUEST_RULES).default('approve-all'),
   /** Sent to each requester while the request waits; Telegram's limit for a message is 4096 characters. */
   welcomeText: z.string().trim().min(1).max(4096).optional(),
+  /** How a guard bot's join queries are answered: by the rule (`off`) or after the gate Mini App (`domain/telegram/guard-queries.ts`). */
+  joinGate: z.enum(['off', 'webapp']).default('off'),
   /**
    * Refuse unless Telegram confirms the chat exists and the bot may invite users there (the CLI's
    * default; `--skip-telegram-check` turns it off). Off, Telegram is asked best effort and a bot
@@ -226,8 +228,8 @@ export async function addChannel(
     const { rows } = await deps.pool.query<{ id: string }>(
       `INSERT INTO channels (site_id, bot_id, telegram_chat_id, title, username, funnel_order, event_type, custom_event_name,
          fixed_value, fixed_currency, manual_value, invite_mode, public_invite_url, bot_status, bot_is_admin, bot_can_invite, bot_status_at,
-         chat_is_public, join_requests, welcome_text)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20) RETURNING id`,
+         chat_is_public, join_requests, welcome_text, join_gate)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21) RETURNING id`,
       [
         site.id,
         bot.id,
@@ -249,6 +251,7 @@ export async function addChannel(
         isPublic,
         c.joinRequests,
         c.welcomeText ?? null,
+        c.joinGate,
       ],
     );
     channelId = rows[0]!.id;
@@ -299,10 +302,11 @@ export async function updateChannel(
     is_default: boolean;
     join_requests: string;
     welcome_text: string | null;
+    join_gate: string;
   }>(
     `SELECT c.site_id, c.bot_id, c.telegram_chat_id::text, c.title, c.username, c.funnel_order, c.event_type, c.custom_event_name,
        c.fixed_value::text, c.fixed_currency::text, c.manual_value, c.invite_mode, c.public_invite_url, s.default_channel_id = c.id AS is_default,
-       c.join_requests, c.welcome_text
+       c.join_requests, c.welcome_text, c.join_gate
      FROM channels c JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND c.active`,
     [u.channelId],
   );
@@ -332,6 +336,7 @@ export async function updateChannel(
     publicInviteUrl: cur.public_invite_url ?? undefined,
     joinRequests: cur.join_requests,
     welcomeText: cur.welcome_text ?? undefined,
+    joinGate: cur.join_gate,
   };
   for (const name of u.clear) {
     for (const field of CLEARS[name]) {
@@ -353,7 +358,7 @@ export async function updateChannel(
     `UPDATE channels SET title = $2, username = $3, funnel_order = $4, event_type = $5, custom_event_name = $6, fixed_value = $7,
        fixed_currency = $8, manual_value = $9, invite_mode = $10, public_invite_url = $11, chat_is_public = $12,
        bot_status = COALESCE($13, bot_status), bot_is_admin = COALESCE($14, bot_is_admin), bot_can_invite = COALESCE($15, bot_can_invite),
-       bot_status_at = COALESCE($16, bot_status_at), join_requests = $17, welcome_text = $18
+       bot_status_at = COALESCE($16, bot_status_at), join_requests = $17, welcome_text = $18, join_gate = $19
      WHERE id = $1`,
     [
       u.channelId,
@@ -374,6 +379,7 @@ export async function updateChannel(
       facts.status ? new Date() : null,
       c.joinRequests,
       c.welcomeText ?? null,
+      c.joinGate,
     ],
   );
   if (c.isDefault)

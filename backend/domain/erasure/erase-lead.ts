@@ -184,6 +184,12 @@ async function eraseOnSite(
     joins.map((m) => m.id),
     standIn,
   ]);
+  // A guard bot's join queries name the user and nothing else worth keeping.
+  await tx.query(
+    `DELETE FROM join_request_queries q USING channels ch
+     WHERE ch.id = q.channel_id AND ch.site_id = $1 AND q.telegram_user_id = $2`,
+    [siteId, user],
+  );
   await tx.query('UPDATE invitations SET used_by = $2 WHERE id = ANY($1::uuid[])', [
     invites.map((i) => i.id),
     standIn,

@@ -25,6 +25,8 @@ import { markRequestDecided, markRequestFailed, RIGHTS_REFUSAL } from './request
 export async function recordApprovedJoin(
   deps: Pick<Deps, 'pool' | 'log' | 'now' | 'local' | 'config'>,
   p: { botId: string; chatId: number; userId: number },
+  /** A visit the gate Mini App proved for this request (`join-gate.ts`). */
+  provenVisit: string | null = null,
 ): Promise<UpdateOutcome | 'nothing'> {
   const outcome = await withTx(deps.pool, async (tx): Promise<UpdateOutcome | 'nothing'> => {
     const { rows } = await tx.query<{ telegram_bot_id: string }>(
@@ -42,6 +44,7 @@ export async function recordApprovedJoin(
       now,
       log: deps.log,
       attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS,
+      joinGateWaitMs: deps.config.JOIN_GATE_WAIT_MS,
     };
     const leadId = await upsertLead(tx, channel.site_id, p.userId, now);
     const invitation = await lockPendingRequestInvitation(tx, channel.id, p.userId, null);
@@ -55,6 +58,7 @@ export async function recordApprovedJoin(
       occurredAt: now,
       viaJoinRequest: true,
       recordedBy: 'approval',
+      provenVisit,
     });
   });
   if (outcome === 'attributed_join') deps.local.waker.wake();

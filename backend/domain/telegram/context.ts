@@ -10,6 +10,8 @@ export interface UpdateContext {
   log: Logger;
   /** ATTRIBUTION_WINDOW_DAYS: how long an entry's tie credits the user's joins to its visit. */
   attributionWindowDays: number;
+  /** JOIN_GATE_WAIT_MS: how long a guard bot's join query waits for the gate Mini App. */
+  joinGateWaitMs: number;
 }
 
 /** What a handler did with an update, for the log and for tests. */

@@ -25,6 +25,11 @@ export interface JoinToCredit {
   occurredAt: Date;
   viaJoinRequest: boolean;
   recordedBy: 'update' | 'approval';
+  /**
+   * Without one of our links: a visit the guard bot's gate Mini App proved for this user
+   * (`join-gate.ts`), taken before an entry's tie.
+   */
+  provenVisit?: string | null;
 }
 
 /**
@@ -37,12 +42,13 @@ export async function creditJoin(ctx: UpdateContext, j: JoinToCredit): Promise<U
   const { channel, invitation, userId } = j;
   const entryVisit = invitation
     ? null
-    : await entryVisitInWindow(tx, {
+    : (j.provenVisit ??
+      (await entryVisitInWindow(tx, {
         siteId: channel.site_id,
         telegramUserId: userId,
         at: j.occurredAt,
         windowDays: ctx.attributionWindowDays,
-      });
+      })));
   const visitId = invitation ? invitation.visit_id : entryVisit;
   const alreadyConverted =
     visitId !== null &&
@@ -92,14 +98,45 @@ async function convertJoin(
   visitId: string,
 ): Promise<UpdateOutcome> {
   const { tx } = ctx;
-  const { channel, userId } = j;
-  const visit = await visitContext(tx, visitId);
-  if (visit !== null && !visit.consented) {
+  const conversion = await recordJoinConversion(ctx, {
+    channel: j.channel,
+    userId: j.userId,
+    visitId,
+    occurredAt: j.occurredAt,
+    recordedBy: j.recordedBy,
+  });
+  if (conversion === null) {
     // A visit without consent leads to an organic join: recorded, nothing sent (docs/consent.md).
     const { visitId: _visit, attributed: _attributed, ...organic } = attributed;
     await insertMembership(tx, organic);
     return 'organic_join';
   }
+  await insertMembership(tx, {
+    ...attributed,
+    leadId: conversion.leadId,
+    conversionId: conversion.conversionId,
+  });
+  return 'attributed_join';
+}
+
+/**
+ * Records a join's conversion for a visit with the visit's page, IP and User-Agent; null (nothing
+ * recorded) when the visit has no consent. The caller records or updates the membership naming it.
+ */
+export async function recordJoinConversion(
+  ctx: UpdateContext,
+  j: {
+    channel: ChannelRow;
+    userId: number;
+    visitId: string;
+    occurredAt: Date;
+    recordedBy: JoinToCredit['recordedBy'] | 'late_start';
+  },
+): Promise<{ conversionId: string; leadId: string } | null> {
+  const { tx } = ctx;
+  const { channel, userId, visitId } = j;
+  const visit = await visitContext(tx, visitId);
+  if (visit !== null && !visit.consented) return null;
   const terms = joinConversionTerms(channel);
   const conversion = await recordConversion(
     tx,
@@ -120,11 +157,6 @@ async function convertJoin(
     },
     true,
   );
-  await insertMembership(tx, {
-    ...attributed,
-    leadId: conversion.leadId,
-    conversionId: conversion.conversionId,
-  });
   ctx.log.info(
     {
       botId: ctx.bot.id,
@@ -136,11 +168,11 @@ async function convertJoin(
     },
     'attributed channel join',
   );
-  return 'attributed_join';
+  return { conversionId: conversion.conversionId, leadId: conversion.leadId };
 }
 
 /** Whether this user's join of the channel was already credited to the entry's visit (a rejoin converts once). */
-async function entryJoinAlreadyConverted(
+export async function entryJoinAlreadyConverted(
   tx: Queryable,
   channelId: string,
   telegramUserId: number,

@@ -30,3 +30,16 @@ export function joinRequestDecision(rule: JoinRequestRule, attributed: boolean):
 
 /** Telegram lets the bot write to a requester through `user_chat_id` for this long after the request. */
 export const WELCOME_WINDOW_MS = 5 * 60_000;
+
+/** What a guard bot answers a join-request query with (answerChatJoinRequestQuery's `result`). */
+export type JoinQueryResult = 'approve' | 'decline' | 'queue';
+
+/**
+ * A guard bot's join-request query answered by the channel's rule: an approval is `approve`, a
+ * held request is `queue` (left to the chat's administrators, where `channel approve|decline`, the
+ * dashboard or Telegram's app decide it like any other). No rule answers `decline`, for the reason
+ * above: a request without Capigram's link is no reason to turn a subscriber away.
+ */
+export function joinQueryAnswer(rule: JoinRequestRule, attributed: boolean): JoinQueryResult {
+  return joinRequestDecision(rule, attributed) === 'approve' ? 'approve' : 'queue';
+}

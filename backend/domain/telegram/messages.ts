@@ -3,13 +3,16 @@ import { startPayload } from '../entries/payload.js';
 import { tieEntry } from '../entries/tie.js';
 import { enqueueWelcome } from '../entries/welcome.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
+import { creditJoinBeforeStart } from './join-before-start.js';
 import type { PrivateMessage } from './updates.js';
 
 /**
  * A user's message to the bot in their private chat. Only `/start` means anything to Capigram:
  * opened from an entry's deep link it carries the click's payload, which ties the click's visit to
  * the user (see `tieEntry`). A payload that is absent, unknown to this bot, or already another
- * user's is an organic start: nothing is attributed, the bot still answers.
+ * user's is an organic start: nothing is attributed, the bot still answers. A join of the entry's
+ * channel that reached Capigram just before this `/start` is credited to the visit now
+ * (`join-before-start.ts`).
  */
 export async function handlePrivateMessage(
   ctx: UpdateContext,
@@ -28,6 +31,14 @@ export async function handlePrivateMessage(
           through: 'start',
           now: ctx.now,
         });
+  const lateJoin =
+    tie?.attributed && tie.visitId !== null && tie.entryId !== null
+      ? await creditJoinBeforeStart(ctx, {
+          entryId: tie.entryId,
+          visitId: tie.visitId,
+          telegramUserId: m.userId,
+        })
+      : null;
   // An organic start is answered with the bot's default entry's welcome, without a visit's link.
   const entryId = tie?.entryId ?? (await defaultEntryOfBot(ctx.tx, ctx.bot.id));
   if (entryId !== null) {
@@ -43,6 +54,7 @@ export async function handlePrivateMessage(
       entryId,
       attributed: tie?.attributed ?? false,
       reason: tie?.reason ?? (payload === null ? 'no payload' : undefined),
+      ...(lateJoin === null ? {} : { joinBeforeStart: lateJoin }),
     },
     'bot start',
   );

@@ -6,6 +6,8 @@ import type { Queryable } from '../../db/pool.js';
  */
 const TELEGRAM_UPDATE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
+const JOIN_QUERY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 /**
  * Deletes de-duplication records past the retention, and the records of update forwards sent or
  * dropped as long ago (their bodies went when they were); returns how many went.
@@ -17,5 +19,9 @@ export async function purgeTelegramUpdates(db: Queryable, now: Date): Promise<nu
     'DELETE FROM telegram_forwards WHERE created_at < $1 AND (delivered_at IS NOT NULL OR dropped_at IS NOT NULL)',
     [cutoff],
   );
-  return (res.rowCount ?? 0) + (forwards.rowCount ?? 0);
+  // A guard bot's join query is answered within 10 seconds; its row says nothing a day later.
+  const queries = await db.query('DELETE FROM join_request_queries WHERE received_at < $1', [
+    new Date(now.getTime() - JOIN_QUERY_RETENTION_MS),
+  ]);
+  return (res.rowCount ?? 0) + (forwards.rowCount ?? 0) + (queries.rowCount ?? 0);
 }

@@ -49,6 +49,11 @@ export const ChatJoinRequest = z.object({
   user_chat_id: TelegramId.optional(),
   date: UnixSeconds,
   invite_link: InviteLink.optional(),
+  /**
+   * Bot API 10.1: set when this bot is the chat's guard bot. The request must then be answered
+   * within 10 seconds with answerChatJoinRequestQuery or sendChatJoinRequestWebApp (`guard-queries.ts`).
+   */
+  query_id: storableText(256).min(1).optional(),
 });
 export type ChatJoinRequest = z.infer<typeof ChatJoinRequest>;
 

@@ -109,6 +109,7 @@ export async function handleWebhookUpdate(
       now: deps.now(),
       log,
       attributionWindowDays: deps.config.ATTRIBUTION_WINDOW_DAYS,
+      joinGateWaitMs: deps.config.JOIN_GATE_WAIT_MS,
     };
     const handled = await handleParsed(ctx, update);
     // After Capigram's own handling, in its transaction: forwarded exactly when it was handled.

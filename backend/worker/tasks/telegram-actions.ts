@@ -9,6 +9,12 @@ import {
 import { approveAndRecordJoin } from '../../domain/telegram/approved-joins.js';
 import { SEND_WELCOME_TASK, sendWelcome } from '../../domain/entries/welcome.js';
 import { JOIN_WELCOME_TASK, sendJoinWelcome } from '../../domain/telegram/join-welcome.js';
+import {
+  JOIN_QUERY_TASKS,
+  answerJoinQuery,
+  joinGateFallback,
+  showJoinGate,
+} from '../../domain/telegram/guard-queries.js';
 import { UPGRADE_WEBHOOKS_TASK, upgradeWebhooks } from '../../domain/telegram/webhook-upgrade.js';
 import { purgeTelegramUpdates } from '../../domain/telegram/purge.js';
 import { RIGHTS_CHECK_TASK, checkRights } from '../../domain/bot-api/rights-check.js';
@@ -42,6 +48,9 @@ export function telegramActionTasks(deps: ActionDeps): TaskList {
     [TELEGRAM_TASKS.revokeInviteLink]: task(TELEGRAM_TASKS.revokeInviteLink, revokeInviteLink),
     [SEND_WELCOME_TASK]: task(SEND_WELCOME_TASK, sendWelcome),
     [JOIN_WELCOME_TASK]: task(JOIN_WELCOME_TASK, sendJoinWelcome),
+    [JOIN_QUERY_TASKS.answer]: task(JOIN_QUERY_TASKS.answer, answerJoinQuery),
+    [JOIN_QUERY_TASKS.showGate]: task(JOIN_QUERY_TASKS.showGate, showJoinGate),
+    [JOIN_QUERY_TASKS.fallback]: task(JOIN_QUERY_TASKS.fallback, joinGateFallback),
     [RIGHTS_CHECK_TASK]: async (payload) => {
       const channelId = (payload as { channelId?: unknown } | null)?.channelId;
       await checkRights(deps, {

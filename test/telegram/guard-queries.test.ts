@@ -1,0 +1,308 @@
+// Guard-bot join queries (Bot API 10.1) through the real webhook, worker and database against the
+// strict fake: each query is answered within Telegram's 10 seconds, by the channel's rule or after
+// Capigram's gate Mini App, in public chats (whose requests carry no link); the gate ties a
+// requester to a visit only on proof, and a page never completed leaves the answer to the rule.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount } from '../../backend/domain/admin/accounts.js';
+import { addBot } from '../../backend/domain/admin/bots.js';
+import { addChannel } from '../../backend/domain/admin/channels.js';
+import { addPixel } from '../../backend/domain/admin/pixels.js';
+import { createSite } from '../../backend/domain/admin/sites.js';
+import { createTelegramClient, TelegramError } from '../../backend/telegram/client.js';
+import {
+  DEFAULT_BOT,
+  JOIN_QUERY_TIMEOUT_MS,
+  startFakes,
+  type FakeChat,
+  type Fakes,
+  type JoinQuery,
+} from '../fakes/index.js';
+import { startTestApp, type TestApp } from '../harness/app.js';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { eventually, newUser } from './world.js';
+
+const admins = { [DEFAULT_BOT.id]: { can_invite_users: true } };
+const chat = (n: number, username: string): FakeChat => ({
+  id: -1001000000400 - n,
+  title: `Guarded ${username}`,
+  type: 'channel',
+  username,
+  admins,
+});
+const CHATS = {
+  all: chat(1, 'guarded_all'),
+  attributed: chat(2, 'guarded_attr'),
+  hold: chat(3, 'guarded_hold'),
+  gate: chat(4, 'guarded_gate'),
+};
+const GATE_WAIT_MS = 1200;
+const PIXEL = '1234567890';
+const ORIGIN = 'https://shop.example.com';
+
+let fakes: Fakes;
+let db: TestDatabase;
+let app: TestApp;
+let siteId: string;
+let websiteId: string;
+const channels = {} as Record<keyof typeof CHATS, string>;
+
+beforeAll(async () => {
+  fakes = await startFakes({ telegram: { chats: Object.values(CHATS) } });
+  db = await createTestDatabase();
+  app = await startTestApp(db.pool, {
+    worker: true,
+    env: { ...fakes.env, JOIN_GATE_WAIT_MS: String(GATE_WAIT_MS) },
+  });
+  const { accountId } = await createAccount(db.pool, { name: 'Guard' });
+  ({ siteId, websiteId } = await createSite(db.pool, {
+    accountId,
+    name: 'Shop',
+    domains: ['shop.example.com'],
+  }));
+  const { botId } = await addBot(app.deps, { accountId, token: DEFAULT_BOT.token });
+  const add = async (key: keyof typeof CHATS, extra: Partial<Parameters<typeof addChannel>[1]>) => {
+    channels[key] = (
+      await addChannel(app.deps, {
+        siteId,
+        botId,
+        telegramChannelId: String(CHATS[key].id),
+        title: CHATS[key].title,
+        username: CHATS[key].username,
+        ...extra,
+      })
+    ).channelId;
+  };
+  await add('all', { joinRequests: 'approve-all' });
+  await add('attributed', { joinRequests: 'approve-attributed' });
+  await add('hold', { joinRequests: 'hold' });
+  await add('gate', { joinRequests: 'approve-attributed', joinGate: 'webapp' });
+  await addPixel(app.deps, { platform: 'meta', siteId, pixelId: PIXEL, accessToken: 'meta-test-token' });
+});
+afterAll(async () => {
+  await app.stop();
+  await fakes.closeAll();
+  await db.drop();
+});
+
+const tg = () => fakes.telegram;
+const deliver = (u: Parameters<Fakes['telegram']['deliverUpdate']>[1]) =>
+  tg().deliverUpdate(DEFAULT_BOT.token, u);
+
+/** A guard query delivered to the webhook; returns its query id. */
+async function request(key: keyof typeof CHATS, user: { id: number }): Promise<string> {
+  const update = tg().guardJoinRequest({ chatId: CHATS[key].id, user });
+  expect((await deliver(update)).status).toBe(200);
+  return update.chat_join_request.query_id;
+}
+
+const answered = (queryId: string) =>
+  eventually(
+    async () => {
+      const q = tg().joinQuery(queryId);
+      return q?.result !== undefined && q;
+    },
+    JOIN_QUERY_TIMEOUT_MS,
+    'the query to be answered',
+  );
+
+function inTime(q: JoinQuery): number {
+  const took = q.answeredAtEpochMs! - q.issuedAtEpochMs;
+  expect(took).toBeLessThan(JOIN_QUERY_TIMEOUT_MS);
+  return took;
+}
+
+async function requestStatus(key: keyof typeof CHATS, userId: number) {
+  const { rows } = await db.pool.query<{ request_status: string; visit_id: string | null }>(
+    `SELECT request_status, visit_id FROM memberships WHERE channel_id = $1 AND telegram_user_id = $2 AND kind = 'join_request'`,
+    [channels[key], userId],
+  );
+  return rows[0];
+}
+
+const conversionsOf = async (userId: number) =>
+  (
+    await db.pool.query<{ id: string; visit_id: string | null; event_type: string }>(
+      'SELECT id, visit_id, event_type FROM conversions WHERE telegram_user_id = $1',
+      [userId],
+    )
+  ).rows;
+
+const gatePost = (channelId: string, initData: string, cookie?: string) =>
+  fetch(`${app.url}/backend/telegram/gate/${channelId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+    body: JSON.stringify({ initData }),
+  });
+
+/** A visitor lands on the site with an ad's click id; the tracker's browser id is its cookie. */
+async function land(): Promise<{ visitId: string; tempId: string; fbc: string }> {
+  const tempId = randomUUID();
+  const click = `IwAR${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const fbc = `fb.1.${Date.now() - 60_000}.${click}`;
+  const href = `${ORIGIN}/landing?fbclid=${click}`;
+  const res = await fetch(`${app.url}/backend/track/init`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      origin: ORIGIN,
+      'x-capigram-client-ip': '203.0.113.9',
+      'x-capigram-client-user-agent': 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X)',
+    },
+    body: JSON.stringify({
+      websiteId,
+      tempId,
+      sessionId: randomUUID(),
+      visitRequestId: randomUUID(),
+      href,
+      landingPage: new URL(href).pathname + new URL(href).search,
+      fbc,
+    }),
+  });
+  expect(res.status).toBe(200);
+  const { visitId } = (await res.json()) as { visitId: string };
+  return { visitId, tempId, fbc };
+}
+
+describe('a guard query answered by the channel’s rule, in a public chat', () => {
+  it.each([
+    ['all', 'approve', 'approved'],
+    ['attributed', 'queue', 'held'],
+    ['hold', 'queue', 'held'],
+  ] as const)('%s: answered %s within 10 s', async (key, result, status) => {
+    const user = newUser();
+    const queryId = await request(key, user);
+    const q = await answered(queryId);
+    expect(q.result).toBe(result);
+    inTime(q);
+    await eventually(
+      async () => (await requestStatus(key, user.id))?.request_status === status,
+      5000,
+      `request ${status}`,
+    );
+    if (result === 'approve') {
+      expect(tg().approvals.filter((a) => a.userId === user.id)).toHaveLength(1);
+      // The join Telegram reports afterwards is organic: no click of anyone's is sent for it.
+      await deliver(tg().joinAfterApproval({ chatId: CHATS[key].id, user }));
+      expect(await conversionsOf(user.id)).toEqual([]);
+    } else {
+      // Queued: an ordinary pending request the operator may still approve.
+      const bot = createTelegramClient({ baseUrl: fakes.env.TELEGRAM_API_URL, token: DEFAULT_BOT.token });
+      await expect(bot.approveChatJoinRequest({ chat_id: CHATS[key].id, user_id: user.id })).resolves.toBe(
+        true,
+      );
+    }
+  });
+
+  it('a second answer to an answered query is refused by Telegram', async () => {
+    const user = newUser();
+    const queryId = await request('all', user);
+    await answered(queryId);
+    const bot = createTelegramClient({ baseUrl: fakes.env.TELEGRAM_API_URL, token: DEFAULT_BOT.token });
+    const again = bot.answerChatJoinRequestQuery({ chat_join_request_query_id: queryId, result: 'decline' });
+    await expect(again).rejects.toBeInstanceOf(TelegramError);
+    await expect(again).rejects.toThrow(/query is too old|QUERY_ID_INVALID/);
+    expect(tg().joinQuery(queryId)?.result).toBe('approve');
+    expect(tg().declines.filter((d) => d.userId === user.id)).toEqual([]);
+  });
+});
+
+describe('the gate Mini App (--join-gate webapp)', () => {
+  const shown = (queryId: string) =>
+    eventually(
+      async () => {
+        const q = tg().joinQuery(queryId);
+        return q?.webAppUrl !== undefined && q;
+      },
+      5000,
+      'the gate to be shown',
+    );
+
+  it('ties the requester to the visit their browser made, approves, and the join is sent with its click id', async () => {
+    const visit = await land();
+    const user = newUser();
+    const queryId = await request('gate', user);
+    const q = await shown(queryId);
+    expect(q.webAppUrl).toBe(`${app.url}/backend/telegram/gate/${channels.gate}`);
+    const page = await fetch(q.webAppUrl!);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('https://telegram.org/js/telegram-web-app.js');
+    expect(page.headers.get('content-security-policy')).toContain("connect-src 'self'");
+
+    const res = await gatePost(channels.gate, tg().gateInitData(queryId), `capigram_tid=${visit.tempId}`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ approved: true, attributed: true, decidedBy: 'gate' });
+    const a = await answered(queryId);
+    expect(a.result).toBe('approve');
+    inTime(a);
+
+    await fakes.meta.waitFor(
+      () =>
+        fakes.meta
+          .events(PIXEL)
+          .some((e) => e.event.event_name === 'Subscribe' && e.event.user_data.fbc === visit.fbc),
+      10_000,
+    );
+    const [conversion] = await conversionsOf(user.id);
+    expect(conversion).toMatchObject({ visit_id: visit.visitId, event_type: 'Subscribe' });
+    expect(await requestStatus('gate', user.id)).toEqual({
+      request_status: 'approved',
+      visit_id: visit.visitId,
+    });
+    // Telegram's chat_member update for the approved join adds nothing.
+    await deliver(tg().joinAfterApproval({ chatId: CHATS.gate.id, user }));
+    expect(await conversionsOf(user.id)).toHaveLength(1);
+    // Opening the page again changes nothing.
+    const again = await gatePost(channels.gate, tg().gateInitData(queryId), `capigram_tid=${visit.tempId}`);
+    expect(await again.json()).toEqual({ approved: true, attributed: true, decidedBy: 'gate' });
+  });
+
+  it('without a provable visit approves the join as organic, sending nothing', async () => {
+    await land(); // someone else's visit, at the same moment: no reason to credit it
+    const user = newUser();
+    const queryId = await request('gate', user);
+    await shown(queryId);
+    const res = await gatePost(channels.gate, tg().gateInitData(queryId), `capigram_tid=${randomUUID()}`);
+    expect(await res.json()).toEqual({ approved: true, attributed: false, decidedBy: 'gate' });
+    const a = await answered(queryId);
+    expect(a.result).toBe('approve');
+    inTime(a);
+    await deliver(tg().joinAfterApproval({ chatId: CHATS.gate.id, user }));
+    const { rows } = await db.pool.query(
+      `SELECT attributed, visit_id FROM memberships WHERE telegram_user_id = $1 AND kind = 'join'`,
+      [user.id],
+    );
+    expect(rows).toEqual([{ attributed: false, visit_id: null }]);
+    expect(await conversionsOf(user.id)).toEqual([]);
+  });
+
+  it('a page never completed: the rule answers in time, and a late page changes nothing', async () => {
+    const user = newUser();
+    const queryId = await request('gate', user);
+    await shown(queryId);
+    const a = await answered(queryId);
+    // approve-attributed, and nothing ties this requester: queued for the operator.
+    expect(a.result).toBe('queue');
+    expect(inTime(a)).toBeGreaterThanOrEqual(GATE_WAIT_MS - 100);
+    const late = await gatePost(channels.gate, tg().gateInitData(queryId));
+    expect(await late.json()).toEqual({ approved: false, attributed: false, decidedBy: 'rule' });
+    expect(await requestStatus('gate', user.id)).toEqual({ request_status: 'held', visit_id: null });
+  });
+
+  it('refuses initData that is not signed by the channel’s bot, and unknown channels', async () => {
+    const user = newUser();
+    const queryId = await request('gate', user);
+    const forged = tg()
+      .gateInitData(queryId)
+      .replace(/hash=[0-9a-f]{64}/, `hash=${'0'.repeat(64)}`);
+    const res = await gatePost(channels.gate, forged);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await res.json()) as { code: string }).code).toBe('INIT_DATA_INVALID');
+    expect((await gatePost(channels.all, tg().gateInitData(queryId))).status).toBe(404);
+    expect((await gatePost('not-a-channel', tg().gateInitData(queryId))).status).toBe(404);
+    expect((await gatePost(channels.gate, tg().gateInitData(queryId).slice(0, 20))).status).toBe(401);
+    await answered(queryId);
+  });
+});
