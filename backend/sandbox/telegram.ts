@@ -5,6 +5,7 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { SandboxLog } from './event-log.js';
 import { sandboxPage } from './pages.js';
+import { secretTokenRefusal, webhookUrlRefusal } from './telegram-webhook-rules.js';
 
 /**
  * The sandbox's simulated Telegram: the Bot API methods Capigram calls (`{sandbox}/telegram/bot<token>/<method>`,
@@ -159,7 +160,10 @@ export class SandboxTelegram {
           this.save();
           return ok(true);
         }
-        if (!/^https?:\/\//.test(url)) return fail(400, 'Bad Request: invalid webhook URL specified');
+        const refusal =
+          webhookUrlRefusal(url) ??
+          secretTokenRefusal(typeof p.secret_token === 'string' ? p.secret_token : undefined);
+        if (refusal !== null) return fail(400, refusal);
         const allowed =
           typeof p.allowed_updates === 'string'
             ? (JSON.parse(p.allowed_updates) as string[])

@@ -7,6 +7,7 @@
 // `via_join_request`, never both; join requests to public chats come without their link
 // (tdlib/telegram-bot-api#580); webhooks are https on ports 80, 88, 443 or 8443 (loopback URLs
 // are let through so tests can run a plain-http server on any port).
+import { secretTokenRefusal, webhookUrlRefusal } from '../../backend/sandbox/telegram-webhook-rules.js';
 import {
   FakeServer,
   isRecord,
@@ -503,28 +504,12 @@ export class TelegramFake extends FakeServer {
         this.webhooks.delete(bot.token); // an empty url is how setWebhook removes the webhook
         return ok(true, 'Webhook was deleted');
       }
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        return tgError(400, 'Bad Request: invalid webhook URL specified');
-      }
-      // api.telegram.org's rules; a loopback URL (a test's own server) may be plain http on any port.
-      const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
-      if (parsed.protocol !== 'https:' && !(loopback && parsed.protocol === 'http:')) {
-        return tgError(400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
-      }
-      if (!loopback && !['', '80', '88', '443', '8443'].includes(parsed.port)) {
-        return tgError(
-          400,
-          'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443',
-        );
-      }
+      // The sandbox's rules (backend/sandbox/telegram-webhook-rules.ts), so both refuse alike.
+      const badUrl = webhookUrlRefusal(url);
+      if (badUrl !== null) return tgError(400, badUrl);
       const secret = str(p.secret_token);
-      if (secret !== undefined && secret.length > 256)
-        return tgError(400, 'Bad Request: secret token is too long');
-      if (secret !== undefined && !/^[A-Za-z0-9_-]*$/.test(secret))
-        return tgError(400, 'Bad Request: secret token contains unallowed characters');
+      const badSecret = secretTokenRefusal(secret);
+      if (badSecret !== null) return tgError(400, badSecret);
       // Clamped to 1..100 (Client.cpp get_webhook_max_connections), never refused.
       const max = clamp(p.max_connections === undefined ? 40 : (int(p.max_connections) ?? 40), 1, 100);
       const allowed = p.allowed_updates === undefined ? undefined : stringArray(p.allowed_updates);
