@@ -7,6 +7,7 @@ import type { SandboxLog } from './event-log.js';
 import { sandboxPage } from './pages.js';
 import { WebhookDelivery } from './telegram-delivery.js';
 import { sandboxFailure, type SandboxFailures } from './telegram-failures.js';
+import { SandboxInitDataSigner } from './telegram-init-data.js';
 import { secretTokenRefusal, webhookUrlRefusal } from './telegram-webhook-rules.js';
 
 /**
@@ -85,6 +86,8 @@ export class SandboxTelegram {
   private readonly now: () => number;
   /** What the sandbox was told to refuse (see telegram-failures.ts). */
   readonly failures: SandboxFailures = { blocked: new Set(), channelsTooMuch: new Set(), flood: null };
+  /** Signs Mini App initData as Telegram does, with the sandbox's own Ed25519 key pair. */
+  readonly initData = new SandboxInitDataSigner();
 
   constructor(opts: {
     log: SandboxLog;
