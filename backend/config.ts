@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_API_VERSIONS, sunsetProblem } from './platforms/api-versions.js';
+import { TELEGRAM_INIT_DATA_KEY } from './domain/entries/init-data-signature.js';
 
 /**
  * The process environment, parsed once at start-up. Everything else receives the typed `Config`;
@@ -149,6 +150,12 @@ export type Env = z.infer<typeof EnvSchema>;
 
 export interface Config extends Omit<Env, 'PUBLIC_URL'> {
   PUBLIC_URL: string;
+  /**
+   * The Ed25519 public key (hex) that Mini App initData's `signature` is checked with: Telegram's
+   * own. Not read from the environment, so no deployment can swap it; only `npm run demo` sets it
+   * to its sandbox Telegram's key.
+   */
+  TELEGRAM_INIT_DATA_KEY: string;
 }
 
 export class ConfigError extends Error {
@@ -175,5 +182,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, now: Date = new
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
-  return { ...e, PUBLIC_URL: e.PUBLIC_URL ?? `http://localhost:${e.PORT}` };
+  return {
+    ...e,
+    PUBLIC_URL: e.PUBLIC_URL ?? `http://localhost:${e.PORT}`,
+    TELEGRAM_INIT_DATA_KEY,
+  };
 }

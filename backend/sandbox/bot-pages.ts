@@ -1,7 +1,6 @@
 import { Hono } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { html, raw } from 'hono/html';
-import { signInitData } from '../domain/entries/init-data.js';
 import { sandboxPage } from './pages.js';
 import { SANDBOX_BOT, type SandboxTelegram } from './telegram.js';
 
@@ -73,20 +72,20 @@ export function botPages(o: {
     if (!capigram) return c.text('The demo site is not ready yet.', 503);
     const userId = o.telegram.userOf(c);
     const startParam = c.req.query('startapp');
-    const initData = signInitData(
+    const initData = o.telegram.initData.sign(
       {
         query_id: `AAH${userId}`,
         user: JSON.stringify({ id: userId, first_name: `Sandbox user ${userId}`, language_code: 'en' }),
         auth_date: String(Math.floor(Date.now() / 1000)),
         ...(startParam ? { start_param: startParam } : {}),
       },
-      SANDBOX_BOT.token,
+      SANDBOX_BOT,
     );
     return c.html(
       sandboxPage(
         'Mini App (sandbox)',
         html`<div class="tg"><h1>Acme Mini App</h1><p class="muted">@${SANDBOX_BOT.username}/${SANDBOX_APP} · the sandbox's simulated Telegram</p>
-<p>You are <b>Sandbox user ${userId}</b>. Telegram gave this page <code>Telegram.WebApp.initData</code>, signed with the bot's token; the page posts it to Capigram:</p>
+<p>You are <b>Sandbox user ${userId}</b>. Telegram gave this page <code>Telegram.WebApp.initData</code>, signed as Telegram signs it (the bot token's <code>hash</code> and an Ed25519 <code>signature</code>); the page posts it to Capigram:</p>
 <p id="result">…</p></div>`,
         html`<script>window.Telegram = { WebApp: { initData: ${raw(JSON.stringify(initData).replace(/</g, '\\u003c'))} } };</script>
 <script>

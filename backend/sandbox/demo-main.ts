@@ -121,6 +121,8 @@ async function main(argv: string[]): Promise<number> {
   answerUnparseableRequests(server);
   const capigramUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   deps.config.PUBLIC_URL = capigramUrl;
+  // The demo's Mini App initData is signed by the sandbox Telegram, not Telegram: its key, here only.
+  deps.config.TELEGRAM_INIT_DATA_KEY = sandbox.telegram.initData.publicKeyHex;
   let worker: Runner | null = null;
   let site: Awaited<ReturnType<typeof provisionSandbox>>;
   let entries: Awaited<ReturnType<typeof ensureSandboxEntries>>;

@@ -44,6 +44,8 @@ export async function startSandbox(
     print?: (line: string) => void;
     /** The address browsers and Capigram reach the sandbox at, when it is not the one it listens on (a container's). */
     publicUrl?: string;
+    /** The simulated Telegram's webhook resend timing (tests make it tiny; see telegram-delivery.ts). */
+    telegramDelivery?: { secondMs?: number; now?: () => number; timeoutMs?: number };
   } = {},
 ): Promise<Sandbox> {
   const log = new SandboxLog(opts.print);
@@ -54,6 +56,7 @@ export async function startSandbox(
     log,
     urls: () => ({ sandbox: url, capigram: capigramUrl }),
     stateFile: opts.stateFile,
+    delivery: opts.telegramDelivery,
   });
 
   const app = new Hono();
@@ -121,6 +124,9 @@ export async function startSandbox(
       site = s;
     },
     landingUrl,
-    close: () => new Promise<void>((ok) => server.close(() => ok())),
+    close: () => {
+      telegram.stop();
+      return new Promise<void>((ok) => server.close(() => ok()));
+    },
   };
 }

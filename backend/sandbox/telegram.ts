@@ -5,6 +5,10 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { SandboxLog } from './event-log.js';
 import { sandboxPage } from './pages.js';
+import { WebhookDelivery } from './telegram-delivery.js';
+import { sandboxFailure, type SandboxFailures } from './telegram-failures.js';
+import { SandboxInitDataSigner } from './telegram-init-data.js';
+import { secretTokenRefusal, webhookUrlRefusal } from './telegram-webhook-rules.js';
 
 /**
  * The sandbox's simulated Telegram: the Bot API methods Capigram calls (`{sandbox}/telegram/bot<token>/<method>`,
@@ -78,15 +82,46 @@ export class SandboxTelegram {
   /** The sandbox's own root URL (invite links point there) and Capigram's; known once both listen. */
   private readonly urls: () => { sandbox: string; capigram: string };
   private readonly stateFile: string | undefined;
+  private readonly delivery: WebhookDelivery;
+  private readonly now: () => number;
+  /** What the sandbox was told to refuse (see telegram-failures.ts). */
+  readonly failures: SandboxFailures = { blocked: new Set(), channelsTooMuch: new Set(), flood: null };
+  /** Signs Mini App initData as Telegram does, with the sandbox's own Ed25519 key pair. */
+  readonly initData = new SandboxInitDataSigner();
 
   constructor(opts: {
     log: SandboxLog;
     urls: () => { sandbox: string; capigram: string };
     stateFile?: string;
+    /** Webhook resend timing (telegram-delivery.ts): tests make a second a millisecond and move the clock. */
+    delivery?: { secondMs?: number; now?: () => number; timeoutMs?: number };
   }) {
     this.log = opts.log;
     this.urls = opts.urls;
     this.stateFile = opts.stateFile;
+    this.now = opts.delivery?.now ?? Date.now;
+    this.delivery = new WebhookDelivery({
+      ...opts.delivery,
+      target: () =>
+        this.state.webhook ? { url: this.state.webhook.url, secret: this.state.webhook.secret } : null,
+      onTry: (t) =>
+        this.log.record({
+          source: 'telegram',
+          kind: 'webhook',
+          accepted: t.error === null,
+          summary:
+            t.error === null
+              ? `${t.type} update ${t.updateId} posted to the webhook: HTTP ${t.status}${t.tries > 1 ? ` (try ${t.tries})` : ''}`
+              : `${t.type} update ${t.updateId} not taken (${t.error}): Telegram sends it again`,
+        }),
+      onDrop: (t) =>
+        this.log.record({
+          source: 'telegram',
+          kind: 'webhook',
+          accepted: false,
+          summary: `${t.type} update ${t.updateId} dropped, as Telegram drops updates a day old: ${t.reason}`,
+        }),
+    });
     if (this.stateFile && existsSync(this.stateFile)) {
       try {
         this.state = { ...this.state, ...(JSON.parse(readFileSync(this.stateFile, 'utf8')) as State) };
@@ -114,6 +149,7 @@ export class SandboxTelegram {
     );
     app.get('/telegram/join/:hash', (c) => this.joinPage(c));
     app.post('/telegram/join/:hash', (c) => this.join(c));
+    app.post('/telegram/control/:what', (c) => this.control(c));
     return app;
   }
 
@@ -127,7 +163,13 @@ export class SandboxTelegram {
       const body: unknown = await c.req.json().catch(() => ({}));
       if (typeof body === 'object' && body !== null) params = { ...params, ...(body as Params) };
     }
-    const answer = token === SANDBOX_BOT.token ? this.call(method, params) : fail(401, 'Unauthorized');
+    const refused = token === SANDBOX_BOT.token ? sandboxFailure(this.failures, method, params) : null;
+    const answer: Answer =
+      token !== SANDBOX_BOT.token
+        ? fail(401, 'Unauthorized')
+        : refused
+          ? { status: refused.status, body: refused.body }
+          : this.call(method, params);
     this.log.record({
       source: 'telegram',
       kind: c.req.param('method')!,
@@ -159,29 +201,40 @@ export class SandboxTelegram {
           this.save();
           return ok(true);
         }
-        if (!/^https?:\/\//.test(url)) return fail(400, 'Bad Request: invalid webhook URL specified');
+        const refusal =
+          webhookUrlRefusal(url) ??
+          secretTokenRefusal(typeof p.secret_token === 'string' ? p.secret_token : undefined);
+        if (refusal !== null) return fail(400, refusal);
         const allowed =
           typeof p.allowed_updates === 'string'
             ? (JSON.parse(p.allowed_updates) as string[])
             : (p.allowed_updates as string[] | undefined);
+        // Client::do_set_webhook: drop_pending_updates clears the queue; a new webhook has no last error.
+        if (p.drop_pending_updates === true || p.drop_pending_updates === 'true') this.delivery.dropPending();
+        this.delivery.resetError();
         this.state.webhook = {
           url,
-          secret: typeof p.secret_token === 'string' ? p.secret_token : undefined,
+          secret: typeof p.secret_token === 'string' && p.secret_token !== '' ? p.secret_token : undefined,
           allowedUpdates: allowed,
         };
         this.save();
-        return ok(true);
+        return { status: 200, body: { ok: true, result: true, description: 'Webhook was set' } };
       }
       case 'deletewebhook':
         delete this.state.webhook;
         this.save();
         return ok(true);
       case 'getwebhookinfo':
+        // Client::JsonWebhookInfo: what waits in the queue, and the last failure if there was one.
         return ok({
           url: this.state.webhook?.url ?? '',
           has_custom_certificate: false,
-          pending_update_count: 0,
-          allowed_updates: this.state.webhook?.allowedUpdates,
+          pending_update_count: this.delivery.pendingCount(),
+          ...this.delivery.lastErrorInfo(),
+          ...(this.state.webhook ? { max_connections: 40 } : {}),
+          ...(this.state.webhook?.allowedUpdates
+            ? { allowed_updates: this.state.webhook.allowedUpdates }
+            : {}),
         });
       case 'getchat':
         return chatOk(p.chat_id) ? ok({ ...SANDBOX_CHAT }) : fail(400, 'Bad Request: chat not found');
@@ -221,7 +274,7 @@ export class SandboxTelegram {
         this.save();
         return ok({
           message_id: chat.length,
-          date: nowSec(),
+          date: this.nowSec(),
           chat: { id: Number(chatId), type: 'private' },
           text,
         });
@@ -300,6 +353,59 @@ export class SandboxTelegram {
     }
   }
 
+  // ---- what the sandbox is told to refuse (telegram-failures.ts) ----
+
+  /**
+   * `POST /telegram/control/block {"user_id"}`: the user blocks the bot (Telegram then posts a
+   * private-chat `my_chat_member`, member → kicked, and refuses sendMessage to them);
+   * `…/channels-too-much {"user_id"}`: approving their join request is refused;
+   * `…/flood {"count","retry_after"}`: the next calls are 429.
+   */
+  private async control(c: Context): Promise<Response> {
+    const body = (await c.req.json().catch(() => ({}))) as Record<string, unknown>;
+    const userId = Number(body.user_id);
+    switch (c.req.param('what')) {
+      case 'block':
+        if (!Number.isSafeInteger(userId) || userId <= 0) break;
+        return c.json({ ok: true, webhook: await this.blockBot(userId) });
+      case 'channels-too-much':
+        if (!Number.isSafeInteger(userId) || userId <= 0) break;
+        this.failures.channelsTooMuch.add(userId);
+        return c.json({ ok: true });
+      case 'flood': {
+        const count = Number(body.count ?? 1);
+        const retryAfter = Number(body.retry_after ?? 5);
+        if (!Number.isSafeInteger(count) || count < 1 || !Number.isSafeInteger(retryAfter) || retryAfter < 1)
+          break;
+        this.failures.flood = { remaining: count, retryAfter };
+        return c.json({ ok: true });
+      }
+    }
+    return c.json(
+      { ok: false, description: 'say block/channels-too-much {user_id} or flood {count, retry_after}' },
+      400,
+    );
+  }
+
+  /** The user blocks the bot: Telegram tells the bot with a private chat's my_chat_member. */
+  async blockBot(userId: number): Promise<string> {
+    this.failures.blocked.add(userId);
+    const user = visitorUser(userId);
+    return this.post(
+      {
+        my_chat_member: {
+          chat: { id: userId, type: 'private', first_name: user.first_name },
+          from: user,
+          date: this.nowSec(),
+          old_chat_member: { user: botUser(), status: 'member' },
+          new_chat_member: { user: botUser(), status: 'kicked', until_date: 0 },
+        },
+      },
+      // add_update_chat_member: the bot's own status queues by chat.
+      `my:${userId}`,
+    );
+  }
+
   // ---- the visitor's side ----
 
   private joinPage(c: Context): Response | Promise<Response> {
@@ -341,20 +447,25 @@ export class SandboxTelegram {
     ) {
       return c.html(sandboxPage('Telegram (sandbox)', html`<h1>Invite link expired</h1>`), 404);
     }
+    if (this.state.members.includes(userId)) {
+      // Telegram's apps are told USER_ALREADY_PARTICIPANT; the bot hears nothing.
+      const result = await this.deliverJoin(userId, link);
+      return c.html(this.resultPage(userId, `You are already a member of ${SANDBOX_CHAT.title}.`, result));
+    }
     if (link.createsJoinRequest) {
       this.state.pending[String(userId)] = link.hash;
-      this.state.requestedAt = { ...this.state.requestedAt, [String(userId)]: Date.now() };
+      this.state.requestedAt = { ...this.state.requestedAt, [String(userId)]: this.now() };
       this.save();
       const update = {
         chat_join_request: {
           chat: { ...SANDBOX_CHAT },
           from: visitorUser(userId),
           user_chat_id: userId,
-          date: nowSec(),
+          date: this.nowSec(),
           invite_link: this.linkObject(link),
         },
       };
-      const result = await this.post(update);
+      const result = await this.post(update, `user:${userId}`);
       return c.html(
         this.resultPage(
           userId,
@@ -367,27 +478,46 @@ export class SandboxTelegram {
     return c.html(this.resultPage(userId, `You joined ${SANDBOX_CHAT.title}.`, result));
   }
 
-  /** The chat_member update of a join (through `link`), as Telegram posts it to the bot's webhook. */
+  /**
+   * The chat_member update of a join (through `link`), as Telegram posts it to the bot's webhook.
+   * A member who opens a link again joins nothing: Telegram answers USER_ALREADY_PARTICIPANT to the
+   * app and posts no update (a member→member chat_member is a change of rights or title, never a join).
+   */
   async deliverJoin(userId: number, link: Link | undefined): Promise<string> {
-    const wasMember = this.state.members.includes(userId);
-    if (!wasMember) this.state.members.push(userId);
+    if (this.state.members.includes(userId)) {
+      this.log.record({
+        source: 'telegram',
+        kind: 'join',
+        accepted: false,
+        summary: `user ${userId} is already a member: USER_ALREADY_PARTICIPANT, no update posted`,
+      });
+      return 'no update: already a member';
+    }
+    this.state.members.push(userId);
     if (link) link.joined++;
     this.save();
     const user = visitorUser(userId);
-    return this.post({
-      chat_member: {
-        chat: { ...SANDBOX_CHAT },
-        from: user,
-        date: nowSec(),
-        old_chat_member: { user, status: wasMember ? 'member' : 'left' },
-        new_chat_member: { user, status: 'member' },
-        ...(link ? { invite_link: this.linkObject(link) } : {}),
+    return this.post(
+      {
+        chat_member: {
+          chat: { ...SANDBOX_CHAT },
+          from: user,
+          date: this.nowSec(),
+          old_chat_member: { user, status: 'left' },
+          new_chat_member: { user, status: 'member' },
+          ...(link ? { invite_link: this.linkObject(link) } : {}),
+        },
       },
-    });
+      `user:${userId}`,
+    );
   }
 
-  /** POSTs an update to the webhook, as Telegram does: only update types the webhook asked for, with its secret. */
-  private async post(body: Record<string, unknown>): Promise<string> {
+  /**
+   * Queues an update for the webhook, as Telegram does: only update types the webhook asked for,
+   * with its secret, in `queueId`'s queue (telegram-delivery.ts: a user's updates in order, resent
+   * until taken or a day old). Resolves with what the first try got.
+   */
+  private async post(body: Record<string, unknown>, queueId: string): Promise<string> {
     const hook = this.state.webhook;
     const type = Object.keys(body)[0]!;
     if (!hook) {
@@ -410,36 +540,20 @@ export class SandboxTelegram {
       });
       return `not sent: ${type} not allowed`;
     }
-    this.state.lastUpdateId = Math.max(this.state.lastUpdateId + 1, Date.now());
+    this.state.lastUpdateId = Math.max(this.state.lastUpdateId + 1, this.now());
     this.save();
-    const update = { update_id: this.state.lastUpdateId, ...body };
-    try {
-      const res = await fetch(hook.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(hook.secret ? { 'x-telegram-bot-api-secret-token': hook.secret } : {}),
-        },
-        body: JSON.stringify(update),
-        signal: AbortSignal.timeout(10_000),
-      });
-      await res.arrayBuffer();
-      this.log.record({
-        source: 'telegram',
-        kind: 'webhook',
-        accepted: res.ok,
-        summary: `${type} update ${update.update_id} posted to the webhook: HTTP ${res.status}`,
-      });
-      return `HTTP ${res.status}`;
-    } catch (err) {
-      this.log.record({
-        source: 'telegram',
-        kind: 'webhook',
-        accepted: false,
-        summary: `${type} update could not be posted: ${(err as Error).message}`,
-      });
-      return 'unreachable';
-    }
+    const date = Number((Object.values(body)[0] as { date?: unknown }).date) || this.nowSec();
+    return this.delivery.enqueue(queueId, { update_id: this.state.lastUpdateId, ...body }, date);
+  }
+
+  /** getWebhookInfo's numbers, for the demo's pages and tests. */
+  webhookInfo(): { pending_update_count: number; last_error_date?: number; last_error_message?: string } {
+    return { pending_update_count: this.delivery.pendingCount(), ...this.delivery.lastErrorInfo() };
+  }
+
+  /** Stops resending (the sandbox is closing). */
+  stop(): void {
+    this.delivery.stop();
   }
 
   /**
@@ -455,16 +569,20 @@ export class SandboxTelegram {
     this.save();
     const user = visitorUser(userId);
     const text = payload ? `/start ${payload}` : '/start';
-    return this.post({
-      message: {
-        message_id: Date.now() % 1_000_000,
-        date: nowSec(),
-        chat: { id: userId, type: 'private', first_name: user.first_name },
-        from: user,
-        text,
-        entities: [{ type: 'bot_command', offset: 0, length: 6 }],
+    // A private chat's messages share one queue, keyed by the chat (Client::process_new_message_queue).
+    return this.post(
+      {
+        message: {
+          message_id: this.now() % 1_000_000,
+          date: this.nowSec(),
+          chat: { id: userId, type: 'private', first_name: user.first_name },
+          from: user,
+          text,
+          entities: [{ type: 'bot_command', offset: 0, length: 6 }],
+        },
       },
-    });
+      `chat:${userId}`,
+    );
   }
 
   /** What the bot sent to this user, oldest first. */
@@ -492,7 +610,7 @@ export class SandboxTelegram {
   /** A join request of this user waits, made less than 5 minutes ago (Telegram's window for `user_chat_id`). */
   private mayWriteToRequester(userId: string): boolean {
     const at = this.state.requestedAt?.[userId];
-    return this.state.pending[userId] !== undefined && at !== undefined && Date.now() - at < 5 * 60_000;
+    return this.state.pending[userId] !== undefined && at !== undefined && this.now() - at < 5 * 60_000;
   }
 
   /** The Telegram user this browser plays, kept in a cookie of the sandbox. */
@@ -510,8 +628,12 @@ export class SandboxTelegram {
     return this.state.links[hash];
   }
 
+  private nowSec(): number {
+    return Math.floor(this.now() / 1000);
+  }
+
   private expired(link: Link): boolean {
-    return link.expireDate !== undefined && link.expireDate < nowSec();
+    return link.expireDate !== undefined && link.expireDate < this.nowSec();
   }
 
   private linkObject(link: Link): Record<string, unknown> {
@@ -543,10 +665,6 @@ function botUser() {
 
 function visitorUser(id: number) {
   return { id, is_bot: false, first_name: `Sandbox user ${id}` };
-}
-
-function nowSec(): number {
-  return Math.floor(Date.now() / 1000);
 }
 
 function describeCall(method: string, p: Params, result: unknown): string {

@@ -24,6 +24,9 @@ export interface ChatInviteLink {
   name?: string;
   expire_date?: number;
   member_limit?: number;
+  /** A paid subscription link (createChatSubscriptionInviteLink): seconds per period, Stars per period. */
+  subscription_period?: number;
+  subscription_price?: number;
 }
 
 export type MemberStatus = 'creator' | 'administrator' | 'member' | 'restricted' | 'left' | 'kicked';
@@ -58,7 +61,15 @@ export type TgUpdate =
   | { update_id: number; chat_member: ChatMemberUpdated }
   | { update_id: number; my_chat_member: ChatMemberUpdated }
   | { update_id: number; chat_join_request: ChatJoinRequest }
-  | { update_id: number; message: TgMessage };
+  | { update_id: number; message: TgMessage }
+  | { update_id: number; subscription: BotSubscriptionUpdated };
+
+/** Bot API 10.2 `subscription`: a user's Stars subscription to the bot changed state (no payment in it). */
+export interface BotSubscriptionUpdated {
+  user: TgUser;
+  invoice_payload: string;
+  state: 'canceled' | 'active' | 'failed';
+}
 
 /** A message as a webhook receives it (the fields Capigram reads, and the usual ones around them). */
 export interface TgMessage {

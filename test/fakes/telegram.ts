@@ -8,6 +8,7 @@
 // (tdlib/telegram-bot-api#580); webhooks are https on ports 80, 88, 443 or 8443 (loopback URLs
 // are let through so tests can run a plain-http server on any port).
 import { createHmac } from 'node:crypto';
+import { secretTokenRefusal, webhookUrlRefusal } from '../../backend/sandbox/telegram-webhook-rules.js';
 import {
   FakeServer,
   isRecord,
@@ -151,6 +152,11 @@ export class TelegramFake extends FakeServer {
   /** Users who opened a private chat with a bot (by `token:user`): only they can be sent messages. */
   private privateChats = new Set<string>();
   private readonly initialChats: FakeChat[];
+  // ---- paid subscriptions, blocked bots and webhook errors (telegram-subscriptions part) ----
+  /** Users who blocked a bot, by `token:user`: sendMessage to them is 403. */
+  private blockedBy = new Set<string>();
+  /** The last failed delivery per bot token (getWebhookInfo's last_error_date and last_error_message). */
+  private webhookErrors = new Map<string, { date: number; message: string }>();
 
   constructor(options: TelegramFakeOptions = {}) {
     super('telegram', options);
@@ -436,7 +442,19 @@ export class TelegramFake extends FakeServer {
     if ('chat_member' in update && bot && !this.chats.get(update.chat_member.chat.id)?.admins?.[bot.id]) {
       throw new Error('Telegram fake: chat_member updates are only sent to bots that are admins of the chat');
     }
-    return sendUpdate(hook.url, hook.secret_token, bot ? this.asSeenBy(bot, update) : update, timeoutMs);
+    try {
+      const res = await sendUpdate(
+        hook.url,
+        hook.secret_token,
+        bot ? this.asSeenBy(bot, update) : update,
+        timeoutMs,
+      );
+      this.noteDelivery(botToken, res.status);
+      return res;
+    } catch (err) {
+      this.noteDelivery(botToken, 0);
+      throw err;
+    }
   }
 
   /** An update as a bot receives it: links another admin created have their second part replaced by "...". */
@@ -596,6 +614,8 @@ export class TelegramFake extends FakeServer {
     this.messages.length = 0;
     this.decidedRequests.clear();
     this.privateChats.clear();
+    this.blockedBy.clear();
+    this.webhookErrors.clear();
     this.members.clear();
     this.users.clear();
     this.joinQueries.clear();
@@ -647,28 +667,12 @@ export class TelegramFake extends FakeServer {
         this.webhooks.delete(bot.token); // an empty url is how setWebhook removes the webhook
         return ok(true, 'Webhook was deleted');
       }
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        return tgError(400, 'Bad Request: invalid webhook URL specified');
-      }
-      // api.telegram.org's rules; a loopback URL (a test's own server) may be plain http on any port.
-      const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
-      if (parsed.protocol !== 'https:' && !(loopback && parsed.protocol === 'http:')) {
-        return tgError(400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
-      }
-      if (!loopback && !['', '80', '88', '443', '8443'].includes(parsed.port)) {
-        return tgError(
-          400,
-          'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443',
-        );
-      }
+      // The sandbox's rules (backend/sandbox/telegram-webhook-rules.ts), so both refuse alike.
+      const badUrl = webhookUrlRefusal(url);
+      if (badUrl !== null) return tgError(400, badUrl);
       const secret = str(p.secret_token);
-      if (secret !== undefined && secret.length > 256)
-        return tgError(400, 'Bad Request: secret token is too long');
-      if (secret !== undefined && !/^[A-Za-z0-9_-]*$/.test(secret))
-        return tgError(400, 'Bad Request: secret token contains unallowed characters');
+      const badSecret = secretTokenRefusal(secret);
+      if (badSecret !== null) return tgError(400, badSecret);
       // Clamped to 1..100 (Client.cpp get_webhook_max_connections), never refused.
       const max = clamp(p.max_connections === undefined ? 40 : (int(p.max_connections) ?? 40), 1, 100);
       const allowed = p.allowed_updates === undefined ? undefined : stringArray(p.allowed_updates);
@@ -687,6 +691,8 @@ export class TelegramFake extends FakeServer {
       const info: Params = { url: w?.url ?? '', has_custom_certificate: false, pending_update_count: 0 };
       if (w) info.max_connections = w.max_connections;
       if (w?.allowed_updates) info.allowed_updates = w.allowed_updates;
+      const error = w ? this.webhookErrors.get(bot.token) : undefined;
+      if (error) Object.assign(info, { last_error_date: error.date, last_error_message: error.message });
       return ok(info);
     },
 
@@ -749,6 +755,8 @@ export class TelegramFake extends FakeServer {
       const text = typeof p.text === 'string' ? p.text : '';
       if (text.trim() === '') return tgError(400, 'Bad Request: message text is empty');
       if ([...text].length > MAX_MESSAGE_TEXT) return tgError(400, 'Bad Request: message is too long');
+      if (this.blockedBy.has(`${bot.token}:${chatId}`))
+        return tgError(403, 'Forbidden: bot was blocked by the user');
       const request = this.requestChats.get(chatId);
       const started = this.privateChats.has(`${bot.token}:${chatId}`);
       if (
@@ -785,12 +793,101 @@ export class TelegramFake extends FakeServer {
       return ok(plainMember(user, this.memberStatus(chat.id, userId)));
     },
 
+    // createChatSubscriptionInviteLink (Bot API; Client::process_create_chat_subscription_invite_link_query
+    // clamps subscription_period to 0..1e9 and subscription_price to 0..1e6; TDLib
+    // DialogInviteLinkManager::export_dialog_invite_link refuses an empty pricing; Telegram refuses a
+    // period other than 30 days (SUBSCRIPTION_PERIOD_INVALID) and a price over
+    // stars_subscription_amount_max or outside a channel (PRICING_CHAT_INVALID).
+    createchatsubscriptioninvitelink: (bot, p) => this.createSubscriptionLink(bot, p),
+
     getchat: (_bot, p) => {
       const chat = this.findChat(p.chat_id);
       if (!chat) return tgError(400, 'Bad Request: chat not found');
       return ok({ ...this.tgChat(chat.id), accent_color_id: 0, max_reaction_count: 11 });
     },
   };
+
+  // ---- paid subscriptions, blocked bots and webhook errors ----
+
+  /** The user blocks the bot: sendMessage to them answers 403 from now on. Returns the private my_chat_member Telegram posts. */
+  blockBot(o: { user: UserInput; botToken?: string }): TgUpdate {
+    const bot = this.bots.get(o.botToken ?? DEFAULT_BOT.token);
+    if (!bot) throw new Error('Telegram fake: unknown bot');
+    const user = this.user(o.user);
+    this.blockedBy.add(`${bot.token}:${user.id}`);
+    return chatMemberUpdate(this.nextUpdateId++, 'my_chat_member', {
+      chat: { id: user.id, type: 'private', first_name: user.first_name } as unknown as TgChat,
+      from: user,
+      date: nowSec(),
+      old_chat_member: plainMember(toUser(bot), 'member'),
+      new_chat_member: { ...plainMember(toUser(bot), 'kicked'), until_date: 0 },
+    });
+  }
+
+  /**
+   * A paid join through a subscription link: the chat_member update Telegram posts once the user
+   * paid, the link carrying its price and `new_chat_member.until_date` the end of the paid period
+   * (ChatMemberMember: "Date when the user's subscription will expire").
+   */
+  paidJoin(o: { chatId: number; user: UserInput; inviteLink: string; date?: number }): TgUpdate {
+    const entry = this.inviteLinks.find((l) => l.link.invite_link === o.inviteLink);
+    if (!entry?.link.subscription_period)
+      throw new Error('Telegram fake: a paid join comes through a subscription link the bot made');
+    const date = o.date ?? nowSec();
+    const update = this.chatMemberJoined({ chatId: o.chatId, user: o.user, inviteLink: o.inviteLink, date });
+    if ('chat_member' in update)
+      update.chat_member.new_chat_member = {
+        ...update.chat_member.new_chat_member,
+        until_date: date + entry.link.subscription_period,
+      };
+    return update;
+  }
+
+  /** Bot API 10.2 `subscription`: a user's Stars subscription to the bot was canceled, re-enabled or failed. */
+  subscriptionUpdated(o: {
+    user: UserInput;
+    invoicePayload: string;
+    state: 'canceled' | 'active' | 'failed';
+  }): TgUpdate {
+    return {
+      update_id: this.nextUpdateId++,
+      subscription: { user: this.user(o.user), invoice_payload: o.invoicePayload, state: o.state },
+    };
+  }
+
+  private createSubscriptionLink(bot: FakeBot, p: Params): Reply {
+    const chat = this.adminChat(bot, p.chat_id);
+    if ('status' in chat) return chat;
+    const period = clamp(int(p.subscription_period) ?? 0, 0, 1_000_000_000);
+    const price = clamp(int(p.subscription_price) ?? 0, 0, 1_000_000);
+    if (period <= 0 || price <= 0) return tgError(400, 'Bad Request: Invalid subscription pricing specified');
+    if (chat.type !== 'channel') return tgError(400, 'Bad Request: PRICING_CHAT_INVALID');
+    if (period !== SUBSCRIPTION_PERIOD) return tgError(400, 'Bad Request: SUBSCRIPTION_PERIOD_INVALID');
+    if (price > MAX_SUBSCRIPTION_PRICE) return tgError(400, 'Bad Request: PRICING_CHAT_INVALID');
+    const name = p.name === undefined ? undefined : [...(str(p.name) ?? '')].slice(0, 32).join('').trim();
+    const link: ChatInviteLink = {
+      invite_link: this.uniqueLink(),
+      creator: toUser(bot),
+      creates_join_request: false,
+      is_primary: false,
+      is_revoked: false,
+      subscription_period: period,
+      subscription_price: price,
+    };
+    if (name) link.name = name;
+    this.inviteLinks.push({ chatId: chat.id, link });
+    return ok({ ...link });
+  }
+
+  /** getWebhookInfo's last error follows what deliveries got, worded as WebhookActor::handle words it. */
+  private noteDelivery(botToken: string, status: number): void {
+    if (status >= 200 && status <= 299) return;
+    const message =
+      status === 0
+        ? 'Read timeout expired'
+        : `Wrong response from the webhook: ${status} ${STATUS_TEXT[status] ?? ''}`.trimEnd();
+    this.webhookErrors.set(botToken, { date: nowSec(), message });
+  }
 
   private decide(bot: FakeBot, p: Params, req: ReceivedRequest, into: JoinDecision[]): Reply {
     const chat = this.findChat(p.chat_id);
@@ -875,6 +972,20 @@ export class TelegramFake extends FakeServer {
     }
   }
 }
+
+/** Telegram's one subscription period: 30 days (Bot API, createChatSubscriptionInviteLink). */
+export const SUBSCRIPTION_PERIOD = 2_592_000;
+/** The most Stars a subscription may cost a period (Bot API text in @grammyjs/types 5.0.0: 1-2500). */
+export const MAX_SUBSCRIPTION_PRICE = 2500;
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
 
 export async function startTelegram(options: TelegramFakeOptions = {}): Promise<TelegramFake> {
   return new TelegramFake(options).listen();

@@ -3,6 +3,7 @@ import { withTx, type Pool } from '../../db/pool.js';
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import { parseInitData, readSignedInitData, signedBy } from './init-data.js';
+import { signedByTelegram } from './init-data-signature.js';
 import { isPayload } from './payload.js';
 import { tieEntry } from './tie.js';
 
@@ -19,7 +20,7 @@ const MAX_APP_BOTS = 100;
 const invalid = (why: string) => new ApiError('INIT_DATA_INVALID', why);
 
 export async function appOpened(
-  deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log' | 'local'>,
+  deps: Pick<Deps, 'pool' | 'box' | 'now' | 'log' | 'local' | 'config'>,
   initData: string,
 ): Promise<{ attributed: boolean; siteId: string | null }> {
   const fields = parseInitData(initData);
@@ -29,6 +30,12 @@ export async function appOpened(
   const bot = await signingBot(deps.pool, deps.box, fields, payload);
   if (bot === null)
     throw invalid("initData is not signed by the bot of this entry (forged, altered, or another bot's)");
+  // Telegram's own Ed25519 signature, where the app sent one (older apps send only `hash`).
+  if (
+    fields.has('signature') &&
+    !signedByTelegram(fields, bot.telegramId, deps.config.TELEGRAM_INIT_DATA_KEY)
+  )
+    throw invalid("initData's signature is not Telegram's");
   const read = readSignedInitData(fields, deps.now());
   if (!read.ok) throw invalid(`initData ${read.reason}`);
   if (payload === null) return { attributed: false, siteId: null };
@@ -55,7 +62,7 @@ async function signingBot(
   box: SecretBox,
   fields: Map<string, string>,
   payload: string | null,
-): Promise<{ id: string; siteId: string | null } | null> {
+): Promise<{ id: string; siteId: string | null; telegramId: string } | null> {
   const byPayload =
     payload === null
       ? []
@@ -76,7 +83,10 @@ async function signingBot(
           )
         ).rows;
   for (const c of candidates) {
-    if (signedBy(fields, box.open(c.token_enc))) return { id: c.id, siteId: c.site_id };
+    const token = box.open(c.token_enc);
+    // A bot token is `<bot id>:<secret>`.
+    if (signedBy(fields, token))
+      return { id: c.id, siteId: c.site_id, telegramId: token.split(':')[0] ?? '' };
   }
   return null;
 }
