@@ -67,8 +67,12 @@ LANGUAGE sql STABLE AS $$
   GROUP BY day, channel_id, COALESCE(utm_source, ''), COALESCE(utm_campaign, ''), platform, currency, join_day, lasted_days, campaign_key
 $$;
 
--- Days folded before this column existed have no campaign key: they are counted again, a day at a
--- time, by the job's next run (domain/reports/rollup.ts reseals dirty days), and read live until then.
+-- Days folded before this column existed have no campaign key. The last 92 (the 90 days a spend
+-- source's import goes back, and a margin) are counted again, a day at a time, by the job's next
+-- run (domain/reports/rollup.ts reseals dirty days), and read live until then; their raw rows are
+-- still whole (RETENTION_DAYS, 400 by default, clears URLs and click ids only of older visits).
+-- Older days keep their counts as folded: recounting them could move visits whose identifiers
+-- were cleared to no platform. Their visits belong to no campaign in the ROI report.
 INSERT INTO report_dirty (site_id, day)
-SELECT DISTINCT site_id, day FROM report_rows
+SELECT DISTINCT site_id, day FROM report_rows WHERE day >= current_date - 92
 ON CONFLICT DO NOTHING;
