@@ -36,6 +36,19 @@ const TRIGGERS: [string, string][] = [
   ['conversions', 'report_conversion_value'],
 ];
 
+/**
+ * SQL for the id and name of campaign `j` (0-based) of source `src` ('fb', 'google', 'tiktok',
+ * 'snapchat'), as the platform would give them: Meta, Google and TikTok ids are numbers, Snapchat's
+ * UUIDs. The ROI benchmark writes the spend of the same campaigns.
+ */
+export function benchCampaign(src: string, j: string): { id: string; name: string } {
+  return {
+    id: `CASE ${src} WHEN 'fb' THEN (23850000000000000 + ${j})::text WHEN 'google' THEN (21700000000 + ${j})::text
+           WHEN 'tiktok' THEN (1790000000000000 + ${j})::text ELSE md5('sc' || ${j})::uuid::text END`,
+    name: `${src} || '_' || (ARRAY['spring','summer','retarget','lookalike','brand','promo','video','carousel'])[${j} % 8 + 1] || '_' || ${j}`,
+  };
+}
+
 export interface ReportsHistory {
   siteId: string;
   seconds: number;
@@ -44,7 +57,7 @@ export interface ReportsHistory {
 
 export async function seedReportsHistory(
   pool: pg.Pool,
-  o: { visits: number; days: number; log?: (line: string) => void },
+  o: { visits: number; days: number; campaigns?: number; log?: (line: string) => void },
 ): Promise<ReportsHistory> {
   const started = performance.now();
   const one = async (sql: string, params: unknown[]) =>
@@ -105,6 +118,22 @@ export async function seedReportsHistory(
   // Attributed joins (g % 25 < 2) and organic ones (g % 50 = 7): the joined users of visit g.
   const joined = `(g % 25 < 2 OR g % 50 = 7)`;
 
+  // With `campaigns`, each tagged visit belongs to one of that many campaigns (a quarter per
+  // source, `benchCampaign`): its utm_campaign is the campaign's name, and its landing URL carries
+  // the campaign's id as the platform's parameter (Meta alternately as utm_id), except in one
+  // campaign in ten, whose ads carry no id: the ROI report matches its visits by name.
+  const perSource = o.campaigns === undefined ? 0 : Math.ceil(o.campaigns / 4);
+  const j = `((g::bigint * 7919) % ${Math.max(perSource, 1)})`;
+  const utmCampaign =
+    perSource === 0
+      ? `src || '_' || (ARRAY['spring','summer','retarget','lookalike','brand','promo','video','carousel'])[(g::bigint * 7919) % 8 + 1]`
+      : benchCampaign('src', j).name;
+  const campaignParam =
+    perSource === 0
+      ? `''`
+      : `CASE WHEN ${j} % 10 = 4 THEN '' ELSE '&' || CASE src WHEN 'fb' THEN CASE WHEN g % 2 = 0 THEN 'utm_id' ELSE 'fb_campaign_id' END
+           WHEN 'google' THEN 'gad_campaignid' WHEN 'tiktok' THEN 'tt_campaign_id' ELSE 'sc_campaign_id' END || '=' || ${benchCampaign('src', j).id} END`;
+
   for (let from = 1; from <= n; from += CHUNK) {
     const to = Math.min(n, from + CHUNK - 1);
     const range = [from, to];
@@ -117,12 +146,12 @@ export async function seedReportsHistory(
               CASE WHEN src = 'fb' OR (src = 'tiktok' AND g % 3 = 0) THEN 'fb.1.1763776500000.IwAR' || g END, 'fb.1.1763776500000.' || g,
               CASE WHEN src = 'tiktok' THEN 'E.C.P.' || g END, CASE WHEN src = 'google' AND g % 10 <> 3 THEN 'Cj0KCQ' || g END,
               CASE WHEN src = 'google' AND g % 10 = 3 THEN 'GBr' || g END, CASE WHEN src = 'snapchat' THEN 'sc' || g END,
-              src, CASE WHEN src IS NOT NULL THEN src || '_' || (ARRAY['spring','summer','retarget','lookalike','brand','promo','video','carousel'])[(g::bigint * 7919) % 8 + 1] END,
+              src, CASE WHEN src IS NOT NULL THEN ${utmCampaign} END,
               ${channel}, t, t
        FROM generate_series($4::int, $5::int) g,
             LATERAL (SELECT ${at} AS t, CASE WHEN g % 20 < 9 THEN 'fb' WHEN g % 20 < 13 THEN 'tiktok' WHEN g % 20 < 17 THEN 'google'
                                             WHEN g % 20 = 17 THEN 'snapchat' END AS src) x,
-            LATERAL (SELECT CASE WHEN src IS NULL THEN 'ref=' || g ELSE 'utm_source=' || src || '&id=' || g END AS q,
+            LATERAL (SELECT CASE WHEN src IS NULL THEN 'ref=' || g ELSE 'utm_source=' || src || ${campaignParam} || '&id=' || g END AS q,
                             CASE src WHEN 'fb' THEN 'https://l.facebook.com/' WHEN 'tiktok' THEN 'https://www.tiktok.com/'
                                      WHEN 'google' THEN 'https://www.google.com/' END AS r) y
        ORDER BY g`,

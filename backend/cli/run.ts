@@ -16,6 +16,7 @@ import { forwarderCommands } from './forwarders.js';
 import { keyCommands } from './keys.js';
 import { leadCommands } from './leads.js';
 import { removalCommands } from './removals.js';
+import { roiReportCommands } from './report-roi.js';
 import { reportCommands } from './reports.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
@@ -41,6 +42,7 @@ export const COMMANDS: Command[] = [
   ...forwarderCommands,
   ...leadCommands,
   ...reportCommands,
+  ...roiReportCommands,
   ...webhookCommands,
   ...alertCommands,
   ...exportCommands,

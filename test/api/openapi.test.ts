@@ -28,6 +28,7 @@ const OPERATIONS = [
   ['get', '/channels'],
   ['get', '/reports/funnel'],
   ['get', '/reports/match-quality'],
+  ['get', '/reports/roi'],
   ['post', '/entries/start'],
   ['get', '/exports/{kind}'],
 ] as const;

@@ -46,7 +46,7 @@ const KEY_SQL: Record<GroupBy, string> = {
   platform: `r.platform`,
 };
 
-const COLUMNS = `day, channel_id, utm_source, utm_campaign, platform, visits, invite_clicks, joins, attributed_joins, conversions, currency, value, leaves, join_day, lasted_days`;
+const COLUMNS = `day, channel_id, utm_source, utm_campaign, platform, visits, invite_clicks, joins, attributed_joins, conversions, currency, value, leaves, join_day, lasted_days, campaign_key`;
 
 /**
  * The rows of a site for the UTC days [$2, $3]: what lies before the site's watermark from
@@ -65,7 +65,7 @@ export const REPORT_ROWS_SQL = `
   SELECT ${COLUMNS} FROM s, report_compute_at($1, greatest(s.t0, s.w), s.t1)
   UNION ALL
   SELECT x.day, x.channel_id, x.utm_source, x.utm_campaign, x.platform, x.visits, x.invite_clicks, x.joins, x.attributed_joins,
-         x.conversions, x.currency, x.value, x.leaves, x.join_day, x.lasted_days
+         x.conversions, x.currency, x.value, x.leaves, x.join_day, x.lasted_days, x.campaign_key
   FROM s, report_dirty d, report_compute_at($1, d.day::timestamp AT TIME ZONE 'UTC', least((d.day + 1)::timestamp AT TIME ZONE 'UTC', s.w)) x
   WHERE d.site_id = $1 AND d.day BETWEEN $2::date AND $3::date AND d.day::timestamp AT TIME ZONE 'UTC' < s.w`;
 

@@ -121,9 +121,9 @@ async function watermark(pool: Pool, siteId: string): Promise<number | null> {
 async function insertRows(tx: PoolClient, siteId: string, from: number, to: number): Promise<void> {
   await tx.query(
     `INSERT INTO report_rows (site_id, day, channel_id, utm_source, utm_campaign, platform, visits, invite_clicks, joins, attributed_joins,
-       conversions, currency, value, leaves, join_day, lasted_days)
+       conversions, currency, value, leaves, join_day, lasted_days, campaign_key)
      SELECT $1, day, channel_id, utm_source, utm_campaign, platform, visits, invite_clicks, joins, attributed_joins,
-       conversions, currency, value, leaves, join_day, lasted_days
+       conversions, currency, value, leaves, join_day, lasted_days, campaign_key
      FROM report_compute_at($1, $2, $3)`,
     [siteId, new Date(from), new Date(to)],
   );

@@ -12,6 +12,7 @@ import { registerGetLead } from './lead-get.js';
 import { registerReference } from './reference.js';
 import { registerFunnelReport } from './reports-funnel.js';
 import { registerMatchQualityReport } from './reports-match-quality.js';
+import { registerRoiReport } from './reports-roi.js';
 
 /**
  * The business API under `/api/v1`, one file per endpoint. It is its own OpenAPIHono so that its
@@ -28,6 +29,7 @@ export function apiRoutes(deps: Deps): OpenAPIHono<ApiEnv> {
   registerListChannels(api, deps);
   registerFunnelReport(api, deps);
   registerMatchQualityReport(api, deps);
+  registerRoiReport(api, deps);
   registerEntryStart(api, deps);
   registerExports(api, deps);
   registerReference(api, deps);
