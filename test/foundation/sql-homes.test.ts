@@ -59,10 +59,8 @@ describe('SQL homes', () => {
       .filter((file) => literalTexts(readFileSync(file, 'utf8')).some((text) => writes.test(text)))
       .map((file) => relative(ROOT, file));
     expect(writers).toEqual(['backend/domain/outbox/sends.ts']);
-    expect(literalTexts('const q = `UPDATE sends ${set} WHERE id = $1`; // UPDATE sends')).toEqual([
-      'UPDATE sends ',
-      ' WHERE id = $1',
-    ]);
+    const sample = ['const q = `UPDATE sends $', '{set} WHERE id = $1`; // UPDATE sends'].join('');
+    expect(literalTexts(sample)).toEqual(['UPDATE sends ', ' WHERE id = $1']);
   });
 
   it('none under backend/http/', () => {
