@@ -1,4 +1,5 @@
 import type { Pool } from '../db/pool.js';
+import { runTransaction } from '../db/prepared-batch.js';
 import { claimSendsSql, extendSendLease } from '../domain/outbox/sends.js';
 import type { Platform } from '../platforms/types.js';
 import { sendSubjectsSql, type PixelRow, type SendSubjectRow } from './event-builder.js';
@@ -56,6 +57,7 @@ export async function duePixels(pool: Pool): Promise<DuePixel[]> {
 // The claimed rows' subjects and their pixel, read in the claim's own statement: claiming and
 // reading what was claimed is one round trip. The pixel's columns repeat on every row (a few
 // hundred bytes), which costs less than a statement of their own.
+
 const CLAIM_SQL = claimSendsSql((claimed) =>
   sendSubjectsSql(claimed, {
     columns: `, s.attempts, s.next_attempt_at AS lease_until, px.platform AS pixel_platform,
@@ -87,11 +89,11 @@ export async function claimBatch(
   max: number,
   leaseMs: number,
 ): Promise<Claim | null> {
-  const { rows } = await pool.query<ClaimRow>({
-    name: 'capigram_claim_sends',
-    text: CLAIM_SQL,
-    values: [pixelId, leaseMs, max],
-  });
+  const [rows] = (await runTransaction(
+    pool,
+    [{ name: 'capigram_claim_sends', sql: CLAIM_SQL, values: [pixelId, leaseMs, max] }],
+    { genericPlans: true },
+  )) as [ClaimRow[]];
   const first = rows[0];
   if (first === undefined) return null;
   return {

@@ -1,6 +1,6 @@
 import { retryLockConflicts } from '../db/lock-conflict.js';
 import type { Pool } from '../db/pool.js';
-import { ensurePrepared, execute, withSession } from '../db/prepared-batch.js';
+import { runTransaction } from '../db/prepared-batch.js';
 import type { Deps } from '../deps.js';
 import { DELIVER_JOB_FLAGS, DELIVER_JOB_MAX_ATTEMPTS, DELIVER_TASK } from '../domain/outbox/delivery-wake.js';
 import { lockConversionsStatement, outcomesStatement, type OutcomeRow } from '../domain/outbox/sends.js';
@@ -57,20 +57,10 @@ export async function writeOutcomes(
     b.claim.leaseUntil,
     { task: DELIVER_TASK, maxAttempts: DELIVER_JOB_MAX_ATTEMPTS, flags: DELIVER_JOB_FLAGS },
   );
-  const written = await retryLockConflicts(() =>
-    withSession(deps.pool, async (client) => {
-      await ensurePrepared(client, write);
-      if (conversionIds.length === 0) {
-        // PageViews only: no conversion to lock, and the statement commits on its own.
-        return ((await client.query(execute(client, write))) as unknown as { rows: OutcomeRow[] }).rows;
-      }
-      const lock = lockConversionsStatement(conversionIds);
-      await ensurePrepared(client, lock);
-      const results = (await client.query(
-        `BEGIN; ${execute(client, lock)}; ${execute(client, write)}; COMMIT`,
-      )) as unknown as { rows: OutcomeRow[] }[];
-      return results[2]!.rows;
-    }),
+  // PageViews only: no conversion to lock.
+  const calls = conversionIds.length === 0 ? [write] : [lockConversionsStatement(conversionIds), write];
+  const written = await retryLockConflicts(
+    async () => (await runTransaction(deps.pool, calls, { genericPlans: true })).at(-1) as OutcomeRow[],
   );
 
   const byId = new Map(b.outcomes.map((o) => [o.sendId, o]));

@@ -30,6 +30,9 @@ export const YOUNG_MS = 500;
  */
 export const JOB_PASSES_MS = 1000;
 
+/** The least time from one pass's start to the next's within a job (see `drain`). */
+export const PASS_SPACING_MS = Number(process.env.CAPIGRAM_PASS_SPACING_MS ?? 25);
+
 export class DeliveryGate {
   private readonly started = new Set<{ at: number }>();
 
@@ -48,8 +51,11 @@ export class DeliveryGate {
   async drain(fn: () => Promise<{ claimed: number }>): Promise<void> {
     const started = performance.now();
     for (;;) {
+      const at = performance.now();
       const { claimed } = await this.pass(fn);
       if (claimed === 0 || performance.now() - started >= JOB_PASSES_MS) return;
+      const rest = at + PASS_SPACING_MS - performance.now();
+      if (rest > 0) await new Promise((r) => setTimeout(r, rest));
     }
   }
 

@@ -179,11 +179,11 @@ const LEASE_END_SQL = `date_trunc('milliseconds', now()) + $2::int * interval '1
 export function claimSendsSql(read: (claimed: string) => string): string {
   return `WITH claimed AS (
     UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, in_flight = true, updated_at = now()
-    WHERE id IN (
+    WHERE id = ANY (ARRAY(
       SELECT id FROM sends
       WHERE pixel_id = $1 AND status = 'pending' AND next_attempt_at <= now()
       ORDER BY next_attempt_at LIMIT $3
-      FOR UPDATE SKIP LOCKED)
+      FOR UPDATE SKIP LOCKED))
     RETURNING *)
   ${read('claimed')}`;
 }
