@@ -20,7 +20,7 @@ import { DELIVER_JOB_FLAGS } from '../domain/outbox/delivery-wake.js';
  * the poll interval), as before. Other worker processes are not held back: they deliver beside
  * this one, splitting the due sends by SKIP LOCKED.
  */
-export const YOUNG_MS = 500;
+const YOUNG_MS = 500;
 
 /**
  * How long one job goes on with pass after pass while each finds something. Sends committed during
@@ -28,10 +28,13 @@ export const YOUNG_MS = 500;
  * the bound lets a graceful shutdown find the job done soon, and the job a wake-up queued
  * meanwhile takes over.
  */
-export const JOB_PASSES_MS = 1000;
+const JOB_PASSES_MS = 1000;
 
-/** The least time from one pass's start to the next's within a job (see `drain`). */
-export const PASS_SPACING_MS = Number(process.env.CAPIGRAM_PASS_SPACING_MS ?? 25);
+/**
+ * The least time from one pass's start to the next's within a job (see `drain`): under steady
+ * load a pass then finds the sends of a few producer commits, not of one.
+ */
+const PASS_SPACING_MS = 25;
 
 export class DeliveryGate {
   private readonly started = new Set<{ at: number }>();
