@@ -1,6 +1,7 @@
 import { TransactionBatcher, type BatchObserver } from './db/transaction-batch.js';
 import type { Pool } from './db/pool.js';
 import { GoogleTokens } from './delivery/google-oauth.js';
+import { DeliveryGate } from './delivery/pass-gate.js';
 import { StallLog } from './delivery/stall-log.js';
 import { KeyLookups } from './domain/api-key-lookup.js';
 import { leadLockStatement } from './domain/conversions/lead-lock.js';
@@ -24,6 +25,8 @@ export interface ProcessState {
   keyLookups: KeyLookups;
   /** Delivery wake-ups after a commit, spaced (`domain/outbox/delivery-wake.ts`). */
   waker: DeliveryWaker;
+  /** Keeps this process's worker slots from delivery jobs while a pass is young (`delivery/pass-gate.ts`). */
+  deliveryGate: DeliveryGate;
   /** Google access tokens, cached until they run out (`delivery/google-oauth.ts`). */
   googleTokens: GoogleTokens;
   /** When this process last asked for each channel's invite pool refill (`domain/invites/handout.ts`). */
@@ -56,6 +59,7 @@ export function createProcessState(
     visitBatches: new VisitBatcher(pool, waker),
     keyLookups: new KeyLookups(pool),
     waker,
+    deliveryGate: new DeliveryGate(),
     googleTokens: new GoogleTokens(),
     refillRequests: new Map(),
     stallLog: new StallLog(log),

@@ -38,14 +38,21 @@ export interface BenchDatabase {
 
 /**
  * A fresh database for one benchmark run: on the server in DATABASE_URL, or on an embedded
- * PostgreSQL in a temporary directory (default durability, as in production).
+ * PostgreSQL in a temporary directory (default durability, as in production), started with
+ * `settings` (the mix suite's `--statements` loads pg_stat_statements).
  */
-export async function openBenchDatabase(poolSize: number): Promise<BenchDatabase> {
+export async function openBenchDatabase(
+  poolSize: number,
+  settings: Record<string, string> = {},
+): Promise<BenchDatabase> {
   let adminUrl = process.env.DATABASE_URL;
   let dataDir: string | null = null;
   const embedded =
     adminUrl === undefined || adminUrl === ''
-      ? await startEmbedded({ dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'))) })
+      ? await startEmbedded({
+          dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'capigram-bench-pg-'))),
+          settings,
+        })
       : null;
   if (embedded) adminUrl = embedded.url;
   const admin = new pg.Client({ connectionString: adminUrl });

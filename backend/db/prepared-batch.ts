@@ -155,3 +155,25 @@ export async function withSession<T>(pool: Pool, fn: (client: PoolClient) => Pro
     client.release();
   }
 }
+
+/**
+ * `calls` as one transaction in one round trip: `BEGIN`, each call in turn, `COMMIT`; the rows of
+ * each call. With `genericPlans`, PostgreSQL runs them on the plan it made once for the
+ * connection's prepared statement instead of planning each execution for its values (its default
+ * when a value-specific plan looks cheaper), for statements whose shape leaves the planner no
+ * choice worth making per call: on the delivery statements planning cost as much as running.
+ * A failure rolls the whole transaction back (`withSession`).
+ */
+export async function runTransaction(
+  pool: Pool,
+  calls: readonly PreparedCall[],
+  { genericPlans = false } = {},
+): Promise<unknown[][]> {
+  return withSession(pool, async (client) => {
+    for (const call of calls) await ensurePrepared(client, call);
+    const head = genericPlans ? ['BEGIN', 'SET LOCAL plan_cache_mode = force_generic_plan'] : ['BEGIN'];
+    const sql = [...head, ...calls.map((call) => execute(client, call)), 'COMMIT'].join('; ');
+    const results = (await client.query(sql)) as unknown as { rows: unknown[] }[];
+    return calls.map((_, i) => results[head.length + i]!.rows);
+  });
+}

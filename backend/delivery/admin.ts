@@ -3,7 +3,12 @@ import { withTx, type Pool, type Queryable } from '../db/pool.js';
 import { requireSite } from '../domain/admin/sites.js';
 import { wakeDeliveryNow } from '../domain/outbox/delivery-wake.js';
 import { ERASED_SKIP_REASON } from '../domain/erasure/erase-lead.js';
-import { lockConversions, refreshCapiStatus, refreshCapiStatuses } from '../domain/outbox/sends.js';
+import {
+  lockConversions,
+  refreshCapiStatus,
+  refreshCapiStatuses,
+  requeueSends,
+} from '../domain/outbox/sends.js';
 import { ApiError, validationError } from '../errors.js';
 
 /** Operator views of the outbox: `npm run admin -- sends list|retry`. */
@@ -88,9 +93,6 @@ export async function listSends(
 
 const SendId = z.uuid();
 
-/** A failed or skipped send put back in the queue: a fresh attempt budget, due now. */
-const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()`;
-
 /**
  * Puts a failed or skipped send back in the queue with a fresh attempt budget, due now, then
  * wakes a worker. A sent one is refused: delivering it again would be deduplicated by
@@ -125,7 +127,7 @@ export async function retrySend(pool: Pool, sendId: string): Promise<{ sendId: s
     // A pending send is being delivered or waiting for its retry: its time is left alone (moving
     // it would break a worker's lease), and the sweep finds it when it is due.
     if (status === 'pending') return { sendId, status: 'pending' as const };
-    await tx.query(`UPDATE sends ${REQUEUE} WHERE id = $1`, [sendId]);
+    await requeueSends(tx, [sendId], false);
     if (send.conversion_id) await refreshCapiStatus(tx, send.conversion_id);
     return { sendId, status: 'pending' as const };
   });
@@ -157,15 +159,15 @@ export async function retryFailedSends(
     const conversions = [...new Set(chosen.flatMap((r) => (r.conversion_id ? [r.conversion_id] : [])))];
     // The conversions' locks first, as delivery takes them, so that their capiStatus stays true.
     await lockConversions(tx, conversions);
-    const updated = await tx.query<{ conversion_id: string | null }>(
-      `UPDATE sends ${REQUEUE}
-       WHERE id = ANY($1::uuid[]) AND status = 'failed' RETURNING conversion_id`,
-      [chosen.map((r) => r.id)],
+    const updated = await requeueSends(
+      tx,
+      chosen.map((r) => r.id),
+      true,
     );
     await refreshCapiStatuses(tx, [
-      ...new Set(updated.rows.flatMap((r) => (r.conversion_id ? [r.conversion_id] : []))),
+      ...new Set(updated.flatMap((r) => (r.conversion_id ? [r.conversion_id] : []))),
     ]);
-    return { retried: updated.rowCount ?? 0, more: rows.length > RETRY_FAILED_BATCH };
+    return { retried: updated.length, more: rows.length > RETRY_FAILED_BATCH };
   });
   if (result.retried > 0) await wakeDeliveryNow(pool);
   return result;

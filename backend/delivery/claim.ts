@@ -1,5 +1,8 @@
 import type { Pool } from '../db/pool.js';
+import { runTransaction } from '../db/prepared-batch.js';
+import { claimSendsSql, extendSendLease } from '../domain/outbox/sends.js';
 import type { Platform } from '../platforms/types.js';
+import { sendSubjectsSql, type PixelRow, type SendSubjectRow } from './event-builder.js';
 
 /**
  * Claiming sends for delivery. A pending send is due when `next_attempt_at` has passed; claiming
@@ -21,14 +24,16 @@ export interface Claim {
   sends: ClaimedSend[];
   /** The lease's end, and the claim's token. */
   leaseUntil: Date;
+  /** What each claimed send is about (read with the claim). */
+  subjects: SendSubjectRow[];
+  /** The pixel, as the claim read it. */
+  pixel: PixelRow;
 }
 
 export interface DuePixel {
   pixelId: string;
   platform: Platform;
 }
-
-const LEASE_END_SQL = `date_trunc('milliseconds', now()) + $2::int * interval '1 millisecond'`;
 
 /**
  * The pixels that have due sends. A loose index scan over `sends_due` (pixel_id, next_attempt_at)
@@ -49,10 +54,34 @@ export async function duePixels(pool: Pool): Promise<DuePixel[]> {
   return rows.map((r) => ({ pixelId: r.pixel_id, platform: r.platform }));
 }
 
+// The claimed rows' subjects and their pixel, read in the claim's own statement: claiming and
+// reading what was claimed is one round trip. The pixel's columns repeat on every row (a few
+// hundred bytes), which costs less than a statement of their own.
+
+const CLAIM_SQL = claimSendsSql((claimed) =>
+  sendSubjectsSql(claimed, {
+    columns: `, s.attempts, s.next_attempt_at AS lease_until, px.platform AS pixel_platform,
+         px.public_config AS pixel_public_config, px.secrets_enc AS pixel_secrets_enc,
+         px.test_event_code AS pixel_test_event_code, px.active AS pixel_active`,
+    joins: `
+  JOIN pixels px ON px.id = s.pixel_id`,
+  }),
+);
+
+interface ClaimRow extends SendSubjectRow {
+  attempts: number;
+  lease_until: Date;
+  pixel_platform: Platform;
+  pixel_public_config: unknown;
+  pixel_secrets_enc: string;
+  pixel_test_event_code: string | null;
+  pixel_active: boolean;
+}
+
 /**
- * Claims up to `max` due sends of a pixel, oldest due first. SKIP LOCKED: concurrent claims of
- * one pixel split the due sends between them and never wait on each other. One statement, so
- * one round trip and one commit.
+ * Claims up to `max` due sends of a pixel, oldest due first, with what delivering them needs: the
+ * sends' subjects and the pixel. SKIP LOCKED: concurrent claims of one pixel split the due sends
+ * between them and never wait on each other. One statement, so one round trip and one commit.
  */
 export async function claimBatch(
   pool: Pool,
@@ -60,42 +89,40 @@ export async function claimBatch(
   max: number,
   leaseMs: number,
 ): Promise<Claim | null> {
-  const { rows } = await pool.query<{ id: string; attempts: number; created_at: Date; lease_until: Date }>(
-    `UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, in_flight = true, updated_at = now()
-     WHERE id IN (
-       SELECT id FROM sends
-       WHERE pixel_id = $1 AND status = 'pending' AND next_attempt_at <= now()
-       ORDER BY next_attempt_at LIMIT $3
-       FOR UPDATE SKIP LOCKED)
-     RETURNING id, attempts, created_at, next_attempt_at AS lease_until`,
-    [pixelId, leaseMs, max],
-  );
-  if (rows.length === 0) return null;
+  const [rows] = (await runTransaction(
+    pool,
+    [{ name: 'capigram_claim_sends', sql: CLAIM_SQL, values: [pixelId, leaseMs, max] }],
+    { genericPlans: true },
+  )) as [ClaimRow[]];
+  const first = rows[0];
+  if (first === undefined) return null;
   return {
     pixelId,
-    sends: rows.map((r) => ({ id: r.id, attempts: r.attempts, createdAt: r.created_at })),
-    leaseUntil: rows[0]!.lease_until,
+    sends: rows.map((r) => ({ id: r.send_id, attempts: r.attempts, createdAt: r.created_at })),
+    leaseUntil: first.lease_until,
+    subjects: rows,
+    pixel: {
+      id: pixelId,
+      platform: first.pixel_platform,
+      public_config: first.pixel_public_config,
+      secrets_enc: first.pixel_secrets_enc,
+      test_event_code: first.pixel_test_event_code,
+      active: first.pixel_active,
+    },
   };
 }
 
 /**
  * Moves the lease of the claim's unfinished sends further out. Sends whose lease is no longer
- * ours (it ran out and another worker took them) are dropped. The rows are locked in id order, as
- * every locker of several sends takes them (docs/architecture.md#lock-order): a shared event
- * transaction may hold some of them.
+ * ours (it ran out and another worker took them) are dropped.
  */
 export async function extendLease(
   pool: Pool,
-  claim: Claim,
+  claim: Pick<Claim, 'leaseUntil'>,
   sendIds: readonly string[],
   leaseMs: number,
 ): Promise<{ leaseUntil: Date; sendIds: string[] }> {
-  const { rows } = await pool.query<{ id: string; lease_until: Date }>(
-    `UPDATE sends SET next_attempt_at = ${LEASE_END_SQL}, updated_at = now()
-     WHERE id IN (SELECT id FROM sends WHERE id = ANY($1::uuid[]) AND status = 'pending' AND next_attempt_at = $3 ORDER BY id FOR UPDATE)
-     RETURNING id, next_attempt_at AS lease_until`,
-    [sendIds, leaseMs, claim.leaseUntil],
-  );
+  const rows = await extendSendLease(pool, sendIds, claim.leaseUntil, leaseMs);
   if (rows.length === 0) return { leaseUntil: claim.leaseUntil, sendIds: [] };
   return { leaseUntil: rows[0]!.lease_until, sendIds: rows.map((r) => r.id) };
 }

@@ -78,7 +78,15 @@ export interface SendSubjectRow {
   limited_data_use?: boolean | null;
 }
 
-export const SEND_SUBJECT_SQL = `
+/**
+ * The subject columns of the sends `s` read from `from` (the table, or a CTE of its rows such as
+ * the claim's), with the joins they need; `extra` adds columns and joins of the caller's.
+ */
+export function sendSubjectsSql(
+  from: string,
+  extra: { columns: string; joins: string } = { columns: '', joins: '' },
+): string {
+  return `
   SELECT s.id AS send_id, s.event_id, s.created_at, s.conversion_id,
          c.event_type, c.custom_event_name, c.order_id, c.value, c.currency, c.content_name, c.pii_hashed, c.external_user_id, c.telegram_user_id, c.event_time,
          c.event_source_url, c.client_ip AS c_client_ip, c.user_agent AS c_user_agent, c.api_visit_override,
@@ -86,12 +94,15 @@ export const SEND_SUBJECT_SQL = `
          v.id AS visit_id, v.href, v.referrer, v.client_ip AS v_client_ip, v.user_agent AS v_user_agent,
          v.fbc, v.fbp, v.gclid, v.gbraid, v.wbraid, v.ttclid, v.sccid, v.ttp, v.scid, v.created_at AS v_created_at,
          v.kind AS v_kind, st.url AS site_url, st.domains[1] AS site_domain, st.google_ad_user_data, st.telegram_action_source,
-         c.ad_user_data_consent, c.ad_personalization_consent, st.limited_data_use
-  FROM sends s
+         c.ad_user_data_consent, c.ad_personalization_consent, st.limited_data_use${extra.columns}
+  FROM ${from} s
   LEFT JOIN conversions c ON c.id = s.conversion_id
   LEFT JOIN leads l ON l.id = c.lead_id
   LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
-  LEFT JOIN sites st ON st.id = COALESCE(c.site_id, v.site_id)
+  LEFT JOIN sites st ON st.id = COALESCE(c.site_id, v.site_id)${extra.joins}`;
+}
+
+export const SEND_SUBJECT_SQL = `${sendSubjectsSql('sends')}
   WHERE s.id = ANY($1::uuid[])`;
 
 export async function loadSubjects(db: Queryable, sendIds: readonly string[]): Promise<SendSubjectRow[]> {

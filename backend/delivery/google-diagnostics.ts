@@ -2,7 +2,12 @@ import { z } from 'zod';
 import { retryLockConflicts } from '../db/lock-conflict.js';
 import { withTx, type Pool } from '../db/pool.js';
 import type { Deps } from '../deps.js';
-import { lockConversions, refreshCapiStatuses } from '../domain/outbox/sends.js';
+import {
+  failDeliveredSends,
+  lockConversions,
+  noteDeliveredSends,
+  refreshCapiStatuses,
+} from '../domain/outbox/sends.js';
 import { isRecord, parseJsonObject, stringField, truncateError } from '../platforms/response.js';
 import type { PlatformResponse } from '../platforms/types.js';
 import { loadPixel } from './event-builder.js';
@@ -215,20 +220,8 @@ async function recordDiagnosis(
       ];
       // Conversions first, then sends: the lock order of every writer (docs/architecture.md#lock-order).
       await lockConversions(tx, conversionIds);
-      for (const f of failures) {
-        await tx.query(
-          `UPDATE sends SET status = 'failed', last_error = $2, updated_at = now()
-           WHERE id = ANY($1::uuid[]) AND status = 'sent'`,
-          [f.sendIds, f.error],
-        );
-      }
-      for (const n of notes) {
-        await tx.query(
-          `UPDATE sends SET response_summary = COALESCE(response_summary, '{}'::jsonb) || jsonb_build_object('diagnostics', $2::text), updated_at = now()
-           WHERE id = ANY($1::uuid[]) AND status = 'sent'`,
-          [n.sendIds, n.note],
-        );
-      }
+      for (const f of failures) await failDeliveredSends(tx, f.sendIds, f.error);
+      for (const n of notes) await noteDeliveredSends(tx, n.sendIds, n.note);
       await refreshCapiStatuses(tx, conversionIds);
     }),
   );

@@ -16,7 +16,7 @@ import type {
 import { whileDatabaseAway } from '../db/unavailable.js';
 import { retryDecision } from './backoff.js';
 import { claimBatch, duePixels, extendLease, type Claim, type DuePixel } from './claim.js';
-import { eventFromRow, loadPixel, loadSubjects } from './event-builder.js';
+import { eventFromRow, pixelConfigOf } from './event-builder.js';
 import { scheduleRequestStatus } from './google-diagnostics.js';
 import { authFailureOutcomes, authorize, isUnauthenticated } from './google-oauth.js';
 import { performRequest } from './http.js';
@@ -169,13 +169,12 @@ class ClaimRun {
 
   async run(): Promise<number> {
     const ids = [...this.claimed.keys()];
-    const [pixel, rows] = await Promise.all([
-      loadPixel(this.deps.pool, this.deps.box, this.claim.pixelId),
-      loadSubjects(this.deps.pool, ids),
-    ]);
+    // The claim read the sends' subjects and the pixel with the same statement.
+    const rows = this.claim.subjects;
+    const pixel = pixelConfigOf(this.claim.pixel, this.deps.box);
     for (const r of rows) this.conversionOf.set(r.send_id, r.conversion_id);
 
-    if (!pixel?.active) {
+    if (!pixel.active) {
       await this.write(
         ids.map((sendId) => ({ sendId, kind: 'skipped', reason: 'the pixel was deactivated' })),
       );

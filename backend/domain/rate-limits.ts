@@ -160,8 +160,21 @@ export function createRateLimiter(pool: Pool, settings: RateLimitSettings): Keyl
     },
     visitAdmission(group, siteId, ip) {
       const key = `${siteId}:${clientBudgetKey(ip)}`;
+      const perMinute = settings.perMinute[group];
       return {
         sql: (firstParam) => counterSql(settings, group, key, firstParam),
+        counter:
+          perMinute === 0
+            ? null
+            : {
+                key: `${prefixOf(group)}:${key}`,
+                limit: perMinute,
+                burstKey: settings.burstPerTenMinutes === 0 ? null : `${burstPrefixOf(group)}:${key}`,
+                burstLimit: settings.burstPerTenMinutes,
+                nowMs: Date.now(),
+                seconds: SUSTAINED_SECONDS,
+                burstSeconds: BURST_SECONDS,
+              },
         refusal: (ms) => rateLimited(group, ms),
         key: `${group}:${key}`,
       };

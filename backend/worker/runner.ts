@@ -89,6 +89,8 @@ export async function startWorker(deps: Deps, opts: WorkerOptions = {}): Promise
     pollInterval,
     taskList: { ...createTaskList(deps), ...opts.extraTasks },
     crontab: opts.crontab ?? CRONTAB,
+    // Delivery jobs wait while a pass of this process is young (delivery/pass-gate.ts).
+    forbiddenFlags: () => deps.local.deliveryGate.forbiddenFlags(),
     logger: workerLogger(deps),
     events,
     // graphile-worker 0.17 only waits for a job's completion at shutdown when completions are

@@ -182,6 +182,26 @@ describe('events that arrive together', () => {
     expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [cold])).toBe(0);
   });
 
+  it('a site the key may not name is refused inside the shared transaction, which the others commit in', async () => {
+    const leads = await Promise.all(Array.from({ length: 5 }, () => warmUser()));
+    const stranger = newUser();
+    const key = `refused-site-${stranger}`;
+    const { sent } = await queuedTogether(() =>
+      Promise.all([
+        ...leads.map(({ user }) => post(purchase(user))),
+        post(purchase(stranger, { websiteId: 'ws_no_such_site_anywhere' }), key),
+      ]),
+    );
+    const answers = await sent;
+    for (const a of answers.slice(0, -1)) expect(a.status).toBe(201);
+    expect(answers.at(-1)).toMatchObject({ status: 404, body: { code: 'UNKNOWN_WEBSITE' } });
+    // The refusal did not send the others to run alone: they committed in one transaction.
+    expect(new Set((await writersOf(leads.map((l) => l.user))).values()).size).toBe(1);
+    // Nothing of the refused event was kept but its answer, stored under its key as any 4xx is.
+    expect(await count(db.pool, 'idempotency_keys WHERE key = $1 AND status_code = 404', [key])).toBe(1);
+    expect(await count(db.pool, 'leads WHERE telegram_user_id = $1', [stranger])).toBe(0);
+  });
+
   it('a write PostgreSQL refuses fails that event alone, with nothing of it written', async () => {
     const leads = await Promise.all(Array.from({ length: 5 }, () => warmUser()));
     const doomed = await warmUser();

@@ -167,6 +167,30 @@ describe('track/init visits that arrive together', () => {
     expect(new Set(together.values()).size).toBe(1);
   });
 
+  it('a new visit, a retry that fills what its visit lacked and a visitRequestId of another browser, in one batch: each its own answer', async () => {
+    const earlier = { ...initBody(w), visitRequestId: randomUUID() };
+    const held = { ...initBody(w), visitRequestId: randomUUID() };
+    const first = await visitIdOf(await init(earlier));
+    await visitIdOf(await init(held));
+    const fresh = Array.from({ length: 4 }, () => initBody(w));
+    const retry = { ...earlier, utmSource: 'newsletter' };
+    const stranger = { ...initBody(w), visitRequestId: held.visitRequestId };
+    const committedBefore = await batchOutcomes('committed');
+    const { sent } = await queuedTogether(() => Promise.all([...fresh, retry, stranger].map((b) => init(b))));
+    const answers = await Promise.all(sent.slice(0, -1).map(visitIdOf));
+    expect(sent.at(-1)!.status).toBe(409);
+    expect(await problem(sent.at(-1)!)).toMatchObject({ code: 'VISIT_IDENTITY_MISMATCH' });
+    // The retry is the earlier visit, now with the tag it lacked, and still one PageView.
+    expect(answers.at(-1)).toEqual(first);
+    expect(await w.count(`visits WHERE id = $1 AND utm_source = 'newsletter'`, [first.visitId])).toBe(1);
+    expect(await w.count('sends WHERE visit_id = $1', [first.visitId])).toBe(1);
+    expect(await w.count('visits WHERE temp_id = $1', [stranger.tempId])).toBe(0);
+    // The new visits went together, in one statement that committed.
+    const writers = await writersOf(answers.slice(0, fresh.length).map((a) => a.visitId));
+    expect(new Set(writers.values()).size).toBe(1);
+    expect(await batchOutcomes('committed')).toBeGreaterThan(committedBefore);
+  });
+
   it('visits from one address never share a transaction, and its rate limit holds as it does alone', async () => {
     const limited = await startTestApp(w.db.pool, {
       env: { ...w.fakes.env, TRACKER_RATE_LIMIT_INIT: '2', TRACKER_RATE_LIMIT_BURST: '0' },

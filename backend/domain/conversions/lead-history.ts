@@ -2,6 +2,7 @@ import type { Queryable } from '../../db/pool.js';
 import type { CapiStatus } from '../outbox/capi-status.js';
 import type { ApiVisitOverride, EventTypeName } from '../outbox/conversion-record.js';
 import type { PreparedCall, SharedRead } from './lead-lock.js';
+import type { NamedSite } from './site-scope.js';
 
 /**
  * What the database knows about a Telegram user that decides where a business event goes: the
@@ -122,6 +123,11 @@ export interface EventContextQuery {
   eventTime: Date;
   /** ATTRIBUTION_WINDOW_DAYS. */
   windowDays: number;
+  /**
+   * The site names the request gave (`siteNameLookups`), found by the statement itself (rows of
+   * kind `n`), so that naming a site costs no round trip of its own; `siteId` is then null.
+   */
+  siteNames?: { ids: string[]; websiteIds: string[] } | undefined;
 }
 
 /**
@@ -147,12 +153,15 @@ export interface EventContextQuery {
  * - `s` the account's sites these rows name, and the named site;
  * - `h` the supplied channel;
  * - `o` with an order id, the conversion of that order (event type and name) on any of the account's
- *   sites (`ok`: it is this user's), found by the unique index of migration 191 site by site.
+ *   sites (`ok`: it is this user's), found by the unique index of migration 191 site by site;
+ * - `n` the sites the request named (`siteNames`), of any account: `site_id`, `website_id`, and
+ *   the site's account as `id` (`namedSiteOf` applies the key's rules to them).
  */
 export const NEWEST_CONVERSIONS = 32;
 
 const QUERY_COLUMNS = `n int, telegram_user_id bigint, account_id uuid, site_id uuid, channel_id uuid, event_type text,
-  custom_event_name text, order_id text, now timestamptz, event_time timestamptz, window_days int, newest int`;
+  custom_event_name text, order_id text, now timestamptz, event_time timestamptz, window_days int, newest int,
+  site_ids uuid[], website_ids text[]`;
 
 // Each event's facts are read by a LATERAL subquery fenced with OFFSET 0, so that every one is an
 // index look-up by the event's user whatever the planner thinks of the input's size (it takes a
@@ -175,6 +184,13 @@ const EVENT_FACTS_SQL = `
         LEFT JOIN visits v ON v.id = k.visit_id AND v.site_id = k.site_id
       WHERE k.used_by = q.telegram_user_id
       OFFSET 0) a
+  ),
+  named AS MATERIALIZED (
+    SELECT q.n, s.* FROM q CROSS JOIN LATERAL (
+      SELECT id, account_id, website_id FROM sites WHERE id = ANY (q.site_ids) AND removed_at IS NULL
+      UNION
+      SELECT id, account_id, website_id FROM sites WHERE website_id = ANY (q.website_ids) AND removed_at IS NULL
+      OFFSET 0) s
   ),
   conv AS MATERIALIZED (
     SELECT q.n, c.* FROM q CROSS JOIN LATERAL (
@@ -202,9 +218,12 @@ const EVENT_FACTS_SQL = `
   UNION ALL
   SELECT q.n, 's', s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.website_id, s.dedup_window_seconds, s.default_country,
          (SELECT count(*)::int FROM pixels p WHERE p.site_id = s.id AND p.active)
-  FROM (SELECT n, site_id FROM q WHERE site_id IS NOT NULL UNION SELECT n, site_id FROM acq UNION SELECT n, site_id FROM conv) named
-    JOIN q ON q.n = named.n
-    CROSS JOIN LATERAL (SELECT * FROM sites s WHERE s.id = named.site_id AND s.account_id = q.account_id AND s.removed_at IS NULL OFFSET 0) s
+  FROM (SELECT n, site_id FROM q WHERE site_id IS NOT NULL UNION SELECT n, id FROM named
+        UNION SELECT n, site_id FROM acq UNION SELECT n, site_id FROM conv) mentioned
+    JOIN q ON q.n = mentioned.n
+    CROSS JOIN LATERAL (SELECT * FROM sites s WHERE s.id = mentioned.site_id AND s.account_id = q.account_id AND s.removed_at IS NULL OFFSET 0) s
+  UNION ALL
+  SELECT n, 'n', id, NULL, NULL, NULL, NULL, account_id, NULL, NULL, NULL, NULL, NULL, website_id, NULL, NULL, NULL FROM named
   UNION ALL
   SELECT q.n, 'o', o.site_id, o.channel_id, o.visit_id, o.received_at, NULL, o.id, o.cold_lead, o.telegram_user_id = q.telegram_user_id,
          NULL, NULL, o.capi_status, NULL, NULL, NULL, NULL
@@ -220,7 +239,7 @@ const EVENT_FACTS_SQL = `
 export interface EventFactRow {
   /** Which event of the statement's the row is about (1-based). */
   n: number;
-  kind: 'a' | 'w' | 't' | 'c' | 'r' | 's' | 'h' | 'o';
+  kind: 'a' | 'w' | 't' | 'c' | 'r' | 's' | 'h' | 'o' | 'n';
   site_id: string | null;
   channel_id: string | null;
   visit_id: string | null;
@@ -252,6 +271,8 @@ function factsInput(q: EventContextQuery, newest: number | null) {
     event_time: q.eventTime,
     window_days: q.windowDays,
     newest,
+    site_ids: q.siteNames?.ids ?? [],
+    website_ids: q.siteNames?.websiteIds ?? [],
   };
 }
 
@@ -481,4 +502,17 @@ export async function findAcquisitionBefore(
   );
   const r = rows[0];
   return r ? { siteId: r.site_id, channelId: r.channel_id, visitId: r.visit_id, at: r.at } : null;
+}
+
+/**
+ * What each site name of the request found among the facts' `n` rows, for `siteOfNames`: a UUID
+ * by the site's id (in any case, as `findSite` finds it), anything else by its websiteId.
+ */
+export function namedSites(rows: readonly EventFactRow[]): (name: string) => NamedSite | null {
+  const named = rows.filter((r) => r.kind === 'n');
+  return (name) => {
+    const lower = name.toLowerCase();
+    const r = named.find((x) => x.site_id === lower || x.website_id === name);
+    return r === undefined ? null : { id: r.site_id!, account_id: r.id! };
+  };
 }

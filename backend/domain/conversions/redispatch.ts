@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import type { CapiStatus } from '../outbox/capi-status.js';
-import { createSends, refreshCapiStatus } from '../outbox/sends.js';
+import { createSends, redispatchSends, refreshCapiStatus } from '../outbox/sends.js';
 
 /**
  * (Re)schedules delivery of an existing conversion, in the caller's transaction (which wakes the
@@ -20,12 +20,7 @@ export async function redispatchConversion(
   conversionId: string,
   siteId: string,
 ): Promise<Redispatched> {
-  await tx.query(
-    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()
-     FROM pixels p
-     WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active`,
-    [conversionId],
-  );
+  await redispatchSends(tx, conversionId);
   await createSends(tx, { kind: 'conversion', id: conversionId, siteId });
   return pendingSends(tx, conversionId);
 }

@@ -22,6 +22,7 @@ import {
   eventContextRead,
   findAcquisitionBefore,
   loadEventContext,
+  namedSites,
   recentToLock,
   type EventContext,
   type EventFactRow,
@@ -33,7 +34,7 @@ import { withLeadLockBatched } from './event-batches.js';
 import type { LockedClaim, LockedFinish, SharedWrite } from './lead-lock.js';
 import { pendingSends, redispatchConversion } from './redispatch.js';
 import { hasAttributionSignals } from './signals.js';
-import { resolveSiteRef, type ApiCaller, type SiteRef } from './site-scope.js';
+import { siteNameLookups, siteNames, siteOfNames, type ApiCaller, type SiteRef } from './site-scope.js';
 import { compactOverride, decideTarget, type EventMode, type Target } from './target.js';
 
 /**
@@ -148,7 +149,8 @@ async function submitOnce(
         errors: [{ path: 'eventTime', message: problem }],
       });
   }
-  const namedSite = await resolveSiteRef(deps.pool, caller, ev.site);
+  // A site the request names is found by the facts statement itself: no round trip of its own.
+  const names = siteNames(ev.site);
   const p: PreparedEvent = {
     ev,
     now,
@@ -162,7 +164,8 @@ async function submitOnce(
   const windowDays = deps.config.ATTRIBUTION_WINDOW_DAYS;
   const query = {
     accountId: caller.accountId,
-    siteId: namedSite,
+    siteId: names.length === 0 ? caller.siteId : null,
+    siteNames: names.length === 0 ? undefined : siteNameLookups(names),
     telegramUserId: ev.telegramUserId,
     channelId: ev.channelId,
     eventType: ev.eventType,
@@ -172,13 +175,21 @@ async function submitOnce(
     eventTime: p.eventTime,
     windowDays,
   };
-  const named = { siteId: namedSite, channelId: ev.channelId };
-  const outcome = await withLeadLockBatched(deps, {
+  const outcome = await withLeadLockBatched<EventOutcome | Refused, EventFactRow>(deps, {
     accountId: caller.accountId,
     telegramUserId: ev.telegramUserId,
     read: eventContextRead(query),
-    fn: async (tx, rows: EventFactRow[]) => {
-      const ctx = await loadEventContext(tx, rows, query);
+    fn: async (tx, rows: EventFactRow[]): Promise<LockedFinish<EventOutcome | Refused>> => {
+      // A site the key may not name is an answer, not a failure: the events sharing the
+      // transaction go on (a failure would make each of them run again alone).
+      let namedSite: string | null;
+      try {
+        namedSite = siteOfNames(caller, names, namedSites(rows));
+      } catch (error) {
+        if (error instanceof ApiError) return { result: { refused: error } };
+        throw error;
+      }
+      const ctx = await loadEventContext(tx, rows, { ...query, siteId: namedSite });
       if (!ctx) {
         if (namedSite !== null) throw new ApiError('UNKNOWN_WEBSITE', 'the site no longer exists');
         throw new ApiError(
@@ -212,13 +223,35 @@ async function submitOnce(
       if (match) return { result: await updateMatch(tx, ctx, match, p, windowDays) };
       return createConversion(ctx, target, p);
     },
-    persist,
+    // A refusal stores no answer and leaves the key unclaimed, as a refusal before the lock did.
+    persist: persist && ((o) => ('refused' in o ? null : persist(o))),
     claim,
-    locks: (rows: EventFactRow[]) => recentToLock(rows, named),
+    // A name the key may not use is refused by the work itself; meanwhile it names no site to lock on.
+    locks: (rows: EventFactRow[]) =>
+      recentToLock(rows, { siteId: lockedSiteOf(caller, names, rows), channelId: ev.channelId }),
   });
+  if ('refused' in outcome) throw outcome.refused;
   // Committed: wake the delivery worker for the sends it created or put back in the queue.
   if (outcome.result.dispatched) deps.local.waker.wake();
   return withPiiWarnings(outcome, p.piiWarnings);
+}
+
+/** A site named by the request that its key may not use (see `siteOfNames`). */
+interface Refused {
+  refused: ApiError;
+}
+
+/** The site the names settle on for taking locks, or null when the names are refused. */
+function lockedSiteOf(
+  caller: ApiCaller,
+  names: readonly string[],
+  rows: readonly EventFactRow[],
+): string | null {
+  try {
+    return siteOfNames(caller, names, namedSites(rows));
+  } catch {
+    return null;
+  }
 }
 
 /** The answer says what of the PII was not used, in `piiWarnings` and in `warning`. */

@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps.js';
 import { ApiError } from '../../errors.js';
 import type { Logger } from '../../log.js';
+import { skipPendingSendsStatement } from '../outbox/sends.js';
 import type { UpdateOutcome } from '../telegram/context.js';
 import { paymentValue, type StarsValue } from '../telegram/payment-value.js';
 import type { BotPayment } from '../telegram/updates.js';
@@ -45,16 +46,8 @@ function skipSends(conversionId: string, reason: string) {
   return {
     kind: 'telegram_payment_skip',
     input: { conversionId, reason },
-    statement: (inputs: unknown[]) => {
-      const all = inputs as { conversionId: string; reason: string }[];
-      return {
-        name: 'telegram_payment_skip',
-        sql: `UPDATE sends s SET status = 'skipped', skip_reason = i.reason, updated_at = now()
-                FROM jsonb_to_recordset($1::jsonb) AS i(conversion_id uuid, reason text)
-               WHERE s.conversion_id = i.conversion_id AND s.status = 'pending'`,
-        values: [JSON.stringify(all.map((i) => ({ conversion_id: i.conversionId, reason: i.reason })))],
-      };
-    },
+    statement: (inputs: unknown[]) =>
+      skipPendingSendsStatement(inputs as { conversionId: string; reason: string }[]),
   };
 }
 

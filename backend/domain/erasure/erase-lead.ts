@@ -4,7 +4,7 @@ import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ApiError } from '../../errors.js';
 import { leadLockKey, leadLockStatement } from '../conversions/lead-lock.js';
 import { resolveSiteRef, type ApiCaller, type SiteRef } from '../conversions/site-scope.js';
-import { refreshCapiStatuses } from '../outbox/sends.js';
+import { cancelSends, refreshCapiStatuses } from '../outbox/sends.js';
 import { eraseCopies } from './copies.js';
 import {
   CONVERSION_PERSON_FIELDS,
@@ -148,11 +148,7 @@ async function eraseOnSite(
     'SELECT 1 FROM sends WHERE conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[]) ORDER BY id FOR UPDATE',
     [conversionIds, visitIds],
   );
-  const cancelled = await tx.query(
-    `UPDATE sends SET status = 'skipped', skip_reason = $3, in_flight = false, updated_at = now()
-     WHERE (conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[])) AND status IN ('pending', 'failed')`,
-    [conversionIds, visitIds, ERASED_SKIP_REASON],
-  );
+  const cancelled = await cancelSends(tx, conversionIds, visitIds, ERASED_SKIP_REASON);
 
   const { rows: external } = await tx.query<{ e: string }>(
     `SELECT external_user_id AS e FROM leads WHERE id = ANY($1::uuid[]) AND external_user_id IS NOT NULL
@@ -216,7 +212,7 @@ async function eraseOnSite(
     conversions: conversionIds.length,
     memberships: joins.length,
     invitations: invites.length,
-    sendsCancelled: cancelled.rowCount ?? 0,
+    sendsCancelled: cancelled,
   };
   const { rows: audit } = await tx.query<{ id: string }>(
     `INSERT INTO erasures (account_id, site_id, actor, leads, visits, conversions, memberships, invitations, sends_cancelled)

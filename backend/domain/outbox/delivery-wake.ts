@@ -35,12 +35,23 @@ export const WAKE_SPACING_MS = 10;
 // backoff, or one that has used up its attempts), or, when the queued one is being run already,
 // adds a new one beside it. Skipping the write matters under load, where most wake-ups find one
 // queued.
-const WAKE_SQL = `SELECT graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, job_key_mode := 'replace', max_attempts := $2::int)
+const WAKE_SQL = `SELECT graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, job_key_mode := 'replace', max_attempts := $2::int, flags := $3::text[])
   WHERE NOT EXISTS (SELECT 1 FROM graphile_worker.jobs
                     WHERE key = $1::text AND locked_at IS NULL AND run_at <= now() AND attempts < max_attempts)`;
 
+/**
+ * The flag every delivery job carries. A worker process that has just started a delivery pass
+ * takes no other delivery job until that pass is done or has run a while (`delivery/pass-gate.ts`):
+ * the wake-ups that arrive meanwhile find the one job they queued still waiting and write
+ * nothing, and the next pass claims everything they announced at once.
+ */
+export const DELIVER_JOB_FLAGS: readonly string[] = ['deliver'];
+
 /** The wake-up as a statement: sent by the waker, by `wakeDeliveryNow` and by the sweep. */
-export const WAKE_STATEMENT = { text: WAKE_SQL, values: [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS] } as const;
+export const WAKE_STATEMENT = {
+  text: WAKE_SQL,
+  values: [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, `{${DELIVER_JOB_FLAGS.join(',')}}`],
+} as const;
 
 type ErrorSink = (err: unknown) => void;
 

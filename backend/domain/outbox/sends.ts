@@ -147,3 +147,251 @@ export async function lockConversionsAndSends(
     conversionIds,
   ]);
 }
+
+/**
+ * capiStatus as SQL: `capiStatusOf` over the send statuses `status` of a group (an aggregate
+ * expression for a `GROUP BY conversion_id`). The one rule in two languages, kept equal by
+ * test/delivery/capi-status-sql.test.ts.
+ */
+export function capiStatusAggregateSql(status: string): string {
+  return `CASE WHEN bool_or(${status} = 'pending') THEN 'pending'
+               WHEN bool_or(${status} = 'failed') THEN 'failed'
+               WHEN bool_or(${status} = 'sent') THEN 'sent'
+               ELSE 'skipped' END`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery's writes. Every statement that changes a send lives in this module, so that a reader
+// (and a row-level trigger's author) finds each change of a send's state in one place: created
+// above, claimed, leased further, given its outcome, put back in the queue, re-dispatched,
+// reported failed by Google's diagnostics, or cancelled with an erased person.
+
+/** The lease's end: now plus `$2` ms, to the millisecond (so that it survives a JS Date). */
+const LEASE_END_SQL = `date_trunc('milliseconds', now()) + $2::int * interval '1 millisecond'`;
+
+/**
+ * Claims up to `$3` due sends of pixel `$1`, oldest due first, for a lease of `$2` ms, and reads
+ * them: `read(claimed)` is the statement's final SELECT over the CTE `claimed` (the claimed rows
+ * with every column of `sends`, `next_attempt_at` being the lease's end). SKIP LOCKED: concurrent
+ * claims of one pixel split the due sends and never wait on each other. One statement: the claim,
+ * its commit and the read of what was claimed in one round trip.
+ */
+export function claimSendsSql(read: (claimed: string) => string): string {
+  return `WITH claimed AS (
+    UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, in_flight = true, updated_at = now()
+    WHERE id = ANY (ARRAY(
+      SELECT id FROM sends
+      WHERE pixel_id = $1 AND status = 'pending' AND next_attempt_at <= now()
+      ORDER BY next_attempt_at LIMIT $3
+      FOR UPDATE SKIP LOCKED))
+    RETURNING *)
+  ${read('claimed')}`;
+}
+
+/**
+ * Moves the lease of the claimed sends `sendIds` that are still under lease `leaseUntil` to
+ * `leaseMs` from now; those whose lease is no longer ours are left out. Locked in id order, as
+ * every locker of several sends takes them (docs/architecture.md#lock-order).
+ */
+export async function extendSendLease(
+  db: Queryable,
+  sendIds: readonly string[],
+  leaseUntil: Date,
+  leaseMs: number,
+): Promise<{ id: string; lease_until: Date }[]> {
+  const { rows } = await db.query<{ id: string; lease_until: Date }>(
+    `UPDATE sends SET next_attempt_at = ${LEASE_END_SQL}, updated_at = now()
+     WHERE id IN (SELECT id FROM sends WHERE id = ANY($1::uuid[]) AND status = 'pending' AND next_attempt_at = $3 ORDER BY id FOR UPDATE)
+     RETURNING id, next_attempt_at AS lease_until`,
+    [sendIds, leaseMs, leaseUntil],
+  );
+  return rows;
+}
+
+/** One send's outcome as the outcome statement takes it. */
+export interface OutcomeInput {
+  id: string;
+  /** `sent`, `failed`, `skipped`, or `retry` (pending again after `delay_ms`). */
+  kind: 'sent' | 'failed' | 'skipped' | 'retry';
+  /** The error (failed, retry) or the skip reason (skipped). */
+  error: string | null;
+  delay_ms: number;
+}
+
+/** A row of the outcome statement: a send it wrote. */
+export interface OutcomeRow {
+  id: string;
+  created_at: Date;
+}
+
+const OUTCOMES_SQL = `
+  WITH o AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, kind text, error text, delay_ms int)),
+  written AS (
+    UPDATE sends s SET
+      status = CASE o.kind WHEN 'retry' THEN 'pending' ELSE o.kind END,
+      sent_at = CASE WHEN o.kind = 'sent' THEN now() ELSE s.sent_at END,
+      response_summary = CASE WHEN o.kind = 'sent' THEN $2::jsonb ELSE s.response_summary END,
+      last_error = CASE WHEN o.kind IN ('retry', 'failed') THEN o.error WHEN o.kind = 'sent' THEN NULL ELSE s.last_error END,
+      skip_reason = CASE WHEN o.kind = 'skipped' THEN o.error END,
+      -- a skipped send was never put to the platform: its claim was no attempt
+      attempts = CASE WHEN o.kind = 'skipped' THEN s.attempts - 1 ELSE s.attempts END,
+      next_attempt_at = CASE WHEN o.kind = 'retry' THEN now() + o.delay_ms * interval '1 millisecond' ELSE s.next_attempt_at END,
+      in_flight = false,
+      updated_at = now()
+    FROM o WHERE s.id = o.id AND s.status = 'pending' AND s.next_attempt_at = $3
+    RETURNING s.id, s.conversion_id, s.status, s.created_at),
+  statuses AS (
+    SELECT x.conversion_id, ${capiStatusAggregateSql('COALESCE(w.status, x.status)')} AS status
+    FROM sends x LEFT JOIN written w ON w.id = x.id
+    WHERE x.conversion_id IN (SELECT conversion_id FROM written WHERE conversion_id IS NOT NULL)
+    GROUP BY x.conversion_id),
+  conversion AS (
+    UPDATE conversions c SET capi_status = st.status, updated_at = now()
+    FROM statuses st WHERE c.id = st.conversion_id AND c.capi_status <> st.status
+    RETURNING c.id),
+  retry AS (
+    SELECT graphile_worker.add_job($4::text, '{}'::json, run_at := now() + d.delay_ms * interval '1 millisecond',
+                                   max_attempts := $5::int, flags := $6::text[])
+    FROM (SELECT DISTINCT o.delay_ms FROM o JOIN written w ON w.id = o.id WHERE o.kind = 'retry') d)
+  SELECT w.id, w.created_at, (SELECT count(*) FROM conversion)::int AS conversions, (SELECT count(*) FROM retry)::int AS retries
+  FROM written w`;
+
+/**
+ * The outcomes of a claim's sends as one statement: the sends still under lease `leaseUntil` get
+ * theirs (any other is left alone), their conversions' capiStatus follows from all their sends,
+ * and one wake-up job (`wakeTask`, with `wakeFlags`) is queued per distinct retry time, so that a
+ * retry does not wait for the sweep. PostgreSQL reads the other sends of those conversions in the
+ * statement's snapshot: the caller must have locked the conversions in an earlier statement of
+ * the same transaction (`lockConversionsSql`), so that the snapshot holds every sibling's
+ * committed state and no other writer changes one meanwhile. Each changed send and conversion is
+ * an UPDATE of its row, so row-level triggers see every change.
+ */
+export function outcomesStatement(
+  outcomes: readonly OutcomeInput[],
+  responseSummary: unknown,
+  leaseUntil: Date,
+  wake: { task: string; maxAttempts: number; flags: readonly string[] },
+): { name: string; sql: string; values: unknown[] } {
+  return {
+    name: 'capigram_send_outcomes',
+    sql: OUTCOMES_SQL,
+    values: [
+      // As JSON text: the driver would send a bare array as a PostgreSQL array, not as jsonb.
+      JSON.stringify(outcomes),
+      responseSummary === undefined ? null : JSON.stringify(responseSummary),
+      leaseUntil,
+      wake.task,
+      wake.maxAttempts,
+      `{${wake.flags.join(',')}}`,
+    ],
+  };
+}
+
+/** `lockConversions` as a statement, for a caller that sends it with others in one round trip. */
+export function lockConversionsStatement(conversionIds: readonly string[]): {
+  name: string;
+  sql: string;
+  values: unknown[];
+} {
+  return {
+    name: 'capigram_lock_conversions',
+    sql: 'SELECT 1 FROM conversions WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+    values: [`{${conversionIds.join(',')}}`],
+  };
+}
+
+const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()`;
+
+/**
+ * Puts failed or skipped sends back in the queue with a fresh attempt budget, due now (`sends
+ * retry`); `onlyFailed` leaves the skipped ones. The caller holds their conversions' locks and
+ * refreshes their capiStatus. Returns the conversions of the sends put back.
+ */
+export async function requeueSends(
+  tx: Queryable,
+  sendIds: readonly string[],
+  onlyFailed: boolean,
+): Promise<{ conversion_id: string | null }[]> {
+  const { rows } = await tx.query<{ conversion_id: string | null }>(
+    `UPDATE sends ${REQUEUE} WHERE id = ANY($1::uuid[]) AND status IN ${onlyFailed ? `('failed')` : `('failed', 'skipped')`}
+     RETURNING conversion_id`,
+    [sendIds],
+  );
+  return rows;
+}
+
+/**
+ * A conversion's failed and skipped sends to still-active pixels back to pending, due now, with a
+ * fresh budget and their error cleared (same event id, so a platform that did get one
+ * deduplicates it). The caller holds the conversion's lock.
+ */
+export async function redispatchSends(tx: Queryable, conversionId: string): Promise<void> {
+  await tx.query(
+    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()
+     FROM pixels p
+     WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active`,
+    [conversionId],
+  );
+}
+
+/** Delivered sends a platform rejected afterwards (Google's diagnostics): failed, with its reason. */
+export async function failDeliveredSends(
+  tx: Queryable,
+  sendIds: readonly string[],
+  error: string,
+): Promise<void> {
+  await tx.query(
+    `UPDATE sends SET status = 'failed', last_error = $2, updated_at = now()
+     WHERE id = ANY($1::uuid[]) AND status = 'sent'`,
+    [sendIds, error],
+  );
+}
+
+/** A note on delivered sends' answer (Google's diagnostics of a partly failed request). */
+export async function noteDeliveredSends(
+  tx: Queryable,
+  sendIds: readonly string[],
+  note: string,
+): Promise<void> {
+  await tx.query(
+    `UPDATE sends SET response_summary = COALESCE(response_summary, '{}'::jsonb) || jsonb_build_object('diagnostics', $2::text), updated_at = now()
+     WHERE id = ANY($1::uuid[]) AND status = 'sent'`,
+    [sendIds, note],
+  );
+}
+
+/**
+ * The sends of an erased person's conversions and visits that were not delivered: skipped with
+ * `reason`, never to be sent. The caller holds the locks of the conversions and then the sends.
+ */
+export async function cancelSends(
+  tx: Queryable,
+  conversionIds: readonly string[],
+  visitIds: readonly string[],
+  reason: string,
+): Promise<number> {
+  const cancelled = await tx.query(
+    `UPDATE sends SET status = 'skipped', skip_reason = $3, in_flight = false, updated_at = now()
+     WHERE (conversion_id = ANY($1::uuid[]) OR visit_id = ANY($2::uuid[])) AND status IN ('pending', 'failed')`,
+    [conversionIds, visitIds, reason],
+  );
+  return cancelled.rowCount ?? 0;
+}
+
+/**
+ * Skips the pending sends of conversions that must not go out (an unvalued Stars purchase), each
+ * with its reason, as one statement for a caller that sends it in the transaction creating them.
+ */
+export function skipPendingSendsStatement(items: readonly { conversionId: string; reason: string }[]): {
+  name: string;
+  sql: string;
+  values: unknown[];
+} {
+  return {
+    name: 'capigram_skip_pending_sends',
+    sql: `UPDATE sends s SET status = 'skipped', skip_reason = i.reason, updated_at = now()
+            FROM jsonb_to_recordset($1::jsonb) AS i(conversion_id uuid, reason text)
+           WHERE s.conversion_id = i.conversion_id AND s.status = 'pending'`,
+    values: [JSON.stringify(items.map((i) => ({ conversion_id: i.conversionId, reason: i.reason })))],
+  };
+}

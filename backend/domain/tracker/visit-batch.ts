@@ -1,12 +1,12 @@
 import pg from 'pg';
 import type { Pool, PoolClient } from '../../db/pool.js';
 import { QueueExpiry } from '../../db/queue-expiry.js';
-import { ensurePrepared, execute, type PreparedCall } from '../../db/prepared-batch.js';
+
 import type { DeliveryWaker } from '../outbox/delivery-wake.js';
 import {
   recordVisitAlone,
   settleVisit,
-  visitCall,
+  visitsCall,
   type NewVisit,
   type RecordedVisit,
   type VisitAdmission,
@@ -19,24 +19,26 @@ import {
  * A visit is one statement, but alone it still costs a round trip and a commit (a WAL flush) of
  * its own, which at 50 clients weigh more than its rows (docs/benchmarks.md#tracker). So visits
  * that wait while others are in flight go together, as business events do
- * (`db/transaction-batch.ts`, `conversions/event-batches.ts`): `BEGIN`, each visit's statement,
- * `COMMIT`, in one round trip. A lone visit (nothing in flight) runs at once as it always did, in a statement of its own.
+ * (`db/transaction-batch.ts`, `conversions/event-batches.ts`): one statement records them all
+ * (`visitsCall`), so that PostgreSQL pays a statement's set-up once for the batch, not once per
+ * visit. A lone visit (nothing in flight) runs at once as it always did, in a statement of its own.
  *
  * What keeps the batch equal to the visits recorded one by one:
- * - each statement runs on its own, after the ones before it in the batch, and answers as it would
- *   alone: a rate-limit refusal or a visitRequestId of another browser is an answer, not an error,
- *   and the refused visit's count is committed as it would be alone;
- * - a batch takes the rate-limit counters it writes in the order of their keys, and no two
- *   batches of a process in flight hold one counter or one (site, visitRequestId); so batches of
- *   one process never wait on each other, and batches of two processes that meet wait rather than
- *   deadlock (should PostgreSQL still end one, the next rule applies);
- * - any failure before the `COMMIT` ran (a statement PostgreSQL refused, a deadlock, no
- *   connection) rolls the whole batch back, and each of its visits is recorded again alone, with
- *   the answer it would have had alone: one visit's bad data costs the others nothing;
+ * - each visit is answered as it would be alone: a rate-limit refusal or a visitRequestId of
+ *   another browser is an answer, not an error, and the refused visit's count is committed as it
+ *   would be alone;
+ * - a batch holds each rate-limit counter and each (site, visitRequestId) once, takes its counters
+ *   in the order of their keys, and no two batches of a process in flight hold one counter or one
+ *   (site, visitRequestId); so batches of one process never wait on each other, and batches of two
+ *   processes that meet wait rather than deadlock (should PostgreSQL still end one, the next rule
+ *   applies);
+ * - any failure of the statement (PostgreSQL refused it, a deadlock, no connection) kept nothing
+ *   of the batch, and each of its visits is recorded again alone, with the answer it would have
+ *   had alone: one visit's bad data costs the others nothing;
  * - a round trip that broke after it was sent is the one case whose outcome is unknown: every
  *   visit of the batch gets the error, as a lone visit whose statement's connection broke does.
  *
- * A visit answers 2xx only after the `COMMIT` that holds it (and its PageView sends) returned.
+ * A visit answers 2xx only after the statement that holds it (and its PageView sends) committed.
  */
 
 /** Visits per shared transaction at most; more wait for the next. */
@@ -57,16 +59,11 @@ interface Job {
   queuedAt: number;
   visit: NewVisit;
   admission: VisitAdmission | undefined;
-  call: PreparedCall;
   /** The counter and the (site, visitRequestId) it writes, as held by a batch in flight. */
   keys: string[];
   resolve(v: RecordedVisit): void;
   reject(error: unknown): void;
 }
-
-// SQL-prepared under a name of its own: the lone path prepares the same text through the driver
-// (extended protocol) under `call.name`, and both live in one namespace per connection.
-const shared = (call: PreparedCall): PreparedCall => ({ ...call, name: `${call.name}_shared` });
 
 /**
  * One per process (`process-state.ts`), over its pool: visits of two processes never share a
@@ -96,12 +93,11 @@ export class VisitBatcher {
   }
 
   record(visit: NewVisit, admission: VisitAdmission | undefined): Promise<RecordedVisit> {
-    const call = visitCall(visit, admission);
     const keys: string[] = [];
     if (admission?.key !== undefined) keys.push(`counter:${admission.key}`);
     if (visit.visitRequestId !== undefined) keys.push(`visit:${visit.siteId}:${visit.visitRequestId}`);
     return new Promise<RecordedVisit>((resolve, reject) => {
-      this.queue.push({ queuedAt: performance.now(), visit, admission, call, keys, resolve, reject });
+      this.queue.push({ queuedAt: performance.now(), visit, admission, keys, resolve, reject });
       this.pump();
       this.expiry.arm();
     });
@@ -146,21 +142,31 @@ export class VisitBatcher {
       await this.alone(job!);
       return;
     }
+    const call = visitsCall(jobs);
+    if (call === null) {
+      this.report(jobs.length, 'ran_alone');
+      await Promise.all(jobs.map((job) => this.alone(job)));
+      return;
+    }
     let client: PoolClient | undefined;
     let sent = false;
     try {
       client = await this.pool.connect();
-      for (const job of jobs) await ensurePrepared(client, shared(job.call));
-      const sql = ['BEGIN', ...jobs.map((job) => execute(client!, shared(job.call))), 'COMMIT'].join('; ');
       sent = true;
-      const results = (await client.query(sql)) as unknown as { rows: VisitStatementRow[] }[];
+      // One statement for the whole batch: it commits on its own, all of it or nothing.
+      const { rows } = await client.query<VisitStatementRow & { n: number }>({
+        name: call.name,
+        text: call.sql,
+        values: [...call.values],
+      });
       client.release();
       client = undefined;
       this.report(jobs.length, 'committed');
-      if (jobs.some((_, i) => (results[i + 1]!.rows[0]?.sends ?? 0) > 0)) this.waker.wake();
+      if (rows.some((r) => r.sends > 0)) this.waker.wake();
+      const byN = new Map(rows.map((r) => [r.n, r]));
       await Promise.all(
         jobs.map((job, i) =>
-          settleVisit(this.pool, results[i + 1]!.rows[0], job.admission).then(job.resolve, job.reject),
+          settleVisit(this.pool, byN.get(i + 1), job.admission).then(job.resolve, job.reject),
         ),
       );
     } catch (error) {
@@ -171,15 +177,9 @@ export class VisitBatcher {
         for (const job of jobs) job.reject(error);
         return;
       }
-      // PostgreSQL refused a statement (the rest of the string, COMMIT included, was skipped) or
-      // nothing reached it: nothing of the batch was committed, and each visit runs alone.
-      if (client !== undefined) {
-        const rolledBack = await client.query('ROLLBACK').then(
-          () => true,
-          () => false,
-        );
-        client.release(!rolledBack);
-      }
+      // PostgreSQL refused the statement or nothing reached it: nothing of the batch was
+      // committed, and each visit runs alone.
+      client?.release();
       this.report(jobs.length, 'ran_alone');
       await Promise.all(jobs.map((job) => this.alone(job)));
     }

@@ -121,6 +121,11 @@ const FILL_MISSING = ATTRIBUTION_COLUMNS.map(([, c]) => `${c} = COALESCE(visits.
  */
 export interface VisitAdmission {
   sql(firstParam: number): SqlFragment;
+  /**
+   * The same check as data, for the statement that records the visits of a batch together
+   * (`visitsCall`): the counter `sql` writes, or null when the check admits every visit.
+   */
+  counter: VisitCounter | null;
   refusal(retryMs: number): Error;
   /**
    * The row the check writes (its counter's key), when it writes one: visits recorded together
@@ -129,8 +134,25 @@ export interface VisitAdmission {
   key?: string;
 }
 
+/**
+ * A rate-limit counter as rate-limiter-flexible keeps it (`domain/rate-limits.ts`): a visit is
+ * admitted while the counter of `key` is within `limit` over its window of `seconds`, or, once
+ * it is spent, the burst counter of `burstKey` (null: none) within `burstLimit`.
+ */
+export interface VisitCounter {
+  key: string;
+  limit: number;
+  burstKey: string | null;
+  burstLimit: number;
+  /** The clock the counters' windows are measured by (the process's, as the library's). */
+  nowMs: number;
+  seconds: number;
+  burstSeconds: number;
+}
+
 const ADMIT_ALL: VisitAdmission = {
   sql: () => ({ text: 'admission AS (SELECT true AS allowed, 0::bigint AS retry_ms)', params: [] }),
+  counter: null,
   refusal: () => new Error('admission refused a visit it admits'),
 };
 
@@ -228,6 +250,106 @@ export function visitCall(v: NewVisit, admission: VisitAdmission = ADMIT_ALL): P
   const check = admission.sql(ADMISSION_FIRST_PARAM);
   const sql = statement(v.visitRequestId === undefined ? INSERT_VISIT : UPSERT_VISIT, check);
   return { name: statementName(sql), sql, values: [...parameters(asStored(v)), ...check.params] };
+}
+
+/** A visit of a batch and its admission check (`visitsCall`). */
+export interface BatchedVisit {
+  visit: NewVisit;
+  admission: VisitAdmission | undefined;
+}
+
+const BATCH_INPUT_COLUMNS = [
+  'n int',
+  ...FIXED_COLUMNS.map((c, i) => `${c} ${FIXED_CASTS[i]}`),
+  ...ATTRIBUTION_COLUMNS.map(([, c]) => `${c} text`),
+  'counter_key varchar, counter_limit int, burst_key varchar, burst_limit int, now_ms bigint',
+].join(', ');
+
+/** One counter table's upsert for the rows of `source` (key, now_ms), its window `seconds` long, in key order. */
+function countersUpsert(source: string, seconds: number): string {
+  const window = seconds * 1000;
+  return `INSERT INTO capigram_rate_limits AS t (key, points, expire)
+    SELECT key, 1, now_ms + ${window} FROM (${source}) c ORDER BY key
+    ON CONFLICT (key) DO UPDATE SET
+      points = CASE WHEN t.expire <= EXCLUDED.expire - ${window} THEN 1 ELSE t.points + 1 END,
+      expire = CASE WHEN t.expire <= EXCLUDED.expire - ${window} THEN EXCLUDED.expire ELSE t.expire END
+    RETURNING key, points, expire`;
+}
+
+const BATCH_SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created AND consented', {
+  fresh: true,
+});
+
+function batchStatement(seconds: number, burstSeconds: number): string {
+  return `
+  WITH input AS MATERIALIZED (
+    SELECT i.*, capigram_uuid_v7() AS new_id FROM jsonb_to_recordset($1::jsonb) AS i(${BATCH_INPUT_COLUMNS})),
+  counted AS (${countersUpsert('SELECT counter_key AS key, now_ms FROM input WHERE counter_key IS NOT NULL', seconds)}),
+  burst_counted AS (${countersUpsert(
+    `SELECT i.burst_key AS key, i.now_ms FROM input i JOIN counted c ON c.key = i.counter_key
+     WHERE i.burst_key IS NOT NULL AND c.points > i.counter_limit`,
+    burstSeconds,
+  )}),
+  admission AS MATERIALIZED (
+    SELECT i.n, (i.counter_key IS NULL OR c.points <= i.counter_limit OR coalesce(b.points <= i.burst_limit, false)) AS allowed,
+           coalesce(least(c.expire, b.expire) - i.now_ms, 0)::bigint AS retry_ms
+    FROM input i LEFT JOIN counted c ON c.key = i.counter_key LEFT JOIN burst_counted b ON b.key = i.burst_key),
+  elsewhere AS (
+    SELECT i.n FROM input i
+    WHERE i.visit_request_id IS NOT NULL
+      AND EXISTS (SELECT 1 FROM visits v WHERE v.visit_request_id = i.visit_request_id AND v.site_id <> i.site_id)),
+  visit AS (
+    INSERT INTO visits (id, ${COLUMNS.join(', ')})
+    SELECT i.new_id, ${COLUMNS.map((c) => `i.${c}`).join(', ')}
+    FROM input i JOIN admission a ON a.n = i.n
+    WHERE a.allowed AND i.n NOT IN (SELECT n FROM elsewhere)
+    ON CONFLICT (visit_request_id) WHERE visit_request_id IS NOT NULL DO UPDATE SET ${FILL_MISSING}, updated_at = now()
+      WHERE visits.site_id = EXCLUDED.site_id AND visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
+    RETURNING id, site_id, channel_id, consented, (xmax = 0) AS created, visit_request_id),
+  ${BATCH_SENDS.text}
+  SELECT i.n, a.allowed, a.retry_ms, v.id, v.channel_id, v.consented, v.created,
+    (SELECT count(*) FROM created_sends cs WHERE cs.subject_id = v.id)::int AS sends,
+    (EXISTS (SELECT 1 FROM created_sends cs WHERE cs.subject_id = v.id AND cs.platform = 'meta')
+     OR EXISTS (SELECT 1 FROM sends s WHERE s.visit_id = v.id AND s.platform = 'meta')) AS meta_page_view
+  FROM input i JOIN admission a ON a.n = i.n
+  LEFT JOIN visit v ON v.id = i.new_id OR v.visit_request_id = i.visit_request_id
+  ORDER BY i.n`;
+}
+
+/**
+ * The one statement that records the visits of a batch (`visit-batch.ts`): each visit's admission
+ * check, its row and its PageView sends, as `visitCall` does for one, all in one statement
+ * (PostgreSQL pays a statement's set-up once, not per visit). Each counter and each
+ * visitRequestId at most once per batch (the batcher's keys), the counters taken in key order. A
+ * row per visit, in the order given (`n`, from 1). Null when the visits' counters do not share
+ * their windows (never among track/init's), for the caller to record them one by one.
+ */
+export function visitsCall(batch: readonly BatchedVisit[]): PreparedCall | null {
+  const counters = batch.flatMap((b) => (b.admission?.counter ? [b.admission.counter] : []));
+  const seconds = new Set(counters.map((c) => c.seconds));
+  const burstSeconds = new Set(counters.map((c) => c.burstSeconds));
+  if (seconds.size > 1 || burstSeconds.size > 1) return null;
+  const [window = 60] = seconds;
+  const [burstWindow = 600] = burstSeconds;
+  const sql = batchStatement(window, burstWindow);
+  const inputs = batch.map((b, i) => {
+    const values = parameters(asStored(b.visit));
+    const row: Record<string, unknown> = { n: i + 1 };
+    COLUMNS.forEach((c, j) => {
+      row[c] = values[j];
+    });
+    const counter = b.admission?.counter ?? null;
+    return {
+      ...row,
+      counter_key: counter?.key ?? null,
+      counter_limit: counter?.limit ?? null,
+      burst_key: counter?.burstKey ?? null,
+      burst_limit: counter?.burstLimit ?? null,
+      now_ms: counter?.nowMs ?? null,
+    };
+  });
+  // As JSON text: the driver would send a bare array as a PostgreSQL array, not as jsonb.
+  return { name: statementName(sql), sql, values: [JSON.stringify(inputs)] };
 }
 
 /**

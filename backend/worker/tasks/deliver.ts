@@ -23,7 +23,7 @@ const LEGACY_DELIVER_TASKS = ['deliver_send', 'deliver_recover'] as const;
 export function deliveryTasks(deps: Deps, overrides: Partial<DeliveryOptions> = {}): TaskList {
   const o = deliveryOptions(overrides);
   const deliver: Task = async () => {
-    await deliverDue(deps, o);
+    await deps.local.deliveryGate.drain(() => deliverDue(deps, o));
   };
   // Reads a Data Manager API request's diagnostics; a malformed payload is dropped, not retried.
   const requestStatus: Task = async (payload) => {
