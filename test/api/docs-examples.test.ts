@@ -1,8 +1,12 @@
 // docs/api.md's conversion with an order id in curl, Python and PHP: the three send the same
-// request (path, key header, Idempotency-Key, body), and that body is one the API accepts.
+// request (path, key header, Idempotency-Key, body), that body is one the API accepts, and the
+// Python one, run as written against the real API, creates the conversion once.
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
 import { ConversionEventBody } from '../../backend/http/api/event-body.js';
+import { apiWorld, attributedJoin } from './support.js';
 
 const doc = readFileSync('docs/api.md', 'utf8');
 const section = doc.slice(doc.indexOf('The same purchase with its order id'));
@@ -40,4 +44,27 @@ it('the three post to /events/conversion with the key and the same Idempotency-K
   expect(php).toContain(`curl_init(getenv('BASE') . '/events/conversion')`);
   expect(python).toContain(`"Authorization": f"Bearer {os.environ['KEY']}"`);
   expect(php).toContain("'Authorization: Bearer ' . getenv('KEY')");
+});
+
+const world = apiWorld();
+
+it('the Python example, run as written: 201 with the conversion, the same answer when repeated, the problem when refused', async () => {
+  const { site } = world.tenant;
+  await attributedJoin(world.db.pool, {
+    siteId: site.siteId,
+    channelId: site.channels.main,
+    telegramUserId: curlBody.telegramUserId,
+  });
+  const env = { PATH: process.env.PATH, BASE: `${world.t.url}/api/v1`, KEY: site.siteKey };
+  // Asynchronously: the API answers from this very process.
+  const run = (e: Record<string, string | undefined>) =>
+    promisify(execFile)('python3', ['-c', python], { env: e });
+  const first = (await run(env)).stdout;
+  expect(first).toMatch(/^201 [0-9a-f-]{36}\n$/);
+  expect((await run(env)).stdout).toBe(first);
+  const refused = await run({ ...env, KEY: 'not-a-key' }).then(
+    () => '',
+    (err: { stderr: string }) => err.stderr,
+  );
+  expect(refused).toMatch(/RuntimeError: UNAUTHORIZED: /);
 });
