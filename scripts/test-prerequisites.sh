@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the tests run for real beyond npm (Debian packages): Chromium (browser tests), nginx with njs
-# (the nginx recipe), PgBouncer (the web tier through a transaction-mode pooler) and PostgreSQL 15's
-# server and client programs (a streaming standby made with pg_basebackup; backups). `npm test` runs
-# this first (pretest), and .ci/run before npm ci.
+# (the nginx recipe), PgBouncer (the web tier through a transaction-mode pooler), PostgreSQL 15's
+# server and client programs (a streaming standby made with pg_basebackup; backups) and Python 3
+# with requests (docs/api.md's Python example, run as written). `npm test` runs this first
+# (pretest), and .ci/run before npm ci.
 #
 # Everything present: exit 0 at once (file checks only; no apt-get). Something missing: as root
 # with apt-get, install it; otherwise exit 1 with the one line that says what to install.
@@ -19,6 +20,7 @@ missing() {
   [ -x "$root/usr/sbin/pgbouncer" ] || wanted+=(pgbouncer)
   { [ -x "$root/usr/lib/postgresql/15/bin/initdb" ] && [ -x "$root/usr/lib/postgresql/15/bin/pg_basebackup" ]; } ||
     wanted+=(postgresql-15)
+  "${root:+$root/usr/bin/}python3" -c 'import requests' >/dev/null 2>&1 || wanted+=(python3-requests)
 }
 
 missing

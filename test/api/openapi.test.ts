@@ -1,5 +1,8 @@
 // GET /api/v1/openapi.json and /api/v1/docs: the document is generated from the schemas that
 // validate, so it must agree with what the endpoints accept.
+import { createConfig, lintFromString } from '@redocly/openapi-core';
+import type { z } from '@hono/zod-openapi';
+import { apiRoutes } from '../../backend/http/api/index.js';
 import { prose } from '../../backend/http/api/reference-page.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
@@ -118,5 +121,53 @@ describe('prose', () => {
     );
     expect(prose('one\n\ntwo')).toBe('one</p><p>two');
     expect(prose('a `<x>` b')).toBe('a <code>&#60;x&#62;</code> b');
+  });
+});
+
+describe('validity', () => {
+  it("is valid OpenAPI 3.1, and every example conforms to its schema (Redocly's checks)", async () => {
+    const config = await createConfig({
+      rules: {
+        struct: 'error',
+        'no-invalid-media-type-examples': { severity: 'error', allowAdditionalProperties: false },
+        'no-invalid-schema-examples': 'error',
+        'no-invalid-parameter-examples': 'error',
+      },
+    });
+    const problems = await lintFromString({
+      source: JSON.stringify(doc),
+      absoluteRef: 'openapi.json',
+      config,
+    });
+    expect(problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
+  });
+
+  it('every request body has examples, and the schema that validates the request accepts each', () => {
+    const bodies = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([p, item]) =>
+      Object.entries(item)
+        .filter(([, op]) => op.requestBody)
+        .map(([m, op]) => ({
+          op: `${m} ${p}`,
+          examples: op.requestBody.content['application/json'].examples,
+        })),
+    );
+    expect(bodies.length).toBe(4);
+    for (const b of bodies) expect(Object.keys(b.examples ?? {}).length, b.op).toBeGreaterThan(0);
+
+    // The zod schemas the routes validate with (refinements included, which JSON Schema cannot say).
+    const routes = apiRoutes(t.deps).openAPIRegistry.definitions.flatMap((d) =>
+      d.type === 'route' && d.route.request?.body ? [d.route] : [],
+    );
+    expect(routes.length).toBe(4);
+    for (const r of routes) {
+      const media = r.request!.body!.content['application/json'] as {
+        schema: z.ZodType;
+        examples?: Record<string, { value: unknown }>;
+      };
+      for (const [name, example] of Object.entries(media.examples ?? {})) {
+        const parsed = media.schema.safeParse(example.value);
+        expect(parsed.error?.issues, `${r.method} ${r.path} example ${name}`).toBeUndefined();
+      }
+    }
   });
 });

@@ -9,13 +9,22 @@ import { afterAll, expect, it } from 'vitest';
 import { scratchDir } from '../harness/scratch.js';
 
 const SCRIPT = 'scripts/test-prerequisites.sh';
-const ALL = ['chromium', 'nginx-light', 'libnginx-mod-http-js', 'pgbouncer', 'postgresql-15'];
+const ALL = [
+  'chromium',
+  'nginx-light',
+  'libnginx-mod-http-js',
+  'pgbouncer',
+  'postgresql-15',
+  'python3-requests',
+];
 const FILES: Record<string, string[]> = {
   chromium: ['usr/bin/chromium'],
   'nginx-light': ['usr/sbin/nginx'],
   'libnginx-mod-http-js': ['usr/lib/nginx/modules/ngx_http_js_module.so'],
   pgbouncer: ['usr/sbin/pgbouncer'],
   'postgresql-15': ['usr/lib/postgresql/15/bin/initdb', 'usr/lib/postgresql/15/bin/pg_basebackup'],
+  // An empty executable: run as `python3 -c 'import requests'`, it succeeds as a Python with requests would.
+  'python3-requests': ['usr/bin/python3'],
 };
 
 const dirs: string[] = [];
@@ -86,7 +95,11 @@ it('with everything installed: exit 0 at once, apt-get never asked, nothing prin
 });
 
 it('not root: fails at once with the one line that says what to install', () => {
-  const r = run({ installed: ['chromium', 'pgbouncer', 'postgresql-15'], uid: 1000, aptGet: 'installs' });
+  const r = run({
+    installed: ['chromium', 'pgbouncer', 'postgresql-15', 'python3-requests'],
+    uid: 1000,
+    aptGet: 'installs',
+  });
   expect(r).toMatchObject({ code: 1, stdout: '', aptGet: [] });
   expect(r.stderr).toBe(
     'the tests need Debian packages: as root, apt-get install -y nginx-light libnginx-mod-http-js\n',
@@ -100,7 +113,11 @@ it('root without apt-get: the same one line', () => {
 });
 
 it('root with apt-get: installs what is missing, and only that', () => {
-  const r = run({ installed: ['nginx-light', 'pgbouncer', 'postgresql-15'], uid: 0, aptGet: 'installs' });
+  const r = run({
+    installed: ['nginx-light', 'pgbouncer', 'postgresql-15', 'python3-requests'],
+    uid: 0,
+    aptGet: 'installs',
+  });
   expect(r.stderr).toBe('installing chromium libnginx-mod-http-js for the tests (apt-get)\n');
   expect(r.code).toBe(0);
   expect(r.aptGet).toEqual(['update -qq', 'install -y -qq chromium libnginx-mod-http-js']);

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { ENTRY_START_EXAMPLES } from './request-examples.js';
 import { PAYLOAD_RE } from '../../domain/entries/payload.js';
 import { reportStart } from '../../domain/entries/reported-start.js';
 import {
@@ -62,7 +63,10 @@ export function registerEntryStart(api: ApiApp, deps: ApiDeps): void {
     middleware: keyedJson(deps),
     request: {
       headers: IdempotencyHeaders,
-      body: { content: { 'application/json': { schema: Body } }, required: true },
+      body: {
+        content: { 'application/json': { schema: Body, examples: ENTRY_START_EXAMPLES } },
+        required: true,
+      },
     },
     responses: {
       200: { description: 'Handled', content: { 'application/json': { schema: Answer } } },

@@ -1,4 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
+import { CONVERSION_EXAMPLES } from './request-examples.js';
 import { COMMON_ERRORS, SECURITY, eventJson, problems, type ApiApp, type ApiDeps } from './common.js';
 import { ConversionEventBody, ConversionResult, EventHeaders, toBusinessEvent } from './event-body.js';
 import { eventAnswer, submitEvent } from './event-submit.js';
@@ -26,7 +27,10 @@ export function registerConversionEvent(api: ApiApp, deps: ApiDeps): void {
     middleware: eventJson(deps),
     request: {
       headers: EventHeaders,
-      body: { required: true, content: { 'application/json': { schema: ConversionEventBody } } },
+      body: {
+        required: true,
+        content: { 'application/json': { schema: ConversionEventBody, examples: CONVERSION_EXAMPLES } },
+      },
     },
     responses: {
       201: {

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { CONVERSION_VALUE_EXAMPLES } from './request-examples.js';
 import {
   MAX_VALUE,
   MIN_VALUE,
@@ -55,6 +56,7 @@ export function registerConversionValue(api: ApiApp, deps: ApiDeps): void {
                 pii: Pii.nullish(),
               })
               .openapi('ConversionValue'),
+            examples: CONVERSION_VALUE_EXAMPLES,
           },
         },
       },

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { LEAD_EVENT_EXAMPLES } from './request-examples.js';
 import {
   COMMON_ERRORS,
   SECURITY,
@@ -29,7 +30,10 @@ export function registerLeadEvent(api: ApiApp, deps: ApiDeps): void {
     request: {
       params: z.object({ telegramUserId: TelegramUserIdParam }),
       headers: EventHeaders,
-      body: { required: true, content: { 'application/json': { schema: LeadEventBody } } },
+      body: {
+        required: true,
+        content: { 'application/json': { schema: LeadEventBody, examples: LEAD_EVENT_EXAMPLES } },
+      },
     },
     responses: {
       201: {
