@@ -27,6 +27,7 @@ import {
   sendUpdate,
   updateType,
   type ChatInviteLink,
+  type ChatJoinRequest,
   type MemberStatus,
   type TgChat,
   type TgUpdate,
@@ -495,7 +496,7 @@ export class TelegramFake extends FakeServer {
     inviteLink?: string | ChatInviteLink;
     date?: number;
     botToken?: string;
-  }): TgUpdate & { chat_join_request: { query_id: string } } {
+  }): { update_id: number; chat_join_request: ChatJoinRequest & { query_id: string } } {
     const update = this.chatJoinRequest(o);
     if (!('chat_join_request' in update)) throw new Error('Telegram fake: not a join request');
     const queryId = randomId(20);
@@ -507,6 +508,13 @@ export class TelegramFake extends FakeServer {
       issuedAtEpochMs: Date.now(),
     });
     return { ...update, chat_join_request: { ...update.chat_join_request, query_id: queryId } };
+  }
+
+  /** Time passes for one guard query: it was issued `ms` earlier than it was. */
+  ageJoinQuery(queryId: string, ms: number): void {
+    const q = this.joinQueries.get(queryId);
+    if (!q) throw new Error('Telegram fake: no such join query');
+    q.issuedAtEpochMs -= ms;
   }
 
   /** What became of a guard query (a copy), or undefined for an id the fake never issued. */

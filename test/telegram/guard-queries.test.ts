@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { addBot } from '../../backend/domain/admin/bots.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
+import { addEntry } from '../../backend/domain/admin/entries.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { createTelegramClient, TelegramError } from '../../backend/telegram/client.js';
@@ -45,6 +46,7 @@ let db: TestDatabase;
 let app: TestApp;
 let siteId: string;
 let websiteId: string;
+let entryId: string;
 const channels = {} as Record<keyof typeof CHATS, string>;
 
 beforeAll(async () => {
@@ -78,6 +80,7 @@ beforeAll(async () => {
   await add('hold', { joinRequests: 'hold' });
   await add('gate', { joinRequests: 'approve-attributed', joinGate: 'webapp' });
   await addPixel(app.deps, { platform: 'meta', siteId, pixelId: PIXEL, accessToken: 'meta-test-token' });
+  ({ entryId } = await addEntry(db.pool, { siteId, botId, eventType: 'none' }));
 });
 afterAll(async () => {
   await app.stop();
@@ -136,7 +139,8 @@ const gatePost = (channelId: string, initData: string, cookie?: string) =>
   });
 
 /** A visitor lands on the site with an ad's click id; the tracker's browser id is its cookie. */
-async function land(): Promise<{ visitId: string; tempId: string; fbc: string }> {
+async function land(): Promise<{ visitId: string; tempId: string; sessionId: string; fbc: string }> {
+  const sessionId = randomUUID();
   const tempId = randomUUID();
   const click = `IwAR${randomUUID().replace(/-/g, '').slice(0, 12)}`;
   const fbc = `fb.1.${Date.now() - 60_000}.${click}`;
@@ -152,7 +156,7 @@ async function land(): Promise<{ visitId: string; tempId: string; fbc: string }>
     body: JSON.stringify({
       websiteId,
       tempId,
-      sessionId: randomUUID(),
+      sessionId,
       visitRequestId: randomUUID(),
       href,
       landingPage: new URL(href).pathname + new URL(href).search,
@@ -161,7 +165,24 @@ async function land(): Promise<{ visitId: string; tempId: string; fbc: string }>
   });
   expect(res.status).toBe(200);
   const { visitId } = (await res.json()) as { visitId: string };
-  return { visitId, tempId, fbc };
+  return { visitId, tempId, sessionId, fbc };
+}
+
+/** The visitor opens the bot through the entry and presses START: the entry ties their visit to the user. */
+async function startBot(visit: { tempId: string; sessionId: string }, user: { id: number }): Promise<void> {
+  const query = new URLSearchParams({
+    website: websiteId,
+    tid: visit.tempId,
+    sid: visit.sessionId,
+    entry: entryId,
+  });
+  const res = await fetch(`${app.url}/backend/track/entry?${query}`, {
+    redirect: 'manual',
+    headers: { 'x-capigram-client-ip': '203.0.113.9' },
+  });
+  expect(res.status).toBe(302);
+  const payload = new URL(res.headers.get('location')!).searchParams.get('start')!;
+  expect((await deliver(tg().startCommand({ user, payload }))).status).toBe(200);
 }
 
 describe('a guard query answered by the channel’s rule, in a public chat', () => {
@@ -258,6 +279,27 @@ describe('the gate Mini App (--join-gate webapp)', () => {
     expect(await again.json()).toEqual({ approved: true, attributed: true, decidedBy: 'gate' });
   });
 
+  it('ties a requester an entry tied to a visit without any cookie (a public chat through the bot)', async () => {
+    const visit = await land();
+    const user = newUser();
+    await startBot(visit, user);
+    const queryId = await request('gate', user);
+    await shown(queryId);
+    const res = await gatePost(channels.gate, tg().gateInitData(queryId));
+    expect(await res.json()).toEqual({ approved: true, attributed: true, decidedBy: 'gate' });
+    inTime(await answered(queryId));
+    const conversion = await eventually(
+      async () => (await conversionsOf(user.id)).find((c) => c.event_type === 'Subscribe'),
+      5000,
+      'the join conversion',
+    );
+    expect(conversion.visit_id).toBe(visit.visitId);
+    const { rows } = await db.pool.query('SELECT proof FROM join_request_queries WHERE query_id = $1', [
+      queryId,
+    ]);
+    expect(rows).toEqual([{ proof: 'entry' }]);
+  });
+
   it('without a provable visit approves the join as organic, sending nothing', async () => {
     await land(); // someone else's visit, at the same moment: no reason to credit it
     const user = newUser();
@@ -303,6 +345,11 @@ describe('the gate Mini App (--join-gate webapp)', () => {
     expect((await gatePost(channels.all, tg().gateInitData(queryId))).status).toBe(404);
     expect((await gatePost('not-a-channel', tg().gateInitData(queryId))).status).toBe(404);
     expect((await gatePost(channels.gate, tg().gateInitData(queryId).slice(0, 20))).status).toBe(401);
-    await answered(queryId);
+    // None of them decided the query (the rule still will).
+    const { rows } = await db.pool.query<{ decided_by: string | null }>(
+      'SELECT decided_by FROM join_request_queries WHERE query_id = $1',
+      [queryId],
+    );
+    expect(rows[0]?.decided_by).not.toBe('gate');
   });
 });
