@@ -3,7 +3,7 @@ import { entryVisitInWindow } from '../entries/tie.js';
 import { enqueueRevokeInviteLink } from '../bot-api/actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { decideJoinCredit } from './join-credit.js';
-import { joinConversionTerms } from './join-terms.js';
+import { joinConversionTerms, paidJoinTerms } from './join-terms.js';
 import { visitContext } from '../tracker/visits.js';
 import {
   insertMembership,
@@ -14,6 +14,7 @@ import {
   type InvitationRow,
 } from './queries.js';
 import type { Queryable } from '../../db/pool.js';
+import type { StarsValue } from './payment-value.js';
 
 export interface JoinToCredit {
   channel: ChannelRow;
@@ -25,6 +26,8 @@ export interface JoinToCredit {
   occurredAt: Date;
   viaJoinRequest: boolean;
   recordedBy: 'update' | 'approval';
+  /** A subscription link's price in Stars, as Telegram's update carries it: a paid join. */
+  paidStars?: number | null;
 }
 
 /**
@@ -100,7 +103,12 @@ async function convertJoin(
     await insertMembership(tx, organic);
     return 'organic_join';
   }
-  const terms = joinConversionTerms(channel);
+  const paidStars = j.paidStars ?? null;
+  const terms = paidJoinTerms(
+    joinConversionTerms(channel),
+    paidStars,
+    paidStars === null ? null : await siteStarsValue(tx, channel.site_id),
+  );
   const conversion = await recordConversion(
     tx,
     {
@@ -151,4 +159,14 @@ async function entryJoinAlreadyConverted(
     [channelId, telegramUserId, visitId],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/** The site's value of one Star (`site update --stars-value`), or null while it has none. */
+async function siteStarsValue(tx: Queryable, siteId: string): Promise<StarsValue | null> {
+  const { rows } = await tx.query<{ amount: string | null; currency: string | null }>(
+    'SELECT stars_value::text AS amount, stars_value_currency AS currency FROM sites WHERE id = $1',
+    [siteId],
+  );
+  const r = rows[0];
+  return r?.amount != null && r.currency != null ? { amount: Number(r.amount), currency: r.currency } : null;
 }

@@ -28,7 +28,11 @@ const ChatMember = z.object({
 });
 export type ChatMember = z.infer<typeof ChatMember>;
 
-const InviteLink = z.object({ invite_link: storableText(2048).min(1) });
+const InviteLink = z.object({
+  invite_link: storableText(2048).min(1),
+  /** A subscription link's Stars per period (Bot API ChatInviteLink): what a paid join costs. */
+  subscription_price: z.number().int().positive().max(1_000_000).optional(),
+});
 
 export const ChatMemberUpdated = z.object({
   chat: Chat,
