@@ -207,6 +207,8 @@ const ALL_UPDATES = [
   'chat_join_request',
   'chat_boost',
   'removed_chat_boost',
+  // Bot API 10.2: a user's Stars subscription to the bot canceled, re-enabled or failed.
+  'subscription',
 ];
 
 /** The updates to ask Telegram for: Capigram's own, or all of them when they are forwarded. */

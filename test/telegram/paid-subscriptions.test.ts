@@ -11,6 +11,7 @@ import { setSiteStarsValue } from '../../backend/domain/admin/site-stars.js';
 import { findChannel } from '../../backend/domain/invites/invite-channels.js';
 import { createLinkAtTelegram } from '../../backend/domain/invites/telegram.js';
 import { paidJoinTerms } from '../../backend/domain/telegram/join-terms.js';
+import { parseUpdate } from '../../backend/domain/telegram/updates.js';
 import { CHATS, eventually, newUser, startWorld, type World } from './world.js';
 
 describe('the rules', () => {
@@ -51,6 +52,19 @@ describe('the rules', () => {
     ],
   ] as const)('%s', (_what, paid, stars, expected) => {
     expect(paidJoinTerms(subscribe, paid, stars)).toEqual({ ...subscribe, ...expected });
+  });
+
+  it('a Bot API 10.2 subscription update is no conversion: it carries no payment', () => {
+    expect(
+      parseUpdate({
+        update_id: 1,
+        subscription: {
+          user: { id: 5, is_bot: false, first_name: 'U' },
+          invoice_payload: 'plan',
+          state: 'failed',
+        },
+      }),
+    ).toEqual({ kind: 'ignored', updateId: 1, reason: 'a bot subscription changed state', routine: true });
   });
 
   it('a paid Purchase join waiting for a manual value is valued instead', () => {

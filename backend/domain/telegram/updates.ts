@@ -177,6 +177,10 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
     }
     return { kind, updateId, body: parsed.data as ChatMemberUpdated };
   }
+  // Bot API 10.2 `subscription`: a Stars subscription's state changed. It carries no payment (a
+  // renewal comes as its own successful_payment), so it is the operator's backend's, not a conversion.
+  if ('subscription' in obj)
+    return { kind: 'ignored', updateId, reason: 'a bot subscription changed state', routine: true };
   const payload = Object.keys(obj).find((k) => k !== 'update_id');
   return {
     kind: 'ignored',
