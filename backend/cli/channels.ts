@@ -1,6 +1,7 @@
 import { CONVERSION_EVENT_TYPES } from '../platforms/types.js';
 import { addChannel, CLEARABLE, listChannels, updateChannel } from '../domain/admin/channels.js';
 import { decideJoinRequest, listHeldRequests } from '../domain/admin/join-requests.js';
+import { setChannelSubscriptionPrice } from '../domain/admin/channel-subscription.js';
 import { defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -161,14 +162,41 @@ export const channelCommands = [
         placeholder: 'SETTING',
         help: `takes a setting back to none; repeat for several: ${CLEARABLE.join(', ')} (value clears its currency too; manual-value turns manual values off)`,
       },
+      'subscription-price': {
+        type: 'string',
+        placeholder: 'STARS|none',
+        help: "a paid channel: each visit's link is a Telegram Stars subscription link at this price per 30 days (1-2500), a join through it valued with the site's --stars-value; none makes it free (docs/telegram-payments.md)",
+      },
     },
     async run({ deps, warn }, v) {
-      const { channelId, warnings } = await updateChannel(deps, {
-        channelId: v.channel,
-        ...settings(v),
-        clear: v.clear as (typeof CLEARABLE)[number][],
-      });
-      for (const w of warnings) warn(`warning: ${w}`);
+      const { requireTelegram: _check, ...changes } = settings(v);
+      // --subscription-price alone changes nothing else; with other flags it is set once they are.
+      const onlyPrice =
+        v['subscription-price'] !== undefined &&
+        v.clear.length === 0 &&
+        Object.values(changes).every((x) => x === undefined);
+      let channelId = v.channel;
+      if (!onlyPrice) {
+        const { warnings, channelId: updated } = await updateChannel(deps, {
+          channelId: v.channel,
+          ...settings(v),
+          clear: v.clear as (typeof CLEARABLE)[number][],
+        });
+        for (const w of warnings) warn(`warning: ${w}`);
+        channelId = updated;
+      }
+      if (v['subscription-price'] !== undefined) {
+        const paid = await setChannelSubscriptionPrice(
+          deps.pool,
+          channelId,
+          v['subscription-price'],
+          deps.now(),
+        );
+        return {
+          json: { ...paid },
+          human: `Channel updated: ${paid.channelId}\n  subscription: ${paid.subscriptionPrice === null ? 'none (free)' : `${paid.subscriptionPrice} Stars per 30 days`}`,
+        };
+      }
       return { json: { channelId }, human: `Channel updated: ${channelId}` };
     },
   }),

@@ -131,6 +131,13 @@ export function createTelegramClient(opts: TelegramClientOptions) {
       member_limit?: number;
       creates_join_request?: boolean;
     }) => call('createChatInviteLink', p, ChatInviteLink),
+    /** A paid link: `subscription_period` must be 2592000 (30 days), the price 1-2500 Stars (Bot API). */
+    createChatSubscriptionInviteLink: (p: {
+      chat_id: number | string;
+      name?: string;
+      subscription_period: number;
+      subscription_price: number;
+    }) => call('createChatSubscriptionInviteLink', p, ChatInviteLink),
     revokeChatInviteLink: (p: { chat_id: number | string; invite_link: string }) =>
       call('revokeChatInviteLink', p, ChatInviteLink),
     approveChatJoinRequest: (p: { chat_id: number | string; user_id: number }) =>
@@ -208,6 +215,8 @@ const ALL_UPDATES = [
   'chat_join_request',
   'chat_boost',
   'removed_chat_boost',
+  // Bot API 10.2: a user's Stars subscription to the bot canceled, re-enabled or failed.
+  'subscription',
 ];
 
 /** The updates to ask Telegram for: Capigram's own, or all of them when they are forwarded. */

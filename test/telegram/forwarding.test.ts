@@ -60,6 +60,7 @@ describe('forwarding', () => {
         'chat_join_request',
         'my_chat_member',
         'pre_checkout_query',
+        'subscription',
       ]),
     );
   });

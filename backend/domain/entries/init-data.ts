@@ -76,14 +76,3 @@ export function readSignedInitData(fields: Map<string, string>, now: Date): Init
     data: { userId: parsed.data.id, startParam: fields.get('start_param') ?? null, authDate },
   };
 }
-
-/** Signs fields as Telegram does: for tests, the sandbox's simulated Mini App, and docs examples. */
-export function signInitData(fields: Record<string, string>, botToken: string): string {
-  const dataCheckString = Object.keys(fields)
-    .sort()
-    .map((k) => `${k}=${fields[k]}`)
-    .join('\n');
-  const secret = createHmac('sha256', 'WebAppData').update(botToken).digest();
-  const hash = createHmac('sha256', secret).update(dataCheckString).digest('hex');
-  return new URLSearchParams({ ...fields, hash }).toString();
-}

@@ -17,12 +17,14 @@ export interface InviteChannel {
   botTokenEnc: string;
   /** The bot's flood-control wait, when Telegram imposed one that has not ended. */
   floodWaitUntil: Date | null;
+  /** A paid channel's price in Stars per 30 days: its links are subscription links. */
+  subscriptionPrice: number | null;
 }
 
 const SELECT = `
   SELECT c.id, c.site_id, c.bot_id, c.telegram_chat_id, c.username, c.invite_mode, c.invite_ttl_seconds, c.pool_target,
          c.public_invite_url, (c.bot_is_admin IS FALSE OR c.bot_can_invite IS FALSE) AS bot_cannot_invite,
-         b.token_enc, b.flood_wait_until
+         b.token_enc, b.flood_wait_until, c.subscription_price
   FROM channels c JOIN bots b ON b.id = c.bot_id`;
 
 interface Row {
@@ -38,6 +40,7 @@ interface Row {
   bot_cannot_invite: boolean;
   token_enc: string;
   flood_wait_until: Date | null;
+  subscription_price: number | null;
 }
 
 function toChannel(r: Row): InviteChannel {
@@ -54,6 +57,7 @@ function toChannel(r: Row): InviteChannel {
     botCannotInvite: r.bot_cannot_invite,
     botTokenEnc: r.token_enc,
     floodWaitUntil: r.flood_wait_until,
+    subscriptionPrice: r.subscription_price,
   };
 }
 

@@ -23,6 +23,35 @@ export interface LinkRequest {
   creates_join_request?: boolean;
 }
 
+/** Telegram's one subscription period (Bot API, createChatSubscriptionInviteLink: "must always be 2592000"). */
+export const SUBSCRIPTION_PERIOD_SECONDS = 2_592_000;
+
+export interface SubscriptionLinkRequest {
+  chat_id: number;
+  name: string;
+  subscription_period: number;
+  subscription_price: number;
+}
+
+/**
+ * `createChatSubscriptionInviteLink` parameters for a paid channel, or null for a free one. A
+ * subscription link takes no expiry and no member limit (TDLib export_dialog_invite_link), so the
+ * link is retired by Capigram: revoked after its first join, like any link of a visit, and by the
+ * pool's refill once its lifetime (`expire_date` of `linkRequest`, kept on our side) is over.
+ */
+export function subscriptionLinkRequest(
+  channel: Pick<InviteChannel, 'telegramChatId' | 'subscriptionPrice'>,
+  name: string,
+): SubscriptionLinkRequest | null {
+  if (channel.subscriptionPrice === null) return null;
+  return {
+    chat_id: channel.telegramChatId,
+    name,
+    subscription_period: SUBSCRIPTION_PERIOD_SECONDS,
+    subscription_price: channel.subscriptionPrice,
+  };
+}
+
 /**
  * `createChatInviteLink` parameters. A link admits one person (`member_limit: 1`) or asks the bot
  * to approve each joiner (`creates_join_request`), never both: Telegram refuses the pair.

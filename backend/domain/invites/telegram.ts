@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../deps.js';
 import { createTelegramClient, TelegramError } from '../../telegram/client.js';
 import type { InviteChannel } from './invite-channels.js';
-import { linkName, linkRequest } from './links.js';
+import { linkName, linkRequest, subscriptionLinkRequest } from './links.js';
 import { followMigrationError } from '../bot-api/migration.js';
 import { queueRightsCheck } from '../bot-api/rights-check.js';
 
@@ -40,12 +40,15 @@ export async function createLinkAtTelegram(
     timeoutMs,
   });
   try {
-    const link = await tg.createChatInviteLink(request);
+    const paid = subscriptionLinkRequest(channel, name);
+    const link = paid
+      ? await tg.createChatSubscriptionInviteLink(paid)
+      : await tg.createChatInviteLink(request);
     return {
       invitationId,
       inviteLink: link.invite_link,
       name,
-      createsJoinRequest: request.creates_join_request === true,
+      createsJoinRequest: paid === null && request.creates_join_request === true,
       expiresAt: new Date((link.expire_date ?? request.expire_date) * 1000),
     };
   } catch (err) {

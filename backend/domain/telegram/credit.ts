@@ -3,7 +3,7 @@ import { entryVisitInWindow } from '../entries/tie.js';
 import { enqueueRevokeInviteLink } from '../bot-api/actions.js';
 import type { UpdateContext, UpdateOutcome } from './context.js';
 import { decideJoinCredit } from './join-credit.js';
-import { joinConversionTerms } from './join-terms.js';
+import { joinConversionTerms, paidJoinTerms } from './join-terms.js';
 import { visitContext } from '../tracker/visits.js';
 import {
   insertMembership,
@@ -14,6 +14,7 @@ import {
   type InvitationRow,
 } from './queries.js';
 import type { Queryable } from '../../db/pool.js';
+import type { StarsValue } from './payment-value.js';
 
 export interface JoinToCredit {
   channel: ChannelRow;
@@ -30,6 +31,8 @@ export interface JoinToCredit {
    * (`join-gate.ts`), taken before an entry's tie.
    */
   provenVisit?: string | null;
+  /** A subscription link's price in Stars, as Telegram's update carries it: a paid join. */
+  paidStars?: number | null;
 }
 
 /**
@@ -104,6 +107,7 @@ async function convertJoin(
     visitId,
     occurredAt: j.occurredAt,
     recordedBy: j.recordedBy,
+    paidStars: j.paidStars ?? null,
   });
   if (conversion === null) {
     // A visit without consent leads to an organic join: recorded, nothing sent (docs/consent.md).
@@ -131,13 +135,19 @@ export async function recordJoinConversion(
     visitId: string;
     occurredAt: Date;
     recordedBy: JoinToCredit['recordedBy'] | 'late_start';
+    paidStars?: number | null;
   },
 ): Promise<{ conversionId: string; leadId: string } | null> {
   const { tx } = ctx;
   const { channel, userId, visitId } = j;
   const visit = await visitContext(tx, visitId);
   if (visit !== null && !visit.consented) return null;
-  const terms = joinConversionTerms(channel);
+  const paidStars = j.paidStars ?? null;
+  const terms = paidJoinTerms(
+    joinConversionTerms(channel),
+    paidStars,
+    paidStars === null ? null : await siteStarsValue(tx, channel.site_id),
+  );
   const conversion = await recordConversion(
     tx,
     {
@@ -183,4 +193,14 @@ export async function entryJoinAlreadyConverted(
     [channelId, telegramUserId, visitId],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/** The site's value of one Star (`site update --stars-value`), or null while it has none. */
+async function siteStarsValue(tx: Queryable, siteId: string): Promise<StarsValue | null> {
+  const { rows } = await tx.query<{ amount: string | null; currency: string | null }>(
+    'SELECT stars_value::text AS amount, stars_value_currency AS currency FROM sites WHERE id = $1',
+    [siteId],
+  );
+  const r = rows[0];
+  return r?.amount != null && r.currency != null ? { amount: Number(r.amount), currency: r.currency } : null;
 }

@@ -1,4 +1,5 @@
 import type { EventTypeName } from '../outbox/conversion-record.js';
+import { paymentValue, STARS_CURRENCY, type StarsValue } from './payment-value.js';
 import type { ChannelRow } from './queries.js';
 
 export interface JoinConversionTerms {
@@ -26,4 +27,20 @@ export function joinConversionTerms(
     currency: !awaitingManualInput && hasFixed ? c.fixed_currency : null,
     awaitingManualInput,
   };
+}
+
+/**
+ * A paid join (through a Stars subscription link, `channel update --subscription-price`) is worth
+ * what the user paid for the first period, valued with the site's Stars value as a Stars payment
+ * is. Without a Stars value the channel's own terms stand.
+ */
+export function paidJoinTerms(
+  terms: JoinConversionTerms,
+  paidStars: number | null,
+  stars: StarsValue | null,
+): JoinConversionTerms {
+  if (paidStars === null || stars === null) return terms;
+  const valued = paymentValue(paidStars, STARS_CURRENCY, stars);
+  if (!valued.valued) return terms;
+  return { ...terms, value: valued.value, currency: valued.currency, awaitingManualInput: false };
 }

@@ -79,5 +79,6 @@ async function recordJoin(
     occurredAt,
     viaJoinRequest,
     recordedBy: 'update',
+    paidStars: u.invite_link?.subscription_price ?? null,
   });
 }

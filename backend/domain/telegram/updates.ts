@@ -28,7 +28,11 @@ const ChatMember = z.object({
 });
 export type ChatMember = z.infer<typeof ChatMember>;
 
-const InviteLink = z.object({ invite_link: storableText(2048).min(1) });
+const InviteLink = z.object({
+  invite_link: storableText(2048).min(1),
+  /** A subscription link's Stars per period (Bot API ChatInviteLink): what a paid join costs. */
+  subscription_price: z.number().int().positive().max(1_000_000).optional(),
+});
 
 export const ChatMemberUpdated = z.object({
   chat: Chat,
@@ -178,6 +182,10 @@ export function parseUpdate(raw: unknown): ParsedUpdate {
     }
     return { kind, updateId, body: parsed.data as ChatMemberUpdated };
   }
+  // Bot API 10.2 `subscription`: a Stars subscription's state changed. It carries no payment (a
+  // renewal comes as its own successful_payment), so it is the operator's backend's, not a conversion.
+  if ('subscription' in obj)
+    return { kind: 'ignored', updateId, reason: 'a bot subscription changed state', routine: true };
   const payload = Object.keys(obj).find((k) => k !== 'update_id');
   return {
     kind: 'ignored',
