@@ -14,6 +14,7 @@
  */
 import type pg from 'pg';
 import { migrate } from '../backend/db/migrate.js';
+import { createPool } from '../backend/db/pool.js';
 import { FOLD_LAG_MS, FOLD_STEP_MS, runRollup } from '../backend/domain/reports/rollup.js';
 import { roiReport, type RoiGroupBy } from '../backend/domain/reports/roi.js';
 import { benchCampaign, seedReportsHistory } from './reports-history.js';
@@ -78,8 +79,10 @@ export async function run(args: string[] = []): Promise<void> {
   const runs = option(args, 'runs', 200);
   const log = (line: string) => process.stderr.write(`${line}\n`);
 
-  const db = await openBenchDatabase(4);
-  const { pool } = db;
+  const db = await openBenchDatabase(1);
+  // The seeding writes a million visits per statement, which on a busy shared machine outlasts the
+  // default statement timeout; the reports' own statements are timed, not bounded, here.
+  const pool = createPool(db.databaseUrl, 4, { statementMs: 30 * 60_000 });
   try {
     await migrate(pool);
     const history = await seedReportsHistory(pool, { visits, days, campaigns, log });
@@ -128,6 +131,7 @@ export async function run(args: string[] = []): Promise<void> {
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
+    await pool.end();
     await db.close();
   }
 }

@@ -137,6 +137,7 @@ const ROUTES: Record<string, RouteCase> = {
   'GET /dashboard/audit': { need: 'owner', path: () => '/dashboard/audit' },
   'GET /dashboard/sites/:site': { need: 'site', path: (s) => `/dashboard/sites/${s}` },
   'GET /dashboard/sites/:site/reports': { need: 'site', path: (s) => `/dashboard/sites/${s}/reports` },
+  'GET /dashboard/sites/:site/roi': { need: 'site', path: (s) => `/dashboard/sites/${s}/roi` },
   'GET /dashboard/sites/:site/reports.csv': {
     need: 'site',
     path: (s) => `/dashboard/sites/${s}/reports.csv`,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { ROI_JS } from './roi-assets.js';
 
 /**
  * Scripts of the Reports page, served by Capigram itself (no CDN): Chart.js from its npm package,
@@ -45,4 +46,5 @@ const REPORTS_JS = `'use strict';
 export const DASHBOARD_ASSETS: Record<string, () => string> = {
   'chart.umd.min.js': chartJsSource,
   'reports.js': () => REPORTS_JS,
+  'roi.js': () => ROI_JS,
 };

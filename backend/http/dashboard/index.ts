@@ -8,6 +8,7 @@ import { registerAuditPage } from './audit-page.js';
 import { registerDashboardAuth } from './auth.js';
 import { registerOverview } from './overview.js';
 import { registerDashboardReports } from './reports.js';
+import { registerDashboardRoi } from './roi.js';
 import { registerDashboardWebhooks } from './webhooks.js';
 import { registerSendRetry } from './send-retry.js';
 import { registerSendsRetryFailed } from './sends-retry-failed.js';
@@ -49,6 +50,7 @@ export function dashboardRoutes(deps: DashDeps): Hono<DashEnv> {
   registerLeads(app, s);
   registerLeadErase(app, s);
   registerDashboardReports(app, deps, s.signedIn, s.siteOf);
+  registerDashboardRoi(app, deps, s.signedIn, s.siteOf);
   registerDashboardWebhooks(app, deps, s.signedIn, s.siteOf);
   registerSite(app, s);
   registerConversionValue(app, s);
