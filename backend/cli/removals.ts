@@ -5,12 +5,15 @@ import {
   removePixel,
   removeSite,
 } from '../domain/admin/removal.js';
+import { removeSpendSource } from '../domain/spend/sources.js';
 import type { Deps } from '../deps.js';
 import { defineCommand, type Command } from './command.js';
 
 /** One `… remove` command: the flag naming what goes, and the removal it runs. */
 interface Removal {
-  group: 'site' | 'channel' | 'entry' | 'pixel' | 'account';
+  group: 'site' | 'channel' | 'entry' | 'pixel' | 'account' | 'spend';
+  /** The flag naming what goes, when it is not the group's name. */
+  flag?: string;
   placeholder: string;
   field: string;
   help: string;
@@ -61,6 +64,15 @@ const REMOVALS: Removal[] = [
     summary: 'Removes an account without sites: its bots are removed and its API keys revoked.',
     remove: (deps, id) => removeAccount(deps, id),
   },
+  {
+    group: 'spend',
+    flag: 'source',
+    placeholder: 'SPEND_SOURCE_ID',
+    field: 'spendSourceId',
+    help: 'the spend source',
+    summary: 'Removes a spend source: no more imports; the spend it read stays in reports.',
+    remove: (deps, id) => removeSpendSource(deps.pool, id),
+  },
 ];
 
 /** `… remove`: history stays for reports and erasure (docs/cli.md, "Removing things"). */
@@ -70,12 +82,21 @@ export const removalCommands: Command[] = REMOVALS.map((r) =>
     name: 'remove',
     summary: r.summary,
     flags: {
-      [r.group]: { type: 'string', required: true, placeholder: r.placeholder, field: r.field, help: r.help },
+      [r.flag ?? r.group]: {
+        type: 'string',
+        required: true,
+        placeholder: r.placeholder,
+        field: r.field,
+        help: r.help,
+      },
     },
     async run({ deps }, v) {
-      const id = v[r.group] as string;
+      const id = v[r.flag ?? r.group] as string;
       await r.remove(deps, id);
-      return { json: { removed: true }, human: `Removed ${r.group} ${id}` };
+      return {
+        json: { removed: true },
+        human: `Removed ${r.group === 'spend' ? 'spend source' : r.group} ${id}`,
+      };
     },
   }),
 );

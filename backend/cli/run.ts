@@ -21,6 +21,7 @@ import { reportCommands } from './reports.js';
 import { pixelCommands } from './pixels.js';
 import { sendCommands } from './sends.js';
 import { siteCommands } from './sites.js';
+import { spendCommands } from './spend.js';
 import { webhookCommands } from './webhooks.js';
 import { userCommands } from './users.js';
 
@@ -48,6 +49,7 @@ export const COMMANDS: Command[] = [
   ...exportCommands,
   ...removalCommands,
   ...userCommands,
+  ...spendCommands,
 ];
 
 const PROGRAM = 'npm run admin --';

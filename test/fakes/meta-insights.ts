@@ -32,11 +32,37 @@ const FIELDS = new Set([
 ]);
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
+/**
+ * An ad account as the fake knows it. `name` and `timeZone` are what `GET /act_N` answers (Meta's
+ * `timezone_name`, an IANA zone); `adsRead: false` is a token Meta knows that was not granted
+ * `ads_read` on the account (code 200).
+ */
+export interface MetaAdAccount {
+  token: string;
+  currency: string;
+  rows: InsightsRow[];
+  name?: string;
+  timeZone?: string;
+  adsRead?: boolean;
+}
+
+/** AdAccount fields `GET /act_N?fields=` may ask for (a subset of the reference's). */
+const ACCOUNT_FIELDS = new Set([
+  'id',
+  'account_id',
+  'name',
+  'currency',
+  'timezone_name',
+  'account_status',
+  'amount_spent',
+  'business_name',
+]);
+
 export class MetaInsightsFake {
   private server: Server | null = null;
   url = '';
   /** Rows per ad account (`act_N`) and the token that may read it. */
-  readonly accounts = new Map<string, { token: string; currency: string; rows: InsightsRow[] }>();
+  readonly accounts = new Map<string, MetaAdAccount>();
   readonly requests: URL[] = [];
   pageSize = 25;
   /** The next N requests answer the business-use-case limit. */
@@ -55,6 +81,9 @@ export class MetaInsightsFake {
       };
       const error = (status: number, code: number, message: string, extra: object = {}) =>
         send(status, { error: { message, type: 'OAuthException', code, fbtrace_id: 'Afake', ...extra } });
+      const acct = /^\/v\d+\.\d+\/(act_\d+)$/.exec(u.pathname);
+      if (req.method === 'GET' && acct)
+        return this.answerAccount(acct[1]!, req.headers.authorization, u, send);
       const m = /^\/v\d+\.\d+\/(act_\d+)\/insights$/.exec(u.pathname);
       if (req.method !== 'GET' || !m) return error(400, 100, 'Unsupported get request.');
       const token =
@@ -64,6 +93,8 @@ export class MetaInsightsFake {
         return error(400, 190, 'Error validating access token: The session has been invalidated.', {
           error_subcode: 460,
         });
+      if (account.adsRead === false)
+        return error(403, 200, '(#200) Ad account owner has NOT grant ads_management or ads_read permission');
       if (this.rateLimited > 0 && this.pagesBeforeLimit > 0) this.pagesBeforeLimit--;
       else if (this.rateLimited > 0) {
         this.rateLimited--;
@@ -129,6 +160,45 @@ export class MetaInsightsFake {
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /**
+   * `GET /{version}/act_N?fields=…`: the AdAccount node. An unknown token is code 190 (as for
+   * Insights), a token without ads_read on the account code 200, an unknown field code 100.
+   */
+  private answerAccount(
+    id: string,
+    authorization: string | undefined,
+    u: URL,
+    send: (status: number, body: unknown) => void,
+  ): undefined {
+    const error = (status: number, code: number, message: string, extra: object = {}): undefined => {
+      send(status, { error: { message, type: 'OAuthException', code, fbtrace_id: 'Afake', ...extra } });
+    };
+    const token = (authorization ?? '').replace(/^Bearer /, '') || u.searchParams.get('access_token');
+    const account = this.accounts.get(id);
+    if (!token || !account || account.token !== token)
+      return error(400, 190, 'Error validating access token: The session has been invalidated.', {
+        error_subcode: 460,
+      });
+    if (account.adsRead === false)
+      return error(403, 200, '(#200) Ad account owner has NOT grant ads_management or ads_read permission');
+    const fields = (u.searchParams.get('fields') ?? 'id').split(',');
+    const bad = fields.find((f) => !ACCOUNT_FIELDS.has(f));
+    if (bad !== undefined)
+      return error(400, 100, `(#100) Tried accessing nonexisting field (${bad}) on node type (AdAccount)`);
+    const node: Record<string, unknown> = {
+      id,
+      account_id: id.slice(4),
+      name: account.name ?? `Account ${id.slice(4)}`,
+      currency: account.currency,
+      timezone_name: account.timeZone ?? 'America/Los_Angeles',
+      account_status: 1,
+      amount_spent: '0',
+      business_name: '',
+    };
+    send(200, { ...Object.fromEntries(fields.map((f) => [f, node[f]])), id });
+    return undefined;
   }
 
   async stop(): Promise<void> {

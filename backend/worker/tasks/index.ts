@@ -10,6 +10,7 @@ import { deliveryTasks } from './deliver.js';
 import { forwardUpdateTasks } from './forward-updates.js';
 import { REFILL_INVITES_CRONTAB, refillInviteTasks } from './refill-invites.js';
 import { webhookTasks } from './webhooks.js';
+import { SPEND_CRONTAB, spendTasks } from './spend.js';
 
 /** Task names are part of the queue's data: keep them stable. */
 export const TASKS = {
@@ -31,7 +32,8 @@ export const CRONTAB = `0 * * * * ${TASKS.purgeIdempotency} ?max=1&jobKey=${TASK
 * * * * * ${TASKS.alerts} ?max=1&jobKey=${TASKS.alerts}&jobKeyMode=replace
 ${TELEGRAM_CRONTAB}
 ${UPGRADE_WEBHOOKS_CRONTAB}
-${REFILL_INVITES_CRONTAB}`;
+${REFILL_INVITES_CRONTAB}
+${SPEND_CRONTAB}`;
 
 /**
  * Task functions stay thin: they parse the payload and call a domain module, so every rule is
@@ -76,5 +78,6 @@ export function createTaskList(deps: Deps): TaskList {
     ...refillInviteTasks(deps),
     ...forwardUpdateTasks(deps),
     ...webhookTasks(deps),
+    ...spendTasks(deps),
   };
 }
