@@ -61,6 +61,22 @@ export class SnapchatReportingFake extends FakeServer {
   retryAfterSec = 30;
   /** Snap may answer fewer campaigns than `limit` asks: smaller pages here exercise `next_link`. */
   campaignPageSize = 1000;
+  /** OAuth clients and the refresh tokens Snap's OAuth server accepts (refresh token → ad account). */
+  readonly oauthClients = new Map([['snap-client', 'snap-secret']]);
+  readonly refreshTokens = new Map<string, string>();
+  /** Access tokens issued from refresh tokens → the ad account they may read. */
+  private issued = new Map<string, string>();
+
+  /** The refresh token stops working and the access tokens issued from it too: access revoked. */
+  revokeRefreshToken(refreshToken: string): void {
+    const account = this.refreshTokens.get(refreshToken);
+    this.refreshTokens.delete(refreshToken);
+    for (const [t, a] of this.issued) if (a === account) this.issued.delete(t);
+  }
+
+  tokenRequests(): ReceivedRequest[] {
+    return this.received.filter((r) => r.path === '/login/oauth2/access_token');
+  }
 
   constructor() {
     super('snapchat-reporting');
@@ -78,17 +94,19 @@ export class SnapchatReportingFake extends FakeServer {
 
   protected resetState(): void {
     this.limitAfter = null;
+    this.issued.clear();
   }
 
   protected route(req: ReceivedRequest): Reply {
+    if (req.path === '/login/oauth2/access_token') return this.token(req);
     const m = /^\/v1\/adaccounts\/([0-9a-f-]{36})(\/campaigns|\/stats)?$/.exec(req.path);
     if (req.method !== 'GET' || !m) return error(404, 'E1005', `Resource not found: ${req.path}`);
     const auth = String(req.headers.authorization ?? '');
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
-    if (!token || ![...this.accounts.values()].some((a) => a.token === token))
+    if (!token || (!this.issued.has(token) && ![...this.accounts.values()].some((a) => a.token === token)))
       return error(401, 'E3001', 'Unauthorized: the access token is invalid or has expired.');
     const a = this.accounts.get(m[1]!);
-    if (!a || a.token !== token)
+    if (!a || (a.token !== token && this.issued.get(token) !== m[1]))
       return error(403, 'E3003', 'None of the requested actions [READ_CONTAINER_ENTITY] can be authorized.');
     if (this.limitAfter !== null && this.limitAfter-- <= 0) {
       this.limitAfter = null;
@@ -114,6 +132,42 @@ export class SnapchatReportingFake extends FakeServer {
         },
       ],
     });
+  }
+
+  /** RFC 6749 §6 refresh at Snap's OAuth server, the client's id and secret in the form body. */
+  private token(req: ReceivedRequest): Reply {
+    const form = req.body as Record<string, string> | undefined;
+    if (
+      req.method !== 'POST' ||
+      !String(req.headers['content-type'] ?? '').includes('application/x-www-form-urlencoded') ||
+      !form
+    )
+      return { status: 400, body: { error: 'invalid_request', error_description: 'Expected a form body.' } };
+    if (form.grant_type !== 'refresh_token')
+      return {
+        status: 400,
+        body: { error: 'unsupported_grant_type', error_description: 'Unsupported grant type.' },
+      };
+    if (this.oauthClients.get(form.client_id ?? '') !== form.client_secret)
+      return {
+        status: 401,
+        body: { error: 'invalid_client', error_description: 'Client authentication failed.' },
+      };
+    const account = this.refreshTokens.get(form.refresh_token ?? '');
+    if (account === undefined)
+      return { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid refresh token.' } };
+    const accessToken = randomBytes(24).toString('base64url');
+    this.issued.set(accessToken, account);
+    return {
+      status: 200,
+      body: {
+        access_token: accessToken,
+        token_type: 'Bearer',
+        expires_in: 1800,
+        refresh_token: form.refresh_token,
+        scope: 'snapchat-marketing-api',
+      },
+    };
   }
 
   private campaigns(req: ReceivedRequest, id: string, a: AdAccount): Reply {

@@ -116,7 +116,11 @@ describe('Snapchat spend import against the Marketing API fake', () => {
   beforeAll(async () => {
     db = await createTestDatabase(2);
     await fake.listen();
-    config = loadConfig({ DATABASE_URL: 'postgres://unused/', SNAPCHAT_ADS_API_URL: fake.url });
+    config = loadConfig({
+      DATABASE_URL: 'postgres://unused/',
+      SNAPCHAT_ADS_API_URL: fake.url,
+      SNAPCHAT_OAUTH_URL: fake.url,
+    });
     const rows: SnapSpendRow[] = [];
     for (let d = 0; d < 90; d++)
       for (const c of CAMPAIGNS.slice(0, 2))
@@ -199,6 +203,39 @@ describe('Snapchat spend import against the Marketing API fake', () => {
     );
     expect(rows).toEqual([{ spend: 4.125 }]);
     expect((await spendTotals(db.pool, source.id)).n).toBe(180);
+  });
+
+  it('a source with a refresh token gets its access tokens from Snap OAuth; a revoked one fails the source', async () => {
+    fake.refreshTokens.set('snap-refresh', ACCOUNT);
+    const withRefresh = {
+      ...source,
+      credentials: { refreshToken: 'snap-refresh', clientId: 'snap-client', clientSecret: 'snap-secret' },
+    };
+    const before = fake.tokenRequests().length;
+    const out = await snapchatSpendImporter.importDays(db.pool, config, withRefresh, {
+      from: day(1),
+      to: day(0),
+    });
+    expect(out).toMatchObject({ kind: 'done', rows: 4 });
+    // One exchange serves the campaigns and stats requests.
+    expect(fake.tokenRequests().length - before).toBe(1);
+    expect(fake.tokenRequests().at(-1)!.body).toMatchObject({
+      grant_type: 'refresh_token',
+      refresh_token: 'snap-refresh',
+    });
+    fake.revokeRefreshToken('snap-refresh');
+    const failed = await snapchatSpendImporter.importDays(db.pool, config, withRefresh, {
+      from: day(1),
+      to: day(0),
+    });
+    expect(failed.kind).toBe('failed');
+    const { rows } = await db.pool.query('SELECT status, last_error FROM spend_sources WHERE id = $1', [
+      source.id,
+    ]);
+    expect(rows[0]).toEqual({
+      status: 'failing',
+      last_error: expect.stringMatching(/^snapchat oauth 400: invalid_grant/),
+    });
   });
 
   it('a revoked token marks the source failing with Snap reason', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
 import {
@@ -134,13 +135,84 @@ function base(config: Config, source: SpendSource): string {
   return `${config.SNAPCHAT_ADS_API_URL.replace(/\/+$/, '')}/v1/adaccounts/${encodeURIComponent(source.accountRef)}`;
 }
 
-async function get(source: SpendSource, url: string): Promise<Verdict> {
-  const res = await getAnswer(
-    url,
-    { authorization: `Bearer ${source.credentials.accessToken ?? ''}` },
-    TIMEOUT_MS,
+/** Access tokens obtained from refresh tokens, by a digest of the credentials, until they run out. */
+const tokens = new Map<string, { token: string; untilMs: number }>();
+
+/**
+ * Snap's access tokens last half an hour: a source that holds a refresh token with its OAuth
+ * client gets them from `{SNAPCHAT_OAUTH_URL}/login/oauth2/access_token` (grant_type=refresh_token)
+ * as needed; one given only an access token uses it as it is.
+ */
+async function accessToken(
+  config: Config,
+  source: SpendSource,
+  fresh: boolean,
+): Promise<{ token: string; refreshed: boolean } | Exclude<Verdict, { kind: 'ok' }>> {
+  const { refreshToken, clientId, clientSecret } = source.credentials;
+  if (!refreshToken || !clientId || !clientSecret)
+    return { token: source.credentials.accessToken ?? '', refreshed: false };
+  const key = createHash('sha256')
+    .update(`${config.SNAPCHAT_OAUTH_URL}\n${clientId}\n${clientSecret}\n${refreshToken}`)
+    .digest('hex');
+  const cached = tokens.get(key);
+  if (!fresh && cached && cached.untilMs > Date.now()) return { token: cached.token, refreshed: true };
+  const res = await postForm(`${config.SNAPCHAT_OAUTH_URL.replace(/\/+$/, '')}/login/oauth2/access_token`, {
+    grant_type: 'refresh_token',
+    refresh_token: refreshToken,
+    client_id: clientId,
+    client_secret: clientSecret,
+  });
+  if ('networkError' in res)
+    return {
+      kind: 'wait',
+      ms: DEFAULT_WAIT_MS,
+      reason: `snapchat oauth: network error: ${res.networkError}`,
+    };
+  const body = parseJsonObject(res.bodyText);
+  const token = stringField(body, 'access_token');
+  if (res.status === 200 && token) {
+    const lifetime = typeof body?.expires_in === 'number' ? body.expires_in : 1800;
+    tokens.set(key, { token, untilMs: Date.now() + Math.max(lifetime - 60, lifetime / 2) * 1000 });
+    return { token, refreshed: true };
+  }
+  const reason = truncateError(
+    `snapchat oauth ${res.status}: ${stringField(body, 'error') ?? ''} ${stringField(body, 'error_description') ?? res.bodyText.slice(0, 200)}`,
   );
-  return classifySnapAnswer(res, Date.now());
+  if (res.status === 429 || res.status >= 500)
+    return { kind: 'wait', ms: retryAfterMs(res, Date.now()) ?? DEFAULT_WAIT_MS, reason };
+  return { kind: 'refused', reason };
+}
+
+async function postForm(url: string, form: Record<string, string>): Promise<PlatformResponse> {
+  const signal = AbortSignal.timeout(TIMEOUT_MS);
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams(form).toString(),
+      signal,
+    });
+    const headers: Record<string, string> = {};
+    res.headers.forEach((v, k) => {
+      headers[k] = v;
+    });
+    return { status: res.status, headers, bodyText: await res.text() };
+  } catch (err) {
+    return {
+      networkError: signal.aborted ? `no answer within ${TIMEOUT_MS} ms` : String((err as Error).message),
+    };
+  }
+}
+
+/** One GET, with one fresh access token after a 401 to a refreshed one (it may have run out early). */
+async function get(config: Config, source: SpendSource, url: string): Promise<Verdict> {
+  for (let attempt = 0; ; attempt++) {
+    const t = await accessToken(config, source, attempt > 0);
+    if (!('token' in t)) return t;
+    const res = await getAnswer(url, { authorization: `Bearer ${t.token}` }, TIMEOUT_MS);
+    if (t.refreshed && attempt === 0 && !('networkError' in res) && res.status === 401) continue;
+    return classifySnapAnswer(res, Date.now());
+  }
 }
 
 async function adAccount(
@@ -149,7 +221,7 @@ async function adAccount(
 ): Promise<
   Exclude<Verdict, { kind: 'ok' }> | { kind: 'account'; currency: string; timeZone: string; name?: string }
 > {
-  const v = await get(source, base(config, source));
+  const v = await get(config, source, base(config, source));
   if (v.kind !== 'ok') return v;
   const list = Array.isArray(v.body.adaccounts) ? v.body.adaccounts.filter(isRecord) : [];
   const a = isRecord(list[0]?.adaccount) ? list[0].adaccount : undefined;
@@ -165,7 +237,7 @@ async function campaignNames(config: Config, source: SpendSource): Promise<Verdi
   const names = new Map<string, string>();
   let url: string | null = `${base(config, source)}/campaigns?limit=1000`;
   while (url !== null) {
-    const v = await get(source, url);
+    const v = await get(config, source, url);
     if (v.kind !== 'ok') return v;
     for (const c of Array.isArray(v.body.campaigns) ? v.body.campaigns : []) {
       const campaign = isRecord(c) && isRecord(c.campaign) ? c.campaign : undefined;
@@ -224,7 +296,7 @@ async function importDays(
       'end_time',
       snapMidnight(isoDay(Date.parse(`${part.to}T00:00:00Z`) + 86_400_000), timeZone),
     );
-    const v = await get(source, u.toString());
+    const v = await get(config, source, u.toString());
     if (v.kind !== 'ok') return stop(v);
     const page = snapRows(v.body, currency, names);
     if (page === null)
