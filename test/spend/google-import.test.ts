@@ -261,6 +261,22 @@ describe('Google Ads spend import against the reporting fake', () => {
     expect(st[0]).toEqual({ status: 'ok', progress: null, synced: true });
   });
 
+  it('a stored page token Google no longer takes reads the window again from its start', async () => {
+    const window = { from: day(2), to: day(0) };
+    await db.pool.query('UPDATE spend_sources SET progress = $2 WHERE id = $1', [
+      source.id,
+      JSON.stringify({ window, cursor: 'expired-token' }),
+    ]);
+    const before = fake.searches().length;
+    const out = await googleSpendImporter.importDays(db.pool, config, source, window);
+    expect(out).toMatchObject({ kind: 'done', rows: 6 });
+    const tokens = fake
+      .searches()
+      .slice(before)
+      .map((r) => (r.body as { pageToken?: string }).pageToken);
+    expect(tokens).toEqual(['expired-token', undefined]);
+  });
+
   it('a restated yesterday replaces the day read before', async () => {
     const c = fake.customers.get('1234567890')!;
     for (const r of c.rows) if (r.date === day(1) && r.campaignId === '2001') r.costMicros = '14250000';

@@ -246,6 +246,11 @@ async function importDays(
   for (;;) {
     const v = await search(config, source, { query, ...(pageToken ? { pageToken } : {}) });
     if (v.kind === 'wait') return { kind: 'paused', rows, retryAfterMs: v.ms, reason: v.reason };
+    // A stored page token Google no longer takes (they expire): read the window again from its start.
+    if (v.kind === 'refused' && pageToken !== null && /_PAGE_TOKEN\b/.test(v.reason)) {
+      pageToken = null;
+      continue;
+    }
     if (v.kind === 'refused') {
       await markFailing(pool, source.id, v.reason);
       return { kind: 'failed', rows, reason: v.reason };
