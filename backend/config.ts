@@ -63,6 +63,10 @@ const EnvSchema = z.object({
     .default(DEFAULT_API_VERSIONS.meta),
   TIKTOK_API_URL: url('TIKTOK_API_URL').default('https://business-api.tiktok.com'),
   SNAPCHAT_API_URL: url('SNAPCHAT_API_URL').default('https://tr.snapchat.com'),
+  // Snap's Marketing API, where ad spend is read (docs/spend-snapchat.md); the Conversions API is SNAPCHAT_API_URL.
+  SNAPCHAT_ADS_API_URL: url('SNAPCHAT_ADS_API_URL').default('https://adsapi.snapchat.com'),
+  // Snap's OAuth server: spend sources given a refresh token get their access tokens there.
+  SNAPCHAT_OAUTH_URL: url('SNAPCHAT_OAUTH_URL').default('https://accounts.snapchat.com'),
   GOOGLE_ADS_API_URL: url('GOOGLE_ADS_API_URL').default('https://googleads.googleapis.com'),
   GOOGLE_ADS_API_VERSION: z
     .string()

@@ -1,9 +1,20 @@
 // A loopback fake of Meta's Insights API for ad spend: GET /{version}/act_{id}/insights, as the
-// Marketing API reference ("Ad Account Insights", "Insights API: Pagination, Limits") and the
-// AdReportRun/AdsInsights field names of facebook-nodejs-business-sdk describe it. Strict: refuses
-// an unknown field, a level other than campaign, a missing time_increment, an unreadable
-// time_range, a token it does not know (code 190); pages with `paging.cursors` and `paging.next`;
-// can answer the business-use-case limit (code 80004 with X-Business-Use-Case-Usage).
+// Marketing API reference ("Ad Account Insights", "Insights API: Pagination", "Limits and Best
+// Practices", "Rate Limiting") and the AdsInsights object of facebook-nodejs-business-sdk
+// (src/objects/ads-insights.js: its Fields and Level enums) describe it. Checked line by line:
+// - `fields` must name AdsInsights fields (a subset here: the ones a spend import may ask for);
+//   another is `(#100) … is not valid for fields param`.
+// - `level` is one of account, adset, ad, campaign (AdsInsights.Level); this fake answers
+//   campaign level only and says so for the others.
+// - `time_increment` defaults to `all_days` (one row per campaign for the whole range); `1` gives
+//   one row per campaign and day; other values (2–90, monthly) are refused here as unsupported.
+// - every row carries `date_start` and `date_stop`, asked for or not; numbers are strings.
+// - paging is cursor-based: `paging.cursors.{before,after}`, `paging.next` while rows remain,
+//   `paging.previous` after the first page; `limit` (default 25) caps a page.
+// - every answer carries `X-Business-Use-Case-Usage` ({business id: [{type, call_count,
+//   total_cputime, total_time, estimated_time_to_regain_access}]}); over the limit, the insights
+//   endpoint answers code 80000 (ads_insights), error_subcode 2446079, is_transient true.
+// - an unknown or revoked token is code 190 (OAuthException).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -16,7 +27,7 @@ export interface InsightsRow {
   clicks: string;
 }
 
-/** Fields AdsInsights has (a subset: the ones a spend import may ask for). */
+/** Fields AdsInsights has (a subset of AdsInsights.Fields: the ones a spend import may ask for). */
 const FIELDS = new Set([
   'account_currency',
   'account_id',
@@ -29,7 +40,13 @@ const FIELDS = new Set([
   'clicks',
   'date_start',
   'date_stop',
+  'reach',
+  'cpc',
+  'cpm',
+  'ctr',
+  'objective',
 ]);
+const LEVELS = new Set(['account', 'adset', 'ad', 'campaign']);
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /**
@@ -75,7 +92,10 @@ export class MetaInsightsFake {
     this.server = createServer((req, res) => {
       const u = new URL(req.url ?? '/', 'http://fake');
       this.requests.push(u);
+      const m = /^\/v\d+\.\d+\/(act_\d+)\/insights$/.exec(u.pathname);
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+        if (m && !res.hasHeader('x-business-use-case-usage'))
+          res.setHeader('x-business-use-case-usage', usage(m[1]!, 12, 0));
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(body));
       };
@@ -84,7 +104,6 @@ export class MetaInsightsFake {
       const acct = /^\/v\d+\.\d+\/(act_\d+)$/.exec(u.pathname);
       if (req.method === 'GET' && acct)
         return this.answerAccount(acct[1]!, req.headers.authorization, u, send);
-      const m = /^\/v\d+\.\d+\/(act_\d+)\/insights$/.exec(u.pathname);
       if (req.method !== 'GET' || !m) return error(400, 100, 'Unsupported get request.');
       const token =
         (req.headers.authorization ?? '').replace(/^Bearer /, '') || u.searchParams.get('access_token');
@@ -98,29 +117,30 @@ export class MetaInsightsFake {
       if (this.rateLimited > 0 && this.pagesBeforeLimit > 0) this.pagesBeforeLimit--;
       else if (this.rateLimited > 0) {
         this.rateLimited--;
-        const usage = {
-          [m[1]!.slice(4)]: [
-            {
-              type: 'ads_insights',
-              call_count: 100,
-              total_cputime: 40,
-              total_time: 60,
-              estimated_time_to_regain_access: this.regainMinutes,
-            },
-          ],
-        };
-        res.setHeader('x-business-use-case-usage', JSON.stringify(usage));
-        return error(400, 80004, 'There have been too many calls to this ad-account.', {
-          error_subcode: 2446079,
-        });
+        res.setHeader('x-business-use-case-usage', usage(m[1]!, 100, this.regainMinutes));
+        return error(
+          400,
+          80000,
+          'There have been too many calls from this ad-account. Wait a bit and try again. For more info, please refer to https://developers.facebook.com/docs/graph-api/overview/rate-limiting#ads-insights.',
+          { error_subcode: 2446079, is_transient: true },
+        );
       }
-      if (u.searchParams.get('level') !== 'campaign')
-        return error(400, 100, '(#100) level must be one of ...');
-      if (u.searchParams.get('time_increment') !== '1')
-        return error(400, 100, '(#100) time_increment required');
+      const level = u.searchParams.get('level') ?? 'ad';
+      if (!LEVELS.has(level))
+        return error(400, 100, '(#100) param level must be one of {ad, adset, campaign, account}');
+      if (level !== 'campaign')
+        return error(400, 100, `(#100) this fake answers level=campaign only, not ${level}`);
+      const increment = u.searchParams.get('time_increment') ?? 'all_days';
+      if (increment !== '1' && increment !== 'all_days')
+        return error(400, 100, `(#100) this fake answers time_increment 1 or all_days, not ${increment}`);
       const fields = (u.searchParams.get('fields') ?? '').split(',');
       const bad = fields.find((f) => !FIELDS.has(f));
-      if (bad !== undefined) return error(400, 100, `(#100) ${bad} is not valid for fields param.`);
+      if (bad !== undefined)
+        return error(
+          400,
+          100,
+          `(#100) ${bad} is not valid for fields param. please check https://developers.facebook.com/docs/marketing-api/reference/ads-insights/ for all valid values`,
+        );
       let range: { since?: unknown; until?: unknown };
       try {
         range = JSON.parse(u.searchParams.get('time_range') ?? '');
@@ -131,11 +151,15 @@ export class MetaInsightsFake {
       const until = String(range.until);
       if (!DATE.test(since) || !DATE.test(until) || since > until)
         return error(400, 100, '(#100) time_range is invalid');
-      const all = account.rows
+      const daily = account.rows
         .filter((r) => r.date_start >= since && r.date_start <= until)
         .sort(
           (a, b) => a.date_start.localeCompare(b.date_start) || a.campaign_id.localeCompare(b.campaign_id),
         );
+      const all =
+        increment === '1'
+          ? daily.map((r) => ({ ...r, date_stop: r.date_start }))
+          : wholeRange(daily, since, until);
       const limit = Math.min(Number(u.searchParams.get('limit') ?? this.pageSize), this.pageSize);
       const after = u.searchParams.get('after');
       const start = after === null ? 0 : Number(Buffer.from(after, 'base64url').toString());
@@ -143,7 +167,9 @@ export class MetaInsightsFake {
       const data = page.map((r) => ({
         ...Object.fromEntries(fields.filter((f) => f in r).map((f) => [f, r[f as keyof InsightsRow]])),
         ...(fields.includes('account_currency') ? { account_currency: account.currency } : {}),
-        date_stop: r.date_start,
+        ...(fields.includes('account_id') ? { account_id: m[1]!.slice(4) } : {}),
+        date_start: r.date_start,
+        date_stop: r.date_stop,
       }));
       const paging: Record<string, unknown> = {
         cursors: {
@@ -155,6 +181,12 @@ export class MetaInsightsFake {
         const next = new URL(u.toString(), this.url);
         next.searchParams.set('after', Buffer.from(String(start + page.length)).toString('base64url'));
         paging.next = `${this.url}${next.pathname}${next.search}`;
+      }
+      if (start > 0) {
+        const prev = new URL(u.toString(), this.url);
+        prev.searchParams.delete('after');
+        prev.searchParams.set('before', Buffer.from(String(start)).toString('base64url'));
+        paging.previous = `${this.url}${prev.pathname}${prev.search}`;
       }
       send(200, { data, paging });
     });
@@ -204,4 +236,39 @@ export class MetaInsightsFake {
   async stop(): Promise<void> {
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
   }
+}
+
+/** `X-Business-Use-Case-Usage` for an ad account: usage in percent, and the wait once over it. */
+function usage(act: string, percent: number, regainMinutes: number): string {
+  return JSON.stringify({
+    [act.slice(4)]: [
+      {
+        type: 'ads_insights',
+        call_count: percent,
+        total_cputime: Math.min(percent, 40),
+        total_time: Math.min(percent, 60),
+        estimated_time_to_regain_access: regainMinutes,
+      },
+    ],
+  });
+}
+
+/** time_increment=all_days: one row per campaign for the whole range, sums written as Meta writes them. */
+function wholeRange(
+  rows: InsightsRow[],
+  since: string,
+  until: string,
+): (InsightsRow & { date_stop: string })[] {
+  const by = new Map<string, InsightsRow & { date_stop: string }>();
+  for (const r of rows) {
+    const t = by.get(r.campaign_id);
+    if (!t) {
+      by.set(r.campaign_id, { ...r, date_start: since, date_stop: until });
+      continue;
+    }
+    t.spend = (Math.round((Number(t.spend) + Number(r.spend)) * 100) / 100).toFixed(2);
+    t.impressions = String(Number(t.impressions) + Number(r.impressions));
+    t.clicks = String(Number(t.clicks) + Number(r.clicks));
+  }
+  return [...by.values()].sort((a, b) => a.campaign_id.localeCompare(b.campaign_id));
 }

@@ -53,7 +53,7 @@ describe('Meta spend import against the Insights fake', () => {
     fake.pagesBeforeLimit = 2;
     const paused = await importMetaSpend(db.pool, source(), o);
     expect(paused).toMatchObject({ kind: 'paused', rows: 50, retryAfterMs: 3 * 60_000 });
-    expect(paused.kind === 'paused' && paused.reason).toContain('#80004');
+    expect(paused.kind === 'paused' && paused.reason).toContain('#80000');
     const { rows: kept } = await db.pool.query<{ progress: { url: string } }>(
       'SELECT progress FROM spend_sources',
     );
@@ -79,7 +79,7 @@ describe('Meta spend import against the Insights fake', () => {
     fake.rateLimited = 1;
     const paused = await importMetaSpend(db.pool, source(), o);
     expect(paused).toMatchObject({ kind: 'paused', rows: 0, retryAfterMs: 3 * 60_000 });
-    expect(paused.kind === 'paused' && paused.reason).toContain('#80004');
+    expect(paused.kind === 'paused' && paused.reason).toContain('#80000');
     const done = await importMetaSpend(db.pool, source(), o);
     expect(done).toEqual({ kind: 'done', rows: 180, spend: { EUR: 1890 } });
     expect(fake.requests.length - calls).toBe(1 + 8);
