@@ -16,7 +16,10 @@ const PLATFORM_FLAGS = {
     optional: ['oauth-token', 'refresh-token', 'client-id', 'client-secret', 'login-customer-id'],
   },
   tiktok: { required: ['advertiser-id', 'access-token'], optional: [] },
-  snapchat: { required: ['ad-account', 'access-token'], optional: [] },
+  snapchat: {
+    required: ['ad-account', 'access-token'],
+    optional: ['refresh-token', 'client-id', 'client-secret'],
+  },
 } as const satisfies Record<SpendPlatform, { required: readonly string[]; optional: readonly string[] }>;
 
 type Platform = keyof typeof PLATFORM_FLAGS;
@@ -81,14 +84,18 @@ export const spendCommands = [
       'refresh-token': {
         type: 'string',
         placeholder: 'TOKEN',
-        help: 'google: an OAuth refresh token; access tokens are fetched with it as needed',
+        help: 'google, snapchat: an OAuth refresh token; access tokens are fetched with it as needed',
       },
       'client-id': {
         type: 'string',
         placeholder: 'ID',
-        help: 'google: the OAuth client id the refresh token was issued to',
+        help: 'google, snapchat: the OAuth client id the refresh token was issued to',
       },
-      'client-secret': { type: 'string', placeholder: 'SECRET', help: "google: that OAuth client's secret" },
+      'client-secret': {
+        type: 'string',
+        placeholder: 'SECRET',
+        help: "google, snapchat: that OAuth client's secret",
+      },
       'login-customer-id': {
         type: 'string',
         placeholder: 'ID',
@@ -102,7 +109,7 @@ export const spendCommands = [
       '  --platform google    --customer-id C (--refresh-token R --client-id ID --client-secret S | --oauth-token O)',
       '                       [--login-customer-id L] --developer-token D',
       '  --platform tiktok    --advertiser-id A --access-token T',
-      '  --platform snapchat  --ad-account A --access-token T',
+      '  --platform snapchat  --ad-account A --access-token T [--refresh-token R --client-id ID --client-secret S]',
       'The account’s currency and time zone are read when it is added: spend is kept per the account’s own days.',
       'The same account twice on a site is refused.',
     ],
@@ -118,6 +125,12 @@ export const spendCommands = [
           throw new UsageError(`--${flag} is not used with --platform ${platform}`);
       for (const flag of spec.required)
         if (!given(flag)) throw new UsageError(`--${flag} is required with --platform ${platform}`);
+      if (platform === 'snapchat') {
+        const some = REFRESH_FLAGS.filter(given);
+        for (const flag of some.length > 0 ? REFRESH_FLAGS : [])
+          if (!given(flag))
+            throw new UsageError(`--${flag} is required with ${some.map((f) => `--${f}`).join(', ')}`);
+      }
       if (platform === 'google') {
         const some = REFRESH_FLAGS.filter(given);
         if (some.length > 0 && given('oauth-token'))

@@ -1,7 +1,10 @@
 import { ApiError } from '../../errors.js';
 import type { SpendImporter, SpendPlatform } from './importer.js';
 import { checkMetaAccount } from './meta-check.js';
+import { googleSpendImporter } from './google-import.js';
 import { importMetaSpend } from './meta-import.js';
+import { snapchatSpendImporter } from './snapchat-import.js';
+import { tiktokSpendImporter } from './tiktok-import.js';
 
 /** How long one request to a platform's reporting API may take, body included. */
 export const SPEND_REQUEST_TIMEOUT_MS = 30_000;
@@ -28,6 +31,9 @@ export const metaSpendImporter: SpendImporter = {
 /** The importer of each platform that has one: one line per platform. */
 export const SPEND_IMPORTERS: Partial<Record<SpendPlatform, SpendImporter>> = {
   meta: metaSpendImporter,
+  google: googleSpendImporter,
+  tiktok: tiktokSpendImporter,
+  snapchat: snapchatSpendImporter,
 };
 
 /** The platform's importer, or a refusal naming the platforms that have one. */

@@ -81,12 +81,26 @@ export const AddSpendSourceInput = z.discriminatedUnion('platform', [
       .regex(/^\d{5,25}$/, 'TikTok advertiser id must be 5–25 digits'),
     accessToken: Token,
   }),
-  z.object({
-    platform: z.literal('snapchat'),
-    siteId: z.string().min(1),
-    adAccount: z.string().trim().uuid('Snap ad account id must be a UUID'),
-    accessToken: Token,
-  }),
+  z
+    .object({
+      platform: z.literal('snapchat'),
+      siteId: z.string().min(1),
+      adAccount: z.string().trim().uuid('Snap ad account id must be a UUID'),
+      accessToken: Token,
+      // Snap's access tokens last 30 minutes: with a refresh token the import fetches new ones.
+      refreshToken: Token.optional(),
+      clientId: ClientId.optional(),
+      clientSecret: Token.optional(),
+    })
+    .superRefine((p, ctx) => {
+      const refresh = [p.refreshToken, p.clientId, p.clientSecret].filter((x) => x !== undefined).length;
+      if (refresh > 0 && refresh < 3)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['refreshToken'],
+          message: '--refresh-token, --client-id and --client-secret go together',
+        });
+    }),
 ]);
 export type AddSpendSourceInput = z.input<typeof AddSpendSourceInput>;
 
@@ -100,7 +114,19 @@ function accountAndCredentials(p: Parsed): { accountRef: string; credentials: Re
     case 'tiktok':
       return { accountRef: p.advertiserId, credentials: { accessToken: p.accessToken } };
     case 'snapchat':
-      return { accountRef: p.adAccount.toLowerCase(), credentials: { accessToken: p.accessToken } };
+      return {
+        accountRef: p.adAccount.toLowerCase(),
+        credentials: {
+          accessToken: p.accessToken,
+          ...(p.refreshToken === undefined
+            ? {}
+            : {
+                refreshToken: p.refreshToken,
+                clientId: p.clientId ?? '',
+                clientSecret: p.clientSecret ?? '',
+              }),
+        },
+      };
     case 'google': {
       const c: Record<string, string> = { developerToken: p.developerToken };
       // With a refresh token, access tokens are fetched as needed: a given one would expire unused.
