@@ -3,6 +3,7 @@
 // Capigram's gate Mini App, in public chats (whose requests carry no link); the gate ties a
 // requester to a visit only on proof, and a page never completed leaves the answer to the rule.
 import { randomUUID } from 'node:crypto';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { addBot } from '../../backend/domain/admin/bots.js';
@@ -37,7 +38,7 @@ const CHATS = {
   hold: chat(3, 'guarded_hold'),
   gate: chat(4, 'guarded_gate'),
 };
-const GATE_WAIT_MS = 1200;
+const GATE_WAIT_MS = 2000;
 const PIXEL = '1234567890';
 const ORIGIN = 'https://shop.example.com';
 
@@ -298,6 +299,54 @@ describe('the gate Mini App (--join-gate webapp)', () => {
       queryId,
     ]);
     expect(rows).toEqual([{ proof: 'entry' }]);
+  });
+
+  it('the page, opened in a browser, posts its initData with the cookie and closes the Mini App', async () => {
+    const visit = await land();
+    const user = newUser();
+    // The browser is ready first: the page must come within JOIN_GATE_WAIT_MS of the request.
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
+    });
+    try {
+      const context = await browser.newContext();
+      await context.addCookies([{ name: 'capigram_tid', value: visit.tempId, url: app.url }]);
+      const page = await context.newPage();
+      const requested: string[] = [];
+      page.on('request', (r) => requested.push(r.url()));
+      let initData = '';
+      // Telegram's WebApp script, as Telegram's app provides it to the page: initData and close().
+      await page.route('https://telegram.org/js/telegram-web-app.js', (route) =>
+        route.fulfill({
+          status: 200,
+          contentType: 'application/javascript',
+          body: `window.Telegram = { WebApp: { initData: ${JSON.stringify(initData)}, ready: function () {}, close: function () { window.closedByGate = true; } } };`,
+        }),
+      );
+      const queryId = await request('gate', user);
+      const q = await shown(queryId);
+      initData = tg().gateInitData(queryId);
+      await page.goto(q.webAppUrl!);
+      await page.waitForFunction(() => (window as { closedByGate?: boolean }).closedByGate === true, null, {
+        timeout: 5000,
+      });
+      expect(await page.textContent('#s')).toBe('Welcome! You are in.');
+      expect(requested.every((u) => u.startsWith(app.url) || u.startsWith('https://telegram.org/js/'))).toBe(
+        true,
+      );
+      const a = await answered(queryId);
+      expect(a.result).toBe('approve');
+      inTime(a);
+    } finally {
+      await browser.close();
+    }
+    const conversion = await eventually(
+      async () => (await conversionsOf(user.id)).find((c) => c.event_type === 'Subscribe'),
+      5000,
+      'the join conversion',
+    );
+    expect(conversion.visit_id).toBe(visit.visitId);
   });
 
   it('without a provable visit approves the join as organic, sending nothing', async () => {
