@@ -10,6 +10,7 @@ import { addBot } from '../../backend/domain/admin/bots.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addEntry } from '../../backend/domain/admin/entries.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
+import { answerJoinQuery } from '../../backend/domain/telegram/guard-queries.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { createTelegramClient, TelegramError } from '../../backend/telegram/client.js';
 import {
@@ -226,6 +227,34 @@ describe('a guard query answered by the channel’s rule, in a public chat', () 
     await expect(again).rejects.toThrow(/query is too old|QUERY_ID_INVALID/);
     expect(tg().joinQuery(queryId)?.result).toBe('approve');
     expect(tg().declines.filter((d) => d.userId === user.id)).toEqual([]);
+  });
+});
+
+describe('a query that could not be answered in time', () => {
+  it('leaves an ordinary pending request, and an approval is made the ordinary way', async () => {
+    const user = newUser();
+    // Telegram sent the request (pending at the fake) and the query's 10 seconds passed
+    // unanswered: Capigram's row says it was decided `approve` and is due before now.
+    const update = tg().guardJoinRequest({ chatId: CHATS.all.id, user });
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO join_request_queries (bot_id, channel_id, query_id, telegram_user_id, received_at, answer_by,
+         rule_answer, decision, decided_by)
+       SELECT bot_id, id, $2, $3, now() - interval '11 seconds', now() - interval '1 second', 'approve', 'approve', 'rule'
+       FROM channels WHERE id = $1 RETURNING id`,
+      [channels.all, update.chat_join_request.query_id, user.id],
+    );
+    const outcome = await answerJoinQuery(app.deps, { queryRowId: rows[0]!.id });
+    expect(outcome).toMatchObject({ outcome: 'gave_up' });
+    // Never sent late to Telegram; approved with approveChatJoinRequest by the job instead.
+    expect(tg().joinQuery(update.chat_join_request.query_id)?.result).toBeUndefined();
+    await tg().waitFor(() => tg().approvals.some((a) => a.userId === user.id), 5000);
+    const { rows: row } = await db.pool.query(
+      'SELECT answered_at, answer_error FROM join_request_queries WHERE id = $1',
+      [rows[0]!.id],
+    );
+    expect(row).toEqual([
+      { answered_at: null, answer_error: 'the query expired before it could be answered' },
+    ]);
   });
 });
 
