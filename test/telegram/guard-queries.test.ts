@@ -3,12 +3,14 @@
 // Capigram's gate Mini App, in public chats (whose requests carry no link); the gate ties a
 // requester to a visit only on proof, and a page never completed leaves the answer to the rule.
 import { randomUUID } from 'node:crypto';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../backend/domain/admin/accounts.js';
 import { addBot } from '../../backend/domain/admin/bots.js';
 import { addChannel } from '../../backend/domain/admin/channels.js';
 import { addEntry } from '../../backend/domain/admin/entries.js';
 import { addPixel } from '../../backend/domain/admin/pixels.js';
+import { answerJoinQuery } from '../../backend/domain/telegram/guard-queries.js';
 import { createSite } from '../../backend/domain/admin/sites.js';
 import { createTelegramClient, TelegramError } from '../../backend/telegram/client.js';
 import {
@@ -37,7 +39,7 @@ const CHATS = {
   hold: chat(3, 'guarded_hold'),
   gate: chat(4, 'guarded_gate'),
 };
-const GATE_WAIT_MS = 1200;
+const GATE_WAIT_MS = 2000;
 const PIXEL = '1234567890';
 const ORIGIN = 'https://shop.example.com';
 
@@ -228,6 +230,34 @@ describe('a guard query answered by the channel’s rule, in a public chat', () 
   });
 });
 
+describe('a query that could not be answered in time', () => {
+  it('leaves an ordinary pending request, and an approval is made the ordinary way', async () => {
+    const user = newUser();
+    // Telegram sent the request (pending at the fake) and the query's 10 seconds passed
+    // unanswered: Capigram's row says it was decided `approve` and is due before now.
+    const update = tg().guardJoinRequest({ chatId: CHATS.all.id, user });
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO join_request_queries (bot_id, channel_id, query_id, telegram_user_id, received_at, answer_by,
+         rule_answer, decision, decided_by)
+       SELECT bot_id, id, $2, $3, now() - interval '11 seconds', now() - interval '1 second', 'approve', 'approve', 'rule'
+       FROM channels WHERE id = $1 RETURNING id`,
+      [channels.all, update.chat_join_request.query_id, user.id],
+    );
+    const outcome = await answerJoinQuery(app.deps, { queryRowId: rows[0]!.id });
+    expect(outcome).toMatchObject({ outcome: 'gave_up' });
+    // Never sent late to Telegram; approved with approveChatJoinRequest by the job instead.
+    expect(tg().joinQuery(update.chat_join_request.query_id)?.result).toBeUndefined();
+    await tg().waitFor(() => tg().approvals.some((a) => a.userId === user.id), 5000);
+    const { rows: row } = await db.pool.query(
+      'SELECT answered_at, answer_error FROM join_request_queries WHERE id = $1',
+      [rows[0]!.id],
+    );
+    expect(row).toEqual([
+      { answered_at: null, answer_error: 'the query expired before it could be answered' },
+    ]);
+  });
+});
+
 describe('the gate Mini App (--join-gate webapp)', () => {
   const shown = (queryId: string) =>
     eventually(
@@ -298,6 +328,54 @@ describe('the gate Mini App (--join-gate webapp)', () => {
       queryId,
     ]);
     expect(rows).toEqual([{ proof: 'entry' }]);
+  });
+
+  it('the page, opened in a browser, posts its initData with the cookie and closes the Mini App', async () => {
+    const visit = await land();
+    const user = newUser();
+    // The browser is ready first: the page must come within JOIN_GATE_WAIT_MS of the request.
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
+    });
+    try {
+      const context = await browser.newContext();
+      await context.addCookies([{ name: 'capigram_tid', value: visit.tempId, url: app.url }]);
+      const page = await context.newPage();
+      const requested: string[] = [];
+      page.on('request', (r) => requested.push(r.url()));
+      let initData = '';
+      // Telegram's WebApp script, as Telegram's app provides it to the page: initData and close().
+      await page.route('https://telegram.org/js/telegram-web-app.js', (route) =>
+        route.fulfill({
+          status: 200,
+          contentType: 'application/javascript',
+          body: `window.Telegram = { WebApp: { initData: ${JSON.stringify(initData)}, ready: function () {}, close: function () { window.closedByGate = true; } } };`,
+        }),
+      );
+      const queryId = await request('gate', user);
+      const q = await shown(queryId);
+      initData = tg().gateInitData(queryId);
+      await page.goto(q.webAppUrl!);
+      await page.waitForFunction(() => (window as { closedByGate?: boolean }).closedByGate === true, null, {
+        timeout: 5000,
+      });
+      expect(await page.textContent('#s')).toBe('Welcome! You are in.');
+      expect(requested.every((u) => u.startsWith(app.url) || u.startsWith('https://telegram.org/js/'))).toBe(
+        true,
+      );
+      const a = await answered(queryId);
+      expect(a.result).toBe('approve');
+      inTime(a);
+    } finally {
+      await browser.close();
+    }
+    const conversion = await eventually(
+      async () => (await conversionsOf(user.id)).find((c) => c.event_type === 'Subscribe'),
+      5000,
+      'the join conversion',
+    );
+    expect(conversion.visit_id).toBe(visit.visitId);
   });
 
   it('without a provable visit approves the join as organic, sending nothing', async () => {
