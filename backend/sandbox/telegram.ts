@@ -8,6 +8,7 @@ import { sandboxPage } from './pages.js';
 import { WebhookDelivery } from './telegram-delivery.js';
 import { sandboxFailure, type SandboxFailures } from './telegram-failures.js';
 import { SandboxInitDataSigner } from './telegram-init-data.js';
+import { subscriptionPricing } from './telegram-subscription-rules.js';
 import { secretTokenRefusal, webhookUrlRefusal } from './telegram-webhook-rules.js';
 
 /**
@@ -43,6 +44,8 @@ interface Link {
   createsJoinRequest: boolean;
   revoked: boolean;
   joined: number;
+  /** A paid link: Stars per period, and the period (createChatSubscriptionInviteLink). */
+  subscription?: { price: number; period: number };
 }
 
 interface State {
@@ -324,6 +327,23 @@ export class SandboxTelegram {
         this.save();
         return ok(this.linkObject(link));
       }
+      case 'createchatsubscriptioninvitelink': {
+        if (!chatOk(p.chat_id)) return fail(400, 'Bad Request: chat not found');
+        const pricing = subscriptionPricing(p, SANDBOX_CHAT.type);
+        if ('refusal' in pricing) return fail(400, pricing.refusal);
+        const link: Link = {
+          hash: randomBytes(12).toString('base64url'),
+          chatId: SANDBOX_CHAT.id,
+          createsJoinRequest: false,
+          revoked: false,
+          joined: 0,
+          subscription: pricing,
+        };
+        if (typeof p.name === 'string' && p.name !== '') link.name = [...p.name].slice(0, 32).join('');
+        this.state.links[link.hash] = link;
+        this.save();
+        return ok(this.linkObject(link));
+      }
       case 'revokechatinvitelink': {
         const link = this.findLink(p.invite_link);
         if (!chatOk(p.chat_id) || !link) return fail(400, 'Bad Request: INVITE_HASH_EXPIRED');
@@ -431,7 +451,7 @@ export class SandboxTelegram {
         html`<div class="tg"><h1>${SANDBOX_CHAT.title}</h1>
 <p class="muted">channel · private · the sandbox's simulated Telegram</p>
 <p>You are <b>Sandbox user ${userId}</b>. ${link.createsJoinRequest ? 'This link asks the admins to approve you.' : ''}</p>
-<form method="post"><button id="join" class="join">${link.createsJoinRequest ? 'Request to join' : 'Join channel'}</button></form></div>`,
+<form method="post"><button id="join" class="join">${link.createsJoinRequest ? 'Request to join' : link.subscription ? `Pay ${link.subscription.price} Stars and join (30 days)` : 'Join channel'}</button></form></div>`,
       ),
     );
   }
@@ -504,7 +524,12 @@ export class SandboxTelegram {
           from: user,
           date: this.nowSec(),
           old_chat_member: { user, status: 'left' },
-          new_chat_member: { user, status: 'member' },
+          // A paid member's until_date is the end of the period paid for (ChatMemberMember).
+          new_chat_member: {
+            user,
+            status: 'member',
+            ...(link?.subscription ? { until_date: this.nowSec() + link.subscription.period } : {}),
+          },
           ...(link ? { invite_link: this.linkObject(link) } : {}),
         },
       },
@@ -646,6 +671,9 @@ export class SandboxTelegram {
       ...(link.name ? { name: link.name } : {}),
       ...(link.expireDate ? { expire_date: link.expireDate } : {}),
       ...(link.memberLimit ? { member_limit: link.memberLimit } : {}),
+      ...(link.subscription
+        ? { subscription_period: link.subscription.period, subscription_price: link.subscription.price }
+        : {}),
     };
   }
 

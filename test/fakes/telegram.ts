@@ -8,7 +8,10 @@
 // (tdlib/telegram-bot-api#580); webhooks are https on ports 80, 88, 443 or 8443 (loopback URLs
 // are let through so tests can run a plain-http server on any port).
 import { createHmac } from 'node:crypto';
+import { subscriptionPricing } from '../../backend/sandbox/telegram-subscription-rules.js';
 import { secretTokenRefusal, webhookUrlRefusal } from '../../backend/sandbox/telegram-webhook-rules.js';
+
+export { SUBSCRIPTION_PERIOD } from '../../backend/sandbox/telegram-subscription-rules.js';
 import {
   FakeServer,
   isRecord,
@@ -866,12 +869,10 @@ export class TelegramFake extends FakeServer {
   private createSubscriptionLink(bot: FakeBot, p: Params): Reply {
     const chat = this.adminChat(bot, p.chat_id);
     if ('status' in chat) return chat;
-    const period = clamp(int(p.subscription_period) ?? 0, 0, 1_000_000_000);
-    const price = clamp(int(p.subscription_price) ?? 0, 0, 1_000_000);
-    if (period <= 0 || price <= 0) return tgError(400, 'Bad Request: Invalid subscription pricing specified');
-    if (chat.type !== 'channel') return tgError(400, 'Bad Request: PRICING_CHAT_INVALID');
-    if (period !== SUBSCRIPTION_PERIOD) return tgError(400, 'Bad Request: SUBSCRIPTION_PERIOD_INVALID');
-    if (price > MAX_SUBSCRIPTION_PRICE) return tgError(400, 'Bad Request: PRICING_CHAT_INVALID');
+    // The sandbox's rule (backend/sandbox/telegram-subscription-rules.ts), so both refuse alike.
+    const pricing = subscriptionPricing(p, chat.type);
+    if ('refusal' in pricing) return tgError(400, pricing.refusal);
+    const { period, price } = pricing;
     const name = p.name === undefined ? undefined : [...(str(p.name) ?? '')].slice(0, 32).join('').trim();
     const link: ChatInviteLink = {
       invite_link: this.uniqueLink(),
@@ -981,10 +982,6 @@ export class TelegramFake extends FakeServer {
   }
 }
 
-/** Telegram's one subscription period: 30 days (Bot API, createChatSubscriptionInviteLink). */
-export const SUBSCRIPTION_PERIOD = 2_592_000;
-/** The most Stars a subscription may cost a period (Bot API text in @grammyjs/types 5.0.0: 1-2500). */
-export const MAX_SUBSCRIPTION_PRICE = 2500;
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',

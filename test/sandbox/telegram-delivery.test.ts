@@ -245,3 +245,46 @@ it('refuses a webhook Telegram would refuse, and keeps the one it has', async ()
   const [, info] = await api('getWebhookInfo', {});
   expect((info.result as { url: string }).url).toBe(hookUrl);
 });
+
+it('makes paid subscription links as Telegram does, and a paid join says what was paid and until when', async () => {
+  answer = () => 200;
+  const base = { chat_id: SANDBOX_CHAT.id, subscription_period: 2_592_000, subscription_price: 250 };
+  expect(
+    (await api('createChatSubscriptionInviteLink', { ...base, subscription_period: 86_400 }))[1],
+  ).toEqual({
+    ok: false,
+    error_code: 400,
+    description: 'Bad Request: SUBSCRIPTION_PERIOD_INVALID',
+  });
+  expect(
+    (await api('createChatSubscriptionInviteLink', { ...base, subscription_price: 2501 }))[1].description,
+  ).toBe('Bad Request: PRICING_CHAT_INVALID');
+  const [status, made] = await api('createChatSubscriptionInviteLink', base);
+  expect(status).toBe(200);
+  const link = made.result as {
+    invite_link: string;
+    subscription_price: number;
+    subscription_period: number;
+  };
+  expect(link).toMatchObject({
+    subscription_price: 250,
+    subscription_period: 2_592_000,
+    creates_join_request: false,
+  });
+  const hash = link.invite_link.split('/').pop()!;
+  expect(await (await fetch(`${sandbox.url}/telegram/join/${hash}`)).text()).toContain(
+    'Pay 250 Stars and join',
+  );
+  const page = await fetch(`${sandbox.url}/telegram/join/${hash}`, { method: 'POST' });
+  const user = Number(/leads\?user=(\d+)/.exec(await page.text())![1]);
+  await until(() => hitsOf(user).length === 1, 'the paid join arrived');
+  const join = hitsOf(user)[0]!.update.chat_member as {
+    invite_link: { subscription_price: number };
+    new_chat_member: { status: string; until_date: number };
+  };
+  expect(join.invite_link.subscription_price).toBe(250);
+  expect(join.new_chat_member).toMatchObject({
+    status: 'member',
+    until_date: Math.floor(clock / 1000) + 2_592_000,
+  });
+});
