@@ -69,3 +69,35 @@ export async function pixelHealth(db: Queryable, siteId: string, now: Date): Pro
     last24h: { sent: r.sent, failed: r.failed, skipped: r.skipped, pending: r.pending },
   }));
 }
+
+/** A spend source beside the pixels: whether its imports work, with the platform's reason when not. */
+export interface SpendSourceHealth {
+  spendSourceId: string;
+  /** `meta act_1`, `google 1234567890`: the platform and its id of the account. */
+  label: string;
+  status: 'ok' | 'failing';
+  lastError: string | null;
+  lastSyncedAt: Date | null;
+}
+
+export async function spendSourceHealth(db: Queryable, siteId: string): Promise<SpendSourceHealth[]> {
+  const { rows } = await db.query<{
+    id: string;
+    platform: string;
+    account_ref: string;
+    status: 'ok' | 'failing';
+    last_error: string | null;
+    last_synced_at: Date | null;
+  }>(
+    `SELECT id, platform, account_ref, status, last_error, last_synced_at FROM spend_sources
+     WHERE site_id = $1 AND removed_at IS NULL ORDER BY status DESC, platform, created_at`,
+    [siteId],
+  );
+  return rows.map((r) => ({
+    spendSourceId: r.id,
+    label: `${r.platform} ${r.account_ref}`,
+    status: r.status,
+    lastError: r.status === 'failing' ? r.last_error : null,
+    lastSyncedAt: r.last_synced_at,
+  }));
+}

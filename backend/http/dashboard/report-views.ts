@@ -2,7 +2,7 @@ import { html, raw } from 'hono/html';
 import type { ChannelCoverage } from '../../domain/reports/coverage.js';
 import type { Funnel, FunnelCounts, GroupBy } from '../../domain/reports/funnel.js';
 import type { MatchQualityRow } from '../../domain/reports/match-quality.js';
-import type { PixelHealth } from '../../domain/reports/pixel-health.js';
+import type { PixelHealth, SpendSourceHealth } from '../../domain/reports/pixel-health.js';
 import type { CampaignRetention } from '../../domain/reports/retention.js';
 import { page, type Html } from './views.js';
 
@@ -21,6 +21,8 @@ export interface ReportsPageData {
   matchQuality: MatchQualityRow[];
   coverage: ChannelCoverage[];
   pixels: PixelHealth[];
+  /** The site's spend sources, shown under the pixels when it has any. */
+  spendSources?: SpendSourceHealth[];
   channelTitles: Record<string, string>;
   now: Date;
 }
@@ -154,6 +156,7 @@ ${advice.length === 0 ? '' : html`<ul class="advice">${advice}</ul>`}
 ${d.coverage.length === 0 ? html`<p class="muted">No active channel.</p>` : html`<table><thead><tr><th>channel</th><th>attributed joins</th><th>organic joins</th><th>attributed share</th><th></th></tr></thead><tbody>${coverage}</tbody></table>`}
 <h2>Pixel health</h2>
 ${d.pixels.length === 0 ? html`<p class="warn">No pixel: nothing is sent to any ad platform.</p>` : html`<table><thead><tr><th>pixel</th><th>last success</th><th>last error</th><th>last 24 h</th></tr></thead><tbody>${pixels}</tbody></table>`}
+${spendSourcesBlock(d.spendSources ?? [], d.now)}
 ${dataBlock(chartData)}<script src="/dashboard/assets/chart.umd.min.js"></script><script src="/dashboard/assets/reports.js"></script>`,
     session,
   );
@@ -210,4 +213,17 @@ export function funnelCsv(f: Funnel, groupBy: GroupBy, titles: Record<string, st
     ...f.rows.map((r) => line(keyLabel(groupBy, r.key, titles), r)),
     line('total', f.totals),
   ].join('\r\n')}\r\n`;
+}
+
+/** Spend sources under the pixels: a failing one says the platform's reason (docs/spend.md). */
+function spendSourcesBlock(sources: SpendSourceHealth[], now: Date) {
+  if (sources.length === 0) return '';
+  const rows = sources.map(
+    (
+      s,
+    ) => html`<tr><td data-label="spend source">${s.label}</td><td data-label="status">${s.status === 'failing' ? html`<span class="warn">failing</span>` : 'ok'}</td>
+<td data-label="last synced">${s.lastSyncedAt === null ? html`<span class="muted">not yet</span>` : ago(s.lastSyncedAt, now)}</td>
+<td data-label="last error">${s.lastError === null ? '' : html`<span class="warn">${s.lastError}</span>`}</td></tr>`,
+  );
+  return html`<h3>Spend sources</h3><table id="spend-sources"><thead><tr><th>spend source</th><th>status</th><th>last synced</th><th>last error</th></tr></thead><tbody>${rows}</tbody></table>`;
 }

@@ -5,7 +5,7 @@ import type { SiteRow } from '../../domain/admin/sites.js';
 import { attributionCoverage } from '../../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type GroupBy } from '../../domain/reports/funnel.js';
 import { matchQualityReport } from '../../domain/reports/match-quality.js';
-import { pixelHealth } from '../../domain/reports/pixel-health.js';
+import { pixelHealth, spendSourceHealth } from '../../domain/reports/pixel-health.js';
 import { reportChannel, reportRange, utcDay } from '../../domain/reports/range.js';
 import { campaignRetention } from '../../domain/reports/retention.js';
 import { ApiError } from '../../errors.js';
@@ -91,6 +91,7 @@ export function registerDashboardReports(
         matchQuality: await matchQualityReport(reportsDb(deps), q),
         coverage: await attributionCoverage(reportsDb(deps), q),
         pixels: await pixelHealth(reportsDb(deps), site.id, now),
+        spendSources: await spendSourceHealth(reportsDb(deps), site.id),
         channelTitles: await channelTitles(deps.pool, site.id),
         now,
       },
