@@ -100,6 +100,11 @@ describe('/docs', () => {
     for (const [method, path] of OPERATIONS)
       expect(html).toContain(`<span class="m">${method.toUpperCase()}</span> <code>${path}</code>`);
     expect(html).toContain('id="schema-ConversionEvent"');
+    // The request examples, each under its summary, as escaped JSON.
+    expect(html).toMatch(
+      /<p>Example: A purchase of a known lead[^<]*<\/p><pre><code>\{\n {2}&#34;telegramUserId&#34;: 123456789,/,
+    );
+    expect(html).toContain('&#34;orderId&#34;: &#34;ORD-2026-0042&#34;');
     expect(html).not.toMatch(/<script|<link|\ssrc=/i);
   });
 

@@ -82,6 +82,19 @@ function schemaBlock(s: unknown): string {
   return typeof s.$ref === 'string' ? `<p>${typeOf(s)}</p>` : propertiesTable(s);
 }
 
+/** A media type's named examples: each its summary and the body, pretty-printed. */
+function examplesBlock(examples: unknown): string {
+  if (!isObj(examples)) return '';
+  return Object.entries(examples)
+    .filter(([, e]) => isObj(e) && 'value' in e)
+    .map(([name, e]) => {
+      const ex = e as Json;
+      const title = typeof ex.summary === 'string' ? prose(ex.summary) : `<code>${esc(name)}</code>`;
+      return `<p>Example: ${title}</p><pre><code>${esc(JSON.stringify(ex.value, null, 2))}</code></pre>`;
+    })
+    .join('');
+}
+
 function operation(path: string, method: string, op: Json): string {
   const id = `op-${esc(op.operationId ?? `${method}-${path}`)}`;
   const params = Array.isArray(op.parameters) ? (op.parameters as Json[]) : [];
@@ -111,7 +124,7 @@ function operation(path: string, method: string, op: Json): string {
 <p><strong>${prose(op.summary)}</strong></p>
 ${op.description ? `<p>${prose(op.description)}</p>` : ''}
 ${paramRows.length ? `<h3>Parameters</h3><table><thead><tr><th>name</th><th>in</th><th>type</th><th>required</th><th>notes</th></tr></thead><tbody>${paramRows.join('')}</tbody></table>` : ''}
-${isObj(body) ? `<h3>Request body (application/json)</h3>${schemaBlock(body.schema)}` : ''}
+${isObj(body) ? `<h3>Request body (application/json)</h3>${schemaBlock(body.schema)}${examplesBlock(body.examples)}` : ''}
 <h3>Responses</h3><table><thead><tr><th>status</th><th>meaning</th><th>body</th></tr></thead><tbody>${responseRows.join('')}</tbody></table>
 </section>`;
 }
@@ -144,6 +157,7 @@ export function renderReference(doc: Json): string {
 <style>
 body{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
 code{font:13px ui-monospace,monospace;background:#f2f4f7;padding:0 .25em;border-radius:3px}
+pre{background:#f2f4f7;padding:.5em .75em;border-radius:3px;overflow-x:auto}pre code{padding:0}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}th,td{border:1px solid #d5dae1;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}section{border-top:1px solid #d5dae1;margin-top:1.5rem}.m{background:#1f6feb;color:#fff;border-radius:4px;padding:0 .4em;font-size:.8em}
 </style></head><body>
