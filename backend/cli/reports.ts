@@ -1,7 +1,13 @@
 import { reportsDb } from '../deps.js';
 import { requireSite } from '../domain/admin/sites.js';
 import { attributionCoverage } from '../domain/reports/coverage.js';
-import { GROUP_BYS, funnelReport, type FunnelCounts, type GroupBy } from '../domain/reports/funnel.js';
+import {
+  GROUP_BYS,
+  funnelRates,
+  funnelReport,
+  type FunnelCounts,
+  type GroupBy,
+} from '../domain/reports/funnel.js';
 import { SIGNALS, matchQualityReport } from '../domain/reports/match-quality.js';
 import { reportChannel, reportRange } from '../domain/reports/range.js';
 import { UsageError, defineCommand } from './command.js';
@@ -13,7 +19,7 @@ const RANGE_FLAGS = {
   to: { type: 'string', placeholder: 'YYYY-MM-DD', help: 'last UTC day, inclusive (default: today)' },
 } as const;
 
-const pct = (n: number, d: number) => (d === 0 ? '' : `${((n / d) * 100).toFixed(1)} %`);
+const pct = (r: number | null) => (r === null ? '' : `${(r * 100).toFixed(1)} %`);
 const money = (v: Record<string, number>) =>
   Object.entries(v)
     .map(([c, n]) => `${n} ${c}`)
@@ -24,7 +30,7 @@ function funnelCells(key: string, r: FunnelCounts): string[] {
     key,
     String(r.visits),
     String(r.inviteClicks),
-    pct(r.inviteClicks, r.visits),
+    pct(funnelRates(r).clickRate),
     String(r.joins),
     String(r.attributedJoins),
     String(r.organicJoins),

@@ -13,6 +13,14 @@ export type GroupBy = (typeof GROUP_BYS)[number];
 export interface FunnelCounts {
   visits: number;
   inviteClicks: number;
+  /**
+   * Of `visits`, those that took an invite link (once each, however many links they took). Null in
+   * the rows by platform: an erased visit no longer says which platform it came from (its totals
+   * still count it).
+   */
+  clickedVisits: number | null;
+  /** Of `clickedVisits`, those an attributed join was traced to; null where `clickedVisits` is. */
+  joinedVisits: number | null;
   joins: number;
   attributedJoins: number;
   organicJoins: number;
@@ -88,6 +96,8 @@ function emptyCounts(): FunnelCounts {
   return {
     visits: 0,
     inviteClicks: 0,
+    clickedVisits: 0,
+    joinedVisits: 0,
     joins: 0,
     attributedJoins: 0,
     organicJoins: 0,
@@ -157,6 +167,20 @@ export async function funnelReport(
       lostTotal += r.leaves;
     }
   }
+  for (const r of await visitOutcomes(db, q, key)) {
+    totals.clickedVisits = (totals.clickedVisits ?? 0) + r.clicked;
+    totals.joinedVisits = (totals.joinedVisits ?? 0) + r.joined;
+    if (q.groupBy === 'platform') continue;
+    let g = groups.get(r.key);
+    if (!g) groups.set(r.key, (g = emptyCounts()));
+    g.clickedVisits = (g.clickedVisits ?? 0) + r.clicked;
+    g.joinedVisits = (g.joinedVisits ?? 0) + r.joined;
+  }
+  if (q.groupBy === 'platform')
+    for (const g of groups.values()) {
+      g.clickedVisits = null;
+      g.joinedVisits = null;
+    }
   for (const [k, g] of groups) g.retained = g.joins - (lost.get(k) ?? 0);
   totals.retained = totals.joins - lostTotal;
   const list = [...groups].map(([k, g]) => ({ key: k, ...g }));
@@ -165,4 +189,58 @@ export async function funnelReport(
       (a, b) => b.visits - a.visits || b.joins - a.joins || String(a.key).localeCompare(String(b.key)),
     );
   return { from: q.from, to: q.to, groupBy: q.groupBy, channelId: q.channelId ?? null, rows: list, totals };
+}
+
+/**
+ * Of the range's visits, grouped as the funnel groups them, how many took an invite link and how
+ * many of those an attributed join was traced to. The invite clicks and joins of the funnel are
+ * counted on their own day and include links taken without a visit (a bot's deep link, a Mini
+ * App), a visit's second link, and visits of days before the range, so they can outnumber the
+ * range's visits; these two counts are subsets of the visits and give the rates. They are read
+ * from the invitations taken since the range began (a few per click, through their
+ * `(channel_id, assigned_at)` index), never from all the visits.
+ */
+async function visitOutcomes(
+  db: Queryable,
+  q: { siteId: string; from: string; to: string; channelId?: string | null },
+  key: string,
+): Promise<{ key: string | null; clicked: number; joined: number }[]> {
+  const { rows } = await db.query<{ key: string | null; clicked: number; joined: number }>(
+    `WITH r AS (
+       SELECT DISTINCT ON (v.id) v.id, (v.created_at AT TIME ZONE 'UTC')::date AS day, v.channel_id, v.utm_source, v.utm_campaign,
+              report_platform(v.fbc, v.ttclid, v.gclid, v.gbraid, v.wbraid, v.sccid) AS platform
+       FROM channels ch JOIN invitations i ON i.channel_id = ch.id JOIN visits v ON v.id = i.visit_id
+       WHERE ch.site_id = $1 AND i.assigned_at >= $2::date::timestamp AT TIME ZONE 'UTC'
+         AND v.site_id = $1 AND v.created_at >= $2::date::timestamp AT TIME ZONE 'UTC'
+         AND v.created_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
+         AND ($4::uuid IS NULL OR v.channel_id = $4::uuid)
+     )
+     SELECT ${key} AS key, count(*)::int AS clicked,
+            count(*) FILTER (WHERE EXISTS (
+              SELECT 1 FROM invitations i JOIN memberships m
+                ON m.channel_id = i.channel_id AND m.occurred_at >= i.assigned_at
+              WHERE i.visit_id = r.id AND m.visit_id = r.id AND m.kind = 'join' AND m.attributed))::int AS joined
+     FROM r GROUP BY 1`,
+    [q.siteId, q.from, q.to, q.channelId ?? null],
+  );
+  return rows;
+}
+
+/** A share of a set, as a fraction in [0, 1]; null when the set is empty. */
+export function shareOf(part: number | null, of: number | null): number | null {
+  return part === null || of === null || of === 0 ? null : part / of;
+}
+
+/**
+ * The funnel's rates, each a subset over its set: visits that took a link over visits, and of
+ * those, the ones that ended in an attributed join.
+ */
+export function funnelRates(c: Pick<FunnelCounts, 'visits' | 'clickedVisits' | 'joinedVisits'>): {
+  clickRate: number | null;
+  joinRate: number | null;
+} {
+  return {
+    clickRate: shareOf(c.clickedVisits, c.visits),
+    joinRate: shareOf(c.joinedVisits, c.clickedVisits),
+  };
 }

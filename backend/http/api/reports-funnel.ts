@@ -30,6 +30,14 @@ export const RangeQuery = SiteQuery.extend({
 const Counts = {
   visits: z.number().int(),
   inviteClicks: z.number().int().openapi({ description: 'invite links handed to visits' }),
+  clickedVisits: z.number().int().nullable().openapi({
+    description:
+      "the range's visits that took an invite link (the click rate is this over `visits`); null in the rows by platform",
+  }),
+  joinedVisits: z.number().int().nullable().openapi({
+    description:
+      'of `clickedVisits`, those an attributed join was traced to (the join rate is this over `clickedVisits`)',
+  }),
   joins: z.number().int(),
   attributedJoins: z.number().int().openapi({ description: 'joins traced to a visit' }),
   organicJoins: z.number().int(),

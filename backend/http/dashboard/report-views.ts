@@ -1,6 +1,6 @@
 import { html, raw } from 'hono/html';
 import type { ChannelCoverage } from '../../domain/reports/coverage.js';
-import type { Funnel, FunnelCounts, GroupBy } from '../../domain/reports/funnel.js';
+import { funnelRates, type Funnel, type FunnelCounts, type GroupBy } from '../../domain/reports/funnel.js';
 import type { MatchQualityRow } from '../../domain/reports/match-quality.js';
 import type { PixelHealth, SpendSourceHealth } from '../../domain/reports/pixel-health.js';
 import type { CampaignRetention } from '../../domain/reports/retention.js';
@@ -35,8 +35,8 @@ const GROUP_LABELS: Record<GroupBy, string> = {
   platform: 'ad platform',
 };
 
-function rate(n: number, of: number): string {
-  return of === 0 ? '–' : `${((n / of) * 100).toFixed(1)} %`;
+function rate(r: number | null): string {
+  return r === null ? '–' : `${(r * 100).toFixed(1)} %`;
 }
 
 function money(v: Record<string, number>): string {
@@ -65,10 +65,11 @@ function keyLabel(groupBy: GroupBy, key: string | null, titles: Record<string, s
 }
 
 function funnelCells(label: string, r: FunnelCounts): Html {
+  const rates = funnelRates(r);
   return html`<td data-label="${label === 'Total' ? '' : 'group'}">${label}</td><td class="num" data-label="visits">${r.visits}</td>
-<td class="num" data-label="invite clicks">${r.inviteClicks}</td><td class="num" data-label="click rate">${rate(r.inviteClicks, r.visits)}</td>
+<td class="num" data-label="invite clicks">${r.inviteClicks}</td><td class="num" data-label="click rate">${rate(rates.clickRate)}</td>
 <td class="num" data-label="joins">${r.joins}</td><td class="num" data-label="attributed · organic">${r.attributedJoins} · ${r.organicJoins}</td>
-<td class="num" data-label="join rate">${rate(r.attributedJoins, r.inviteClicks)}</td><td class="num" data-label="leaves">${r.leaves}</td>
+<td class="num" data-label="join rate">${rate(rates.joinRate)}</td><td class="num" data-label="leaves">${r.leaves}</td>
 <td class="num" data-label="retained">${r.retained}</td><td class="num" data-label="conversions">${r.conversions}</td>
 <td class="num" data-label="value">${money(r.value)}</td>`;
 }
