@@ -3,7 +3,17 @@
  * `bench/<name>.ts` and exports `run(args)`. Benchmarks are measurements, never tests: they print
  * figures and exit 0; docs/benchmarks.md records the figures with the command that produced them.
  */
-const SUITES = ['delivery', 'api', 'tracker', 'mix', 'proxy', 'retention', 'reports', 'history', 'roi'] as const;
+const SUITES = [
+  'delivery',
+  'api',
+  'tracker',
+  'mix',
+  'proxy',
+  'retention',
+  'reports',
+  'history',
+  'roi',
+] as const;
 type Suite = (typeof SUITES)[number];
 
 async function main(): Promise<void> {

@@ -145,6 +145,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/reports/roi": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Spend, clicks, visits, joins, retained joins, conversions, value, cost per join and ROAS
+         * @description Spend and clicks are the platforms' own, by the ad account's day; visits, joins and conversions by UTC day. A visit belongs to a campaign by `utm_id`, else the platform's campaign parameter in its landing URL, else the campaign (with spend in the range) whose name equals its `utm_campaign`. Grouped by campaign (what belongs to no campaign in a row with key null), day (every day of the range) or platform. Money stays per currency; `roas` only where spend and value share one currency. `warnings` lists campaigns with spend and no visits, and campaign keys with visits and no spend.
+         */
+        get: operations["roiReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/entries/start": {
         parameters: {
             query?: never;
@@ -444,6 +464,10 @@ export interface components {
             visits: number;
             /** @description invite links handed to visits */
             inviteClicks: number;
+            /** @description the range's visits that took an invite link (the click rate is this over `visits`); null in the rows by platform */
+            clickedVisits: number | null;
+            /** @description of `clickedVisits`, those an attributed join was traced to (the join rate is this over `clickedVisits`) */
+            joinedVisits: number | null;
             joins: number;
             /** @description joins traced to a visit */
             attributedJoins: number;
@@ -468,6 +492,10 @@ export interface components {
             visits: number;
             /** @description invite links handed to visits */
             inviteClicks: number;
+            /** @description the range's visits that took an invite link (the click rate is this over `visits`); null in the rows by platform */
+            clickedVisits: number | null;
+            /** @description of `clickedVisits`, those an attributed join was traced to (the join rate is this over `clickedVisits`) */
+            joinedVisits: number | null;
             joins: number;
             /** @description joins traced to a visit */
             attributedJoins: number;
@@ -524,6 +552,161 @@ export interface components {
             /** @description attributed share of the joins; null without joins */
             share: number | null;
             warning?: string;
+        };
+        RoiReport: {
+            from: string;
+            to: string;
+            /** @enum {string} */
+            groupBy: "campaign" | "day" | "platform";
+            rows: components["schemas"]["RoiRow"][];
+            totals: components["schemas"]["RoiTotals"];
+            warnings: components["schemas"]["RoiWarning"][];
+        };
+        RoiRow: {
+            /** @description the campaign id, the day (YYYY-MM-DD) or the platform; null: what belongs to no campaign */
+            key: string | null;
+            platform: string | null;
+            campaignId: string | null;
+            campaignName: string | null;
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            spend: {
+                [key: string]: number;
+            };
+            /** @description the platforms' reported clicks */
+            clicks: number;
+            visits: number;
+            joins: number;
+            /** @description joins still members 7 and 30 days after joining, of the days old enough; null: no day of the range is that old yet */
+            retained: {
+                d7: number | null;
+                d30: number | null;
+            };
+            conversions: number;
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            value: {
+                [key: string]: number;
+            };
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            costPerJoin: {
+                [key: string]: number;
+            };
+            /** @description the spend of the days old enough per retained join, in each currency */
+            costPerRetained: {
+                /**
+                 * @description per currency (ISO 4217), never summed across currencies
+                 * @example {
+                 *       "EUR": 120.5
+                 *     }
+                 */
+                d7: {
+                    [key: string]: number;
+                };
+                /**
+                 * @description per currency (ISO 4217), never summed across currencies
+                 * @example {
+                 *       "EUR": 120.5
+                 *     }
+                 */
+                d30: {
+                    [key: string]: number;
+                };
+            };
+            /** @description value / spend, only when both are in one and the same currency; otherwise null */
+            roas: number | null;
+        };
+        RoiTotals: {
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            spend: {
+                [key: string]: number;
+            };
+            /** @description the platforms' reported clicks */
+            clicks: number;
+            visits: number;
+            joins: number;
+            /** @description joins still members 7 and 30 days after joining, of the days old enough; null: no day of the range is that old yet */
+            retained: {
+                d7: number | null;
+                d30: number | null;
+            };
+            conversions: number;
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            value: {
+                [key: string]: number;
+            };
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            costPerJoin: {
+                [key: string]: number;
+            };
+            /** @description the spend of the days old enough per retained join, in each currency */
+            costPerRetained: {
+                /**
+                 * @description per currency (ISO 4217), never summed across currencies
+                 * @example {
+                 *       "EUR": 120.5
+                 *     }
+                 */
+                d7: {
+                    [key: string]: number;
+                };
+                /**
+                 * @description per currency (ISO 4217), never summed across currencies
+                 * @example {
+                 *       "EUR": 120.5
+                 *     }
+                 */
+                d30: {
+                    [key: string]: number;
+                };
+            };
+            /** @description value / spend, only when both are in one and the same currency; otherwise null */
+            roas: number | null;
+        };
+        RoiWarning: {
+            /** @enum {string} */
+            kind: "spend_without_visits" | "visits_without_spend";
+            campaignId: string;
+            platform: string | null;
+            campaignName?: string | null;
+            /**
+             * @description per currency (ISO 4217), never summed across currencies
+             * @example {
+             *       "EUR": 120.5
+             *     }
+             */
+            spend?: {
+                [key: string]: number;
+            };
+            visits?: number;
         };
         EntryStartResult: {
             /** @description true when the payload's click (its visit) is now tied to this user */
@@ -1275,6 +1458,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MatchQuality"];
+                };
+            };
+            /** @description VALIDATION_FAILED, IDEMPOTENCY_KEY_INVALID, SITE_REQUIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNKNOWN_WEBSITE */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description IDEMPOTENCY_IN_PROGRESS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    roiReport: {
+        parameters: {
+            query?: {
+                /** @description site id (or websiteId); account-scoped keys only need it to choose a site */
+                siteId?: string;
+                /** @description public website id, alternative to siteId */
+                websiteId?: string;
+                /** @description first UTC day, YYYY-MM-DD (default: 29 days before `to`) */
+                from?: string;
+                /** @description last UTC day, YYYY-MM-DD, inclusive (default: today) */
+                to?: string;
+                /** @description default: campaign */
+                groupBy?: "campaign" | "day" | "platform";
+            };
+            header?: {
+                /** @description 1–128 printable ASCII characters; replays the stored response for 24 h; bound to the endpoint it was first used on (elsewhere: 422 IDEMPOTENCY_KEY_REUSED) */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ROI report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoiReport"];
                 };
             };
             /** @description VALIDATION_FAILED, IDEMPOTENCY_KEY_INVALID, SITE_REQUIRED */
