@@ -104,7 +104,7 @@ const spendSourceFailing: Source = async (db, siteId) => {
   if (!has[0]?.t) return [];
   const { rows } = await db.query<{ id: string; platform: string | null; last_error: string | null }>(
     `SELECT s.id::text, to_jsonb(s) ->> 'platform' AS platform, to_jsonb(s) ->> 'last_error' AS last_error
-     FROM spend_sources s WHERE s.site_id = $1 AND to_jsonb(s) ->> 'status' = 'failing'`,
+     FROM spend_sources s WHERE s.site_id = $1 AND to_jsonb(s) ->> 'status' = 'failing' AND s.removed_at IS NULL`,
     [siteId],
   );
   return rows.map((r) => ({
