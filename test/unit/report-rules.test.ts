@@ -2,7 +2,7 @@
 // the range of days a report covers.
 import { describe, expect, it } from 'vitest';
 import { deliveryLabel } from '../../backend/domain/outbox/capi-status.js';
-import { matchAdvice, type SignalShares } from '../../backend/domain/reports/match-advice.js';
+import { matchAdvice, receives, type SignalShares } from '../../backend/domain/reports/match-advice.js';
 import { reportRange } from '../../backend/domain/reports/range.js';
 import { foldLimit } from '../../backend/domain/reports/rollup.js';
 
@@ -18,6 +18,32 @@ const FULL: SignalShares = {
 };
 
 describe('match advice', () => {
+  it.each([
+    ['join', 'Lead', 'join'],
+    ['business Lead', 'Lead', 'business'],
+  ] as const)('for a %s without e-mail, phone or IP', (_name, ev, kind) => {
+    const advice = matchAdvice('meta', ev, { ...FULL, email: 0, phone: 0, ip: 0 }, kind);
+    const asksForPii = advice.some((a) => a.includes('`pii.email`') || a.includes('`pii.phone`'));
+    // A channel join has no e-mail or phone to send; a business event does.
+    expect(asksForPii).toBe(kind === 'business');
+    expect(advice.some((a) => a.includes('`clientIp`'))).toBe(kind === 'business');
+    expect(advice.length).toBe(kind === 'business' ? 3 : 1);
+  });
+
+  it.each([
+    ['meta', 'fbc', true],
+    ['meta', 'fbp', true],
+    ['google', 'fbc', false],
+    ['google', 'fbp', false],
+    ['google', 'externalId', false],
+    ['google', 'clickId', true],
+    ['tiktok', 'fbp', false],
+    ['tiktok', 'externalId', true],
+    ['snapchat', 'fbc', false],
+  ] as const)('%s receives %s: %s', (platform, signal, yes) => {
+    expect(receives(platform, signal)).toBe(yes);
+  });
+
   it('says nothing when every signal is there, and one sentence per weak one', () => {
     expect(matchAdvice('meta', 'Purchase', FULL)).toEqual([]);
     expect(matchAdvice('meta', 'Purchase', { ...FULL, email: 0.62 })).toEqual([]);

@@ -13,6 +13,29 @@ export interface SignalShares {
   clickId: number;
 }
 
+/**
+ * The signals each platform's payload carries (backend/platforms/*): Meta's CAPI takes them all;
+ * TikTok and Snapchat no fbc or fbp; Google takes the click id, hashed e-mail and phone and the
+ * landing request's IP and User-Agent, nothing else. A signal a platform never receives is neither
+ * counted nor advised for it.
+ */
+const RECEIVED: Record<string, readonly (keyof SignalShares)[]> = {
+  meta: ['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'],
+  tiktok: ['ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'],
+  snapchat: ['ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'],
+  google: ['ip', 'userAgent', 'email', 'phone', 'clickId'],
+};
+
+export function receives(platform: string, signal: keyof SignalShares): boolean {
+  return (RECEIVED[platform] ?? RECEIVED.meta!).includes(signal);
+}
+
+/**
+ * What sent an event: a visit's PageView, a channel join Telegram reported (no e-mail or phone
+ * exists for it), or a business event the operator's backend posted (which can carry them).
+ */
+export type EventKind = 'pageview' | 'join' | 'business';
+
 /** Below this share a signal is called out. */
 const LOW_SHARE = 0.6;
 
@@ -23,10 +46,15 @@ function plural(eventType: string): string {
   return eventType.endsWith('s') ? eventType : `${eventType}s`;
 }
 
-export function matchAdvice(platform: string, eventType: string, s: SignalShares): string[] {
+export function matchAdvice(
+  platform: string,
+  eventType: string,
+  s: SignalShares,
+  kind: EventKind = eventType === 'PageView' ? 'pageview' : 'business',
+): string[] {
   const out: string[] = [];
   const ev = plural(eventType);
-  const isPageView = eventType === 'PageView';
+  const isPageView = kind !== 'business';
   if (!isPageView && s.email < LOW_SHARE)
     out.push(`${pct(s.email)} of ${ev} carry no e-mail: send \`pii.email\` from your backend.`);
   if (!isPageView && s.phone < LOW_SHARE)
@@ -35,7 +63,9 @@ export function matchAdvice(platform: string, eventType: string, s: SignalShares
     );
   if (s.ip < LOW_SHARE || s.userAgent < LOW_SHARE) {
     out.push(
-      `${pct(Math.min(s.ip, s.userAgent))} of ${ev} carry no IP address or User-Agent: send \`clientIp\` and \`userAgent\` with business events, or install the tracker so visits record them.`,
+      kind === 'business'
+        ? `${pct(Math.min(s.ip, s.userAgent))} of ${ev} carry no IP address or User-Agent: send \`clientIp\` and \`userAgent\` with business events, or install the tracker so visits record them.`
+        : `${pct(Math.min(s.ip, s.userAgent))} of ${ev} carry no IP address or User-Agent: install the tracker on the landing page so visits record them.`,
     );
   }
   if (platform === 'meta') {

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import { matchAdvice, type SignalShares } from './match-advice.js';
+import { type EventKind, matchAdvice, type SignalShares } from './match-advice.js';
 
 /**
  * Match quality (docs/reports.md): per platform and event type, the events delivered in a range
@@ -39,10 +39,11 @@ export async function matchQualityReport(
   q: { siteId: string; from: string; to: string },
 ): Promise<MatchQualityRow[]> {
   const { rows } = await db.query<
-    { platform: string; event_type: string; sent: number } & Record<Signal, number>
+    { platform: string; event_type: string; kind: EventKind; sent: number } & Record<Signal, number>
   >(
     `SELECT s.platform,
             CASE WHEN s.conversion_id IS NULL THEN 'PageView' ELSE c.event_type END AS event_type,
+            CASE WHEN s.conversion_id IS NULL THEN 'pageview' WHEN c.source = 'webhook' THEN 'join' ELSE 'business' END AS kind,
             count(*)::bigint AS sent,
             count(*) FILTER (WHERE ${FBC})::bigint AS fbc,
             count(*) FILTER (WHERE ${has('v.fbp')} OR ${has(o('fbp'))})::bigint AS fbp,
@@ -58,8 +59,8 @@ export async function matchQualityReport(
      LEFT JOIN visits v ON v.id = COALESCE(s.visit_id, c.visit_id)
      WHERE p.site_id = $1 AND s.status = 'sent'
        AND s.created_at >= ($2::date::timestamp AT TIME ZONE 'UTC') AND s.created_at < (($3::date + 1)::timestamp AT TIME ZONE 'UTC')
-     GROUP BY 1, 2
-     ORDER BY 1, 3 DESC, 2`,
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 4 DESC, 2, 3`,
     [q.siteId, q.from, q.to],
   );
   return rows.map((r) => {
@@ -71,7 +72,7 @@ export async function matchQualityReport(
       eventType: r.event_type,
       sent: r.sent,
       shares,
-      advice: matchAdvice(r.platform, r.event_type, shares),
+      advice: matchAdvice(r.platform, r.event_type, shares, r.kind),
     };
   });
 }

@@ -1,6 +1,7 @@
 import { html, raw } from 'hono/html';
 import type { ChannelCoverage } from '../../domain/reports/coverage.js';
 import { funnelRates, type Funnel, type FunnelCounts, type GroupBy } from '../../domain/reports/funnel.js';
+import { receives } from '../../domain/reports/match-advice.js';
 import type { MatchQualityRow } from '../../domain/reports/match-quality.js';
 import type { PixelHealth, SpendSourceHealth } from '../../domain/reports/pixel-health.js';
 import type { CampaignRetention } from '../../domain/reports/retention.js';
@@ -97,7 +98,7 @@ export function reportsPage(d: ReportsPageData, session: { formToken: string }):
     (
       r,
     ) => html`<tr><td data-label="platform">${r.platform}</td><td data-label="event">${r.eventType}</td><td class="num" data-label="sent">${r.sent}</td>
-${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] as const).map((k) => html`<td class="num" data-label="${k}">${share(r.shares[k])}</td>`)}</tr>`,
+${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] as const).map((k) => html`<td class="num" data-label="${k}">${receives(r.platform, k) ? share(r.shares[k]) : html`<span class="muted" title="not part of what ${r.platform} receives">n/a</span>`}</td>`)}</tr>`,
   );
   const advice = d.matchQuality.flatMap((r) =>
     r.advice.map((a) => html`<li><strong>${r.platform} ${r.eventType}</strong>: ${withCode(a)}</li>`),
