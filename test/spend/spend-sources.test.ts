@@ -223,7 +223,7 @@ describe('spend sources', () => {
     const r = await w.run('spend', 'sync', '--site', siteId, '--from', day(89), '--to', day(0), '--json');
     expect(r.code, r.stderr).toBe(0);
     expect(r.json()).toEqual({ rows: 50 });
-    expect(r.stderr).toMatch(/paused .*#80004.*goes on in 180 s/);
+    expect(r.stderr).toMatch(/paused .*#80000.*goes on in 180 s/);
     const { rows: jobs } = await w.db.pool.query<{ id: string; wait: number }>(
       `SELECT id, extract(epoch FROM run_at - now())::float8 AS wait FROM graphile_worker.jobs WHERE task_identifier = 'spend_import' AND attempts = 0`,
     );
