@@ -1,12 +1,12 @@
 // Every dashboard page in real Chromium at a laptop's width (1280) and a phone's (390): no word of
 // a header, a heading or a button is broken across lines ("Ret ry"), measured from the layout
-// (the line boxes of each word's text), not by eye. With CAPIGRAM_SCREENSHOTS=docs the pages that
+// (the line boxes of each word's text), not by eye, and no page is wider than the screen. With CAPIGRAM_SCREENSHOTS=docs the pages that
 // reports.test.ts does not picture are written to docs/images/dashboard-<page>-<width>.png.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TEST_ADMIN_TOKEN, startTestApp, type TestApp } from '../harness/app.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
-import { newUser, seedTenant, waitingJoin, warmLead, type Tenant } from '../api/support.js';
+import { insertVisit, newUser, seedTenant, waitingJoin, warmLead, type Tenant } from '../api/support.js';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -22,6 +22,14 @@ beforeAll(async () => {
   tenant = await seedTenant(db.pool, t.deps.box, { platforms: ['meta', 'tiktok'] });
   await waitingJoin(db.pool, tenant.site, newUser());
   lead = await warmLead(db.pool, tenant);
+  // The live events page with a long answer without spaces, as a platform's JSON is.
+  await db.pool.query(
+    `INSERT INTO sends (visit_id, pixel_id, platform, event_id, status, attempts, response_summary, sent_at, created_at, updated_at)
+     SELECT $2::uuid, p.id, p.platform, 'pv-' || p.platform, 'sent', 1,
+            jsonb_build_object('events_received', 1, 'fbtrace_id', repeat('AbCdEfGh', 12)), now(), now(), now()
+     FROM pixels p WHERE p.site_id = $1`,
+    [tenant.site.siteId, await insertVisit(db.pool, tenant.site.siteId)],
+  );
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
@@ -59,13 +67,14 @@ function brokenWords(page: Page): Promise<string[]> {
   });
 }
 
-it('breaks no word of a header, heading or button on any page, at laptop and phone widths', async () => {
+it('breaks no word of a header, heading or button and is no wider than the screen on any page, at laptop and phone widths', async () => {
   const site = tenant.site.siteId;
   const pages: Record<string, string> = {
     login: '/dashboard/login',
     overview: '/dashboard',
     site: `/dashboard/sites/${site}`,
     reports: `/dashboard/sites/${site}/reports`,
+    events: `/dashboard/sites/${site}/events`,
     lead: `/dashboard/leads?user=${lead}`,
     'not-found': '/dashboard/sites/no-such-site',
   };
@@ -80,6 +89,8 @@ it('breaks no word of a header, heading or button on any page, at laptop and pho
       await page.goto(`${t.url}${path}`);
       const broken = await brokenWords(page);
       if (broken.length > 0) found[`${name} @ ${widthName}`] = broken;
+      const wider = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      if (wider > 0) found[`${name} @ ${widthName}`] = [...broken, `${wider} px wider than the screen`];
       if (process.env.CAPIGRAM_SCREENSHOTS === 'docs' && name !== 'site' && name !== 'reports')
         await page.screenshot({ path: `docs/images/dashboard-${name}-${widthName}.png`, fullPage: true });
     }

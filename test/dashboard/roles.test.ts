@@ -143,6 +143,7 @@ const ROUTES: Record<string, RouteCase> = {
     path: (s) => `/dashboard/sites/${s}/reports.csv`,
   },
   'GET /dashboard/sites/:site/webhooks': { need: 'site', path: (s) => `/dashboard/sites/${s}/webhooks` },
+  'GET /dashboard/sites/:site/events': { need: 'site', path: (s) => `/dashboard/sites/${s}/events` },
   'POST /dashboard/sites/:site/webhooks/:webhook/deliveries/:delivery/resend': {
     need: 'change-site',
     path: (s) => `/dashboard/sites/${s}/webhooks/${uuid}/deliveries/${uuid}/resend`,

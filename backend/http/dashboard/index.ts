@@ -4,6 +4,7 @@ import type { DashEnv } from './env.js';
 import { registerJoinRequestDecide } from './join-request-decide.js';
 import { registerLeadErase } from './lead-erase.js';
 import { registerLeads } from './leads.js';
+import { registerLiveEvents } from './live-events.js';
 import { registerAuditPage } from './audit-page.js';
 import { registerDashboardAuth } from './auth.js';
 import { registerOverview } from './overview.js';
@@ -52,6 +53,7 @@ export function dashboardRoutes(deps: DashDeps): Hono<DashEnv> {
   registerDashboardReports(app, deps, s.signedIn, s.siteOf);
   registerDashboardRoi(app, deps, s.signedIn, s.siteOf);
   registerDashboardWebhooks(app, deps, s.signedIn, s.siteOf);
+  registerLiveEvents(app, deps, s.signedIn, s.siteOf);
   registerSite(app, s);
   registerConversionValue(app, s);
   registerSendsRetryFailed(app, s);

@@ -185,7 +185,7 @@ export function sitePage(d: SiteDetail, state: SitePageState): Html {
   return page(
     site.name,
     html`<p><a href="/dashboard">← all sites</a></p><h1>${site.name}</h1>
-<nav class="tabs"><strong>Operations</strong><a href="/dashboard/sites/${site.id}/reports">Reports: funnel, match quality, pixel health</a><a href="/dashboard/sites/${site.id}/roi">ROI: spend, cost per join, ROAS</a></nav>
+<nav class="tabs"><strong>Operations</strong><a href="/dashboard/sites/${site.id}/reports">Reports: funnel, match quality, pixel health</a><a href="/dashboard/sites/${site.id}/roi">ROI: spend, cost per join, ROAS</a><a href="/dashboard/sites/${site.id}/events">Live events</a></nav>
 ${state.notice ? html`<p class="notice">${NOTICES[state.notice]}</p>` : ''}${state.error ? html`<p class="error">${state.error}</p>` : ''}
 <p>Account ${site.accountName} · websiteId <code>${site.website_id}</code> · siteId <code>${site.id}</code> · domains ${site.domains.join(', ')} · dedup window ${site.dedup_window_seconds} s</p>
 ${installSection(d)}
