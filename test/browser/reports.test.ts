@@ -159,6 +159,9 @@ describe.each(SIZES)('the dashboard at $width×$height', ({ name, width, height 
         for (const c of charts) expect(c).toEqual({ drawn: true, width: expect.any(Number) });
         expect(charts.every((c) => c.width > 100)).toBe(true);
         expect(await page.textContent('#funnel tfoot')).toContain('Total');
+        // The default month by day is folded under its totals: a phone scrolls a few screens, not twenty.
+        const tall = await page.evaluate(() => document.documentElement.scrollHeight);
+        expect(tall, `${path}: page height`).toBeLessThan(6000);
       }
       expect(complaints, path).toEqual([]);
       if (shot === 'reports' || shot === 'site' || (shot === 'reports-campaigns' && name === 'laptop')) {

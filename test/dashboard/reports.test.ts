@@ -49,6 +49,14 @@ describe('the Reports page', () => {
       /<tfoot><tr><td data-label="">Total<\/td><td class="num" data-label="visits">1<\/td>/,
     );
     expect(page).toContain('12.5 EUR · 3 USD');
+    // Two days: the rows are shown open, under their totals.
+    expect(page).toContain('<details id="funnel-rows" open><summary>The 2 rows by day</summary>');
+    expect(page).toContain('Total: 1 visits · 1 invite clicks (click rate 100.0 %)');
+    const month = await (
+      await get(`/dashboard/sites/${tenant.site.siteId}/reports?from=2026-10-01&to=2026-10-30`)
+    ).text();
+    // A month by day is folded: on a phone each row is a card.
+    expect(month).toContain('<details id="funnel-rows"><summary>The 30 rows by day</summary>');
     expect(page).toContain('<script src="/dashboard/assets/chart.umd.min.js"></script>');
     expect(page).not.toMatch(/<script>/);
     // The data block is JSON a script reads, not one that runs.

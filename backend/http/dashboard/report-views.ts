@@ -75,6 +75,18 @@ function funnelCells(label: string, r: FunnelCounts): Html {
 <td class="num" data-label="value">${money(r.value)}</td>`;
 }
 
+/**
+ * Up to this many rows the funnel's table is shown open; longer ones (a month by day) are folded
+ * under their totals, which keeps the page short on a phone, where each row is a card.
+ */
+const OPEN_ROWS = 7;
+
+/** The totals in one sentence, above the table: what a glance needs when the rows are folded. */
+function funnelSummary(t: FunnelCounts): Html {
+  const r = funnelRates(t);
+  return html`<p class="totals">Total: ${t.visits} visits · ${t.inviteClicks} invite clicks (click rate ${rate(r.clickRate)}) · ${t.joins} joins, ${t.attributedJoins} attributed (join rate ${rate(r.joinRate)}) · ${t.retained} retained · ${t.conversions} conversions · ${money(t.value)}</p>`;
+}
+
 const FUNNEL_HEAD = html`<tr><th>group</th><th>visits</th><th>invite clicks</th><th>click rate</th><th>joins</th><th>attributed · organic</th><th>join rate</th><th>leaves</th><th>retained</th><th>conversions</th><th>value</th></tr>`;
 
 /** JSON for a `type="application/json"` block: `<` escaped so no `</script>` can end it early. */
@@ -143,7 +155,9 @@ ${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] 
 <h2>Funnel</h2>
 <div class="charts"><div class="chart"><canvas id="chart-days" role="img" aria-label="Visits, invite clicks, joins and conversions by day"></canvas></div>
 <div class="chart"><canvas id="chart-funnel" role="img" aria-label="The funnel: visits, invite clicks, joins, retained, conversions"></canvas></div></div>
-<table id="funnel"><thead>${FUNNEL_HEAD}</thead><tbody>${rows}</tbody><tfoot><tr>${funnelCells('Total', f.totals)}</tr></tfoot></table>
+${funnelSummary(f.totals)}
+<details id="funnel-rows"${rows.length <= OPEN_ROWS ? raw(' open') : ''}><summary>The ${rows.length} rows by ${GROUP_LABELS[d.groupBy]}</summary>
+<table id="funnel"><thead>${FUNNEL_HEAD}</thead><tbody>${rows}</tbody><tfoot><tr>${funnelCells('Total', f.totals)}</tr></tfoot></table></details>
 <h2>Retention per campaign</h2>
 ${
   d.retention.length === 0
