@@ -52,6 +52,22 @@ describe('the Reports page', () => {
     // Two days: the rows are shown open, under their totals.
     expect(page).toContain('<details id="funnel-rows" open><summary>The 2 rows by day</summary>');
     expect(page).toContain('Total: 1 visits · 1 invite clicks (click rate 100.0 %)');
+    // Beside the two days before, which had nothing.
+    expect(page).toContain(
+      'Against 2026-10-08 to 2026-10-09: <span>visits 1 <span class="muted">(0, new)</span></span>',
+    );
+    const after = await (
+      await get(`/dashboard/sites/${tenant.site.siteId}/reports?from=2026-10-12&to=2026-10-13`)
+    ).text();
+    expect(after).toContain(
+      'Against 2026-10-10 to 2026-10-11: <span>visits 0 <span class="muted">(1, −100 %)</span></span>',
+    );
+    // Shortcuts keep the grouping chosen.
+    expect(page).toMatch(
+      new RegExp(
+        `<a href="/dashboard/sites/${tenant.site.siteId}/reports\\?from=\\d{4}-\\d{2}-01&to=\\d{4}-\\d{2}-\\d{2}&groupBy=day">this month</a>`,
+      ),
+    );
     const month = await (
       await get(`/dashboard/sites/${tenant.site.siteId}/reports?from=2026-10-01&to=2026-10-30`)
     ).text();

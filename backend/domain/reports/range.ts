@@ -90,3 +90,29 @@ export async function reportChannel(
     });
   return channelId;
 }
+
+/** The ranges a marketer picks most, as UTC days ending today (the dashboard's shortcuts). */
+export function rangePresets(now: Date): { label: string; from: string; to: string }[] {
+  const today = utcDay(now);
+  const monthStart = `${today.slice(0, 8)}01`;
+  const lastMonthEnd = shift(monthStart, -1);
+  return [
+    { label: 'today', from: today, to: today },
+    { label: 'yesterday', from: shift(today, -1), to: shift(today, -1) },
+    { label: 'last 7 days', from: shift(today, -6), to: today },
+    { label: 'last 30 days', from: shift(today, -29), to: today },
+    { label: 'this month', from: monthStart, to: today },
+    { label: 'last month', from: `${lastMonthEnd.slice(0, 8)}01`, to: lastMonthEnd },
+  ];
+}
+
+/**
+ * The period a range is compared with: as many days, ending the day before it starts; null when
+ * that would begin before year 1.
+ */
+export function previousRange(r: { from: string; to: string }): { from: string; to: string } | null {
+  const days = (Date.parse(`${r.to}T00:00:00Z`) - Date.parse(`${r.from}T00:00:00Z`)) / DAY_MS + 1;
+  const to = shift(r.from, -1);
+  const from = shift(r.from, -days);
+  return isDate(from) && isDate(to) ? { from, to } : null;
+}

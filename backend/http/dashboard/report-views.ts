@@ -18,6 +18,10 @@ export interface ReportsPageData {
   groupBy: GroupBy;
   funnel: Funnel;
   byDay: Funnel;
+  /** The totals of the period just before, as many days long; null before year 1. */
+  previous: { from: string; to: string; totals: FunnelCounts } | null;
+  /** Shortcuts to the ranges picked most (today, 7 days, this month…). */
+  presets: { label: string; from: string; to: string }[];
   retention: CampaignRetention[];
   matchQuality: MatchQualityRow[];
   coverage: ChannelCoverage[];
@@ -82,6 +86,30 @@ function funnelCells(label: string, r: FunnelCounts): Html {
 const OPEN_ROWS = 7;
 
 /** The totals in one sentence, above the table: what a glance needs when the rows are folded. */
+/** This period's count beside the one before: the change in per cent, or "new" from nothing. */
+function change(now: number, before: number): string {
+  if (before === 0) return now === 0 ? '±0' : 'new';
+  const pct = Math.round(((now - before) / before) * 100);
+  return `${pct > 0 ? '+' : pct < 0 ? '−' : '±'}${Math.abs(pct)} %`;
+}
+
+/** The headline counts against the period before, each with its change. */
+function comparison(t: FunnelCounts, p: NonNullable<ReportsPageData['previous']>): Html {
+  const items = (
+    [
+      ['visits', 'visits'],
+      ['inviteClicks', 'invite clicks'],
+      ['joins', 'joins'],
+      ['retained', 'retained'],
+      ['conversions', 'conversions'],
+    ] as const
+  ).map(
+    ([k, label]) =>
+      html`<span>${label} ${t[k]} <span class="muted">(${p.totals[k]}, ${change(t[k], p.totals[k])})</span></span>`,
+  );
+  return html`<p class="compare">Against ${p.from} to ${p.to}: ${items.map((x, i) => (i === 0 ? x : html` · ${x}`))}</p>`;
+}
+
 function funnelSummary(t: FunnelCounts): Html {
   const r = funnelRates(t);
   return html`<p class="totals">Total: ${t.visits} visits · ${t.inviteClicks} invite clicks (click rate ${rate(r.clickRate)}) · ${t.joins} joins, ${t.attributedJoins} attributed (join rate ${rate(r.joinRate)}) · ${t.retained} retained · ${t.conversions} conversions · ${money(t.value)}</p>`;
@@ -151,11 +179,13 @@ ${(['fbc', 'fbp', 'ip', 'userAgent', 'email', 'phone', 'externalId', 'clickId'] 
 <label>group by <select name="groupBy">${(Object.keys(GROUP_LABELS) as GroupBy[]).map((g) => html`<option value="${g}"${g === d.groupBy ? raw(' selected') : ''}>${GROUP_LABELS[g]}</option>`)}</select></label>
 <label>channel <select name="channelId"><option value="">all channels</option>${Object.entries(d.channelTitles).map(([id, title]) => html`<option value="${id}"${id === f.channelId ? raw(' selected') : ''}>${title}</option>`)}</select></label>
 <button>Show</button><a href="/dashboard/sites/${site.id}/reports.csv?${q}" download>Download CSV</a></form>
+<p class="presets">${d.presets.map((r, i) => html`${i === 0 ? '' : ' · '}<a href="/dashboard/sites/${site.id}/reports?from=${r.from}&to=${r.to}&groupBy=${d.groupBy}${f.channelId ? `&channelId=${f.channelId}` : ''}"${r.from === f.from && r.to === f.to ? raw(' aria-current="true"') : ''}>${r.label}</a>`)}</p>
 <p class="muted">UTC days ${f.from} to ${f.to}${f.channelId ? html`, channel ${d.channelTitles[f.channelId] ?? f.channelId}` : ''}. Joins count for the campaign and platform of the visit they were traced to; organic joins have none. Values are summed per currency.</p>
 <h2>Funnel</h2>
 <div class="charts"><div class="chart"><canvas id="chart-days" role="img" aria-label="Visits, invite clicks, joins and conversions by day"></canvas></div>
 <div class="chart"><canvas id="chart-funnel" role="img" aria-label="The funnel: visits, invite clicks, joins, retained, conversions"></canvas></div></div>
 ${funnelSummary(f.totals)}
+${d.previous === null ? '' : comparison(f.totals, d.previous)}
 <details id="funnel-rows"${rows.length <= OPEN_ROWS ? raw(' open') : ''}><summary>The ${rows.length} rows by ${GROUP_LABELS[d.groupBy]}</summary>
 <table id="funnel"><thead>${FUNNEL_HEAD}</thead><tbody>${rows}</tbody><tfoot><tr>${funnelCells('Total', f.totals)}</tr></tfoot></table></details>
 <h2>Retention per campaign</h2>

@@ -6,7 +6,13 @@ import { attributionCoverage } from '../../domain/reports/coverage.js';
 import { GROUP_BYS, funnelReport, type GroupBy } from '../../domain/reports/funnel.js';
 import { matchQualityReport } from '../../domain/reports/match-quality.js';
 import { pixelHealth, spendSourceHealth } from '../../domain/reports/pixel-health.js';
-import { reportChannel, reportRange, utcDay } from '../../domain/reports/range.js';
+import {
+  previousRange,
+  rangePresets,
+  reportChannel,
+  reportRange,
+  utcDay,
+} from '../../domain/reports/range.js';
 import { campaignRetention } from '../../domain/reports/retention.js';
 import { ApiError } from '../../errors.js';
 import { DASHBOARD_ASSETS } from './assets.js';
@@ -77,12 +83,26 @@ export function registerDashboardReports(
       p.groupBy === 'day'
         ? funnel
         : await funnelReport(reportsDb(deps), { ...q, groupBy: 'day', channelId: p.channelId });
+    // The period before, as long as this one: its totals beside this one's (read from the roll-up).
+    const before = previousRange(p);
+    const previous =
+      before === null
+        ? null
+        : await funnelReport(reportsDb(deps), {
+            siteId: site.id,
+            ...before,
+            groupBy: 'day',
+            channelId: p.channelId,
+          });
     const page = reportsPage(
       {
         site: { id: site.id, name: site.name },
         groupBy: p.groupBy,
         funnel,
         byDay,
+        previous:
+          previous === null ? null : { from: previous.from, to: previous.to, totals: previous.totals },
+        presets: rangePresets(now),
         retention: await campaignRetention(reportsDb(deps), {
           ...q,
           // biome-ignore lint/complexity/useMathMinMax: YYYY-MM-DD strings (they compare as dates), not numbers
