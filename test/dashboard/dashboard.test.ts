@@ -418,6 +418,19 @@ describe('finding a Telegram user', () => {
     expect(page).not.toContain(VISIT.userAgent);
   });
 
+  it('says why a join was not credited to a visit', async () => {
+    const cookie = await signIn();
+    const user = newUser();
+    await db.pool.query(
+      `INSERT INTO memberships (channel_id, telegram_user_id, kind, occurred_at) VALUES ($1, $2, 'join', now())`,
+      [tenant.site.channels.main, user],
+    );
+    const page = (await call(`/dashboard/leads?user=${user}`, { cookie })).text;
+    expect(page).toContain(
+      '<span class="warn">no</span>: <span class="muted">not through a Capigram link: the channel&#39;s own link, search, a forward or another tool&#39;s link</span>',
+    );
+  });
+
   it('says when nothing is known, refuses what is not a user id, and is for the signed-in only', async () => {
     const cookie = await signIn();
     const unknown = await call(`/dashboard/leads?user=${newUser()}`, { cookie });

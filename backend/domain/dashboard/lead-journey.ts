@@ -1,3 +1,4 @@
+import { organicReason } from './organic-reason.js';
 import { deliveryLabel } from '../outbox/capi-status.js';
 import { pixelLabel } from '../reports/pixel-health.js';
 import type { Queryable } from '../../db/pool.js';
@@ -34,6 +35,8 @@ interface JourneyMembership {
   kind: string;
   attributed: boolean;
   viaJoinRequest: boolean;
+  /** For a join no visit was credited with: why (organic-reason.ts). */
+  organicReason: string | null;
   visit: VisitSignals | null;
 }
 
@@ -141,10 +144,17 @@ export async function leadJourney(
         kind: string;
         attributed: boolean;
         via_join_request: boolean;
+        through_our_link: boolean;
+        fallback_link: boolean;
+        visit_without_consent: boolean;
+        chat_is_public: boolean;
       }
     >(
-      `SELECT m.occurred_at, s.name AS site_name, ch.title AS channel_title, m.kind, m.attributed, m.via_join_request, ${VISIT_FIELDS}
+      `SELECT m.occurred_at, s.name AS site_name, ch.title AS channel_title, m.kind, m.attributed, m.via_join_request,
+         m.invitation_id IS NOT NULL AS through_our_link, COALESCE(i.unattributed, false) AS fallback_link,
+         COALESCE(NOT v.consented, false) AS visit_without_consent, COALESCE(ch.chat_is_public, false) AS chat_is_public, ${VISIT_FIELDS}
        FROM memberships m JOIN channels ch ON ch.id = m.channel_id JOIN sites s ON s.id = ch.site_id
+       LEFT JOIN invitations i ON i.id = m.invitation_id
        LEFT JOIN visits v ON v.id = m.visit_id
        WHERE m.telegram_user_id = $1 ${scoped(3)} ORDER BY m.occurred_at DESC LIMIT $2`,
       [telegramUserId, JOURNEY_LIMIT, within.accountId, within.siteId],
@@ -195,6 +205,16 @@ export async function leadJourney(
       kind: r.kind,
       attributed: r.attributed,
       viaJoinRequest: r.via_join_request,
+      organicReason:
+        (r.kind !== 'join' && r.kind !== 'approved') || r.attributed
+          ? null
+          : organicReason({
+              throughOurLink: r.through_our_link,
+              fallbackLink: r.fallback_link,
+              visitWithoutConsent: r.visit_without_consent,
+              viaJoinRequest: r.via_join_request,
+              chatIsPublic: r.chat_is_public,
+            }),
       visit: visitOf(r),
     })),
     conversions: conversions.rows.map((r) => ({

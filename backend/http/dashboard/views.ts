@@ -248,7 +248,7 @@ export function journeyPage(
     (
       m,
     ) => html`<tr><td>${when(m.at)}</td><td>${m.siteName}</td><td>${m.channelTitle}</td><td>${m.kind}${m.viaJoinRequest ? ' (join request)' : ''}</td>
-<td>${m.kind === 'leave' ? '' : m.attributed ? html`<span class="ok">yes</span>` : html`<span class="warn">no</span>`}</td><td>${visitCell(m.visit)}</td></tr>`,
+<td>${m.kind === 'leave' ? '' : m.attributed ? html`<span class="ok">yes</span>` : html`<span class="warn">no</span>${m.organicReason === null ? '' : html`: <span class="muted">${m.organicReason}</span>`}`}</td><td>${visitCell(m.visit)}</td></tr>`,
   );
   const conversions = journey.conversions.map(
     (
