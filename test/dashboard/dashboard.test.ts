@@ -205,7 +205,7 @@ describe('a site', () => {
     expect(row.slice(0, row.indexOf('</tr>'))).toContain('1 awaiting a value');
   });
 
-  it("gives each site today's visits, joins and conversions (since midnight UTC)", async () => {
+  it("gives each site today's visits, joins and conversions (since midnight UTC) beside yesterday's by this time", async () => {
     const cookie = await signIn();
     const [site] = (await seedTenant(db.pool, t.deps.box)).sites;
     await waitingJoin(db.pool, site!, newUser());
@@ -214,12 +214,15 @@ describe('a site', () => {
       channelId: site!.channels.main,
       telegramUserId: newUser(),
     });
-    // Yesterday's visit is not today's.
-    await insertVisit(db.pool, site!.siteId, { ...VISIT, createdAt: new Date(Date.now() - 26 * 3600_000) });
+    // Yesterday's visit, earlier in the day than now: not today's, but yesterday's by this time.
+    const now = Date.now();
+    const midnight = now - (now % 86_400_000);
+    const createdAt = new Date(midnight - 86_400_000 + Math.floor((now - midnight) / 2));
+    await insertVisit(db.pool, site!.siteId, { ...VISIT, createdAt });
     const home = (await call('/dashboard', { cookie })).text;
     const row = home.slice(home.indexOf(site!.websiteId));
     expect(row.slice(0, row.indexOf('</tr>'))).toContain(
-      '<td class="num" data-label="today (UTC)">visits 2 · joins 1 · conversions 1</td>',
+      '<td class="num" data-label="today (UTC)">visits 2 · joins 1 · conversions 1<br><span class="muted">yesterday by this time: 1 · 0 · 0</span></td>',
     );
   });
 });

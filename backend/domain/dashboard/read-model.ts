@@ -31,6 +31,8 @@ export interface SiteOverview {
   install: SiteInstallState;
   /** Since midnight UTC of `today`'s day: visits, channel joins (attributed or not), conversions. */
   today: { visits: number; joins: number; conversions: number };
+  /** The same counts for yesterday from midnight UTC to this time of day: a fair comparison. */
+  yesterdayByNow: { visits: number; joins: number; conversions: number };
 }
 
 /** Every site, grouped by account, with the counts that tell whether it is working. */
@@ -55,6 +57,9 @@ export async function dashboardOverview(db: Queryable, since: Date, now: Date): 
     visits_today: number;
     joins_today: number;
     conversions_today: number;
+    visits_yesterday: number;
+    joins_yesterday: number;
+    conversions_yesterday: number;
   }>(
     `SELECT s.id, s.website_id, s.name, s.account_id, a.name AS account_name, s.domains,
        (SELECT count(*)::int FROM channels c WHERE c.site_id = s.id AND c.active) AS channels,
@@ -66,6 +71,13 @@ export async function dashboardOverview(db: Queryable, since: Date, now: Date): 
        (SELECT count(*)::int FROM channels c JOIN memberships m ON m.channel_id = c.id
          WHERE c.site_id = s.id AND m.kind = 'join' AND m.occurred_at >= $2) AS joins_today,
        (SELECT count(*)::int FROM conversions c WHERE c.site_id = s.id AND c.received_at >= $2) AS conversions_today,
+       (SELECT count(*)::int FROM visits v WHERE v.site_id = s.id AND v.created_at >= $2::timestamptz - interval '1 day'
+         AND v.created_at < $3::timestamptz - interval '1 day') AS visits_yesterday,
+       (SELECT count(*)::int FROM channels c JOIN memberships m ON m.channel_id = c.id
+         WHERE c.site_id = s.id AND m.kind = 'join' AND m.occurred_at >= $2::timestamptz - interval '1 day'
+         AND m.occurred_at < $3::timestamptz - interval '1 day') AS joins_yesterday,
+       (SELECT count(*)::int FROM conversions c WHERE c.site_id = s.id AND c.received_at >= $2::timestamptz - interval '1 day'
+         AND c.received_at < $3::timestamptz - interval '1 day') AS conversions_yesterday,
        COALESCE(r.pending, 0) AS pending, COALESCE(r.sent, 0) AS sent, COALESCE(r.failed, 0) AS failed, COALESCE(r.skipped, 0) AS skipped
      FROM sites s JOIN accounts a ON a.id = s.account_id
      LEFT JOIN LATERAL (
@@ -75,7 +87,7 @@ export async function dashboardOverview(db: Queryable, since: Date, now: Date): 
        WHERE p.site_id = s.id AND x.created_at >= $1) r ON true
      WHERE s.removed_at IS NULL
      ORDER BY a.name, a.id, s.name, s.id`,
-    [since, midnight],
+    [since, midnight, now],
   );
   const install = await installStates(
     db,
@@ -96,6 +108,11 @@ export async function dashboardOverview(db: Queryable, since: Date, now: Date): 
     failedSends: r.failed_all,
     install: install.get(r.id) ?? NOTHING_SEEN,
     today: { visits: r.visits_today, joins: r.joins_today, conversions: r.conversions_today },
+    yesterdayByNow: {
+      visits: r.visits_yesterday,
+      joins: r.joins_yesterday,
+      conversions: r.conversions_yesterday,
+    },
   }));
 }
 

@@ -76,7 +76,7 @@ export function overviewPage(sites: SiteOverview[], sinceHours: number, session:
     ) => html`<tr><td data-label="account">${s.accountName}</td><td data-label="site"><a href="/dashboard/sites/${s.siteId}">${s.name}</a><br><code>${s.websiteId}</code></td>
 <td data-label="domains">${s.domains.join(', ')}</td><td class="num" data-label="channels">${s.channels}${s.channelsWithoutInviteRights > 0 ? html`<br><span class="warn">${s.channelsWithoutInviteRights} without invite rights</span>` : ''}</td>
 <td class="num" data-label="active pixels">${s.activePixels === 0 ? html`<span class="warn">none</span>` : s.activePixels}</td>
-<td class="num" data-label="today (UTC)">visits ${s.today.visits} · joins ${s.today.joins} · conversions ${s.today.conversions}</td>
+<td class="num" data-label="today (UTC)">visits ${s.today.visits} · joins ${s.today.joins} · conversions ${s.today.conversions}<br><span class="muted">yesterday by this time: ${s.yesterdayByNow.visits} · ${s.yesterdayByNow.joins} · ${s.yesterdayByNow.conversions}</span></td>
 <td class="num" data-label="sends, last ${sinceHours} h">${s.sends.sent} sent · ${s.sends.pending} pending · ${s.sends.skipped} skipped · ${s.sends.failed} failed</td>
 <td data-label="visits (UTC)">${s.install.lastVisitAt === null ? html`<span class="warn">waiting for the first visit</span>` : html`last ${when(new Date(s.install.lastVisitAt))}`}${
       s.install.refusedHosts.length > 0
