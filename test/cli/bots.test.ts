@@ -159,7 +159,7 @@ describe('bot add', () => {
     expect(r.stderr).toContain(
       'error: Telegram refused the webhook ftp://capigram.example.com/backend/telegram/',
     );
-    expect(r.stderr).toContain('An HTTPS URL must be provided for webhook');
+    expect(r.stderr).toContain('Bad Request: invalid webhook URL specified');
     expect(
       (await w.db.pool.query('SELECT count(*)::int AS n FROM bots WHERE account_id = $1', [other])).rows[0].n,
     ).toBe(0);
