@@ -125,26 +125,19 @@ export const spendCommands = [
           throw new UsageError(`--${flag} is not used with --platform ${platform}`);
       for (const flag of spec.required)
         if (!given(flag)) throw new UsageError(`--${flag} is required with --platform ${platform}`);
-      if (platform === 'snapchat') {
-        const some = REFRESH_FLAGS.filter(given);
-        for (const flag of some.length > 0 ? REFRESH_FLAGS : [])
-          if (!given(flag))
-            throw new UsageError(`--${flag} is required with ${some.map((f) => `--${f}`).join(', ')}`);
-      }
-      if (platform === 'google') {
-        const some = REFRESH_FLAGS.filter(given);
-        if (some.length > 0 && given('oauth-token'))
-          throw new UsageError(
-            'give either --oauth-token or --refresh-token with --client-id and --client-secret',
-          );
-        for (const flag of some.length > 0 ? REFRESH_FLAGS : [])
-          if (!given(flag))
-            throw new UsageError(`--${flag} is required with ${some.map((f) => `--${f}`).join(', ')}`);
-        if (some.length === 0 && !given('oauth-token'))
-          throw new UsageError(
-            '--oauth-token is required with --platform google, unless --refresh-token, --client-id and --client-secret are given',
-          );
-      }
+      // A refresh token comes with its OAuth client (Google, Snapchat): all three flags or none.
+      const some = REFRESH_FLAGS.filter(given);
+      if (platform === 'google' && some.length > 0 && given('oauth-token'))
+        throw new UsageError(
+          'give either --oauth-token or --refresh-token with --client-id and --client-secret',
+        );
+      for (const flag of some.length > 0 ? REFRESH_FLAGS : [])
+        if (!given(flag))
+          throw new UsageError(`--${flag} is required with ${some.map((f) => `--${f}`).join(', ')}`);
+      if (platform === 'google' && some.length === 0 && !given('oauth-token'))
+        throw new UsageError(
+          '--oauth-token is required with --platform google, unless --refresh-token, --client-id and --client-secret are given',
+        );
     },
     async run({ deps }, v) {
       const platform = v.platform as Platform;

@@ -1,6 +1,7 @@
 import type { Pool } from '../../db/pool.js';
 import type { ImportOutcome } from './importer.js';
 import { addMoney } from './roi-rules.js';
+import { markFailing } from './spend-page.js';
 
 /**
  * Meta spend (docs/spend.md): `GET {META_GRAPH_URL}/{version}/act_N/insights` at
@@ -91,10 +92,7 @@ export async function importMetaSpend(
           reason,
         };
       if (code === 190 || code === 200 || code === 10) {
-        await pool.query(
-          `UPDATE spend_sources SET status = 'failing', last_error = $2, progress = NULL WHERE id = $1`,
-          [s.id, reason],
-        );
+        await markFailing(pool, s.id, reason);
         return { kind: 'failed', rows, reason };
       }
       return { kind: 'paused', rows, retryAfterMs: 60_000, reason };

@@ -35,6 +35,24 @@ const ClientId = z
   .trim()
   .regex(/^[A-Za-z0-9._-]{3,256}$/, 'OAuth client id must be 3–256 letters, digits, ., _ or -');
 
+/**
+ * An OAuth refresh token comes with the client it was issued to: all three flags or none. Returns
+ * how many were given; a partial set is an issue on `refreshToken`.
+ */
+function refreshFlagsGiven(
+  p: { refreshToken?: string; clientId?: string; clientSecret?: string },
+  ctx: z.RefinementCtx,
+): number {
+  const given = [p.refreshToken, p.clientId, p.clientSecret].filter((x) => x !== undefined).length;
+  if (given > 0 && given < 3)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['refreshToken'],
+      message: '--refresh-token, --client-id and --client-secret go together',
+    });
+  return given;
+}
+
 export const AddSpendSourceInput = z.discriminatedUnion('platform', [
   z.object({
     platform: z.literal('meta'),
@@ -58,13 +76,7 @@ export const AddSpendSourceInput = z.discriminatedUnion('platform', [
       loginCustomerId: TenDigits('Google login customer id').optional(),
     })
     .superRefine((p, ctx) => {
-      const refresh = [p.refreshToken, p.clientId, p.clientSecret].filter((x) => x !== undefined).length;
-      if (refresh > 0 && refresh < 3)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['refreshToken'],
-          message: '--refresh-token, --client-id and --client-secret go together',
-        });
+      const refresh = refreshFlagsGiven(p, ctx);
       if (refresh === 0 && p.oauthToken === undefined)
         ctx.addIssue({
           code: 'custom',
@@ -93,13 +105,7 @@ export const AddSpendSourceInput = z.discriminatedUnion('platform', [
       clientSecret: Token.optional(),
     })
     .superRefine((p, ctx) => {
-      const refresh = [p.refreshToken, p.clientId, p.clientSecret].filter((x) => x !== undefined).length;
-      if (refresh > 0 && refresh < 3)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['refreshToken'],
-          message: '--refresh-token, --client-id and --client-secret go together',
-        });
+      refreshFlagsGiven(p, ctx);
     }),
 ]);
 export type AddSpendSourceInput = z.input<typeof AddSpendSourceInput>;
