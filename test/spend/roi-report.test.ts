@@ -120,6 +120,7 @@ async function journey(
  * - Google 222 "Brand" (EUR), read per ad set only (30 + 20, clicks 6 + 4): one visit by
  *   gad_campaignid that joins, leaves after 18 days, buys for 25 USD (no ROAS: EUR against USD).
  * - TikTok 333 "Video" (USD): 30 spent, 15 clicks; a visit by tt_campaign_id joins, buys for 60 USD.
+ *   Named "Video draft" the day before (nothing spent): the report shows its latest name.
  * - Snapchat SNAP "Snap" (EUR): 20 spent; a visit by sc_campaign_id, no join.
  * - Meta 444 "Ghost" (EUR): 5 spent, no visit (a warning).
  * - utm_id 999 on a Meta click: a visit, no spend (a warning).
@@ -144,6 +145,7 @@ beforeAll(async () => {
   await spend(google, '2026-10-01', '222', 'Brand', 'EUR', 30, 6, 'ag-1');
   await spend(google, '2026-10-01', '222', 'Brand', 'EUR', 20, 4, 'ag-2');
   await spend(tiktok, '2026-10-02', '333', 'Video', 'USD', 30, 15);
+  await spend(tiktok, '2026-10-01', '333', 'Video draft', 'USD', 0, 0);
   await spend(snap, '2026-10-01', SNAP, 'Snap', 'EUR', 20, 0);
   // Outside the range: not counted.
   await spend(meta, '2026-09-30', '111', 'Spring', 'EUR', 1000, 500);
@@ -237,6 +239,7 @@ describe('roi report', () => {
     });
     expect(rows['333']).toMatchObject({
       platform: 'tiktok',
+      campaignName: 'Video',
       spend: { USD: 30 },
       clicks: 15,
       joins: 1,

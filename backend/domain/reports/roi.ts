@@ -107,6 +107,8 @@ interface SpendRow {
   platform: string | null;
   campaign_id: string | null;
   name: string | null;
+  /** The last day of the range the campaign was spent under this name. */
+  named_on: string | null;
   currency: string;
   spend: string;
   spend_7: string | null;
@@ -124,11 +126,18 @@ function activity(r: ActivityRow): Acc {
   return a;
 }
 
+/**
+ * A campaign's spend rows. Nothing spent is no amount (a day a campaign ran without delivering
+ * shows no "0 USD" beside the day's real spend, nor a cost of 0 in that currency).
+ */
 function spending(r: SpendRow): Acc {
   const a = emptyAcc();
-  addMoney(a.spend, r.currency, Number(r.spend));
-  if (r.spend_7 !== null) addMoney(a.spendOld.d7, r.currency, Number(r.spend_7));
-  if (r.spend_30 !== null) addMoney(a.spendOld.d30, r.currency, Number(r.spend_30));
+  const add = (into: Money, n: string | null) => {
+    if (n !== null && Number(n) !== 0) addMoney(into, r.currency, Number(n));
+  };
+  add(a.spend, r.spend);
+  add(a.spendOld.d7, r.spend_7);
+  add(a.spendOld.d30, r.spend_30);
   a.clicks = Number(r.clicks);
   return a;
 }
@@ -191,45 +200,51 @@ export async function roiReport(
   const old = { d7: last.d7 >= q.from, d30: last.d30 >= q.from };
   const byDay = q.groupBy === 'day';
 
-  // A leave is counted with the join it ended: on that join's day (`a`), within the range.
-  const { rows: acts } = await db.query<ActivityRow>(
-    `WITH r AS (
-       SELECT COALESCE(x.join_day, x.day) AS a, x.campaign_key AS ck,
-              CASE WHEN x.campaign_key IS NULL THEN NULLIF(x.utm_campaign, '') END AS name,
-              x.platform, x.currency, x.visits, x.joins, x.conversions, x.value, x.leaves, x.join_day, x.lasted_days
-       FROM (${REPORT_ROWS_SQL}) x
-     )
-     SELECT ${byDay ? `CASE WHEN GROUPING(a) = 0 THEN to_char(a, 'YYYY-MM-DD') END` : 'NULL'} AS day, ck, name, platform, currency,
-            sum(visits) AS visits, sum(joins) AS joins, sum(conversions) AS conversions, sum(value) AS value,
-            COALESCE(sum(joins) FILTER (WHERE a <= $5::date), 0)
-              - COALESCE(sum(leaves) FILTER (WHERE join_day <= $5::date AND lasted_days < 7), 0) AS retained_7,
-            COALESCE(sum(joins) FILTER (WHERE a <= $6::date), 0)
-              - COALESCE(sum(leaves) FILTER (WHERE join_day <= $6::date AND lasted_days < 30), 0) AS retained_30
-     FROM r WHERE a BETWEEN $2::date AND $4::date
-     GROUP BY GROUPING SETS ((ck, name, platform, currency)${byDay ? ', (a, currency)' : ''})`,
-    [q.siteId, q.from, readTo, q.to, last.d7, last.d30],
-  );
-  // A campaign's spend read per campaign ('' ad set) when the import wrote it so, else the sum of
-  // its ad sets: never both.
-  const { rows: spends } = await db.query<SpendRow>(
-    `WITH d AS (
-       SELECT s.platform, sd.day, sd.campaign_id, sd.currency, max(NULLIF(sd.campaign_name, '')) AS name,
-              CASE WHEN bool_or(sd.ad_set_id = '') THEN sum(sd.spend) FILTER (WHERE sd.ad_set_id = '') ELSE sum(sd.spend) END AS spend,
-              CASE WHEN bool_or(sd.ad_set_id = '') THEN sum(sd.clicks) FILTER (WHERE sd.ad_set_id = '') ELSE sum(sd.clicks) END AS clicks
-       FROM spend_sources s JOIN spend_daily sd ON sd.source_id = s.id
-       WHERE s.site_id = $1 AND sd.day BETWEEN $2::date AND $3::date
-       GROUP BY s.platform, sd.source_id, sd.day, sd.campaign_id, sd.currency
-     )
-     SELECT ${byDay ? `CASE WHEN GROUPING(day) = 0 THEN to_char(day, 'YYYY-MM-DD') END` : 'NULL'} AS day,
-            CASE WHEN GROUPING(campaign_id) = 0 THEN platform END AS platform,
-            CASE WHEN GROUPING(campaign_id) = 0 THEN campaign_id END AS campaign_id, currency,
-            (array_agg(name ORDER BY day DESC) FILTER (WHERE name IS NOT NULL))[1] AS name,
-            sum(spend) AS spend, sum(spend) FILTER (WHERE day <= $4::date) AS spend_7,
-            sum(spend) FILTER (WHERE day <= $5::date) AS spend_30, sum(clicks) AS clicks
-     FROM d
-     GROUP BY GROUPING SETS ((platform, campaign_id, currency)${byDay ? ', (day, currency)' : ''})`,
-    [q.siteId, q.from, q.to, last.d7, last.d30],
-  );
+  // The funnel's side and the platforms' side are read at once (two connections of a pool).
+  const [{ rows: acts }, { rows: spends }] = await Promise.all([
+    // A leave is counted with the join it ended: on that join's day (`a`), within the range.
+    db.query<ActivityRow>(
+      `WITH r AS (
+         SELECT COALESCE(x.join_day, x.day) AS a, x.campaign_key AS ck,
+                CASE WHEN x.campaign_key IS NULL THEN NULLIF(x.utm_campaign, '') END AS name,
+                x.platform, x.currency, x.visits, x.joins, x.conversions, x.value, x.leaves, x.join_day, x.lasted_days
+         FROM (${REPORT_ROWS_SQL}) x
+       )
+       SELECT ${byDay ? `CASE WHEN GROUPING(a) = 0 THEN to_char(a, 'YYYY-MM-DD') END` : 'NULL'} AS day, ck, name, platform, currency,
+              sum(visits) AS visits, sum(joins) AS joins, sum(conversions) AS conversions, sum(value) AS value,
+              COALESCE(sum(joins) FILTER (WHERE a <= $5::date), 0)
+                - COALESCE(sum(leaves) FILTER (WHERE join_day <= $5::date AND lasted_days < 7), 0) AS retained_7,
+              COALESCE(sum(joins) FILTER (WHERE a <= $6::date), 0)
+                - COALESCE(sum(leaves) FILTER (WHERE join_day <= $6::date AND lasted_days < 30), 0) AS retained_30
+       FROM r WHERE a BETWEEN $2::date AND $4::date
+       GROUP BY GROUPING SETS ((ck, name, platform, currency)${byDay ? ', (a, currency)' : ''})`,
+      [q.siteId, q.from, readTo, q.to, last.d7, last.d30],
+    ),
+    // A campaign's spend of a day is read per campaign ('' ad set) when the import wrote it so,
+    // else as the sum of its ad sets: never both (the primary key finds the campaign's row). The
+    // rows are summed per name too, each with the last day it was spent under, so that a renamed
+    // campaign is shown by its latest name without sorting the range's rows.
+    db.query<SpendRow>(
+      `WITH d AS (
+         SELECT s.platform, sd.day, sd.campaign_id, sd.currency, NULLIF(sd.campaign_name, '') AS name, sd.spend, sd.clicks
+         FROM spend_sources s JOIN spend_daily sd ON sd.source_id = s.id
+         WHERE s.site_id = $1 AND sd.day BETWEEN $2::date AND $3::date
+           AND (sd.ad_set_id = '' OR NOT EXISTS (
+             SELECT 1 FROM spend_daily c
+             WHERE c.source_id = sd.source_id AND c.day = sd.day AND c.campaign_id = sd.campaign_id AND c.ad_set_id = ''))
+       )
+       SELECT ${byDay ? `CASE WHEN GROUPING(day) = 0 THEN to_char(day, 'YYYY-MM-DD') END` : 'NULL'} AS day,
+              CASE WHEN GROUPING(campaign_id) = 0 THEN platform END AS platform,
+              CASE WHEN GROUPING(campaign_id) = 0 THEN campaign_id END AS campaign_id, currency,
+              CASE WHEN GROUPING(campaign_id) = 0 THEN name END AS name,
+              CASE WHEN GROUPING(campaign_id) = 0 THEN to_char(max(day), 'YYYY-MM-DD') END AS named_on,
+              sum(spend) AS spend, sum(spend) FILTER (WHERE day <= $4::date) AS spend_7,
+              sum(spend) FILTER (WHERE day <= $5::date) AS spend_30, sum(clicks) AS clicks
+       FROM d
+       GROUP BY GROUPING SETS ((platform, campaign_id, currency, name)${byDay ? ', (day, currency)' : ''})`,
+      [q.siteId, q.from, q.to, last.d7, last.d30],
+    ),
+  ]);
 
   const campaigns = new Map<string, Campaign>();
   const campaign = (id: string): Campaign => {
@@ -241,11 +256,16 @@ export async function roiReport(
       );
     return c;
   };
+  /** The last day each campaign's name was read on (a renamed campaign shows its latest name). */
+  const namedOn = new Map<string, string>();
   for (const r of spends) {
     if (r.day !== null || r.campaign_id === null) continue;
     const c = campaign(r.campaign_id);
     c.platform ??= r.platform;
-    c.name ??= r.name;
+    if (r.name !== null && r.named_on !== null && r.named_on > (namedOn.get(c.id) ?? '')) {
+      c.name = r.name;
+      namedOn.set(c.id, r.named_on);
+    }
     c.hasSpend = true;
     merge(c.acc, spending(r));
   }

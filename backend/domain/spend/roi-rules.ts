@@ -27,8 +27,17 @@ export function money(n: number): number {
   return Math.round(n * 10_000) / 10_000;
 }
 
+/**
+ * Adds `amount` to `into`'s currency. The currencies stay in alphabetical order, so that a report
+ * lists them the same way whatever order its rows were read in.
+ */
 export function addMoney(into: Money, currency: string, amount: number): void {
+  const known = currency in into;
   into[currency] = money((into[currency] ?? 0) + amount);
+  if (known) return;
+  const entries = Object.entries(into).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [c] of entries) delete into[c];
+  for (const [c, n] of entries) into[c] = n;
 }
 
 /** Each currency's spend divided by `count`; nothing when the count is 0 or unknown. */
