@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { campaignKeyOf } from '../../backend/domain/spend/campaign-key.js';
-import { costPer, roas, roiFigures } from '../../backend/domain/spend/roi-rules.js';
+import { addMoney, costPer, roas, roiFigures } from '../../backend/domain/spend/roi-rules.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 
 const KEYS: [string | null, string | null][] = [
@@ -70,6 +70,16 @@ describe('campaign key of a landing URL', () => {
 });
 
 describe('ROI arithmetic', () => {
+  it('sums money per currency and lists the currencies alphabetically whatever order they came in', () => {
+    const m = {};
+    addMoney(m, 'USD', 30);
+    addMoney(m, 'EUR', 40.00004);
+    addMoney(m, 'USD', 0.5);
+    addMoney(m, 'CHF', 1);
+    expect(Object.keys(m)).toEqual(['CHF', 'EUR', 'USD']);
+    expect(m).toEqual({ CHF: 1, EUR: 40, USD: 30.5 });
+  });
+
   it.each([
     [{ EUR: 100 }, 8, { EUR: 12.5 }],
     [{ EUR: 100, USD: 30 }, 3, { EUR: 33.3333, USD: 10 }],
