@@ -52,7 +52,19 @@ export async function inviteForVisit(
     if (fromPool.source === 'pool') await requestRefill(deps, channel.id);
     return fromPool;
   }
+  return inviteFromTelegram(deps, q);
+}
 
+/**
+ * Steps 3 and 4, once the visit held no link for the channel and its pool was found dry: a link
+ * created on the spot, else the channel's public address.
+ */
+export async function inviteFromTelegram(
+  deps: InviteDeps,
+  q: { visitId: string; channel: InviteChannel; mode: 'usable' | 'any' },
+): Promise<HandedOut> {
+  const { channel, visitId, mode } = q;
+  const now = deps.now();
   // The Telegram call happens outside any transaction: no row lock or connection is held while
   // Telegram takes its time.
   let created: CreatedLink | null = null;
@@ -110,7 +122,7 @@ export async function inviteForVisit(
  */
 const REFILL_REQUEST_INTERVAL_MS = 2000;
 
-async function requestRefill(deps: InviteDeps, channelId: string): Promise<void> {
+export async function requestRefill(deps: InviteDeps, channelId: string): Promise<void> {
   // When this process last asked for each channel's refill (`process-state.ts`).
   const lastRefillRequest = deps.local.refillRequests;
   const now = performance.now();

@@ -21,13 +21,15 @@ export interface InviteChannel {
   subscriptionPrice: number | null;
 }
 
-const SELECT = `
-  SELECT c.id, c.site_id, c.bot_id, c.telegram_chat_id, c.username, c.invite_mode, c.invite_ttl_seconds, c.pool_target,
+/** The columns of a channel `c` and its bot `b` that make an `InviteChannel` (`toChannel`). */
+export const CHANNEL_COLUMNS = `c.id, c.site_id, c.bot_id, c.telegram_chat_id, c.username, c.invite_mode, c.invite_ttl_seconds, c.pool_target,
          c.public_invite_url, (c.bot_is_admin IS FALSE OR c.bot_can_invite IS FALSE) AS bot_cannot_invite,
-         b.token_enc, b.flood_wait_until, c.subscription_price
-  FROM channels c JOIN bots b ON b.id = c.bot_id`;
+         b.token_enc, b.flood_wait_until, c.subscription_price`;
 
-interface Row {
+const SELECT = `SELECT ${CHANNEL_COLUMNS} FROM channels c JOIN bots b ON b.id = c.bot_id`;
+
+/** A row of `CHANNEL_COLUMNS`. */
+export interface ChannelRow {
   id: string;
   site_id: string;
   bot_id: string;
@@ -43,7 +45,7 @@ interface Row {
   subscription_price: number | null;
 }
 
-function toChannel(r: Row): InviteChannel {
+export function toChannel(r: ChannelRow): InviteChannel {
   return {
     id: r.id,
     siteId: r.site_id,
@@ -71,7 +73,7 @@ export async function findSiteChannel(
   channelId: string | undefined,
 ): Promise<InviteChannel | null> {
   if (channelId !== undefined && !isUuid(channelId)) return null;
-  const { rows } = await db.query<Row>(
+  const { rows } = await db.query<ChannelRow>(
     `${SELECT}
      WHERE c.site_id = $1 AND c.active
        AND c.id = COALESCE($2::uuid, (SELECT default_channel_id FROM sites WHERE id = $1))`,
@@ -82,13 +84,13 @@ export async function findSiteChannel(
 
 export async function findChannel(db: Queryable, channelId: string): Promise<InviteChannel | null> {
   if (!isUuid(channelId)) return null;
-  const { rows } = await db.query<Row>(`${SELECT} WHERE c.id = $1 AND c.active`, [channelId]);
+  const { rows } = await db.query<ChannelRow>(`${SELECT} WHERE c.id = $1 AND c.active`, [channelId]);
   return rows[0] === undefined ? null : toChannel(rows[0]);
 }
 
 /** Every active channel whose bot may be able to create links, for the refill pass. */
 export async function listPoolChannels(db: Queryable): Promise<InviteChannel[]> {
-  const { rows } = await db.query<Row>(
+  const { rows } = await db.query<ChannelRow>(
     `${SELECT} WHERE c.active AND c.pool_target > 0 ORDER BY c.created_at, c.id`,
   );
   return rows.map(toChannel);

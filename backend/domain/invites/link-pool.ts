@@ -22,17 +22,31 @@ export async function lockVisit(tx: Queryable, visitId: string): Promise<void> {
 }
 
 /**
+ * Where the held-or-pooled statements take their inputs: parameters by default, or any SQL
+ * expressions of the same types (the invite click's transaction reads the visit and channel its
+ * first statement chose, `click-handout.ts`).
+ */
+export interface LinkInputs {
+  visit: string;
+  channel: string;
+  now: string;
+  cutoff: string;
+}
+
+const PARAMETERS: LinkInputs = { visit: '$1', channel: '$2', now: '$3', cutoff: '$4' };
+
+/**
  * The query for the link a visit already holds for a channel ($1 visit, $2 channel, $3 now).
  * `usable` (an invite click) wants one that can still admit the visitor; `any` (a direct-invite
  * retry: one invitation per visitRequestId) wants whatever the first call handed out.
  */
-function heldSql(mode: 'usable' | 'any'): string {
+function heldSql(mode: 'usable' | 'any', p: LinkInputs = PARAMETERS): string {
   return mode === 'usable'
     ? `SELECT id, invite_link FROM invitations
-       WHERE visit_id = $1 AND channel_id = $2 AND NOT unattributed AND used_at IS NULL AND revoked_at IS NULL
-         AND (expires_at IS NULL OR expires_at > $3)
+       WHERE visit_id = ${p.visit} AND channel_id = ${p.channel} AND NOT unattributed AND used_at IS NULL AND revoked_at IS NULL
+         AND (expires_at IS NULL OR expires_at > ${p.now})
        ORDER BY assigned_at DESC, id LIMIT 1`
-    : `SELECT id, invite_link FROM invitations WHERE visit_id = $1 AND channel_id = $2 AND $3::timestamptz IS NOT NULL
+    : `SELECT id, invite_link FROM invitations WHERE visit_id = ${p.visit} AND channel_id = ${p.channel} AND ${p.now}::timestamptz IS NOT NULL
        ORDER BY assigned_at, id LIMIT 1`;
 }
 
@@ -49,13 +63,18 @@ export async function heldLink(
   return row === undefined ? null : { invitationId: row.id, inviteLink: row.invite_link };
 }
 
-function heldOrPooledSql(mode: 'usable' | 'any'): string {
-  return `WITH held AS (${heldSql(mode)}),
+/**
+ * The link the visit holds for the channel, else one claimed from the channel's pool: rows
+ * (id, invite_link, held), none when the visit holds none and the pool is dry. It must run after
+ * the visit's row lock was granted, as a statement of its own (`heldOrPooledLink`).
+ */
+export function heldOrPooledSql(mode: 'usable' | 'any', p: LinkInputs = PARAMETERS): string {
+  return `WITH held AS (${heldSql(mode, p)}),
      claimed AS (
-       UPDATE invitations SET visit_id = $1, assigned_at = $3
+       UPDATE invitations SET visit_id = ${p.visit}, assigned_at = ${p.now}
        WHERE id = (
          SELECT id FROM invitations
-         WHERE channel_id = $2 AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at > $4
+         WHERE channel_id = ${p.channel} AND visit_id IS NULL AND revoked_at IS NULL AND used_at IS NULL AND NOT unattributed AND expires_at > ${p.cutoff}
            AND NOT EXISTS (SELECT 1 FROM held)
          ORDER BY expires_at -- the pool index's order: the scan stops at the first unlocked link, no sort
          LIMIT 1 FOR UPDATE SKIP LOCKED)

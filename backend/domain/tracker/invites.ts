@@ -1,15 +1,10 @@
 import { ApiError } from '../../errors.js';
 import { findChannel, findSiteChannel, type InviteChannel } from '../invites/invite-channels.js';
-import { inviteForVisit, type HandedOut } from '../invites/handout.js';
+import { inviteForVisit, inviteFromTelegram, requestRefill, type HandedOut } from '../invites/handout.js';
+import { clickRoundTrip } from './click-handout.js';
 import type { InviteDeps } from '../invites/telegram.js';
 import type { Queryable } from '../../db/pool.js';
-import {
-  clickVisitId,
-  findClickVisit,
-  recordVisit,
-  type VisitAttribution,
-  type VisitKind,
-} from './visits.js';
+import { recordVisit, type VisitAdmission, type VisitAttribution, type VisitKind } from './visits.js';
 
 /**
  * The tracker's two ways into a channel: an invite click from a tracked page, and a direct invite
@@ -19,14 +14,8 @@ export interface InviteOutcome extends HandedOut {
   visitId: string;
 }
 
-async function requireChannel(
-  db: Queryable,
-  siteId: string,
-  channelId: string | undefined,
-): Promise<InviteChannel> {
-  const channel = await findSiteChannel(db, siteId, channelId);
-  if (channel !== null) return channel;
-  throw new ApiError(
+function channelNotFound(channelId: string | undefined): ApiError {
+  return new ApiError(
     'NOT_FOUND',
     channelId === undefined
       ? 'the site has no default channel; name one with channel'
@@ -34,10 +23,23 @@ async function requireChannel(
   );
 }
 
+async function requireChannel(
+  db: Queryable,
+  siteId: string,
+  channelId: string | undefined,
+): Promise<InviteChannel> {
+  const channel = await findSiteChannel(db, siteId, channelId);
+  if (channel !== null) return channel;
+  throw channelNotFound(channelId);
+}
+
 /**
  * An invite click belongs to the session's latest visit, else the browser's latest. A browser
  * never seen before (its init was lost, or blocked) gets a minimal visit from the click itself,
- * so the join is still traced to it.
+ * so the join is still traced to it. The rate limit (`admission`) is counted by the click's own
+ * statement: on the common path (the visit holds a link, or the pool has one) the whole click is
+ * one round trip and one commit (`click-handout.ts`); only a dry pool takes the slower way, with
+ * Telegram called outside any transaction.
  */
 export async function inviteClick(
   deps: InviteDeps,
@@ -47,14 +49,23 @@ export async function inviteClick(
     sessionId: string;
     channelId?: string | undefined;
     click: VisitAttribution;
+    admission: VisitAdmission;
   },
 ): Promise<InviteOutcome> {
-  const [channel, found] = await Promise.all([
-    requireChannel(deps.pool, q.siteId, q.channelId),
-    findClickVisit(deps.pool, q),
-  ]);
-  const visitId = await clickVisitId(deps, q, found);
-  return { visitId, ...(await inviteForVisit(deps, { visitId, channel, mode: 'usable' })) };
+  const trip = await clickRoundTrip(deps, q);
+  if (!trip.allowed) throw q.admission.refusal(trip.retryMs);
+  if (trip.channel === null || trip.visitId === null) throw channelNotFound(q.channelId);
+  if (trip.sends > 0) deps.local.waker.wake();
+  const { channel, visitId, link } = trip;
+  if (link === null)
+    return { visitId, ...(await inviteFromTelegram(deps, { visitId, channel, mode: 'usable' })) };
+  if (!link.held) await requestRefill(deps, channel.id);
+  return {
+    visitId,
+    invitationId: link.invitationId,
+    inviteLink: link.inviteLink,
+    source: link.held ? 'held' : 'pool',
+  };
 }
 
 /**

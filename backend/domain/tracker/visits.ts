@@ -437,6 +437,47 @@ async function hasMetaPageView(
 }
 
 /**
+ * A click's minimal visit (`clickVisitId`) as part of a larger statement: the CTEs `visit`
+ * (id, site_id, consented, created), inserted only where the SQL condition `guard` holds, and
+ * `created_sends`, its PageView sends. Its values (`minimalVisitValues`) are the parameters $1 to
+ * $MINIMAL_VISIT_PARAMS; $1 is the site, $2 and $3 the browser and session ids it is stored under.
+ */
+export function minimalVisitCtes(guard: string): string {
+  return `visit AS (
+    INSERT INTO visits (${COLUMNS.join(', ')})
+    SELECT ${VALUES} WHERE ${guard}
+    RETURNING id, site_id, consented, true AS created),
+  ${SENDS.text}`;
+}
+
+export const MINIMAL_VISIT_PARAMS = COLUMNS.length + SENDS.params.length;
+
+export function minimalVisitValues(q: {
+  siteId: string;
+  tempId: string;
+  sessionId: string;
+  click: VisitAttribution;
+}): unknown[] {
+  return parameters(
+    asStored({
+      siteId: q.siteId,
+      tempId: q.tempId,
+      sessionId: q.sessionId,
+      kind: 'pageview',
+      attribution: q.click,
+    }),
+  );
+}
+
+/** `findClickVisit`'s query: $1 the site, $2 the browser's id, $3 the session's (`p` renames them). */
+export function clickVisitSql(p = { site: '$1', tempId: '$2', sessionId: '$3' }): string {
+  return `(SELECT id, 1 AS rank FROM visits WHERE site_id = ${p.site} AND session_id = ${p.sessionId} AND temp_id = ${p.tempId} ORDER BY created_at DESC, id DESC LIMIT 1)
+     UNION ALL
+     (SELECT id, 2 AS rank FROM visits WHERE site_id = ${p.site} AND temp_id = ${p.tempId} ORDER BY created_at DESC, id DESC LIMIT 1)
+     ORDER BY rank LIMIT 1`;
+}
+
+/**
  * The visit an invite click belongs to: the session's latest, else the browser's latest.
  * Null when the browser was never seen on the site.
  */
@@ -444,13 +485,7 @@ export async function findClickVisit(
   db: Queryable,
   q: { siteId: string; tempId: string; sessionId: string },
 ): Promise<string | null> {
-  const { rows } = await db.query<{ id: string }>(
-    `(SELECT id, 1 AS rank FROM visits WHERE site_id = $1 AND session_id = $3 AND temp_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1)
-     UNION ALL
-     (SELECT id, 2 AS rank FROM visits WHERE site_id = $1 AND temp_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1)
-     ORDER BY rank LIMIT 1`,
-    [q.siteId, q.tempId, q.sessionId],
-  );
+  const { rows } = await db.query<{ id: string }>(clickVisitSql(), [q.siteId, q.tempId, q.sessionId]);
   return rows[0]?.id ?? null;
 }
 

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { WIRE_LIMITS, type Consent } from '../../../shared/tracker-wire.js';
 import type { Deps } from '../../deps.js';
 import { isConsented } from '../../domain/tracker/consent.js';
-import type { VisitAttribution } from '../../domain/tracker/visits.js';
+import type { VisitAdmission, VisitAttribution } from '../../domain/tracker/visits.js';
 import { readQuery } from '../json.js';
 import { userAgentOf } from './browser-context.js';
 import type { KeylessEnv } from './env.js';
@@ -26,12 +26,20 @@ export interface ClickInput {
   tempId: string;
   sessionId: string;
   click: VisitAttribution;
+  /** The click's rate-limit count, for a kind that makes it in its own statement (`countsOwnLimit`). */
+  admission: VisitAdmission;
 }
 
 /** What sets one click (`track/invite`, `track/entry`) apart from the other. */
 export interface ClickKind<S extends z.ZodType<ClickQuery>> {
   path: string;
   query: S;
+  /**
+   * True: `record` counts the rate limit itself, through `input.admission`, in the statement that
+   * records the click (a refused click throws RATE_LIMITED and writes nothing but its count);
+   * otherwise the limit is counted before `record` is called.
+   */
+  countsOwnLimit?: boolean;
   /** Records the click; the visit and where the visitor goes. */
   record(deps: Deps, input: ClickInput, query: z.infer<S>): Promise<{ visitId: string; url: string }>;
   /** The 200 answer to `format=json` (tracker.js). */
@@ -42,8 +50,8 @@ export interface ClickKind<S extends z.ZodType<ClickQuery>> {
 
 /**
  * A click on a join link the tracker rewrote (`track/invite`, `track/entry`): the site and its
- * domains checked, a link lookup answered without spending anything, the rate limit, then the
- * click recorded and the visitor sent on (302, or JSON for tracker.js so that it can send the
+ * domains checked, a link lookup answered without spending anything, the rate limit (counted
+ * before, or by the click's own statement), then the click recorded and the visitor sent on (302, or JSON for tracker.js so that it can send the
  * visitor to the link's own href instead whenever Capigram answers anything else, or not in time).
  */
 export function registerClick<S extends z.ZodType<ClickQuery>>(
@@ -60,11 +68,12 @@ export function registerClick<S extends z.ZodType<ClickQuery>>(
       s.admit(c, site);
       const browser = c.get('browser');
       if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
-      await s.limiter.consume('invite', site.id, browser.ip);
+      if (kind.countsOwnLimit !== true) await s.limiter.consume('invite', site.id, browser.ip);
       const outcome = await kind.record(
         s.deps,
         {
           siteId: site.id,
+          admission: s.limiter.visitAdmission('invite', site.id, browser.ip),
           ...clickIds(query.tid, query.sid, query.consent),
           click: clickAttribution(
             c.req.header('referer'),

@@ -11,6 +11,7 @@ export function registerTrackInvite(keyless: Hono<KeylessEnv>, s: TrackerSurface
   registerClick(keyless, s, {
     path: '/backend/track/invite',
     query: trackInviteQuerySchema,
+    countsOwnLimit: true,
     record: async (deps, input, query) => {
       const outcome = await inviteClick(deps, { ...input, channelId: query.channel });
       return { visitId: outcome.visitId, url: outcome.inviteLink };
