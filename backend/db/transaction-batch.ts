@@ -54,6 +54,11 @@ export interface SharedStatement {
   kind: string;
   input: unknown;
   statement: (inputs: unknown[]) => PreparedCall;
+  /**
+   * Records (`LockedWork.persist`'s writes) of kind `kind` that this statement can write itself:
+   * then they go in it, `statement` of its inputs and theirs, instead of in a statement of their own.
+   */
+  carries?: { kind: string; statement: (inputs: unknown[], records: unknown[]) => PreparedCall } | undefined;
 }
 
 /** A read the works of a batch share; `rowsOf` picks the rows of the `i`-th input from the statement's. */
@@ -65,7 +70,18 @@ export interface SharedRead<R> extends SharedStatement {
 export type SharedWrite = SharedStatement;
 
 /** What the work under the lock ends with: its result, or a last write sent with the COMMIT and the result read from its rows. */
-export type LockedFinish<T> = { result: T } | { last: SharedWrite; result: (rows: never[]) => T };
+export type LockedFinish<T> =
+  | { result: T }
+  | {
+      last: SharedWrite;
+      result: (rows: never[]) => T;
+      /**
+       * The result's record, made before the result is known, for a `last` that carries it
+       * (`SharedStatement.carries`): with it the record costs no round trip of its own; without it
+       * a work with `persist` sends `last` alone and records its result with the COMMIT.
+       */
+      record?: SharedWrite | null | undefined;
+    };
 
 /**
  * The statements for `shared` (one per kind, in order of first use), the statement of each, and
@@ -87,6 +103,45 @@ export function shareStatements(shared: readonly SharedStatement[]): {
   });
   const calls = [...kinds.values()].map((g) => g.first.statement(g.inputs));
   return { calls, callOf, inputOf };
+}
+
+/**
+ * The statements for the last writes `lasts` and the records `records`, to send together: a
+ * record goes in a last write's statement that carries its kind, any other in a statement of its
+ * own after the writes' (in the order given). `callOf[i]`: the statement of `lasts[i]`.
+ */
+export function writeStatements(
+  lasts: readonly SharedWrite[],
+  records: readonly SharedWrite[],
+): { calls: PreparedCall[]; callOf: number[] } {
+  const writes = shareStatements(lasts);
+  // The statement that carries each kind of record: the first that can.
+  const carrierOf = new Map<string, number>();
+  lasts.forEach((w, i) => {
+    if (w.carries !== undefined && !carrierOf.has(w.carries.kind))
+      carrierOf.set(w.carries.kind, writes.callOf[i]!);
+  });
+  const carried = new Map<number, { records: unknown[]; carries: NonNullable<SharedWrite['carries']> }>();
+  const own: SharedWrite[] = [];
+  for (const record of records) {
+    const at = carrierOf.get(record.kind);
+    if (at === undefined) {
+      own.push(record);
+      continue;
+    }
+    const carries = lasts.find((w, i) => writes.callOf[i] === at && w.carries?.kind === record.kind)!
+      .carries!;
+    const group = carried.get(at) ?? { records: [], carries };
+    group.records.push(record.input);
+    carried.set(at, group);
+  }
+  const calls = writes.calls.map((call, at) => {
+    const group = carried.get(at);
+    if (group === undefined) return call;
+    const inputs = lasts.filter((_, i) => writes.callOf[i] === at).map((w) => w.input);
+    return group.carries.statement(inputs, group.records);
+  });
+  return { calls: [...calls, ...shareStatements(own).calls], callOf: writes.callOf };
 }
 
 /**
@@ -392,10 +447,8 @@ export class TransactionBatcher {
     for (const [i, p] of placed.entries()) p.finish = await p.job.fn(client, read(i));
     // The events' last writes, one statement per kind for all of them.
     const writes = placed.filter((p) => 'last' in p.finish!);
-    const { calls, callOf } = shareStatements(writes.map((p) => (p.finish as { last: SharedWrite }).last));
-    for (const call of calls) await ensurePrepared(client, call);
-    const writeSql = calls.map((call) => execute(client, call));
-    const settle = (rows: { rows: unknown[] }[]) => {
+    const lasts = writes.map((p) => (p.finish as { last: SharedWrite }).last);
+    const settle = (rows: { rows: unknown[] }[], callOf: number[]) => {
       writes.forEach(
         (p, i) =>
           (p.result = (p.finish as { result: (rows: never[]) => unknown }).result(
@@ -404,19 +457,33 @@ export class TransactionBatcher {
       );
       for (const p of placed) if (!('last' in p.finish!)) p.result = p.finish!.result;
     };
-    if (!placed.some((p) => p.job.persist !== undefined)) {
+    const claimOrder = (p: Placed) => p.job.claimId ?? '';
+    const inClaimOrder = [...placed].sort((a, b) => compare(claimOrder(a), claimOrder(b)));
+    const recordedLate = (p: Placed) =>
+      p.job.persist !== undefined && 'last' in p.finish! && p.finish.record === undefined;
+    if (!placed.some(recordedLate)) {
+      // Every record is known before the writes (a result's, or one its write carries): the writes
+      // and the records, those that claim a key in the order of their keys (the one order of
+      // claims), go with the COMMIT. A key another request holds fails its claim, and the batch
+      // is rolled back and run alone.
+      const records = inClaimOrder.flatMap((p) =>
+        'last' in p.finish! ? (p.finish.record ?? []) : (p.job.persist?.(p.finish!.result) ?? []),
+      );
+      const { calls, callOf } = writeStatements(lasts, records);
+      for (const call of calls) await ensurePrepared(client, call);
       sendingCommit();
-      settle(results(await client.query([...writeSql, 'COMMIT'].join('; '))));
+      settle(
+        results(await client.query([...calls.map((call) => execute(client, call)), 'COMMIT'].join('; '))),
+        callOf,
+      );
       return;
     }
-    // The answers to store need the writes' rows: the writes go first, the answers with the COMMIT,
-    // those that claim a key in the order of their keys (the one order of claims). A key another
-    // request holds fails its claim, and the batch is rolled back and run alone.
-    settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))));
-    const claimOrder = (p: Placed) => p.job.claimId ?? '';
-    const records = [...placed]
-      .sort((a, b) => compare(claimOrder(a), claimOrder(b)))
-      .flatMap((p) => p.job.persist?.(p.result) ?? []);
+    // Some records need the writes' rows: the writes go first, the records with the COMMIT.
+    const { calls, callOf } = shareStatements(lasts);
+    for (const call of calls) await ensurePrepared(client, call);
+    const writeSql = calls.map((call) => execute(client, call));
+    settle(writeSql.length === 0 ? [] : results(await client.query(writeSql.join('; '))), callOf);
+    const records = inClaimOrder.flatMap((p) => p.job.persist?.(p.result) ?? []);
     // The answers of one kind in one statement, in that order.
     const answers = shareStatements(records).calls;
     for (const call of answers) await ensurePrepared(client, call);

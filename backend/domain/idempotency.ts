@@ -146,6 +146,9 @@ export async function claimWithAnswer(
   });
 }
 
+/** The kind of `claimWithAnswerWrite`'s writes, which a conversions' statement can carry. */
+export const CLAIM_KIND = 'idempotency_claim';
+
 /**
  * The claim of a new key and its answer, made by the work's own transaction with its COMMIT: the
  * row is written once, whole. A plain INSERT, so that a key another request holds fails it (a
@@ -156,7 +159,7 @@ export function claimWithAnswerWrite(claim: ClaimRef & { endpoint: string }, ans
   return {
     // The claims of a shared event transaction go as one statement, in the order given (the one
     // order of claims): a conflict on any fails it, and the transaction with it.
-    kind: 'idempotency_claim',
+    kind: CLAIM_KIND,
     input: {
       api_key_id: claim.apiKeyId,
       key: claim.key,
@@ -175,6 +178,96 @@ export function claimWithAnswerWrite(claim: ClaimRef & { endpoint: string }, ans
       values: [JSON.stringify(inputs)],
     }),
   };
+}
+
+/**
+ * The holes of an answer not known before its conversion is written: the answer's text is made
+ * (`JSON.stringify`) with these strings in place of the conversion's id, its capiStatus and its
+ * sends, and the conversion's own statement fills them in (`createdAnswerSql`) as it writes the
+ * claim. Control characters, which JSON writes escaped (`"\u0001…"`), so no value of an answer
+ * reads as one; a hole stands for a whole JSON value, quotes included.
+ */
+export const ANSWER_HOLES = {
+  conversionId: '\u0001conversionId',
+  capiStatus: '\u0001capiStatus',
+  sendId: '\u0001sendId',
+  platform: '\u0001platform',
+} as const;
+
+/** How the sends of an answer with sends read in its text before they are filled in. */
+const SENDS_HOLE = JSON.stringify([{ sendId: ANSWER_HOLES.sendId, platform: ANSWER_HOLES.platform }]);
+const CONVERSION_ID_HOLE = JSON.stringify(ANSWER_HOLES.conversionId);
+const CAPI_STATUS_HOLE = JSON.stringify(ANSWER_HOLES.capiStatus);
+
+/**
+ * A claim whose answer is that of a conversion written by the same statement: its text with sends
+ * (`text`) and without (`unsentText`), and the conversion's (site, Telegram user), which a
+ * statement holds at most once.
+ */
+export interface CreatedAnswer {
+  sentText: string;
+  unsentText: string;
+  siteId: string;
+  telegramUserId: number;
+}
+
+/**
+ * The claim of a new key whose answer depends on the conversion its work writes
+ * (`claimWithAnswerWrite`'s row, with the answer's two texts in holes): written by the
+ * conversions' statement itself, which carries it (`claimsCarriedSql`), so the key costs no
+ * statement and no round trip of its own.
+ */
+export function claimWithCreatedAnswerWrite(
+  claim: ClaimRef & { endpoint: string },
+  answer: Omit<Answer, 'stored'> & { contentType: string },
+  created: CreatedAnswer,
+): SharedWrite {
+  const write = claimWithAnswerWrite(claim, {
+    status: answer.status,
+    stored: { contentType: answer.contentType, text: created.sentText },
+    completedAt: answer.completedAt,
+  });
+  return {
+    ...write,
+    input: {
+      ...(write.input as object),
+      unsent_text: created.unsentText,
+      site_id: created.siteId,
+      telegram_user_id: created.telegramUserId,
+    },
+  };
+}
+
+/** A JSON value as JSON.stringify writes it, for the ASCII values (uuids, names) that fill an answer. */
+const jsonOf = (sql: string) => `to_json(${sql})::text`;
+
+/**
+ * The claims of a statement that writes conversions (CTE `conversion`) and their sends (CTE
+ * `created_sends`), as one more CTE of it: `$param` holds the claims (`claimWithAnswerWrite` and
+ * `claimWithCreatedAnswerWrite` inputs), inserted in the one order of claims (API key, then key,
+ * byte by byte: the order the event transactions sort their claims in).
+ * A claim with a conversion's (site, Telegram user) gets its answer's holes filled from that
+ * conversion's row and its sends (in the order the statement returns them: their pixels' age);
+ * any other is written as given. The sort reads every input row first, so the claims are
+ * inserted after every other write of the statement: the claim is the transaction's last lock.
+ */
+export function claimsCarriedSql(param: string): string {
+  const sends = `'[' || string_agg('{"sendId":' || ${jsonOf('s.send_id')} || ',"platform":' || ${jsonOf('s.platform')} || '}', ',' ORDER BY p.created_at, p.id) || ']'`;
+  const filled = `replace(replace(replace(CASE WHEN x.sends IS NULL THEN k.unsent_text ELSE k.response_body->>'text' END,
+        '${CONVERSION_ID_HOLE}', ${jsonOf('c.id')}), '${CAPI_STATUS_HOLE}', ${jsonOf('c.capi_status')}), '${SENDS_HOLE}', COALESCE(x.sends, '[]'))`;
+  return `claim AS (
+    INSERT INTO idempotency_keys (api_key_id, key, created_at, status_code, response_body, completed_at, endpoint)
+    SELECT k.api_key_id, k.key, k.created_at, k.status_code,
+      CASE WHEN k.site_id IS NULL THEN k.response_body
+           ELSE jsonb_build_object('contentType', k.response_body->>'contentType', 'text', ${filled}) END,
+      k.completed_at, k.endpoint
+    FROM jsonb_to_recordset(${param}::jsonb) AS k(api_key_id uuid, key text, created_at timestamptz,
+      status_code int, response_body jsonb, completed_at timestamptz, endpoint text, unsent_text text, site_id uuid,
+      telegram_user_id bigint)
+    LEFT JOIN conversion c ON c.site_id = k.site_id AND c.telegram_user_id = k.telegram_user_id
+    LEFT JOIN LATERAL (SELECT ${sends} AS sends
+      FROM created_sends s JOIN pixels p ON p.id = s.pixel_id WHERE s.subject_id = c.id) x ON true
+    ORDER BY k.api_key_id, k.key COLLATE "C")`;
 }
 
 /** Whether `error` is `claimWithAnswerWrite` meeting a key another request holds. */

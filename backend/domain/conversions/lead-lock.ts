@@ -1,12 +1,13 @@
 import type { Pool } from '../../db/pool.js';
 import { retryLockConflicts } from '../../db/lock-conflict.js';
 import { ensurePrepared, execute, withSession, type PreparedCall } from '../../db/prepared-batch.js';
-import type {
-  LockedClaim,
-  LockedFinish,
-  LockedWork,
-  SharedRead,
-  SharedWrite,
+import {
+  type LockedClaim,
+  type LockedFinish,
+  type LockedWork,
+  type SharedRead,
+  type SharedWrite,
+  writeStatements,
 } from '../../db/transaction-batch.js';
 import { isClaimConflict } from '../idempotency.js';
 
@@ -59,9 +60,10 @@ export interface LeadWork<T, R> extends LockedWork<T, R> {
 }
 
 /**
- * The work alone in its transaction. `persist` records the result with the COMMIT; with a claim
- * (the business API's Idempotency-Key) that record is the claim, and a key another request holds
- * fails it: the work is rolled back and `claim.taken()` thrown. A lone event
+ * The work alone in its transaction. `persist` records the result with the COMMIT (a record the last
+ * write carries, `LockedFinish.record`, goes in that write's statement); with a claim (the business
+ * API's Idempotency-Key) that record is the claim, and a key another request holds fails it: the
+ * work is rolled back and `claim.taken()` thrown. A lone event
  * locks at most one existing conversion (taken by the work itself, conversion then sends), so
  * `locks` matters only to the batches of `event-batches.ts`, which lock all of theirs first.
  */
@@ -79,31 +81,40 @@ export async function withLeadLock<T, R>(
         rows: unknown[];
       }[];
       const finish = await fn(client, read.rowsOf(opened.at(-1)!.rows, 0));
-      const last = 'last' in finish ? finish.last.statement([finish.last.input]) : null;
-      if (last !== null) await ensurePrepared(client, last);
-      if ('last' in finish && persist === undefined) {
-        const closed = (await client.query(`${execute(client, last!)}; COMMIT`)) as unknown as {
-          rows: never[];
-        }[];
-        return finish.result(closed[0]!.rows);
+      const commit = async (calls: PreparedCall[]) => {
+        for (const call of calls) await ensurePrepared(client, call);
+        try {
+          return (await client.query(
+            [...calls.map((call) => execute(client, call)), 'COMMIT'].join('; '),
+          )) as unknown as { rows: never[] }[];
+        } catch (error) {
+          // The session rolls the work back.
+          if (claim !== undefined && isClaimConflict(error)) throw claim.taken();
+          throw error;
+        }
+      };
+      if ('last' in finish && persist !== undefined && finish.record === undefined) {
+        // The record needs the result, and the result the last write's rows: the write goes
+        // alone, then the record travels with the COMMIT (one commit, nothing committed without
+        // its record).
+        const last = finish.last.statement([finish.last.input]);
+        await ensurePrepared(client, last);
+        const result = finish.result(
+          ((await client.query(execute(client, last))) as unknown as { rows: never[] }).rows,
+        );
+        const written = persist(result);
+        await commit(written === null ? [] : [written.statement([written.input])]);
+        return result;
       }
-      // With `persist` the result must be known before it can be recorded: a last write goes alone,
-      // then the record travels with the COMMIT (the same round trips as a COMMIT followed by the
-      // record on its own, but one commit, and nothing committed without its record).
-      const result =
-        'last' in finish
-          ? finish.result(((await client.query(execute(client, last!))) as unknown as { rows: never[] }).rows)
-          : finish.result;
-      const written = persist?.(result) ?? null;
-      const record = written === null ? null : written.statement([written.input]);
-      if (record !== null) await ensurePrepared(client, record);
-      try {
-        await client.query(record === null ? 'COMMIT' : `${execute(client, record)}; COMMIT`);
-      } catch (error) {
-        // The session rolls the work back.
-        if (claim !== undefined && isClaimConflict(error)) throw claim.taken();
-        throw error;
-      }
+      // The last write, and the record (of the result known already, or carried by the write),
+      // go with the COMMIT.
+      const record = 'last' in finish ? (finish.record ?? null) : (persist?.(finish.result) ?? null);
+      const { calls, callOf } = writeStatements(
+        'last' in finish ? [finish.last] : [],
+        record === null ? [] : [record],
+      );
+      const closed = await commit(calls);
+      const result = 'last' in finish ? finish.result(closed[callOf[0]!]!.rows) : finish.result;
       return result;
     }),
   );

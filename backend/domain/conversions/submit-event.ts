@@ -13,6 +13,7 @@ import {
   type RecordedConversion,
 } from '../outbox/conversion-record.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
+import { ANSWER_HOLES, CLAIM_KIND } from '../idempotency.js';
 import { hashPiiChecked, type RawPii } from '../pii/normalize.js';
 import { lockConversions } from '../outbox/sends.js';
 import type { ClientContext } from './client-context.js';
@@ -115,6 +116,22 @@ export interface EventSubmission {
   persist?: ((outcome: EventOutcome) => SharedWrite | null) | undefined;
   /** Made first in the same transaction (the caller's Idempotency-Key, see `withLeadLock`). */
   claim?: LockedClaim | undefined;
+  /**
+   * `persist` for an event that creates a conversion, made before the conversion is written: of
+   * its outcome with holes (`ANSWER_HOLES`) for what the write decides, with sends and without, and
+   * written by the conversion's own statement, which fills them in (`claimsCarriedSql`). Without
+   * it (or when it gives undefined) such an outcome is recorded by `persist` once known, a round
+   * trip later.
+   */
+  persistCreated?: ((created: CreatedOutcomes) => SharedWrite | undefined) | undefined;
+}
+
+/** A created event's outcome before its write, with holes, and the conversion's (site, Telegram user). */
+export interface CreatedOutcomes {
+  sent: EventOutcome;
+  unsent: EventOutcome;
+  siteId: string;
+  telegramUserId: number;
 }
 
 /**
@@ -139,7 +156,7 @@ export async function submitBusinessEvent(
 
 async function submitOnce(
   deps: EventDeps,
-  { caller, event: ev, mode, persist, claim }: EventSubmission,
+  { caller, event: ev, mode, persist, claim, persistCreated }: EventSubmission,
 ): Promise<EventOutcome> {
   const now = deps.now();
   if (ev.eventTimeMs !== null) {
@@ -213,7 +230,7 @@ async function submitOnce(
       if (ev.orderId !== null) {
         // An order is its own conversion: matched by the order alone, never by the window.
         const order = ctx.order;
-        if (order === null) return createConversion(ctx, target, p);
+        if (order === null) return createConversion(ctx, target, p, persistCreated);
         if (!order.sameUser) return { result: reuseOtherUsersOrder(order, ev) };
         if (order.capiStatus === 'sent') return { result: reuseUnchanged(order, ev, 'sent') };
         return { result: await updateMatch(tx, ctx, order, p, windowDays) };
@@ -221,10 +238,11 @@ async function submitOnce(
       const match = ctx.recent.find((r) => r.channelId === target.channelId);
       if (match?.capiStatus === 'sent') return { result: reuseUnchanged(match, ev, 'sent') };
       if (match) return { result: await updateMatch(tx, ctx, match, p, windowDays) };
-      return createConversion(ctx, target, p);
+      return createConversion(ctx, target, p, persistCreated);
     },
     // A refusal stores no answer and leaves the key unclaimed, as a refusal before the lock did.
-    persist: persist && ((o) => ('refused' in o ? null : persist(o))),
+    // The answer recorded is the one given, PII warnings included.
+    persist: persist && ((o) => ('refused' in o ? null : persist(withPiiWarnings(o, p.piiWarnings)))),
     claim,
     // A name the key may not use is refused by the work itself; meanwhile it names no site to lock on.
     locks: (rows: EventFactRow[]) =>
@@ -429,7 +447,12 @@ async function updateMatch(
  * No match: a new conversion, dispatched when it carries anything a platform could match. Its
  * write is the transaction's last statement, sent together with the COMMIT.
  */
-function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): LockedFinish<EventOutcome> {
+function createConversion(
+  ctx: EventContext,
+  target: Target,
+  p: PreparedEvent,
+  persistCreated: EventSubmission['persistCreated'],
+): LockedFinish<EventOutcome> {
   const { ev } = p;
   const signals = hasAttributionSignals({
     visitId: target.visitId,
@@ -455,14 +478,37 @@ function createConversion(ctx: EventContext, target: Target, p: PreparedEvent): 
     receivedAt: p.now,
     source: 'api' as const,
   };
+  // The answer as it will read, but for what the write decides (see `persistCreated`).
+  const withHoles = (sent: boolean) =>
+    withPiiWarnings(
+      created(ctx, target, signals, {
+        conversionId: ANSWER_HOLES.conversionId,
+        leadId: ANSWER_HOLES.conversionId,
+        capiStatus: ANSWER_HOLES.capiStatus as CapiStatus,
+        sends: sent ? [{ sendId: ANSWER_HOLES.sendId, platform: ANSWER_HOLES.platform, pixelId: '' }] : [],
+      }),
+      p.piiWarnings,
+    );
+  const record = persistCreated?.({
+    sent: withHoles(true),
+    unsent: withHoles(false),
+    siteId: conversion.siteId,
+    telegramUserId: conversion.telegramUserId,
+  });
   return {
-    // One statement for the conversions of every event of a shared transaction.
+    // One statement for the conversions of every event of a shared transaction, and for the
+    // Idempotency-Keys' claims of all of them.
     last: {
       kind: 'conversion',
       input: { conversion, dispatch: signals } satisfies ConversionToRecord,
       statement: (inputs) => recordConversionsStatement(inputs as ConversionToRecord[]),
+      carries: {
+        kind: CLAIM_KIND,
+        statement: (inputs, claims) => recordConversionsStatement(inputs as ConversionToRecord[], claims),
+      },
     },
     result: (rows: RecordRow[]) => created(ctx, target, signals, recordedOf(rows, conversion)),
+    ...(record === undefined ? {} : { record }),
   };
 }
 

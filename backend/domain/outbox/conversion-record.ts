@@ -4,6 +4,7 @@ import type { PreparedCall } from '../../db/prepared-batch.js';
 import type { HashedPiiRecord } from '../pii/hashed.js';
 import { orderEventIdSql, sendsCte, type CreatedSend } from './sends.js';
 import type { CapiStatus } from './capi-status.js';
+import { claimsCarriedSql } from '../idempotency.js';
 
 /**
  * The one place a conversion row is written, by the webhook (attributed joins) and the business
@@ -137,7 +138,9 @@ const INPUT_COLUMNS = `site_id uuid, channel_id uuid, telegram_user_id bigint, v
   received_at timestamptz, source text, awaiting_manual_input boolean, pii_warnings text[], dispatch boolean, order_id text,
   ad_user_data_consent text, ad_personalization_consent text`;
 
-const RECORD_CONVERSIONS_SQL = `
+/** The statement, with `carried` (more CTEs that read `conversion` and `created_sends`) if any. */
+function recordConversionsSql(carried: string | null): string {
+  return `
   WITH input AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(${INPUT_COLUMNS})),
   lead AS (${upsertLeadsSql(
     'SELECT site_id, telegram_user_id, external_user_id, received_at, received_at FROM input',
@@ -155,10 +158,20 @@ const RECORD_CONVERSIONS_SQL = `
       i.ad_user_data_consent, i.ad_personalization_consent
     FROM input i JOIN lead l ON l.site_id = i.site_id AND l.telegram_user_id = i.telegram_user_id
     RETURNING id, lead_id, site_id, telegram_user_id, capi_status, ${orderEventIdSql('conversions')} AS event_id),
-  ${SENDS.text}
+  ${SENDS.text}${
+    carried === null
+      ? ''
+      : `,
+  ${carried}`
+  }
   SELECT c.id, c.lead_id, c.site_id, c.telegram_user_id, c.capi_status, s.send_id, s.platform, s.pixel_id
   FROM conversion c LEFT JOIN created_sends s ON s.subject_id = c.id LEFT JOIN pixels p ON p.id = s.pixel_id
   ORDER BY c.id, p.created_at, p.id`;
+}
+
+const RECORD_CONVERSIONS_SQL = recordConversionsSql(null);
+/** With the Idempotency-Keys' claims of the events (`claimsCarriedSql`), in `$2`. */
+const RECORD_CONVERSIONS_CLAIMING_SQL = recordConversionsSql(claimsCarriedSql('$2'));
 
 export interface RecordRow {
   id: string;
@@ -213,13 +226,21 @@ export interface ConversionToRecord {
  * The statement recording `conversions`, for a caller that sends it itself: the business API's
  * shared transactions send their events' conversions as one, with the COMMIT. At most one
  * conversion per (site, Telegram user); `recordedOf` reads each one's result from its rows.
+ * `claims`: the events' Idempotency-Key claims, written by the same statement after the rest
+ * (`claimsCarriedSql`).
  */
-export function recordConversionsStatement(conversions: readonly ConversionToRecord[]): PreparedCall {
+export function recordConversionsStatement(
+  conversions: readonly ConversionToRecord[],
+  claims: readonly unknown[] = [],
+): PreparedCall {
+  // As JSON text: the driver would send a bare array as a PostgreSQL array, not as jsonb.
+  const values = [JSON.stringify(conversions.map((c) => inputOf(c.conversion, c.dispatch)))];
+  if (claims.length === 0)
+    return { name: 'capigram_record_conversions', sql: RECORD_CONVERSIONS_SQL, values };
   return {
-    name: 'capigram_record_conversions',
-    sql: RECORD_CONVERSIONS_SQL,
-    // As JSON text: the driver would send a bare array as a PostgreSQL array, not as jsonb.
-    values: [JSON.stringify(conversions.map((c) => inputOf(c.conversion, c.dispatch)))],
+    name: 'capigram_record_conversions_claiming',
+    sql: RECORD_CONVERSIONS_CLAIMING_SQL,
+    values: [...values, JSON.stringify(claims)],
   };
 }
 

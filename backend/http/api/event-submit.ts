@@ -31,6 +31,7 @@ export async function submitEvent(
     mode,
     persist: recorder?.persist,
     claim: recorder?.claim,
+    persistCreated: recorder?.persistCreated,
   });
   recorder?.committed();
   return outcome;

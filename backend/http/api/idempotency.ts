@@ -3,6 +3,7 @@ import type { SharedWrite } from '../../db/transaction-batch.js';
 import type { LockedClaim } from '../../domain/conversions/lead-lock.js';
 import {
   claimWithAnswerWrite,
+  claimWithCreatedAnswerWrite,
   claimKey,
   claimWithAnswer,
   IDEMPOTENCY_REPLAY_WINDOW_MS,
@@ -224,6 +225,12 @@ export interface AnswerRecorder<T> {
   committed(): void;
   /** For a key claimed in the work's transaction: the claim, written with the answer by `persist`. */
   claim?: LockedClaim;
+  /**
+   * For a key claimed in the work's transaction: `persist` before the outcome is known, of the
+   * outcome with holes that the work's write fills in (`claimWithCreatedAnswerWrite`), with sends
+   * and without; both must answer with one status.
+   */
+  persistCreated?: (created: { sent: T; unsent: T; siteId: string; telegramUserId: number }) => SharedWrite;
 }
 
 /**
@@ -256,6 +263,26 @@ export function answerRecorder<T>(
           claim: {
             id: `${held.apiKeyId}:${held.key}`,
             taken: () => new ClaimTaken(),
+          },
+        }
+      : {}),
+    ...(held.inWork
+      ? {
+          persistCreated({ sent, unsent, siteId, telegramUserId }) {
+            persisted = true;
+            const withSends = answered(sent);
+            const without = answered(unsent);
+            if (withSends.status !== without.status)
+              throw new Error('answerRecorder: two statuses for one answer');
+            return claimWithCreatedAnswerWrite(
+              held,
+              {
+                status: withSends.status,
+                contentType: withSends.stored.contentType,
+                completedAt: withSends.completedAt,
+              },
+              { sentText: withSends.stored.text, unsentText: without.stored.text, siteId, telegramUserId },
+            );
           },
         }
       : {}),
