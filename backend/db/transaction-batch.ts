@@ -19,10 +19,11 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
  * An event alone costs PostgreSQL more in round trips and in its commit than in its rows (see
  * docs/benchmarks.md#business-api). So events that wait while others are in flight go together:
  * one transaction takes their locks and their reads in one round trip, runs each event's rules
- * in turn on the rows it read, and sends every event's write with the COMMIT in another (with
- * Idempotency-Keys, one more: the answers to store need the writes' rows, so the writes go alone
- * and the answers, each with its key's claim in the same row, travel with the COMMIT). A lone
- * event is a batch of one, with the round trips the work alone (`withLeadLock`) would take.
+ * in turn on the rows it read, and sends every event's write with the COMMIT in another; with
+ * Idempotency-Keys, the answers to store, each with its key's claim in the same row, go in that
+ * round trip too, carried by the writes' statement (`SharedStatement.carries`, which fills in what
+ * of an answer its rows decide) or in one of their own. A lone event is a batch of one, with the
+ * round trips the work alone (`withLeadLock`) would take.
  *
  * What keeps the batch equal to the events run one by one:
  * - one batch never holds two events of one (account, Telegram user), nor two of one
@@ -33,7 +34,8 @@ import { ensurePrepared, execute, type PreparedCall } from './prepared-batch.js'
  *   trip, with the reads), then the existing conversions the events may change, by id, with their
  *   sends, by id (`locks`, in one more round trip when there are two or more), before any event's
  *   rules run; the Idempotency-Keys' claims come last, in the order of their keys, written with
- *   their answers in the round trip of the COMMIT. So batches, lone events and delivery's outcome
+ *   their answers in the round trip of the COMMIT (after the writes a statement carrying them
+ *   makes first). So batches, lone events and delivery's outcome
  *   writes (of this or other processes) that meet wait for each other rather than deadlock;
  * - a key another request (of another process) holds fails its claim: the batch is rolled back;
  * - a batch PostgreSQL ends for a deadlock or a serialization failure anyway kept nothing and is

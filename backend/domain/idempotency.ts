@@ -183,7 +183,7 @@ export function claimWithAnswerWrite(claim: ClaimRef & { endpoint: string }, ans
 /**
  * The holes of an answer not known before its conversion is written: the answer's text is made
  * (`JSON.stringify`) with these strings in place of the conversion's id, its capiStatus and its
- * sends, and the conversion's own statement fills them in (`createdAnswerSql`) as it writes the
+ * sends, and the conversion's own statement fills them in (`claimsCarriedSql`) as it writes the
  * claim. Control characters, which JSON writes escaped (`"\u0001…"`), so no value of an answer
  * reads as one; a hole stands for a whole JSON value, quotes included.
  */
@@ -201,8 +201,8 @@ const CAPI_STATUS_HOLE = JSON.stringify(ANSWER_HOLES.capiStatus);
 
 /**
  * A claim whose answer is that of a conversion written by the same statement: its text with sends
- * (`text`) and without (`unsentText`), and the conversion's (site, Telegram user), which a
- * statement holds at most once.
+ * (`sentText`) and without (`unsentText`), holes and all, and the conversion's (site, Telegram
+ * user), which a statement holds at most once.
  */
 export interface CreatedAnswer {
   sentText: string;
