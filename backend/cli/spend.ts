@@ -5,6 +5,7 @@ import {
   listSpendSources,
   syncSite,
 } from '../domain/spend/sources.js';
+import { type SpendCredentialChanges, updateSpendSource } from '../domain/spend/update-source.js';
 import { UsageError, defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -28,6 +29,45 @@ const CREDENTIAL_FLAGS = [
   ...new Set(PLATFORMS.flatMap((p) => [...PLATFORM_FLAGS[p].required, ...PLATFORM_FLAGS[p].optional])),
 ];
 const REFRESH_FLAGS = ['refresh-token', 'client-id', 'client-secret'] as const;
+
+/** The credential flags of `spend add` and `spend update` (each platform takes its own, PLATFORM_FLAGS). */
+const CREDENTIAL_FLAG_DEFS = {
+  'access-token': {
+    type: 'string',
+    placeholder: 'TOKEN',
+    help: 'meta, tiktok, snapchat: a token that may read the account (Meta: ads_read)',
+  },
+  'developer-token': {
+    type: 'string',
+    placeholder: 'TOKEN',
+    help: 'google: the Google Ads developer token',
+  },
+  'oauth-token': {
+    type: 'string',
+    placeholder: 'TOKEN',
+    help: 'google: an OAuth access token, used as it is (short-lived; prefer a refresh token)',
+  },
+  'refresh-token': {
+    type: 'string',
+    placeholder: 'TOKEN',
+    help: 'google, snapchat: an OAuth refresh token; access tokens are fetched with it as needed',
+  },
+  'client-id': {
+    type: 'string',
+    placeholder: 'ID',
+    help: 'google, snapchat: the OAuth client id the refresh token was issued to',
+  },
+  'client-secret': {
+    type: 'string',
+    placeholder: 'SECRET',
+    help: "google, snapchat: that OAuth client's secret",
+  },
+  'login-customer-id': {
+    type: 'string',
+    placeholder: 'ID',
+    help: 'google: the manager account id, when access goes through one',
+  },
+} as const;
 
 const SITE_FLAG = {
   type: 'string',
@@ -61,45 +101,11 @@ export const spendCommands = [
         placeholder: 'ACCOUNT',
         help: 'meta: the ad account (act_N); snapchat: the ad account id',
       },
-      'access-token': {
-        type: 'string',
-        placeholder: 'TOKEN',
-        help: 'meta, tiktok, snapchat: a token that may read the account (Meta: ads_read)',
-      },
+      ...CREDENTIAL_FLAG_DEFS,
       'customer-id': {
         type: 'string',
         placeholder: 'ID',
         help: 'google: the Google Ads customer id (123-456-7890)',
-      },
-      'developer-token': {
-        type: 'string',
-        placeholder: 'TOKEN',
-        help: 'google: the Google Ads developer token',
-      },
-      'oauth-token': {
-        type: 'string',
-        placeholder: 'TOKEN',
-        help: 'google: an OAuth access token, used as it is (short-lived; prefer a refresh token)',
-      },
-      'refresh-token': {
-        type: 'string',
-        placeholder: 'TOKEN',
-        help: 'google, snapchat: an OAuth refresh token; access tokens are fetched with it as needed',
-      },
-      'client-id': {
-        type: 'string',
-        placeholder: 'ID',
-        help: 'google, snapchat: the OAuth client id the refresh token was issued to',
-      },
-      'client-secret': {
-        type: 'string',
-        placeholder: 'SECRET',
-        help: "google, snapchat: that OAuth client's secret",
-      },
-      'login-customer-id': {
-        type: 'string',
-        placeholder: 'ID',
-        help: 'google: the manager account id, when access goes through one',
       },
       'advertiser-id': { type: 'string', placeholder: 'ID', help: 'tiktok: the advertiser id' },
     },
@@ -159,6 +165,61 @@ export const spendCommands = [
       return {
         json: out,
         human: `Spend source added: ${out.spendSourceId} (${platform}); its last 90 days are being imported`,
+      };
+    },
+  }),
+
+  defineCommand({
+    group: 'spend',
+    name: 'update',
+    summary:
+      "Replaces a spend source's credentials (a rotated token): the platform is asked whether the new ones may read the source's account (nothing is stored otherwise), then they are stored encrypted, the source is ok again and is imported with them in the background. Its id and the spend it read stay.",
+    flags: {
+      source: {
+        type: 'string',
+        required: true,
+        placeholder: 'SPEND_SOURCE_ID',
+        field: 'spendSourceId',
+        help: 'the spendSourceId printed by spend add or spend list',
+      },
+      ...CREDENTIAL_FLAG_DEFS,
+    },
+    notes: [
+      'Per platform (the account stays the source’s; flags not given keep what is stored):',
+      '  meta, tiktok  --access-token T',
+      '  google        [--refresh-token R [--client-id ID --client-secret S] | --oauth-token O] [--developer-token D]',
+      '                [--login-customer-id L]',
+      '  snapchat      [--access-token T] [--refresh-token R [--client-id ID --client-secret S]]',
+      'A refresh token replaces a Google access token and the other way round; one given alone keeps the stored OAuth client.',
+      'The import queued is the 90-day backfill when the source never finished one, else yesterday and today;',
+      'an import of the source that is running or paused is left to end first.',
+    ],
+    check(v) {
+      const flags = Object.keys(CREDENTIAL_FLAG_DEFS);
+      const given = flags.filter((f) => v[f as keyof typeof v] !== undefined);
+      if (given.length === 0)
+        throw new UsageError(
+          `nothing to change: give the new credentials (${flags.map((f) => `--${f}`).join(', ')})`,
+        );
+      if (given.includes('oauth-token') && REFRESH_FLAGS.some((f) => given.includes(f)))
+        throw new UsageError(
+          'give either --oauth-token or --refresh-token with --client-id and --client-secret',
+        );
+    },
+    async run({ deps }, v) {
+      const credentials: SpendCredentialChanges = {
+        accessToken: v['access-token'],
+        developerToken: v['developer-token'],
+        oauthToken: v['oauth-token'],
+        refreshToken: v['refresh-token'],
+        clientId: v['client-id'],
+        clientSecret: v['client-secret'],
+        loginCustomerId: v['login-customer-id'],
+      };
+      const out = await updateSpendSource(deps, { sourceId: v.source, credentials });
+      return {
+        json: out,
+        human: `Spend source ${out.spendSourceId}: credentials replaced, ${out.status}; it is being imported with them`,
       };
     },
   }),

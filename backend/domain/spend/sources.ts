@@ -113,7 +113,10 @@ export type AddSpendSourceInput = z.input<typeof AddSpendSourceInput>;
 type Parsed = z.output<typeof AddSpendSourceInput>;
 
 /** The platform's account id and the credentials kept sealed (the camelCase of `spend add`'s flags). */
-function accountAndCredentials(p: Parsed): { accountRef: string; credentials: Record<string, string> } {
+export function accountAndCredentials(p: Parsed): {
+  accountRef: string;
+  credentials: Record<string, string>;
+} {
   switch (p.platform) {
     case 'meta':
       return { accountRef: p.adAccount, credentials: { accessToken: p.accessToken } };
