@@ -59,7 +59,9 @@ const COLUMNS = `day, channel_id, utm_source, utm_campaign, platform, visits, in
 /**
  * The rows of a site for the UTC days [$2, $3]: what lies before the site's watermark from
  * `report_rows` (except dirty days), what lies after it and the dirty days live. The watermark
- * trails the clock by half an hour to an hour, so the live part is that much of today.
+ * trails the clock by half an hour to an hour, so the live part is that much of today. The dirty
+ * days are read once, as an array, rather than looked up for each row (a year of rows is tens of
+ * thousands): measured on 90 days of a 10-million-visit history, a sixth of the ROI report's time.
  */
 export const REPORT_ROWS_SQL = `
   WITH s AS (
@@ -68,7 +70,7 @@ export const REPORT_ROWS_SQL = `
   )
   SELECT ${COLUMNS} FROM report_rows r, s
   WHERE r.site_id = $1 AND r.day BETWEEN $2::date AND $3::date AND r.day <= (s.w AT TIME ZONE 'UTC')::date
-    AND NOT EXISTS (SELECT 1 FROM report_dirty d WHERE d.site_id = $1 AND d.day = r.day)
+    AND r.day <> ALL (ARRAY(SELECT d.day FROM report_dirty d WHERE d.site_id = $1))
   UNION ALL
   SELECT ${COLUMNS} FROM s, report_compute_at($1, greatest(s.t0, s.w), s.t1)
   UNION ALL
