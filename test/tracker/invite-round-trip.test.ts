@@ -149,6 +149,7 @@ describe('the rate limit counted by the click', () => {
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(await w.count('visits WHERE temp_id = $1', [browser.tempId])).toBe(0);
     expect(await w.count('invitations WHERE visit_id IS NULL')).toBe(pooled);
+    expect(await w.count('invitations WHERE visit_id IS NULL AND assigned_at IS NOT NULL')).toBe(0);
     const { rows } = await w.db.pool.query<{ points: number }>(
       'SELECT points FROM capigram_rate_limits WHERE key = $1',
       [`kl_invite:${w.siteId}:${ip}`],
