@@ -24,7 +24,7 @@
  * total rate (`--click-rate`, default 100/s) from 10 connections, each waiting for its answer
  * before its next click, while `track/init` runs from 40 connections paced at half the rate the
  * track/init row reached in the same round, and the worker delivers. At the end, the round trips
- * and commits the server spends per click with nothing else running.
+ * and commits the server spends per click with no other requests (the worker still delivering).
  *
  * Per row: requests per second and the ratio to the cheapest write of the same round; p50 and
  * p99; the server's CPU, the worker's, and PostgreSQL's (every postgres process, from /proc), per
@@ -712,7 +712,7 @@ export async function run(args: string[] = []): Promise<void> {
       row.inits.seconds += inits.seconds;
       row.initTargets.push(initTarget);
     };
-    /** Round trips and commits the server spends per click with nothing else running (neither depends on load). */
+    /** Round trips and commits the server spends per click with no other requests (neither depends on load). */
     const alone = async (next: (client: number) => Call) => {
       const n = 500;
       const s0 = await statsOf(server);
@@ -788,6 +788,8 @@ export async function run(args: string[] = []): Promise<void> {
       for (const row of round % 2 === 0 ? pacedRows : [...pacedRows].reverse())
         await pacedRun(row, rates.get(initRow)!);
     }
+    const inviteAlone = await alone(inviteCall);
+    const redirectAlone = await alone(redirectCall);
     const drain = await waitDrained(pool);
     const w1 = await statsOf(worker);
     const b1 = await backendCpu(pool);
@@ -795,8 +797,6 @@ export async function run(args: string[] = []): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const delivered = c1.delivered - c0.delivered;
     const workerDb = cpuBetween(b0, b1)[APP.worker] ?? 0;
-    const inviteAlone = await alone(inviteCall);
-    const redirectAlone = await alone(redirectCall);
     const { rows: failedRows } = await pool.query<{ status: string; n: number }>(
       `SELECT status, count(*)::int AS n FROM sends WHERE status <> 'sent' GROUP BY status`,
     );
@@ -828,7 +828,7 @@ export async function run(args: string[] = []): Promise<void> {
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...pacedRows.map(pacedLine),
       '',
-      `the server's own cost per click, 500 clicks from ${clickClients} clients with nothing else running (the worker's wake-ups for new visits and the pool's refill requests included): ${aloneText('track/invite', inviteAlone)}; ${aloneText('/r/', redirectAlone)}`,
+      `the server's own cost per click, 500 clicks from ${clickClients} clients with no other requests (the worker delivering; the server's wake-ups of the worker for new visits and its requests for pool refills included): ${aloneText('track/invite', inviteAlone)}; ${aloneText('/r/', redirectAlone)}`,
       '',
       `sends not delivered: ${failedRows.length === 0 ? 'none' : failedRows.map((r) => `${r.n} ${r.status}`).join(', ')}`,
       '',

@@ -132,6 +132,63 @@ describe('an invite click on the common path', () => {
   });
 });
 
+describe('an ad click to a channel (/r/…) on the common path', () => {
+  const redirect = (ip: string, fbclid: string, cookie?: string) =>
+    w.get(`/r/${w.websiteId}/${w.channels.main}?fbclid=${fbclid}`, {
+      accept: 'text/html',
+      'user-agent': 'Mozilla/5.0 (iPhone) Test/1.0',
+      'x-capigram-client-ip': ip,
+      ...(cookie === undefined ? {} : { cookie }),
+    });
+
+  it('is one round trip and one commit; the same click again gets the same link, also in one', async () => {
+    await refillChannelPool(w.app.deps, w.channels.main);
+    const ip = clientIp();
+    expect((await redirect(ip, 'IwAR-warm')).status).toBe(302);
+    let first: Response | undefined;
+    const sent = await roundTrips(async () => {
+      first = await redirect(ip, 'IwAR-one');
+      expect(first.status).toBe(302);
+    });
+    // The click's transaction, and the delivery worker's wake-up for its visit's PageView.
+    expect(commitsOf(sent)).toBe(1);
+    expect(sent.filter((t) => /^BEGIN;/.test(t))).toHaveLength(1);
+    expect(sent.length).toBeLessThanOrEqual(2);
+
+    // The cookies the redirect set make a reload the same visit.
+    const cookie = first!.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const again = await roundTrips(async () => {
+      const res = await redirect(clientIp(), 'IwAR-one', cookie);
+      expect(res.headers.get('location')).toBe(first!.headers.get('location'));
+    });
+    expect(again).toHaveLength(1);
+    expect(commitsOf(again)).toBe(1);
+    expect(
+      await w.count('invitations WHERE invite_link = $1 AND visit_id IS NOT NULL', [
+        first!.headers.get('location'),
+      ]),
+    ).toBe(1);
+  });
+
+  it('a refused redirect records no visit and takes no link', async () => {
+    await refillChannelPool(w.app.deps, w.channels.main);
+    const ip = clientIp();
+    for (let i = 0; i < PER_MINUTE; i++) expect((await redirect(ip, `IwAR-${i}`)).status).toBe(302);
+    const visits = await w.count('visits WHERE client_ip = $1', [ip]);
+    const pooled = await w.count('invitations WHERE visit_id IS NULL');
+    const refused = await w.get(`/r/${w.websiteId}/${w.channels.main}?fbclid=IwAR-over`, {
+      'x-capigram-client-ip': ip,
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await w.count('visits WHERE client_ip = $1', [ip])).toBe(visits);
+    expect(await w.count('invitations WHERE visit_id IS NULL')).toBe(pooled);
+  });
+});
+
 describe('the rate limit counted by the click', () => {
   it('a refused click answers 429 with Retry-After and writes nothing but its count', async () => {
     await refillChannelPool(w.app.deps, w.channels.main);
