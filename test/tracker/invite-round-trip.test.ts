@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../backend/config.js';
+import { createPool } from '../../backend/db/pool.js';
+import { runStatementsInline } from '../../backend/db/prepared-batch.js';
 import { refillChannelPool } from '../../backend/domain/invites/refill.js';
+import { createRateLimiter, rateLimitSettings } from '../../backend/domain/rate-limits.js';
+import { clickRoundTrip, inviteClickCall } from '../../backend/domain/tracker/click-handout.js';
 import { clientIp, initBody, ORIGIN, problem, startWorld, type World } from './world.js';
 
 /**
@@ -186,6 +191,43 @@ describe('an ad click to a channel (/r/…) on the common path', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(await w.count('visits WHERE client_ip = $1', [ip])).toBe(visits);
     expect(await w.count('invitations WHERE visit_id IS NULL')).toBe(pooled);
+  });
+});
+
+describe('behind a transaction-mode pooler', () => {
+  it('the click runs with its statements written out in full, and still hands one link per visit', async () => {
+    await refillChannelPool(w.app.deps, w.channels.main);
+    const pool = createPool(w.db.url, 2);
+    runStatementsInline(pool);
+    try {
+      const v = await visitOf(clientIp());
+      const limiter = createRateLimiter(pool, rateLimitSettings(loadConfig({})));
+      const call = () =>
+        inviteClickCall({
+          siteId: w.siteId,
+          tempId: v.tempId,
+          sessionId: v.sessionId,
+          click: { consented: true },
+          admission: limiter.visitAdmission('invite', w.siteId, clientIp()),
+        });
+      const deps = { pool, now: () => new Date() };
+      const [a, b] = await Promise.all([
+        clickRoundTrip(deps, call(), 'usable'),
+        clickRoundTrip(deps, call(), 'usable'),
+      ]);
+      expect(a).toMatchObject({ allowed: true, visitId: v.visitId, channel: { id: w.channels.main } });
+      expect(a.link?.inviteLink).toMatch(/^https:\/\/t\.me\/\+/);
+      expect(b.link?.inviteLink).toBe(a.link?.inviteLink);
+      expect([a.link?.held, b.link?.held].sort()).toEqual([false, true]);
+      expect(await w.count('invitations WHERE visit_id = $1', [v.visitId])).toBe(1);
+      // Nothing of a click outlives its transaction on the connection.
+      const { rows } = await pool.query<{ v: string | null }>(
+        "SELECT nullif(current_setting('capigram.click_visit', true), '') AS v",
+      );
+      expect(rows).toEqual([{ v: null }]);
+    } finally {
+      await pool.end();
+    }
   });
 });
 
