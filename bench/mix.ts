@@ -18,7 +18,13 @@
  *   User-Agent, without and with an `Idempotency-Key`;
  * - `track/init` on the site with a Meta pixel (a PageView send per visit);
  * - invite clicks, `track/invite` and `/r/{site}/{channel}`, 10 clients each, while `track/init`
- *   runs at 40 clients beside them (the clicks' latency is the figure).
+ *   runs at 40 clients beside them: everything saturated, the clicks' capacity.
+ *
+ * Then, after each round's rows, the paced rows: the latency a visitor sees. Clicks at a fixed
+ * total rate (`--click-rate`, default 100/s) from 10 connections, each waiting for its answer
+ * before its next click, while `track/init` runs from 40 connections paced at half the rate the
+ * track/init row reached in the same round, and the worker delivers. At the end, the round trips
+ * and commits the server spends per click with no other requests (the worker still delivering).
  *
  * Per row: requests per second and the ratio to the cheapest write of the same round; p50 and
  * p99; the server's CPU, the worker's, and PostgreSQL's (every postgres process, from /proc), per
@@ -30,7 +36,8 @@
  *
  * Options: `--requests=N` (per row and round, default 4000), `--rounds=N` (default 2),
  * `--concurrency=N` (default 50), `--short` (1000 requests per row and round: a quick run of a
- * minute or two).
+ * minute or two), `--click-rate=N` (the paced rows' clicks per second, default 100; each paced
+ * row clicks half the requests per row and round, at least 300).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -266,17 +273,9 @@ interface Batch {
   seconds: number;
 }
 
-async function load(
-  url: string,
-  total: number,
-  concurrency: number,
-  next: (client: number) => Call,
-): Promise<Batch> {
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-  const latencies: number[] = [];
-  let failures = 0;
-  let issued = 0;
-  const one = (call: Call) =>
+/** Sends one call at a time on `agent`, recording its latency (or its failure) in `batch`. */
+function sender(agent: Agent, batch: { latencies: number[]; failures: number }) {
+  return (url: string, call: Call) =>
     new Promise<void>((resolve) => {
       const started = performance.now();
       const req = request(
@@ -285,29 +284,80 @@ async function load(
         (res) => {
           res.resume();
           res.on('end', () => {
-            if (res.statusCode === call.expect) latencies.push(performance.now() - started);
-            else failures += 1;
+            if (res.statusCode === call.expect) batch.latencies.push(performance.now() - started);
+            else batch.failures += 1;
             resolve();
           });
         },
       );
       req.on('error', () => {
-        failures += 1;
+        batch.failures += 1;
         resolve();
       });
       req.end(call.body);
     });
+}
+
+/** `total` calls from `concurrency` closed-loop clients, each sending its next call as soon as its last is answered. */
+async function load(
+  url: string,
+  total: number,
+  concurrency: number,
+  next: (client: number) => Call,
+): Promise<Batch> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const batch = { latencies: [] as number[], failures: 0 };
+  const one = sender(agent, batch);
+  let issued = 0;
   const client = async (n: number) => {
     while (issued < total) {
       issued += 1;
-      await one(next(n));
+      await one(url, next(n));
     }
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: concurrency }, (_, n) => client(n)));
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  return { latencies, failures, seconds };
+  return { ...batch, seconds };
+}
+
+/**
+ * Calls at a fixed total rate, `perSecond`, from `connections` keep-alive connections, each due
+ * `connections / perSecond` seconds after its last (the connections' turns interleaved). A
+ * connection waits for its answer before its next call, as a browser does: one answered late
+ * sends its next at once, without making up for the calls it missed, so a slow server shows as
+ * an achieved rate below the target as well as in the latencies (each measured from its send).
+ * Stops when `done()` says so.
+ */
+async function paced(
+  url: string,
+  connections: number,
+  perSecond: number,
+  next: (client: number) => Call,
+  done: (sent: number) => boolean,
+): Promise<Batch> {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const batch = { latencies: [] as number[], failures: 0 };
+  const one = sender(agent, batch);
+  const interval = (connections * 1000) / perSecond;
+  let sent = 0;
+  const started = performance.now();
+  const client = async (n: number) => {
+    let due = started + (n * interval) / connections;
+    for (;;) {
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (done(sent)) return;
+      sent += 1;
+      await one(url, next(n));
+      due = Math.max(due + interval, performance.now());
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, (_, n) => client(n)));
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  return { ...batch, seconds };
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -342,6 +392,23 @@ class Row {
   get perSecond(): number {
     return this.latencies.length / this.seconds;
   }
+}
+
+/**
+ * Clicks paced at a fixed rate beside track/init paced at half the rate the track/init row
+ * reached in the same round (the worker delivering meanwhile): the latency a visitor sees on a
+ * busy but not saturated server.
+ */
+class PacedRow {
+  clicks = { latencies: [] as number[], failures: 0, seconds: 0 };
+  inits = { answered: 0, failures: 0, seconds: 0 };
+  /** Per round: the rate track/init was paced at. */
+  initTargets: number[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly next: (client: number) => Call,
+  ) {}
 }
 
 interface Env {
@@ -473,6 +540,9 @@ export async function run(args: string[] = []): Promise<void> {
   const rounds = option(args, 'rounds', 2);
   const concurrency = option(args, 'concurrency', 50);
   const clickClients = 10;
+  // The paced rows: clicks per second from the click clients together, and clicks per round.
+  const clickRate = option(args, 'click-rate', 100);
+  const pacedClicks = Math.max(300, Math.floor(perRound / 2));
   const warmup = Math.min(500, perRound);
 
   // --statements: where the database's time goes, statement by statement, at the end.
@@ -489,7 +559,8 @@ export async function run(args: string[] = []): Promise<void> {
     await createCheapestTable(pool);
     if (statements) await pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     const warmLeads = 2 * (warmup + perRound * rounds);
-    const clicks = 2 * (warmup + perRound * rounds);
+    // Every click takes a pooled link: the saturated rows', the paced rows' and the clicks alone.
+    const clicks = 2 * (warmup + perRound * rounds) + 2 * pacedClicks * rounds + 1000;
     const s = await seed(pool, secretKey, warmLeads, clicks + 100);
     const spec = { databaseUrl, secretKey, metaUrl: '' };
     const meta = await spawn({ ...spec, role: 'meta' });
@@ -620,11 +691,50 @@ export async function run(args: string[] = []): Promise<void> {
       await background;
       return { measured, requests: perRound + initRequests };
     };
+    const pacedRun = async (row: PacedRow, initRate: number) => {
+      let clicking = true;
+      const initTarget = initRate / 2;
+      const background = paced(server.url, concurrency - clickClients, initTarget, initCall, () => !clicking);
+      const clicks = await paced(
+        server.url,
+        clickClients,
+        clickRate,
+        row.next,
+        (sent) => sent >= pacedClicks,
+      );
+      clicking = false;
+      const inits = await background;
+      row.clicks.latencies.push(...clicks.latencies);
+      row.clicks.failures += clicks.failures;
+      row.clicks.seconds += clicks.seconds;
+      row.inits.answered += inits.latencies.length;
+      row.inits.failures += inits.failures;
+      row.inits.seconds += inits.seconds;
+      row.initTargets.push(initTarget);
+    };
+    /** Round trips and commits the server spends per click with no other requests (neither depends on load). */
+    const alone = async (next: (client: number) => Call) => {
+      const n = 500;
+      const s0 = await statsOf(server);
+      const batch = await load(server.url, n, clickClients, next);
+      const s1 = await statsOf(server);
+      return {
+        trips: (s1.queries - s0.queries) / n,
+        commits: (s1.commits - s0.commits) / n,
+        failures: batch.failures,
+      };
+    };
+    const pacedRows = [
+      new PacedRow(`track/invite, ${clickClients} connections`, inviteCall),
+      new PacedRow(`/r/ click, ${clickClients} connections`, redirectCall),
+    ];
+
     const cheapestRow = new Row(
       'cheapest write: bare hono + one INSERT (uuid, jsonb)',
       cheapest,
       plain(cheapest, cheapestCall),
     );
+    const initRow = new Row('track/init, site with a Meta pixel', server, plain(server, initCall));
     const rows = [
       cheapestRow,
       new Row('conversion, warm lead, nothing named', server, plain(server, warmCall(false))),
@@ -635,7 +745,7 @@ export async function run(args: string[] = []): Promise<void> {
         server,
         plain(server, coldCall(true)),
       ),
-      new Row('track/init, site with a Meta pixel', server, plain(server, initCall)),
+      initRow,
       new Row(
         `track/invite, ${clickClients} clients, beside track/init`,
         server,
@@ -675,7 +785,11 @@ export async function run(args: string[] = []): Promise<void> {
       }
       cheapestRate = rates.get(cheapestRow)!;
       for (const [row, rate] of rates) row.ratios.push(rate / cheapestRate);
+      for (const row of round % 2 === 0 ? pacedRows : [...pacedRows].reverse())
+        await pacedRun(row, rates.get(initRow)!);
     }
+    const inviteAlone = await alone(inviteCall);
+    const redirectAlone = await alone(redirectCall);
     const drain = await waitDrained(pool);
     const w1 = await statsOf(worker);
     const b1 = await backendCpu(pool);
@@ -694,6 +808,12 @@ export async function run(args: string[] = []): Promise<void> {
       const per = (n: number) => n / r.requests;
       return `| ${r.name} | ${f0(r.perSecond)} | ${r.ratios.map(f2).join(' / ')} | ${f2(quantile(sorted, 0.5))} | ${f2(quantile(sorted, 0.99))} | ${f0(per(r.serverCpu))} | ${f0(per(r.workerCpu))} | ${f0(per(r.dbCpu))} | ${f0(per(r.dbServer))} | ${f0(per(r.dbWorker))} | ${f2(per(r.queries))} | ${f2(per(r.commits))} | ${r.delivered} | ${r.failures} |`;
     };
+    const pacedLine = (r: PacedRow) => {
+      const sorted = [...r.clicks.latencies].sort((a, b) => a - b);
+      return `| ${r.name} | ${clickRate} | ${f0(sorted.length / r.clicks.seconds)} | ${f2(quantile(sorted, 0.5))} | ${f2(quantile(sorted, 0.99))} | ${f2(sorted.at(-1) ?? Number.NaN)} | ${r.initTargets.map(f0).join(' / ')} | ${f0(r.inits.answered / r.inits.seconds)} | ${r.clicks.failures + r.inits.failures} |`;
+    };
+    const aloneText = (name: string, a: { trips: number; commits: number; failures: number }) =>
+      `${name} ${f2(a.trips)} round trips and ${f2(a.commits)} commits per click${a.failures > 0 ? ` (${a.failures} failed)` : ''}`;
     const out = [
       `mixed write path: ${perRound} requests per row and round, ${rounds} rounds (order alternating), ${concurrency} keep-alive clients (clicks: ${clickClients}, beside track/init at ${concurrency - clickClients}), the worker delivering to a fake Meta throughout; load average at start ${load0.toFixed(2)}`,
       '',
@@ -702,6 +822,14 @@ export async function run(args: string[] = []): Promise<void> {
       ...rows.map(line),
       '',
       `delivery over the run (${seconds.toFixed(1)} s, the last backlog drained ${drain.toFixed(2)} s after the last row): ${delivered} sends delivered; per delivered send: worker CPU ${f0((w1.cpuMicros - w0.cpuMicros) / delivered)} µs, its connections' database CPU ${f0(workerDb / delivered)} µs, ${f2((w1.queries - w0.queries) / delivered)} round trips, ${f2((w1.commits - w0.commits) / delivered)} commits`,
+      `clicks paced: ${pacedClicks} clicks per row and round at ${clickRate}/s from ${clickClients} connections (each waits for its answer), track/init beside them from ${concurrency - clickClients} connections paced at half the rate the track/init row reached in the same round, the worker delivering`,
+      '',
+      '| paced row | clicks/s target | clicks/s achieved | p50 ms | p99 ms | max ms | track/init beside, target /s per round | track/init achieved /s | failed |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...pacedRows.map(pacedLine),
+      '',
+      `the server's own cost per click, 500 clicks from ${clickClients} clients with no other requests (the worker delivering; the server's wake-ups of the worker for new visits and its requests for pool refills included): ${aloneText('track/invite', inviteAlone)}; ${aloneText('/r/', redirectAlone)}`,
+      '',
       `sends not delivered: ${failedRows.length === 0 ? 'none' : failedRows.map((r) => `${r.n} ${r.status}`).join(', ')}`,
       '',
       `ratios to the cheapest write (mean of rounds): ${rows

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../backend/config.js';
+import { createPool } from '../../backend/db/pool.js';
+import { runStatementsInline } from '../../backend/db/prepared-batch.js';
 import { refillChannelPool } from '../../backend/domain/invites/refill.js';
+import { createRateLimiter, rateLimitSettings } from '../../backend/domain/rate-limits.js';
+import { clickRoundTrip, inviteClickCall } from '../../backend/domain/tracker/click-handout.js';
 import { clientIp, initBody, ORIGIN, problem, startWorld, type World } from './world.js';
 
 /**
@@ -132,6 +137,100 @@ describe('an invite click on the common path', () => {
   });
 });
 
+describe('an ad click to a channel (/r/…) on the common path', () => {
+  const redirect = (ip: string, fbclid: string, cookie?: string) =>
+    w.get(`/r/${w.websiteId}/${w.channels.main}?fbclid=${fbclid}`, {
+      accept: 'text/html',
+      'user-agent': 'Mozilla/5.0 (iPhone) Test/1.0',
+      'x-capigram-client-ip': ip,
+      ...(cookie === undefined ? {} : { cookie }),
+    });
+
+  it('is one round trip and one commit; the same click again gets the same link, also in one', async () => {
+    await refillChannelPool(w.app.deps, w.channels.main);
+    const ip = clientIp();
+    expect((await redirect(ip, 'IwAR-warm')).status).toBe(302);
+    let first: Response | undefined;
+    const sent = await roundTrips(async () => {
+      first = await redirect(ip, 'IwAR-one');
+      expect(first.status).toBe(302);
+    });
+    // The click's transaction, and the delivery worker's wake-up for its visit's PageView.
+    expect(commitsOf(sent)).toBe(1);
+    expect(sent.filter((t) => /^BEGIN;/.test(t))).toHaveLength(1);
+    expect(sent.length).toBeLessThanOrEqual(2);
+
+    // The cookies the redirect set make a reload the same visit.
+    const cookie = first!.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const again = await roundTrips(async () => {
+      const res = await redirect(clientIp(), 'IwAR-one', cookie);
+      expect(res.headers.get('location')).toBe(first!.headers.get('location'));
+    });
+    expect(again).toHaveLength(1);
+    expect(commitsOf(again)).toBe(1);
+    expect(
+      await w.count('invitations WHERE invite_link = $1 AND visit_id IS NOT NULL', [
+        first!.headers.get('location'),
+      ]),
+    ).toBe(1);
+  });
+
+  it('a refused redirect records no visit and takes no link', async () => {
+    await refillChannelPool(w.app.deps, w.channels.main);
+    const ip = clientIp();
+    for (let i = 0; i < PER_MINUTE; i++) expect((await redirect(ip, `IwAR-${i}`)).status).toBe(302);
+    const visits = await w.count('visits WHERE client_ip = $1', [ip]);
+    const pooled = await w.count('invitations WHERE visit_id IS NULL');
+    const refused = await w.get(`/r/${w.websiteId}/${w.channels.main}?fbclid=IwAR-over`, {
+      'x-capigram-client-ip': ip,
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await w.count('visits WHERE client_ip = $1', [ip])).toBe(visits);
+    expect(await w.count('invitations WHERE visit_id IS NULL')).toBe(pooled);
+  });
+});
+
+describe('behind a transaction-mode pooler', () => {
+  it('the click runs with its statements written out in full, and still hands one link per visit', async () => {
+    await refillChannelPool(w.app.deps, w.channels.main);
+    const pool = createPool(w.db.url, 2);
+    runStatementsInline(pool);
+    try {
+      const v = await visitOf(clientIp());
+      const limiter = createRateLimiter(pool, rateLimitSettings(loadConfig({})));
+      const call = () =>
+        inviteClickCall({
+          siteId: w.siteId,
+          tempId: v.tempId,
+          sessionId: v.sessionId,
+          click: { consented: true },
+          admission: limiter.visitAdmission('invite', w.siteId, clientIp()),
+        });
+      const deps = { pool, now: () => new Date() };
+      const [a, b] = await Promise.all([
+        clickRoundTrip(deps, call(), 'usable'),
+        clickRoundTrip(deps, call(), 'usable'),
+      ]);
+      expect(a).toMatchObject({ allowed: true, visitId: v.visitId, channel: { id: w.channels.main } });
+      expect(a.link?.inviteLink).toMatch(/^https:\/\/t\.me\/\+/);
+      expect(b.link?.inviteLink).toBe(a.link?.inviteLink);
+      expect([a.link?.held, b.link?.held].sort()).toEqual([false, true]);
+      expect(await w.count('invitations WHERE visit_id = $1', [v.visitId])).toBe(1);
+      // Nothing of a click outlives its transaction on the connection.
+      const { rows } = await pool.query<{ v: string | null }>(
+        "SELECT nullif(current_setting('capigram.click_visit', true), '') AS v",
+      );
+      expect(rows).toEqual([{ v: null }]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
 describe('the rate limit counted by the click', () => {
   it('a refused click answers 429 with Retry-After and writes nothing but its count', async () => {
     await refillChannelPool(w.app.deps, w.channels.main);
@@ -149,6 +248,7 @@ describe('the rate limit counted by the click', () => {
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(await w.count('visits WHERE temp_id = $1', [browser.tempId])).toBe(0);
     expect(await w.count('invitations WHERE visit_id IS NULL')).toBe(pooled);
+    expect(await w.count('invitations WHERE visit_id IS NULL AND assigned_at IS NOT NULL')).toBe(0);
     const { rows } = await w.db.pool.query<{ points: number }>(
       'SELECT points FROM capigram_rate_limits WHERE key = $1',
       [`kl_invite:${w.siteId}:${ip}`],

@@ -1,10 +1,16 @@
 import { ApiError } from '../../errors.js';
 import { findChannel, findSiteChannel, type InviteChannel } from '../invites/invite-channels.js';
 import { inviteForVisit, inviteFromTelegram, requestRefill, type HandedOut } from '../invites/handout.js';
-import { clickRoundTrip } from './click-handout.js';
+import { type ClickRoundTrip, clickRoundTrip, inviteClickCall, redirectCall } from './click-handout.js';
 import type { InviteDeps } from '../invites/telegram.js';
 import type { Queryable } from '../../db/pool.js';
-import { recordVisit, type VisitAdmission, type VisitAttribution, type VisitKind } from './visits.js';
+import {
+  recordVisit,
+  visitMismatch,
+  type VisitAdmission,
+  type VisitAttribution,
+  type VisitKind,
+} from './visits.js';
 
 /**
  * The tracker's two ways into a channel: an invite click from a tracked page, and a direct invite
@@ -52,13 +58,44 @@ export async function inviteClick(
     admission: VisitAdmission;
   },
 ): Promise<InviteOutcome> {
-  const trip = await clickRoundTrip(deps, q);
+  const trip = await clickRoundTrip(deps, inviteClickCall(q), 'usable');
+  return handOut(deps, trip, q, 'usable');
+}
+
+/**
+ * An ad's click straight to a channel (`/r/{site}/{channel}`): `directInvite`'s visit (one per
+ * visitRequestId: a reload or a double tap gets the same link back) and link, with the rate limit
+ * counted by the same statement, in one round trip and one commit unless the pool is dry.
+ */
+export async function redirectInvite(
+  deps: InviteDeps,
+  q: {
+    siteId: string;
+    tempId: string;
+    sessionId: string;
+    visitRequestId: string;
+    channelId: string;
+    attribution: VisitAttribution;
+    admission: VisitAdmission;
+  },
+): Promise<InviteOutcome> {
+  const trip = await clickRoundTrip(deps, redirectCall(q), 'any');
+  if (trip.allowed && trip.channel !== null && trip.visitId === null) throw visitMismatch();
+  return handOut(deps, trip, q, 'any');
+}
+
+/** A click's round trip made good: its errors, the worker woken, and a link from Telegram when the pool was dry. */
+async function handOut(
+  deps: InviteDeps,
+  trip: ClickRoundTrip,
+  q: { channelId?: string | undefined; admission: VisitAdmission },
+  mode: 'usable' | 'any',
+): Promise<InviteOutcome> {
   if (!trip.allowed) throw q.admission.refusal(trip.retryMs);
   if (trip.channel === null || trip.visitId === null) throw channelNotFound(q.channelId);
   if (trip.sends > 0) deps.local.waker.wake();
   const { channel, visitId, link } = trip;
-  if (link === null)
-    return { visitId, ...(await inviteFromTelegram(deps, { visitId, channel, mode: 'usable' })) };
+  if (link === null) return { visitId, ...(await inviteFromTelegram(deps, { visitId, channel, mode })) };
   if (!link.held) await requestRefill(deps, channel.id);
   return {
     visitId,

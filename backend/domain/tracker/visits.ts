@@ -166,14 +166,18 @@ const ADMIT_ALL: VisitAdmission = {
 const SENDS = sendsCte('visit', 'SELECT id, site_id FROM visit WHERE created AND consented', { fresh: true });
 const ADMISSION_FIRST_PARAM = COLUMNS.length + SENDS.params.length + 1;
 
-const UPSERT_VISIT = `
+function upsertVisit(guard: string): string {
+  return `
   elsewhere AS (SELECT 1 FROM visits WHERE visit_request_id = $4::uuid AND site_id <> $1::uuid LIMIT 1),
   visit AS (
     INSERT INTO visits (${COLUMNS.join(', ')})
-    SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere) AND (SELECT allowed FROM admission)
+    SELECT ${VALUES} WHERE NOT EXISTS (SELECT 1 FROM elsewhere) AND ${guard}
     ON CONFLICT (visit_request_id) WHERE visit_request_id IS NOT NULL DO UPDATE SET ${FILL_MISSING}, updated_at = now()
       WHERE visits.site_id = EXCLUDED.site_id AND visits.temp_id = EXCLUDED.temp_id AND visits.session_id = EXCLUDED.session_id
     RETURNING id, site_id, channel_id, consented, (xmax = 0) AS created)`;
+}
+
+const UPSERT_VISIT = upsertVisit('(SELECT allowed FROM admission)');
 
 const INSERT_VISIT = `
   visit AS (
@@ -401,12 +405,7 @@ export async function settleVisit(
   admission: VisitAdmission = ADMIT_ALL,
 ): Promise<RecordedVisit> {
   if (row !== undefined && !row.allowed) throw admission.refusal(row.retry_ms);
-  if (row === undefined || row.id === null) {
-    throw new ApiError(
-      'VISIT_IDENTITY_MISMATCH',
-      'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
-    );
-  }
+  if (row === undefined || row.id === null) throw visitMismatch();
   return {
     visitId: row.id,
     created: row.created === true,
@@ -416,6 +415,14 @@ export async function settleVisit(
       ? eventIdFor({ kind: 'visit', id: row.id })
       : null,
   };
+}
+
+/** A visitRequestId that another site, browser or session already used. */
+export function visitMismatch(): ApiError {
+  return new ApiError(
+    'VISIT_IDENTITY_MISMATCH',
+    'this visitRequestId belongs to a visit of another websiteId, tempId or sessionId; use a new UUID for a new visit',
+  );
 }
 
 /**
@@ -437,36 +444,29 @@ async function hasMetaPageView(
 }
 
 /**
- * A click's minimal visit (`clickVisitId`) as part of a larger statement: the CTEs `visit`
- * (id, site_id, consented, created), inserted only where the SQL condition `guard` holds, and
- * `created_sends`, its PageView sends. Its values (`minimalVisitValues`) are the parameters $1 to
- * $MINIMAL_VISIT_PARAMS; $1 is the site, $2 and $3 the browser and session ids it is stored under.
+ * A visit recorded as part of a larger statement (an invite click's, `click-handout.ts`): the CTEs
+ * `visit` (id, site_id, channel_id, consented, created), written only where the SQL condition
+ * `guard` holds, and `created_sends`, a new visit's PageView sends. `insert` always makes a new
+ * visit (a click's minimal one); `upsert` is keyed by the visitRequestId, as `recordVisit` has it.
+ * Its values (`visitValues`) are the parameters $1 to $VISIT_PARAMS: $1 the site, $2 and $3 the
+ * browser and session ids it is stored under, $6 its channel.
  */
-export function minimalVisitCtes(guard: string): string {
-  return `visit AS (
+export function visitCtes(how: 'insert' | 'upsert', guard: string): string {
+  const visit =
+    how === 'upsert'
+      ? upsertVisit(guard)
+      : `visit AS (
     INSERT INTO visits (${COLUMNS.join(', ')})
     SELECT ${VALUES} WHERE ${guard}
-    RETURNING id, site_id, consented, true AS created),
+    RETURNING id, site_id, channel_id, consented, true AS created)`;
+  return `${visit},
   ${SENDS.text}`;
 }
 
-export const MINIMAL_VISIT_PARAMS = COLUMNS.length + SENDS.params.length;
+export const VISIT_PARAMS = COLUMNS.length + SENDS.params.length;
 
-export function minimalVisitValues(q: {
-  siteId: string;
-  tempId: string;
-  sessionId: string;
-  click: VisitAttribution;
-}): unknown[] {
-  return parameters(
-    asStored({
-      siteId: q.siteId,
-      tempId: q.tempId,
-      sessionId: q.sessionId,
-      kind: 'pageview',
-      attribution: q.click,
-    }),
-  );
+export function visitValues(v: NewVisit): unknown[] {
+  return parameters(asStored(v));
 }
 
 /** `findClickVisit`'s query: $1 the site, $2 the browser's id, $3 the session's (`p` renames them). */

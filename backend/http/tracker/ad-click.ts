@@ -31,6 +31,8 @@ export async function adClick(
   siteParam: string,
   target: string,
   siteFound: (siteId: string) => void = () => undefined,
+  /** True: the caller counts the rate limit in its own statement, through the returned `admission`. */
+  countsOwnLimit = false,
 ) {
   const { deps } = s;
   const site =
@@ -42,7 +44,7 @@ export async function adClick(
   s.vouched(c, site);
   const browser = c.get('browser');
   if (isLinkLookup(c.req.method, userAgentOf(browser, undefined))) return linkLookupAnswer(c);
-  await s.limiter.consume('invite', site.id, browser.ip);
+  if (!countsOwnLimit) await s.limiter.consume('invite', site.id, browser.ip);
 
   // An ad link carries no consent of its own: the site's mode decides. Without consent the
   // browser's cookies are neither read nor written, and the visit keeps only its path.
@@ -96,5 +98,5 @@ export async function adClick(
     );
     c.header('cache-control', 'no-store');
   };
-  return { visit, setCookies };
+  return { visit, setCookies, admission: s.limiter.visitAdmission('invite', site.id, browser.ip) };
 }

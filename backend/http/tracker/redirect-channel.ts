@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import { directInvite } from '../../domain/tracker/invites.js';
+import { redirectInvite } from '../../domain/tracker/invites.js';
 import { adClick } from './ad-click.js';
 import type { KeylessEnv } from './env.js';
 import { type FallbackTarget, isBrowserNavigation, navigationFallback } from './navigation-fallback.js';
@@ -13,14 +13,21 @@ export function registerRedirectChannel(keyless: Hono<KeylessEnv>, s: TrackerSur
     // Told the site as soon as it is known, for the fallback.
     const target: FallbackTarget = { siteId: undefined, channelId: channelParam };
     try {
-      const click = await adClick(s, c, c.req.param('siteId'), channelParam, (siteId) => {
-        target.siteId = siteId;
-      });
+      const click = await adClick(
+        s,
+        c,
+        c.req.param('siteId'),
+        channelParam,
+        (siteId) => {
+          target.siteId = siteId;
+        },
+        true,
+      );
       if (click instanceof Response) return click;
-      const outcome = await directInvite(s.deps, {
+      const outcome = await redirectInvite(s.deps, {
         ...click.visit,
         channelId: channelParam,
-        kind: 'redirect',
+        admission: click.admission,
       });
       click.setCookies();
       return redirect(c, outcome.inviteLink);
