@@ -16,3 +16,12 @@ CREATE INDEX sends_due ON sends (pixel_id, queue_at) WHERE status = 'pending';
 -- Room on each page for the claim's new row version (a HOT update needs it on the same page);
 -- PostgreSQL prunes the old versions as the page is next read, so the room is used again.
 ALTER TABLE sends SET (fillfactor = 70);
+
+-- A send is a conversion's or a visit's, never both, so one of its two subject keys is NULL. The
+-- unique constraints indexed that NULL too: an index entry on every insert, and on every update
+-- that is not heap-only (a send's outcome), that no lookup ever reads. The same uniqueness, without
+-- the NULLs (ON CONFLICT DO NOTHING takes any unique index as its arbiter, partial ones too, and
+-- the foreign keys' cascades look sends up by a subject id, which is never NULL).
+CREATE UNIQUE INDEX sends_conversion_pixel ON sends (conversion_id, pixel_id) WHERE conversion_id IS NOT NULL;
+CREATE UNIQUE INDEX sends_visit_pixel ON sends (visit_id, pixel_id) WHERE visit_id IS NOT NULL;
+ALTER TABLE sends DROP CONSTRAINT sends_conversion_id_pixel_id_key, DROP CONSTRAINT sends_visit_id_pixel_id_key;
