@@ -1,6 +1,7 @@
 // One send per subject and pixel, enforced by unique indexes that leave out the NULL subject key
 // (a send is a conversion's or a visit's, never both), so no index entry is written for it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listMigrations, NO_TRANSACTION_MARKER } from '../../backend/db/migrate.js';
 import { createSends } from '../../backend/domain/outbox/sends.js';
 import { createTestDatabase, type TestDatabase } from '../harness/db.js';
 import { createConversion, createSiteWith, deliveryHarness, type DeliveryHarness } from './support.js';
@@ -18,6 +19,12 @@ afterAll(async () => {
 });
 
 describe("sends' subject keys", () => {
+  it('are re-indexed without stopping the write path (concurrently, outside a transaction)', () => {
+    const m = listMigrations().find((x) => x.version === 212)!;
+    expect(m.sql.split('\n')[0]).toBe(NO_TRANSACTION_MARKER);
+    expect(m.sql.match(/CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS/g)).toHaveLength(2);
+  });
+
   it('are unique per pixel, indexed without NULLs', async () => {
     const { rows } = await db.pool.query<{ def: string }>(
       `SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'sends'::regclass AND indisunique AND NOT indisprimary ORDER BY 1`,
