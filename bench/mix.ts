@@ -59,6 +59,7 @@ import { createApp } from '../backend/http/app.js';
 import { startWorker } from '../backend/worker/runner.js';
 import { deliveryTasks } from '../backend/worker/tasks/deliver.js';
 import { startMeta } from '../test/fakes/meta.js';
+import { type Call, initCall as trackInitCall } from './tracker.js';
 import {
   cheapestWrite,
   createCheapestTable,
@@ -258,14 +259,6 @@ async function databaseCounters(
 
 // ---------------------------------------------------------------------------------------------
 // The load.
-
-interface Call {
-  method: 'GET' | 'POST';
-  path: string;
-  headers: Record<string, string>;
-  body?: string;
-  expect: number;
-}
 
 interface Batch {
   latencies: number[];
@@ -628,29 +621,7 @@ export async function run(args: string[] = []): Promise<void> {
     const initCall = (client: number): Call => {
       const browser = { tid: randomUUID(), sid: randomUUID() };
       browsers.push(browser);
-      return {
-        method: 'POST',
-        path: '/backend/track/init',
-        expect: 200,
-        headers: {
-          'content-type': 'application/json',
-          origin: ORIGIN,
-          'x-capigram-client-ip': `198.51.100.${client + 1}`,
-        },
-        body: JSON.stringify({
-          websiteId: s.websiteId,
-          tempId: browser.tid,
-          sessionId: browser.sid,
-          visitRequestId: randomUUID(),
-          href: `${ORIGIN}/landing?fbclid=IwAR2F4&utm_source=fb`,
-          landingPage: '/landing?fbclid=IwAR2F4&utm_source=fb',
-          referrer: 'https://l.facebook.com/',
-          userAgent: UA,
-          fbc: `fb.1.${Date.now()}.IwAR2F4`,
-          fbp: 'fb.1.1763776500000.1116446470',
-          utmSource: 'fb',
-        }),
-      };
+      return trackInitCall(s.websiteId, client, browser);
     };
     const inviteCall = (client: number): Call => {
       const b = browsers[nextBrowser++ % browsers.length]!;
