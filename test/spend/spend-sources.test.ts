@@ -5,6 +5,7 @@ import { SPEND_REFRESH_TASK, addDays, dayIn } from '../../backend/domain/spend/s
 import { type CliWorld, cliWorld } from '../cli/harness.js';
 import { type InsightsRow, MetaInsightsFake } from '../fakes/meta-insights.js';
 import { TEST_ADMIN_TOKEN, type TestApp, startTestApp } from '../harness/app.js';
+import { until } from './support.js';
 
 const TZ = 'America/Los_Angeles';
 const today = dayIn(TZ, new Date());
@@ -16,15 +17,6 @@ const fake = new MetaInsightsFake();
 let siteId = '';
 let otherSiteId = '';
 let sourceId = '';
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 6000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const sourceRow = async () =>
   (

@@ -7,6 +7,7 @@ import { mergeCredentials } from '../../backend/domain/spend/update-source.js';
 import { type CliWorld, cliWorld } from '../cli/harness.js';
 import { type InsightsRow, MetaInsightsFake } from '../fakes/meta-insights.js';
 import { type TestApp, startTestApp } from '../harness/app.js';
+import { until } from './support.js';
 
 const TZ = 'Europe/Berlin';
 const today = dayIn(TZ, new Date());
@@ -17,15 +18,6 @@ let app: TestApp;
 const fake = new MetaInsightsFake();
 let siteId = '';
 let sourceId = '';
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 6000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 interface SourceState {
   id: string;

@@ -25,3 +25,13 @@ export async function spendTotals(
   );
   return rows[0];
 }
+
+/** Reads `read()` every 50 ms until `ok` holds or `ms` have passed; returns the last reading. */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 6000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
