@@ -78,7 +78,7 @@ const FIRST_COLD = 950_000_000;
 /** The application names the roles' connections carry, by which the database's CPU is split. */
 const APP = { server: 'bench_capigram_server', worker: 'bench_capigram_worker', cheapest: 'bench_cheapest' };
 
-type Role = 'cheapest' | 'capigram' | 'worker' | 'meta';
+type Role = 'cheapest' | 'capigram' | 'worker' | 'meta' | 'visitors';
 
 interface RoleSpec {
   role: Role;
@@ -148,6 +148,11 @@ function withApplicationName(databaseUrl: string, name: string): string {
 async function serveRole(spec: RoleSpec): Promise<void> {
   const counts = countQueries();
   answerStats(counts);
+  if (spec.role === 'visitors') {
+    serveVisitors();
+    process.send?.({ ready: 'visitors' });
+    return;
+  }
   if (spec.role === 'meta') {
     const meta = await startMeta();
     process.send?.({ ready: meta.url });
@@ -203,6 +208,77 @@ async function statsOf(child: Child): Promise<RoleStats> {
   for (;;) {
     const [message] = (await once(child.process, 'message')) as [{ stats?: RoleStats }];
     if (message.stats !== undefined) return message.stats;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The visitors: the paced rows' clicks, from a process of their own.
+
+/** What a paced row's clicks need to be made: the site, and the browsers track/init has seen. */
+interface ClickSpec {
+  kind: 'invite' | 'redirect';
+  websiteId: string;
+  channelId: string;
+  /** For `track/invite`: the browsers (and sessions) it clicks as, taken in turn. */
+  browsers: { tid: string; sid: string }[];
+}
+
+/** A click's call: `track/invite` as one of `browsers` (the `n`th click), or an ad's `/r/` redirect. */
+function clickCall(spec: ClickSpec, client: number, n: number): Call {
+  if (spec.kind === 'invite') {
+    const b = spec.browsers[n % spec.browsers.length]!;
+    return {
+      method: 'GET',
+      path: `/backend/track/invite?website=${spec.websiteId}&tid=${b.tid}&sid=${b.sid}`,
+      expect: 302,
+      headers: { referer: `${ORIGIN}/landing`, 'x-capigram-client-ip': `198.51.100.${client + 101}` },
+    };
+  }
+  return {
+    method: 'GET',
+    path: `/r/${spec.websiteId}/${spec.channelId}?fbclid=IwAR${randomBytes(6).toString('hex')}&utm_source=fb`,
+    expect: 302,
+    headers: {
+      'user-agent': UA,
+      accept: 'text/html',
+      'x-capigram-client-ip': `198.51.100.${client + 151}`,
+    },
+  };
+}
+
+interface PacedClicks {
+  url: string;
+  spec: ClickSpec;
+  perSecond: number;
+  connections: number;
+  count: number;
+}
+
+/**
+ * The paced rows' clicks come from this process, as a visitor's browser is not the load
+ * generator: measured from the generator, whose event loop and garbage collector also serve 40
+ * track/init connections, a click's latency included the generator's own delays.
+ */
+function serveVisitors(): void {
+  process.on('message', (message: { clicks?: PacedClicks }) => {
+    const c = message.clicks;
+    if (c === undefined) return;
+    let n = 0;
+    void paced(
+      c.url,
+      c.connections,
+      c.perSecond,
+      (client) => clickCall(c.spec, client, n++),
+      (sent) => sent >= c.count,
+    ).then((batch) => process.send?.({ clicked: batch }));
+  });
+}
+
+async function clicksFrom(visitors: Child, clicks: PacedClicks): Promise<Batch> {
+  visitors.process.send({ clicks });
+  for (;;) {
+    const [message] = (await once(visitors.process, 'message')) as [{ clicked?: Batch }];
+    if (message.clicked !== undefined) return message.clicked;
   }
 }
 
@@ -389,8 +465,8 @@ class Row {
 
 /**
  * Clicks paced at a fixed rate beside track/init paced at half the rate the track/init row
- * reached in the same round (the worker delivering meanwhile): the latency a visitor sees on a
- * busy but not saturated server.
+ * reached in the same round, or at `--init-rate` (the worker delivering meanwhile): the latency a
+ * visitor sees on a busy server.
  */
 class PacedRow {
   clicks = { latencies: [] as number[], failures: 0, seconds: 0 };
@@ -400,7 +476,7 @@ class PacedRow {
 
   constructor(
     readonly name: string,
-    readonly next: (client: number) => Call,
+    readonly kind: ClickSpec['kind'],
   ) {}
 }
 
@@ -560,7 +636,8 @@ export async function run(args: string[] = []): Promise<void> {
     const cheapest = await spawn({ ...spec, role: 'cheapest' });
     const server = await spawn({ ...spec, role: 'capigram' });
     const worker = await spawn({ ...spec, role: 'worker', metaUrl: meta.url });
-    children.push(meta, cheapest, server, worker);
+    const visitors = await spawn({ ...spec, role: 'visitors' });
+    children.push(meta, cheapest, server, worker, visitors);
     const env: Env = { pool, worker };
 
     let nextWarm = FIRST_WARM + 1;
@@ -623,25 +700,14 @@ export async function run(args: string[] = []): Promise<void> {
       browsers.push(browser);
       return trackInitCall(s.websiteId, client, browser);
     };
-    const inviteCall = (client: number): Call => {
-      const b = browsers[nextBrowser++ % browsers.length]!;
-      return {
-        method: 'GET',
-        path: `/backend/track/invite?website=${s.websiteId}&tid=${b.tid}&sid=${b.sid}`,
-        expect: 302,
-        headers: { referer: `${ORIGIN}/landing`, 'x-capigram-client-ip': `198.51.100.${client + 101}` },
-      };
-    };
-    const redirectCall = (client: number): Call => ({
-      method: 'GET',
-      path: `/r/${s.websiteId}/${s.channelId}?fbclid=IwAR${randomBytes(6).toString('hex')}&utm_source=fb`,
-      expect: 302,
-      headers: {
-        'user-agent': UA,
-        accept: 'text/html',
-        'x-capigram-client-ip': `198.51.100.${client + 151}`,
-      },
+    const clickSpec = (kind: ClickSpec['kind']): ClickSpec => ({
+      kind,
+      websiteId: s.websiteId,
+      channelId: s.channelId,
+      browsers,
     });
+    const inviteCall = (client: number) => clickCall(clickSpec('invite'), client, nextBrowser++);
+    const redirectCall = (client: number) => clickCall(clickSpec('redirect'), client, 0);
 
     const plain = (target: Child, next: (client: number) => Call) => async () => {
       const measured = await load(target.url, perRound, concurrency, next);
@@ -662,17 +728,17 @@ export async function run(args: string[] = []): Promise<void> {
       await background;
       return { measured, requests: perRound + initRequests };
     };
-    const pacedRun = async (row: PacedRow, initRate: number) => {
+    const pacedRun = async (row: PacedRow, initTarget: number) => {
       let clicking = true;
-      const initTarget = initRate / 2;
       const background = paced(server.url, concurrency - clickClients, initTarget, initCall, () => !clicking);
-      const clicks = await paced(
-        server.url,
-        clickClients,
-        clickRate,
-        row.next,
-        (sent) => sent >= pacedClicks,
-      );
+      // The browsers track/init has seen so far (the newest), each clicking in turn.
+      const clicks = await clicksFrom(visitors, {
+        url: server.url,
+        spec: { ...clickSpec(row.kind), browsers: browsers.slice(-20_000) },
+        perSecond: clickRate,
+        connections: clickClients,
+        count: pacedClicks,
+      });
       clicking = false;
       const inits = await background;
       row.clicks.latencies.push(...clicks.latencies);
@@ -696,8 +762,8 @@ export async function run(args: string[] = []): Promise<void> {
       };
     };
     const pacedRows = [
-      new PacedRow(`track/invite, ${clickClients} connections`, inviteCall),
-      new PacedRow(`/r/ click, ${clickClients} connections`, redirectCall),
+      new PacedRow(`track/invite, ${clickClients} connections`, 'invite'),
+      new PacedRow(`/r/ click, ${clickClients} connections`, 'redirect'),
     ];
 
     const cheapestRow = new Row(
@@ -744,7 +810,11 @@ export async function run(args: string[] = []): Promise<void> {
     const c0 = await databaseCounters(pool);
     const load0 = loadavg()[0]!;
     const started = performance.now();
-    for (let round = 0; round < rounds; round++) {
+    // --init-rate: the paced rows alone, track/init beside them at that rate.
+    const initRate = option(args, 'init-rate', 0);
+    for (let round = 0; round < rounds && initRate > 0; round++)
+      for (const row of round % 2 === 0 ? pacedRows : [...pacedRows].reverse()) await pacedRun(row, initRate);
+    for (let round = 0; round < rounds && initRate === 0; round++) {
       // The order alternates, so that neither end of a round is always the same row's.
       const order = round % 2 === 0 ? rows : [cheapestRow, ...rows.slice(1).reverse()];
       let cheapestRate = Number.NaN;
@@ -757,7 +827,7 @@ export async function run(args: string[] = []): Promise<void> {
       cheapestRate = rates.get(cheapestRow)!;
       for (const [row, rate] of rates) row.ratios.push(rate / cheapestRate);
       for (const row of round % 2 === 0 ? pacedRows : [...pacedRows].reverse())
-        await pacedRun(row, rates.get(initRow)!);
+        await pacedRun(row, rates.get(initRow)! / 2);
     }
     const inviteAlone = await alone(inviteCall);
     const redirectAlone = await alone(redirectCall);
@@ -793,7 +863,7 @@ export async function run(args: string[] = []): Promise<void> {
       ...rows.map(line),
       '',
       `delivery over the run (${seconds.toFixed(1)} s, the last backlog drained ${drain.toFixed(2)} s after the last row): ${delivered} sends delivered; per delivered send: worker CPU ${f0((w1.cpuMicros - w0.cpuMicros) / delivered)} µs, its connections' database CPU ${f0(workerDb / delivered)} µs, ${f2((w1.queries - w0.queries) / delivered)} round trips, ${f2((w1.commits - w0.commits) / delivered)} commits`,
-      `clicks paced: ${pacedClicks} clicks per row and round at ${clickRate}/s from ${clickClients} connections (each waits for its answer), track/init beside them from ${concurrency - clickClients} connections paced at half the rate the track/init row reached in the same round, the worker delivering`,
+      `clicks paced: ${pacedClicks} clicks per row and round at ${clickRate}/s from ${clickClients} connections (each waits for its answer), track/init beside them from ${concurrency - clickClients} connections paced at ${initRate > 0 ? `${initRate}/s` : 'half the rate the track/init row reached in the same round'}, the worker delivering; the clicks from a process of their own`,
       '',
       '| paced row | clicks/s target | clicks/s achieved | p50 ms | p99 ms | max ms | track/init beside, target /s per round | track/init achieved /s | failed |',
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
