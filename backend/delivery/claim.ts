@@ -6,7 +6,9 @@ import { sendSubjectsSql, type PixelRow, type SendSubjectRow } from './event-bui
 
 /**
  * Claiming sends for delivery. A pending send is due when `next_attempt_at` has passed; claiming
- * moves `next_attempt_at` to the end of a lease, so no other worker takes it. If the worker dies
+ * moves `next_attempt_at` to the end of a lease, so no other worker takes it. The queue's index
+ * (`sends_queue`) is on `queue_at`, which the claim leaves alone, so a claim is a heap-only update
+ * that writes no index entry (migration 213). If the worker dies
  * mid-request, its sends are due again when the lease ends and the sweep (`sweep.ts`) wakes a
  * worker for them. The lease end (millisecond precision, so it survives the round trip through a
  * JS Date) is also the token that proves the claim is still ours when outcomes are written.
@@ -36,7 +38,7 @@ export interface DuePixel {
 }
 
 /**
- * The pixels that have due sends. A loose index scan over `sends_due` (pixel_id, next_attempt_at)
+ * The pixels that have due sends. A loose index scan over `sends_queue` (pixel_id, queue_at)
  * WHERE pending: one probe per pixel with pending sends, however many sends are queued, so a
  * backlog of a few pixels costs a few index descents, not a scan of the backlog.
  */
@@ -47,7 +49,7 @@ export const DUE_PIXELS_SQL = `
     SELECT (SELECT s.pixel_id FROM sends s WHERE s.status = 'pending' AND s.pixel_id > p.pixel_id ORDER BY s.pixel_id LIMIT 1)
     FROM pending p WHERE p.pixel_id IS NOT NULL)
   SELECT p.pixel_id, x.platform FROM pending p JOIN pixels x ON x.id = p.pixel_id
-  WHERE EXISTS (SELECT 1 FROM sends s WHERE s.pixel_id = p.pixel_id AND s.status = 'pending' AND s.next_attempt_at <= now())`;
+  WHERE EXISTS (SELECT 1 FROM sends s WHERE s.pixel_id = p.pixel_id AND s.status = 'pending' AND s.queue_at <= now() AND s.next_attempt_at <= now())`;
 
 export async function duePixels(pool: Pool): Promise<DuePixel[]> {
   const { rows } = await pool.query<{ pixel_id: string; platform: Platform }>(DUE_PIXELS_SQL);

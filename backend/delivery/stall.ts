@@ -13,7 +13,8 @@ import type { DeliveryCheck, DeliveryStatus } from './stall-log.js';
  *   process's workers at once, so a web process with `WORKER=off` reports a stall of the
  *   `npm run worker` processes behind it.
  *
- * A send is due when it is pending and its `next_attempt_at` has passed. A claimed send has its
+ * A send is due when it is pending and its `next_attempt_at` has passed (its `queue_at`, never
+ * later, has then passed too). A claimed send has its
  * `next_attempt_at` moved to the end of its lease, so a send in flight is never due, and one whose
  * worker died is due again from the moment its lease ended: its wait is counted from then. A
  * retry waiting out its backoff is not due either. So the age is "how long has work been ready
@@ -22,9 +23,11 @@ import type { DeliveryCheck, DeliveryStatus } from './stall-log.js';
 
 /**
  * The oldest due send's wait in seconds (0 when nothing is due). A loose index scan over
- * `sends_due` (pixel_id, next_attempt_at) WHERE pending, as for `DUE_PIXELS_SQL`: one descent to
- * find each pixel with pending sends and one to read its earliest `next_attempt_at`, however long
- * the backlog, so a probe every few seconds costs next to nothing even with a million sends queued.
+ * `sends_queue` (pixel_id, queue_at) WHERE pending, as for `DUE_PIXELS_SQL`: one descent to find
+ * each pixel with pending sends and one to read its first send in the queue that is not under a
+ * lease, however long the backlog, so a probe every few seconds costs next to nothing even with a
+ * million sends queued. (A send whose worker died is read in its place in the queue, which can put
+ * it before a send that became due up to a lease earlier: the age is off by a lease at most.)
  */
 export const OLDEST_DUE_SQL = `
   WITH RECURSIVE pending(pixel_id) AS (
@@ -36,8 +39,8 @@ export const OLDEST_DUE_SQL = `
   FROM pending p
   CROSS JOIN LATERAL (
     SELECT s.next_attempt_at AS due FROM sends s
-    WHERE s.pixel_id = p.pixel_id AND s.status = 'pending' AND s.next_attempt_at <= now()
-    ORDER BY s.next_attempt_at LIMIT 1) d
+    WHERE s.pixel_id = p.pixel_id AND s.status = 'pending' AND s.queue_at <= now() AND s.next_attempt_at <= now()
+    ORDER BY s.queue_at LIMIT 1) d
   WHERE p.pixel_id IS NOT NULL`;
 
 export async function oldestDueSeconds(db: Queryable): Promise<number> {

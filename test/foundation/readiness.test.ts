@@ -94,11 +94,12 @@ describe('delivery in /healthz/delivery and the gauge, apart from /readyz', () =
     const a = await createConversion(db.pool, siteId);
     const b = await createConversion(db.pool, siteId);
     await db.pool.query(
-      `UPDATE sends SET next_attempt_at = now() - interval '10 seconds' WHERE conversion_id = $1`,
+      // As a retry leaves them: its place in the queue and its due time alike (migration 213).
+      `UPDATE sends SET next_attempt_at = now() - interval '10 seconds', queue_at = now() - interval '10 seconds' WHERE conversion_id = $1`,
       [a.conversionId],
     );
     await db.pool.query(
-      `UPDATE sends SET next_attempt_at = now() - interval '90 seconds' WHERE conversion_id = $1 AND platform = 'tiktok'`,
+      `UPDATE sends SET next_attempt_at = now() - interval '90 seconds', queue_at = now() - interval '90 seconds' WHERE conversion_id = $1 AND platform = 'tiktok'`,
       [b.conversionId],
     );
     const age = await oldestDueSeconds(db.pool);

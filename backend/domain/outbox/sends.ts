@@ -172,7 +172,9 @@ const LEASE_END_SQL = `date_trunc('milliseconds', now()) + $2::int * interval '1
 /**
  * Claims up to `$3` due sends of pixel `$1`, oldest due first, for a lease of `$2` ms, and reads
  * them: `read(claimed)` is the statement's final SELECT over the CTE `claimed` (the claimed rows
- * with every column of `sends`, `next_attempt_at` being the lease's end). SKIP LOCKED: concurrent
+ * with every column of `sends`, `next_attempt_at` being the lease's end). The due sends are a range
+ * of `sends_queue` (pixel_id, queue_at), a send under lease left out by its `next_attempt_at`; the
+ * claim changes no indexed column, so PostgreSQL writes it as a heap-only update. SKIP LOCKED: concurrent
  * claims of one pixel split the due sends and never wait on each other. One statement: the claim,
  * its commit and the read of what was claimed in one round trip.
  */
@@ -181,8 +183,8 @@ export function claimSendsSql(read: (claimed: string) => string): string {
     UPDATE sends SET attempts = attempts + 1, next_attempt_at = ${LEASE_END_SQL}, in_flight = true, updated_at = now()
     WHERE id = ANY (ARRAY(
       SELECT id FROM sends
-      WHERE pixel_id = $1 AND status = 'pending' AND next_attempt_at <= now()
-      ORDER BY next_attempt_at LIMIT $3
+      WHERE pixel_id = $1 AND status = 'pending' AND queue_at <= now() AND next_attempt_at <= now()
+      ORDER BY queue_at LIMIT $3
       FOR UPDATE SKIP LOCKED))
     RETURNING *)
   ${read('claimed')}`;
@@ -236,6 +238,7 @@ const OUTCOMES_SQL = `
       -- a skipped send was never put to the platform: its claim was no attempt
       attempts = CASE WHEN o.kind = 'skipped' THEN s.attempts - 1 ELSE s.attempts END,
       next_attempt_at = CASE WHEN o.kind = 'retry' THEN now() + o.delay_ms * interval '1 millisecond' ELSE s.next_attempt_at END,
+      queue_at = CASE WHEN o.kind = 'retry' THEN now() + o.delay_ms * interval '1 millisecond' ELSE s.queue_at END,
       in_flight = false,
       updated_at = now()
     FROM o WHERE s.id = o.id AND s.status = 'pending' AND s.next_attempt_at = $3
@@ -300,7 +303,7 @@ export function lockConversionsStatement(conversionIds: readonly string[]): {
   };
 }
 
-const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()`;
+const REQUEUE = `SET status = 'pending', attempts = 0, skip_reason = NULL, next_attempt_at = now(), queue_at = now(), in_flight = false, updated_at = now()`;
 
 /**
  * Puts failed or skipped sends back in the queue with a fresh attempt budget, due now (`sends
@@ -327,7 +330,7 @@ export async function requeueSends(
  */
 export async function redispatchSends(tx: Queryable, conversionId: string): Promise<void> {
   await tx.query(
-    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), in_flight = false, updated_at = now()
+    `UPDATE sends s SET status = 'pending', attempts = 0, last_error = NULL, skip_reason = NULL, next_attempt_at = now(), queue_at = now(), in_flight = false, updated_at = now()
      FROM pixels p
      WHERE s.conversion_id = $1 AND s.status IN ('failed', 'skipped') AND p.id = s.pixel_id AND p.active`,
     [conversionId],
