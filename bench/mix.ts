@@ -22,8 +22,9 @@
  *
  * Then, after each round's rows, the paced rows: the latency a visitor sees. Clicks at a fixed
  * total rate (`--click-rate`, default 100/s) from 10 connections, each waiting for its answer
- * before its next click, while `track/init` runs from 40 connections paced at half the rate the
- * track/init row reached in the same round, and the worker delivers. At the end, the round trips
+ * before its next click, from a process of their own (a visitor's browser is not the load
+ * generator), while `track/init` runs from 40 connections paced at half the rate the track/init
+ * row reached in the same round, and the worker delivers. At the end, the round trips
  * and commits the server spends per click with no other requests (the worker still delivering).
  *
  * Per row: requests per second and the ratio to the cheapest write of the same round; p50 and
@@ -37,7 +38,8 @@
  * Options: `--requests=N` (per row and round, default 4000), `--rounds=N` (default 2),
  * `--concurrency=N` (default 50), `--short` (1000 requests per row and round: a quick run of a
  * minute or two), `--click-rate=N` (the paced rows' clicks per second, default 100; each paced
- * row clicks half the requests per row and round, at least 300).
+ * row clicks half the requests per row and round, at least 300), `--init-rate=N` (the paced rows
+ * alone, track/init beside them at N visits a second: the clicks' latency against the load).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
