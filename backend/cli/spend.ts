@@ -24,6 +24,28 @@ const PLATFORM_FLAGS = {
 } as const satisfies Record<SpendPlatform, { required: readonly string[]; optional: readonly string[] }>;
 
 type Platform = keyof typeof PLATFORM_FLAGS;
+
+type CredentialFlag =
+  | 'access-token'
+  | 'developer-token'
+  | 'oauth-token'
+  | 'refresh-token'
+  | 'client-id'
+  | 'client-secret'
+  | 'login-customer-id';
+
+/** The credential flags as the domain names them (`spend add` and `spend update` alike). */
+function credentialsOf(v: Partial<Record<CredentialFlag, string>>): SpendCredentialChanges {
+  return {
+    accessToken: v['access-token'],
+    developerToken: v['developer-token'],
+    oauthToken: v['oauth-token'],
+    refreshToken: v['refresh-token'],
+    clientId: v['client-id'],
+    clientSecret: v['client-secret'],
+    loginCustomerId: v['login-customer-id'],
+  };
+}
 const PLATFORMS = Object.keys(PLATFORM_FLAGS) as Platform[];
 const CREDENTIAL_FLAGS = [
   ...new Set(PLATFORMS.flatMap((p) => [...PLATFORM_FLAGS[p].required, ...PLATFORM_FLAGS[p].optional])),
@@ -151,15 +173,9 @@ export const spendCommands = [
         platform,
         siteId: v.site,
         adAccount: v['ad-account'],
-        accessToken: v['access-token'],
         customerId: v['customer-id'],
-        developerToken: v['developer-token'],
-        oauthToken: v['oauth-token'],
-        refreshToken: v['refresh-token'],
-        clientId: v['client-id'],
-        clientSecret: v['client-secret'],
-        loginCustomerId: v['login-customer-id'],
         advertiserId: v['advertiser-id'],
+        ...credentialsOf(v),
       } as AddSpendSourceInput;
       const out = await addSpendSource(deps, input);
       return {
@@ -207,16 +223,7 @@ export const spendCommands = [
         );
     },
     async run({ deps }, v) {
-      const credentials: SpendCredentialChanges = {
-        accessToken: v['access-token'],
-        developerToken: v['developer-token'],
-        oauthToken: v['oauth-token'],
-        refreshToken: v['refresh-token'],
-        clientId: v['client-id'],
-        clientSecret: v['client-secret'],
-        loginCustomerId: v['login-customer-id'],
-      };
-      const out = await updateSpendSource(deps, { sourceId: v.source, credentials });
+      const out = await updateSpendSource(deps, { sourceId: v.source, credentials: credentialsOf(v) });
       return {
         json: out,
         human: `Spend source ${out.spendSourceId}: credentials replaced, ${out.status}; it is being imported with them`,

@@ -77,7 +77,8 @@ export function isDay(s: string): boolean {
   return DATE.test(s) && new Date(`${s}T00:00:00Z`).toISOString().slice(0, 10) === s;
 }
 
-interface SourceRow {
+/** A spend source's row, as `sourceOf` reads it. */
+export interface SpendSourceRow {
   id: string;
   site_id: string;
   platform: SpendPlatform;
@@ -85,13 +86,16 @@ interface SourceRow {
   credentials: string;
   currency: string | null;
   time_zone: string | null;
+}
+
+interface SourceRow extends SpendSourceRow {
   progress_window: ImportWindow | null;
 }
 
 const SOURCE_COLUMNS =
   'id, site_id, platform, account_ref, credentials, currency, time_zone, progress_window';
 
-export function sourceOf(r: Omit<SourceRow, 'progress_window'>, box: Pick<SecretBox, 'open'>): SpendSource {
+export function sourceOf(r: SpendSourceRow, box: Pick<SecretBox, 'open'>): SpendSource {
   return {
     id: r.id,
     siteId: r.site_id,

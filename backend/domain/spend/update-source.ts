@@ -6,7 +6,14 @@ import { Uuid } from '../admin/schemas.js';
 import type { SpendPlatform, SpendSource } from './importer.js';
 import { importerFor } from './importers.js';
 import { AddSpendSourceInput, accountAndCredentials } from './sources.js';
-import { SPEND_IMPORT_TASK, backfillWindow, queueImport, recentWindow, sourceOf } from './sync.js';
+import {
+  SPEND_IMPORT_TASK,
+  type SpendSourceRow,
+  backfillWindow,
+  queueImport,
+  recentWindow,
+  sourceOf,
+} from './sync.js';
 
 /**
  * `spend update` (docs/spend.md, "Rotating credentials"): a source's credentials replaced in place.
@@ -68,23 +75,13 @@ export function mergeCredentials(
   return out;
 }
 
-interface Row {
-  id: string;
-  site_id: string;
-  platform: SpendPlatform;
-  account_ref: string;
-  credentials: string;
-  currency: string | null;
-  time_zone: string | null;
-}
-
 export async function updateSpendSource(
   deps: Pick<Deps, 'pool' | 'box' | 'config' | 'now'>,
   input: { sourceId: string; credentials: SpendCredentialChanges },
 ): Promise<{ spendSourceId: string; status: 'ok' }> {
   if (!Uuid.safeParse(input.sourceId).success)
     throw new ApiError('VALIDATION_FAILED', `spend source "${input.sourceId}" is not a valid id`);
-  const { rows } = await deps.pool.query<Row>(
+  const { rows } = await deps.pool.query<SpendSourceRow>(
     `SELECT id, site_id, platform, account_ref, credentials, currency, time_zone
      FROM spend_sources WHERE id = $1 AND removed_at IS NULL`,
     [input.sourceId],

@@ -172,8 +172,8 @@ export function inviteClickCall(q: {
   };
 }
 
-/** The statement of an ad's redirect to a channel (`/r/{site}/{channel}`). */
-export function redirectCall(q: {
+/** An ad's redirect to a channel (`/r/{site}/{channel}`), as its statement takes it. */
+export interface RedirectClick {
   siteId: string;
   tempId: string;
   sessionId: string;
@@ -181,7 +181,10 @@ export function redirectCall(q: {
   channelId: string;
   attribution: VisitAttribution;
   admission: VisitAdmission;
-}): PreparedCall {
+}
+
+/** The statement of an ad's redirect to a channel. */
+export function redirectCall(q: RedirectClick): PreparedCall {
   const check = q.admission.sql(VISIT_PARAMS + 2);
   const sql = redirectSql(check);
   const channel = channelValue(q.channelId);

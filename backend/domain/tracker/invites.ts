@@ -1,7 +1,13 @@
 import { ApiError } from '../../errors.js';
 import { findChannel, findSiteChannel, type InviteChannel } from '../invites/invite-channels.js';
 import { inviteForVisit, inviteFromTelegram, requestRefill, type HandedOut } from '../invites/handout.js';
-import { type ClickRoundTrip, clickRoundTrip, inviteClickCall, redirectCall } from './click-handout.js';
+import {
+  type ClickRoundTrip,
+  clickRoundTrip,
+  inviteClickCall,
+  type RedirectClick,
+  redirectCall,
+} from './click-handout.js';
 import type { InviteDeps } from '../invites/telegram.js';
 import type { Queryable } from '../../db/pool.js';
 import {
@@ -67,18 +73,7 @@ export async function inviteClick(
  * visitRequestId: a reload or a double tap gets the same link back) and link, with the rate limit
  * counted by the same statement, in one round trip and one commit unless the pool is dry.
  */
-export async function redirectInvite(
-  deps: InviteDeps,
-  q: {
-    siteId: string;
-    tempId: string;
-    sessionId: string;
-    visitRequestId: string;
-    channelId: string;
-    attribution: VisitAttribution;
-    admission: VisitAdmission;
-  },
-): Promise<InviteOutcome> {
+export async function redirectInvite(deps: InviteDeps, q: RedirectClick): Promise<InviteOutcome> {
   const trip = await clickRoundTrip(deps, redirectCall(q), 'any');
   if (trip.allowed && trip.channel !== null && trip.visitId === null) throw visitMismatch();
   return handOut(deps, trip, q, 'any');
