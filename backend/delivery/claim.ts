@@ -51,8 +51,12 @@ export const DUE_PIXELS_SQL = `
   SELECT p.pixel_id, x.platform FROM pending p JOIN pixels x ON x.id = p.pixel_id
   WHERE EXISTS (SELECT 1 FROM sends s WHERE s.pixel_id = p.pixel_id AND s.status = 'pending' AND s.queue_at <= now() AND s.next_attempt_at <= now())`;
 
+// Named, so that each connection plans it once: unnamed, its planning cost about five times its
+// execution (0.87 ms against 0.18 ms per call, `pg_stat_statements.track_planning`), once per pass.
+const DUE_PIXELS = { name: 'capigram_due_pixels', text: DUE_PIXELS_SQL };
+
 export async function duePixels(pool: Pool): Promise<DuePixel[]> {
-  const { rows } = await pool.query<{ pixel_id: string; platform: Platform }>(DUE_PIXELS_SQL);
+  const { rows } = await pool.query<{ pixel_id: string; platform: Platform }>(DUE_PIXELS);
   return rows.map((r) => ({ pixelId: r.pixel_id, platform: r.platform }));
 }
 

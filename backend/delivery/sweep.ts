@@ -10,13 +10,13 @@ import { runEvery } from '../periodic.js';
  * failed, a worker that died mid-request (its sends are due again when their lease ends), a
  * retry whose wake-up job was lost with a database restore. Idle, it costs one index probe.
  */
-const ANY_DUE_SQL = `SELECT EXISTS (${DUE_PIXELS_SQL}) AS due`;
+const ANY_DUE = { name: 'capigram_any_due', text: `SELECT EXISTS (${DUE_PIXELS_SQL}) AS due` };
 
 /** True when something was due; a wake-up is then queued (unless one is already waiting). */
 export async function sweepDue(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ due: boolean }>(ANY_DUE_SQL);
+  const { rows } = await db.query<{ due: boolean }>(ANY_DUE);
   if (!rows[0]!.due) return false;
-  await db.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]);
+  await db.query({ ...WAKE_STATEMENT, values: [...WAKE_STATEMENT.values] });
   return true;
 }
 
