@@ -47,6 +47,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createSecretBox, parseSecretKey } from '../backend/crypto/secret-box.js';
@@ -97,6 +98,8 @@ interface RoleStats {
   cpuMicros: number;
   queries: number;
   commits: number;
+  /** The process's event-loop delay since the last reset (`statsOf(child, true)`), ms. */
+  loopDelay: { p99: number; max: number };
 }
 
 /**
@@ -132,12 +135,21 @@ function countQueries(): () => { queries: number; commits: number } {
   return () => ({ queries, commits });
 }
 
+/**
+ * Answers the parent's `stats` message. The event-loop delay tells a process that was late to
+ * run its callbacks (its own work, a garbage collection, or the operating system giving the core
+ * to another process) from time spent elsewhere; `reset` starts its histogram afresh.
+ */
 function answerStats(counts: () => { queries: number; commits: number }): void {
   process.once('SIGTERM', () => process.exit(0));
-  process.on('message', (message: { stats?: boolean }) => {
+  const delay = monitorEventLoopDelay({ resolution: 2 });
+  delay.enable();
+  process.on('message', (message: { stats?: boolean; reset?: boolean }) => {
     if (message.stats !== true) return;
     const usage = process.cpuUsage();
-    process.send?.({ stats: { cpuMicros: usage.user + usage.system, ...counts() } });
+    const loopDelay = { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 };
+    if (message.reset === true) delay.reset();
+    process.send?.({ stats: { cpuMicros: usage.user + usage.system, ...counts(), loopDelay } });
   });
 }
 
@@ -205,8 +217,8 @@ async function spawn(spec: RoleSpec): Promise<Child> {
   }
 }
 
-async function statsOf(child: Child): Promise<RoleStats> {
-  child.process.send({ stats: true });
+async function statsOf(child: Child, reset = false): Promise<RoleStats> {
+  child.process.send({ stats: true, reset });
   for (;;) {
     const [message] = (await once(child.process, 'message')) as [{ stats?: RoleStats }];
     if (message.stats !== undefined) return message.stats;
@@ -475,6 +487,9 @@ class PacedRow {
   inits = { answered: 0, failures: 0, seconds: 0 };
   /** Per round: the rate track/init was paced at. */
   initTargets: number[] = [];
+  /** Per round: the event-loop delay (p99, max ms) of the server and of the visitors' process. */
+  serverDelay: { p99: number; max: number }[] = [];
+  visitorsDelay: { p99: number; max: number }[] = [];
 
   constructor(
     readonly name: string,
@@ -731,6 +746,7 @@ export async function run(args: string[] = []): Promise<void> {
       return { measured, requests: perRound + initRequests };
     };
     const pacedRun = async (row: PacedRow, initTarget: number) => {
+      await Promise.all([statsOf(server, true), statsOf(visitors, true)]);
       let clicking = true;
       const background = paced(server.url, concurrency - clickClients, initTarget, initCall, () => !clicking);
       // The browsers track/init has seen so far (the newest), each clicking in turn.
@@ -742,6 +758,9 @@ export async function run(args: string[] = []): Promise<void> {
         count: pacedClicks,
       });
       clicking = false;
+      const [s1, v1] = await Promise.all([statsOf(server), statsOf(visitors)]);
+      row.serverDelay.push(s1.loopDelay);
+      row.visitorsDelay.push(v1.loopDelay);
       const inits = await background;
       row.clicks.latencies.push(...clicks.latencies);
       row.clicks.failures += clicks.failures;
@@ -802,7 +821,10 @@ export async function run(args: string[] = []): Promise<void> {
     await load(server.url, warmup, concurrency, warmCall(false));
     await load(server.url, warmup, concurrency, coldCall(false));
     await load(server.url, warmup, concurrency, initCall);
-    await load(server.url, Math.min(warmup, 200), clickClients, inviteCall);
+    // Both kinds of click from as many clients as the server has connections, so that every
+    // connection has prepared and planned the clicks' statements before anything is measured.
+    await load(server.url, Math.min(warmup, 200), POOL_SIZE, inviteCall);
+    await load(server.url, Math.min(warmup, 200), POOL_SIZE, redirectCall);
     await waitDrained(pool);
     await pool.query('ANALYZE');
     if (statements) await pool.query('SELECT pg_stat_statements_reset()');
@@ -853,7 +875,9 @@ export async function run(args: string[] = []): Promise<void> {
     };
     const pacedLine = (r: PacedRow) => {
       const sorted = [...r.clicks.latencies].sort((a, b) => a - b);
-      return `| ${r.name} | ${clickRate} | ${f0(sorted.length / r.clicks.seconds)} | ${f2(quantile(sorted, 0.5))} | ${f2(quantile(sorted, 0.99))} | ${f2(sorted.at(-1) ?? Number.NaN)} | ${r.initTargets.map(f0).join(' / ')} | ${f0(r.inits.answered / r.inits.seconds)} | ${r.clicks.failures + r.inits.failures} |`;
+      const delays = (d: { p99: number; max: number }[]) =>
+        d.map((x) => `${f0(x.p99)}, ${f0(x.max)}`).join(' / ');
+      return `| ${r.name} | ${clickRate} | ${f0(sorted.length / r.clicks.seconds)} | ${f2(quantile(sorted, 0.5))} | ${f2(quantile(sorted, 0.99))} | ${f2(sorted.at(-1) ?? Number.NaN)} | ${r.initTargets.map(f0).join(' / ')} | ${f0(r.inits.answered / r.inits.seconds)} | ${delays(r.serverDelay)} | ${delays(r.visitorsDelay)} | ${r.clicks.failures + r.inits.failures} |`;
     };
     const aloneText = (name: string, a: { trips: number; commits: number; failures: number }) =>
       `${name} ${f2(a.trips)} round trips and ${f2(a.commits)} commits per click${a.failures > 0 ? ` (${a.failures} failed)` : ''}`;
@@ -867,8 +891,8 @@ export async function run(args: string[] = []): Promise<void> {
       `delivery over the run (${seconds.toFixed(1)} s, the last backlog drained ${drain.toFixed(2)} s after the last row): ${delivered} sends delivered; per delivered send: worker CPU ${f0((w1.cpuMicros - w0.cpuMicros) / delivered)} µs, its connections' database CPU ${f0(workerDb / delivered)} µs, ${f2((w1.queries - w0.queries) / delivered)} round trips, ${f2((w1.commits - w0.commits) / delivered)} commits`,
       `clicks paced: ${pacedClicks} clicks per row and round at ${clickRate}/s from ${clickClients} connections (each waits for its answer), track/init beside them from ${concurrency - clickClients} connections paced at ${initRate > 0 ? `${initRate}/s` : 'half the rate the track/init row reached in the same round'}, the worker delivering; the clicks from a process of their own`,
       '',
-      '| paced row | clicks/s target | clicks/s achieved | p50 ms | p99 ms | max ms | track/init beside, target /s per round | track/init achieved /s | failed |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+      "| paced row | clicks/s target | clicks/s achieved | p50 ms | p99 ms | max ms | track/init beside, target /s per round | track/init achieved /s | server event-loop delay p99, max ms, per round | visitors' event-loop delay p99, max ms | failed |",
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...pacedRows.map(pacedLine),
       '',
       `the server's own cost per click, 500 clicks from ${clickClients} clients with no other requests (the worker delivering; the server's wake-ups of the worker for new visits and its requests for pool refills included): ${aloneText('track/invite', inviteAlone)}; ${aloneText('/r/', redirectAlone)}`,
