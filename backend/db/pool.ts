@@ -118,11 +118,11 @@ export function createPool(
     Client: DroppingClient,
     connectionString,
     max,
-    // Connections once opened are kept (an idle one costs a backend's memory, no CPU): a new
-    // backend pays a fork, its catalog caches' warm-up and a prepare of every statement it runs,
-    // which made the first invite clicks after a quiet spell take 20–40 ms in the database alone.
-    min: max,
-    idleTimeoutMillis: 30_000,
+    // Connections once opened are kept, never closed for being idle (an idle one costs a
+    // backend's memory, no CPU): a new backend pays a fork, its catalog caches' warm-up and a
+    // prepare of every statement it runs, which made the first invite clicks after a quiet spell
+    // take 20–40 ms in the database alone (docs/benchmarks.md). 0 turns pg-pool's idle timer off.
+    idleTimeoutMillis: 0,
     connectionTimeoutMillis: t.connectMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: t.keepAliveMs,
