@@ -587,25 +587,31 @@ async function seed(pool: Pool, secretKey: string, warmLeads: number, links: num
   return { accountId, siteId, websiteId, channelId, apiKey };
 }
 
-/** The statements that took the database's time over the measured rounds, dearest first. */
+/**
+ * The statements that took the database's time over the measured rounds, dearest first, with
+ * how often each was planned (a named statement is planned once per connection).
+ */
 async function topStatements(pool: Pool): Promise<string[]> {
   const { rows } = await pool.query<{
     calls: string;
     total_ms: number;
     mean_ms: number;
+    plans: string;
+    plan_ms: number;
     rows: string;
     query: string;
   }>(
-    `SELECT calls, total_exec_time AS total_ms, mean_exec_time AS mean_ms, rows, regexp_replace(query, '\\s+', ' ', 'g') AS query
+    `SELECT calls, total_exec_time AS total_ms, mean_exec_time AS mean_ms, plans, total_plan_time AS plan_ms, rows,
+            regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-     ORDER BY total_exec_time DESC LIMIT 25`,
+     ORDER BY total_exec_time + total_plan_time DESC LIMIT 25`,
   );
   return [
-    '| total ms | calls | mean ms | rows | statement |',
-    '|---:|---:|---:|---:|---|',
+    '| total ms | calls | mean ms | plans | planning ms | rows | statement |',
+    '|---:|---:|---:|---:|---:|---:|---|',
     ...rows.map(
       (r) =>
-        `| ${r.total_ms.toFixed(0)} | ${r.calls} | ${r.mean_ms.toFixed(3)} | ${r.rows} | ${r.query.slice(0, 160).replaceAll('|', '\\|')} |`,
+        `| ${r.total_ms.toFixed(0)} | ${r.calls} | ${r.mean_ms.toFixed(3)} | ${r.plans} | ${r.plan_ms.toFixed(0)} | ${r.rows} | ${r.query.slice(0, 160).replaceAll('|', '\\|')} |`,
     ),
   ];
 }
@@ -635,7 +641,14 @@ export async function run(args: string[] = []): Promise<void> {
   const statements = args.includes('--statements');
   const db = await openBenchDatabase(
     4,
-    statements ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {},
+    statements
+      ? {
+          shared_preload_libraries: 'pg_stat_statements',
+          'pg_stat_statements.track': 'all',
+          // Planning too: a statement sent without a name is planned on every call.
+          'pg_stat_statements.track_planning': 'on',
+        }
+      : {},
   );
   const { databaseUrl, pool } = db;
   const secretKey = randomBytes(32).toString('hex');

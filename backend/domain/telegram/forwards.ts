@@ -241,8 +241,10 @@ async function post(
  * database went with its connection, which is what is looked at. Idle, one probe of a partial index.
  */
 async function sweepForwards(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ bot_id: string; order_key: string }>(
-    `SELECT DISTINCT f.bot_id, f.order_key FROM telegram_forwards f
+  const { rows } = await db.query<{ bot_id: string; order_key: string }>({
+    // Named: planning this statement cost far more than running it (an idle probe), every sweep.
+    name: 'capigram_sweep_forwards',
+    text: `SELECT DISTINCT f.bot_id, f.order_key FROM telegram_forwards f
      WHERE f.delivered_at IS NULL AND f.dropped_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM graphile_worker.jobs j
                        WHERE j.key = $1 || ':' || f.bot_id || ':' || f.order_key AND j.locked_at IS NULL AND j.attempts < j.max_attempts)
@@ -252,8 +254,8 @@ async function sweepForwards(db: Queryable): Promise<number> {
                        WHERE l.locktype = 'advisory' AND l.objsubid = 1
                          AND l.classid = ((h.k >> 32) & 4294967295)::oid AND l.objid = (h.k & 4294967295)::oid)
      LIMIT 100`,
-    [FORWARD_TASK],
-  );
+    values: [FORWARD_TASK],
+  });
   for (const r of rows) await wake(db, { botId: r.bot_id, orderKey: r.order_key });
   return rows.length;
 }

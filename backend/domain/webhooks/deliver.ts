@@ -177,8 +177,10 @@ async function postPending(deps: WebhookDeps, p: Payload): Promise<DrainOutcome>
  * probe of a partial index. Delivered and given-up rows older than a week leave the log.
  */
 async function sweepWebhooks(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ webhook_id: string; telegram_user_id: string }>(
-    `SELECT DISTINCT e.webhook_id, e.telegram_user_id::text FROM webhook_events e
+  const { rows } = await db.query<{ webhook_id: string; telegram_user_id: string }>({
+    // Named: planning this statement cost far more than running it (an idle probe), every sweep.
+    name: 'capigram_sweep_webhooks',
+    text: `SELECT DISTINCT e.webhook_id, e.telegram_user_id::text FROM webhook_events e
      WHERE e.delivered_at IS NULL AND e.dropped_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM graphile_worker.jobs j
                        WHERE j.key = $1 || ':' || e.webhook_id || ':' || e.telegram_user_id AND j.locked_at IS NULL AND j.attempts < j.max_attempts)
@@ -187,8 +189,8 @@ async function sweepWebhooks(db: Queryable): Promise<number> {
                        WHERE l.locktype = 'advisory' AND l.objsubid = 1
                          AND l.classid = ((h.k >> 32) & 4294967295)::oid AND l.objid = (h.k & 4294967295)::oid)
      LIMIT 100`,
-    [WEBHOOK_TASK],
-  );
+    values: [WEBHOOK_TASK],
+  });
   for (const r of rows)
     await db.query('SELECT capigram_webhook_wake($1, $2)', [r.webhook_id, r.telegram_user_id]);
   await db.query(
