@@ -69,9 +69,8 @@ export class KeyLookups {
   private async send(batch: Waiting[]): Promise<void> {
     try {
       const { rows } = await this.pool.query<KeyRow & { n: number }>({
-        // Named, so that each connection plans it once: unnamed, its planning cost three times its
-        // execution (pg_stat_statements with track_planning: 0.36 against 0.11 ms per statement).
-        name: 'capigram_key_lookups',
+        // Unnamed on purpose, so planned for each call's arrays: named, its generic plan ran at
+        // 0.70 ms against 0.11 (planning saved: 0.36 ms; pg_stat_statements with track_planning).
         text: KEY_LOOKUPS_WITH_PRIOR_SQL,
         values: [
           batch.map((w) => w.lookup.prefix),
