@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { WAKE_STATEMENT } from '../domain/outbox/delivery-wake.js';
+import { wakeQuery } from '../domain/outbox/delivery-wake.js';
 import { DUE_PIXELS_SQL } from './claim.js';
 import { runEvery } from '../periodic.js';
 
@@ -16,7 +16,7 @@ const ANY_DUE = { name: 'capigram_any_due', text: `SELECT EXISTS (${DUE_PIXELS_S
 export async function sweepDue(db: Queryable): Promise<boolean> {
   const { rows } = await db.query<{ due: boolean }>(ANY_DUE);
   if (!rows[0]!.due) return false;
-  await db.query({ ...WAKE_STATEMENT, values: [...WAKE_STATEMENT.values] });
+  await db.query(wakeQuery());
   return true;
 }
 

@@ -59,6 +59,11 @@ export const WAKE_STATEMENT = {
   values: [DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, `{${DELIVER_JOB_FLAGS.join(',')}}`],
 } as const;
 
+/** `WAKE_STATEMENT` as the driver takes it (a query config of its own, with its values). */
+export function wakeQuery(): { name: string; text: string; values: unknown[] } {
+  return { ...WAKE_STATEMENT, values: [...WAKE_STATEMENT.values] };
+}
+
 type ErrorSink = (err: unknown) => void;
 
 /**
@@ -95,7 +100,7 @@ export class DeliveryWaker {
     this.inFlight = true;
     this.wanted = false;
     this.pool
-      .query({ ...WAKE_STATEMENT, values: [...WAKE_STATEMENT.values] })
+      .query(wakeQuery())
       .catch((err: unknown) => this.onError(err))
       .finally(() => {
         this.inFlight = false;
@@ -122,5 +127,5 @@ export class DeliveryWaker {
  * sweep will find them.
  */
 export async function wakeDeliveryNow(pool: Pool): Promise<void> {
-  await pool.query({ ...WAKE_STATEMENT, values: [...WAKE_STATEMENT.values] }).catch(() => undefined);
+  await pool.query(wakeQuery()).catch(() => undefined);
 }
