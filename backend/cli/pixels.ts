@@ -11,6 +11,7 @@ import { testPixel } from '../delivery/pixel-test.js';
 import type { PixelConfig } from '../platforms/types.js';
 import { UsageError, defineCommand, type CommandContext, type CommandResult } from './command.js';
 import { table } from './table.js';
+import { credentialsOf } from './credential-flags.js';
 
 /** Which flags each platform takes (see PLATFORMS.md for what each credential is). */
 const PLATFORM_FLAGS = {
@@ -220,19 +221,13 @@ export const pixelCommands = [
         siteId: v.site,
         pixelId: v['pixel-id'],
         pixelCode: v['pixel-code'],
-        accessToken: v['access-token'],
         testEventCode: v['test-event-code'],
         customerId: v['customer-id'],
         conversionActions: v['conversion-action'],
         api: v.api,
         validateOnly: v['validate-only'] || undefined,
         sendUserIpAddress: v['send-ip-address'] || undefined,
-        developerToken: v['developer-token'],
-        oauthToken: v['oauth-token'],
-        refreshToken: v['refresh-token'],
-        clientId: v['client-id'],
-        clientSecret: v['client-secret'],
-        loginCustomerId: v['login-customer-id'],
+        ...credentialsOf(v),
       } as AddPixelInput;
       const verify = v['skip-token-check']
         ? undefined

@@ -5,7 +5,8 @@ import {
   listSpendSources,
   syncSite,
 } from '../domain/spend/sources.js';
-import { type SpendCredentialChanges, updateSpendSource } from '../domain/spend/update-source.js';
+import { updateSpendSource } from '../domain/spend/update-source.js';
+import { credentialsOf } from './credential-flags.js';
 import { UsageError, defineCommand } from './command.js';
 import { table } from './table.js';
 
@@ -25,27 +26,6 @@ const PLATFORM_FLAGS = {
 
 type Platform = keyof typeof PLATFORM_FLAGS;
 
-type CredentialFlag =
-  | 'access-token'
-  | 'developer-token'
-  | 'oauth-token'
-  | 'refresh-token'
-  | 'client-id'
-  | 'client-secret'
-  | 'login-customer-id';
-
-/** The credential flags as the domain names them (`spend add` and `spend update` alike). */
-function credentialsOf(v: Partial<Record<CredentialFlag, string>>): SpendCredentialChanges {
-  return {
-    accessToken: v['access-token'],
-    developerToken: v['developer-token'],
-    oauthToken: v['oauth-token'],
-    refreshToken: v['refresh-token'],
-    clientId: v['client-id'],
-    clientSecret: v['client-secret'],
-    loginCustomerId: v['login-customer-id'],
-  };
-}
 const PLATFORMS = Object.keys(PLATFORM_FLAGS) as Platform[];
 const CREDENTIAL_FLAGS = [
   ...new Set(PLATFORMS.flatMap((p) => [...PLATFORM_FLAGS[p].required, ...PLATFORM_FLAGS[p].optional])),
