@@ -2,7 +2,7 @@
 // next wake-up came (graphile-worker then takes its remaining attempts) and failed is dead at once;
 // the scheduled purge deletes dead delivery signals at once and other dead jobs after a week.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVER_TASK, WAKE_STATEMENT } from '../../backend/domain/outbox/delivery-wake.js';
+import { DELIVER_TASK, wakeQuery } from '../../backend/domain/outbox/delivery-wake.js';
 import { DEAD_JOB_KEEP_DAYS, purgeDeadJobs } from '../../backend/worker/dead-jobs.js';
 import { startWorker } from '../../backend/worker/runner.js';
 import { CRONTAB, TASKS } from '../../backend/worker/tasks/index.js';
@@ -44,9 +44,9 @@ describe('dead jobs', () => {
       },
     });
     try {
-      await db.pool.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]);
+      await db.pool.query(wakeQuery());
       await waitUntil(async () => runs > 0, 5000, 'the first wake-up running');
-      await db.pool.query(WAKE_STATEMENT.text, [...WAKE_STATEMENT.values]);
+      await db.pool.query(wakeQuery());
       release();
       await waitUntil(
         async () => (await dead(DELIVER_TASK)) === 1 && runs >= 2,
